@@ -1,0 +1,50 @@
+#include <idemgate/common/log.hpp>
+
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace idemgate::log {
+
+long long now_unix_ms() noexcept
+{
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+static const char* level_name(level lvl)
+{
+    switch (lvl) {
+    case level::debug: return "debug";
+    case level::info: return "info";
+    case level::warn: return "warn";
+    case level::error: return "error";
+    }
+    return "info";
+}
+
+void write(level lvl, std::string_view msg, boost::json::object fields)
+{
+    boost::json::object line;
+    line["ts"] = now_unix_ms();
+    line["level"] = level_name(lvl);
+    line["msg"] = msg;
+    for (auto& kv : fields)
+        line[kv.key()] = std::move(kv.value());
+    write_raw_line(boost::json::serialize(line));
+}
+
+void write_raw_line(std::string_view json_object)
+{
+    std::string out;
+    out.reserve(json_object.size() + 1);
+    out.append(json_object);
+    out.push_back('\n');
+    // One fwrite per line: stdio locks the stream, so lines from threads never interleave.
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+}
+
+} // namespace idemgate::log

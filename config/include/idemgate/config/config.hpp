@@ -1,0 +1,127 @@
+#pragma once
+// idemgate's configuration: YAML in, typed aggregates out. Every default documented here is
+// the value used when the key is absent; config/idemgate.example.yaml shows every key.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idemgate::config {
+
+using duration = std::chrono::milliseconds;
+
+// host:port. Port 0 means "any free port" (tests); the bound port is logged at start-up.
+struct endpoint {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string to_string() const { return host + ":" + std::to_string(port); }
+};
+
+enum class store_type { memory, redis };
+enum class failure_mode { reject, pass_through };
+
+struct redis_config {
+    endpoint address{"127.0.0.1", 6379};
+    std::string password_env;             // name of the env var holding the password ("" = no AUTH)
+    std::string password;                 // resolved from password_env at load time, never from YAML
+    int db = 0;                           // SELECT db
+    std::string key_prefix = "idemgate";  // keys are <prefix>:<tenant>:<key> (escaped)
+    duration command_timeout{250};        // per command; a timeout means "outcome unknown"
+    duration connect_timeout{1000};
+    duration reconnect_backoff_max{2000};  // reconnect with exponential backoff up to this
+};
+
+struct memory_config {
+    std::size_t max_entries = 100000;  // bound; expired entries are evicted first
+};
+
+struct store_config {
+    store_type type = store_type::memory;
+    redis_config redis;
+    memory_config memory;
+    failure_mode on_failure = failure_mode::reject;
+};
+
+struct upstream_config {
+    std::string name;
+    endpoint address;
+    std::size_t max_idle_connections = 64;  // keep-alive pool per I/O thread
+};
+
+struct idempotency_config {
+    bool enabled = false;                          // true when the route has an idempotency block
+    std::vector<std::string> methods{"POST", "PATCH"};  // upper-case
+    std::string key_header = "Idempotency-Key";
+    bool required = false;
+    duration lock_ttl{30000};
+    duration record_ttl{24LL * 3600 * 1000};
+    std::string tenant_header;                     // "" = single default scope
+    unsigned mismatch_status = 409;                // 409 (seed) or 422 (IETF draft)
+};
+
+struct route_config {
+    std::string path_prefix;
+    std::string upstream;           // name in upstreams
+    std::size_t upstream_index = 0; // resolved index into config::upstreams
+    idempotency_config idempotency;
+};
+
+struct limits_config {
+    std::size_t max_request_body = 1024 * 1024;
+    std::size_t max_response_body = 8 * 1024 * 1024;
+    std::size_t max_header_bytes = 16 * 1024;  // 431 above it
+    std::size_t max_connections = 10000;       // client connections, all threads
+};
+
+struct timeouts_config {
+    duration header_read{10000};        // from first byte of a request to end of its header
+    duration body_read{30000};
+    duration idle{60000};               // keep-alive wait for the next request
+    duration client_write{30000};
+    duration upstream_connect{2000};
+    duration upstream_response{30000};  // write request + read full response
+    duration drain{30000};              // SIGTERM: how long in-flight requests may finish
+};
+
+struct config {
+    endpoint listen{"127.0.0.1", 8080};
+    endpoint admin_listen{"127.0.0.1", 9090};
+    unsigned threads = 0;   // I/O threads; 0 = one per core
+    bool access_log = true; // one JSON line per request on stdout
+    store_config store;
+    std::vector<upstream_config> upstreams;
+    std::vector<route_config> routes;
+    limits_config limits;
+    timeouts_config timeouts;
+};
+
+// Thrown by load/parse with every problem found, one per line, each naming the key path,
+// e.g. `routes[0].idempotency.record_ttl: "24x" is not a duration`.
+class config_error : public std::runtime_error {
+public:
+    explicit config_error(std::vector<std::string> problems);
+    const std::vector<std::string>& problems() const noexcept { return problems_; }
+
+private:
+    std::vector<std::string> problems_;
+};
+
+// Parses YAML text. `getenv` resolves secrets (redis.password_env); injectable for tests.
+config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*) = nullptr);
+
+// Reads and parses a file; a missing/unreadable file is a config_error naming the path.
+config load_file(const std::string& path);
+
+// "250ms", "30s", "5m", "24h" -> duration; nullopt if malformed, negative or overflowing.
+std::optional<duration> parse_duration(std::string_view text);
+
+// "512B", "16KiB", "1MiB", "1GiB", or a plain number of bytes -> bytes; nullopt if malformed.
+std::optional<std::size_t> parse_size(std::string_view text);
+
+// "host:port" with port 0..65535; nullopt if malformed.
+std::optional<endpoint> parse_endpoint(std::string_view text);
+
+} // namespace idemgate::config

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package idemgate needs to build, test and run its demo.
+# The one list of dependencies: README, .ci/run and the Dockerfile all call this script.
+#   --runtime   only the shared libraries the binaries need (for the Docker runtime stage)
+set -euo pipefail
+
+build_pkgs=(
+  g++ cmake ninja-build pkg-config git ca-certificates curl procps
+  libboost1.81-dev      # Beast, Asio, JSON, URL (1.81: the default libboost-dev is 1.74)
+  libssl-dev            # SHA-256 through EVP
+  libyaml-cpp-dev       # configuration
+  doctest-dev           # tests
+  libhiredis-dev        # Redis protocol reader/formatter
+  libsqlite3-dev        # sample order service persistence
+  redis-server          # the shared store, started by tests and the demo
+)
+runtime_pkgs=(
+  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 ca-certificates curl
+)
+
+if [[ "${1:-}" == "--runtime" ]]; then
+  pkgs=("${runtime_pkgs[@]}")
+else
+  pkgs=("${build_pkgs[@]}")
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's redis-server package may start a system instance on 6379; idemgate's tests and demo
+# never use it (they start their own on free ports), so leave it as the system configured it.
+echo "install-deps: done"

@@ -1,0 +1,23 @@
+#pragma once
+// The embedded store: one process, TTLs, bounded size. Sessions share one map under a mutex
+// whose critical sections never do I/O.
+#include <idemgate/store/store.hpp>
+
+#include <cstddef>
+#include <functional>
+
+namespace idemgate::store {
+
+struct memory_options {
+    std::size_t max_entries = 100000;
+    // Injectable clock for tests; default steady_clock::now.
+    std::function<std::chrono::steady_clock::time_point()> now;
+};
+
+std::shared_ptr<backend> make_memory_backend(memory_options options);
+
+// The map key of a scope: length-prefixed tenant then key, so no (tenant, key) pair can
+// produce another pair's map key.
+std::string scope_map_key(scope s);
+
+} // namespace idemgate::store

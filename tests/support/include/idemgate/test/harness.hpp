@@ -1,0 +1,166 @@
+#pragma once
+// Test harness shared by every integration test: real processes, real sockets, free ports,
+// readiness by waiting on the event (a log line, a successful PING), never by sleeping.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace idemgate::test {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+// Directory of the built binaries (build/bin), from the IDEMGATE_BIN_DIR compile definition.
+std::string bin_dir();
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
+std::uint16_t free_port();
+
+// A fresh temporary directory, removed (recursively) when the object dies.
+class temp_dir {
+public:
+    temp_dir();
+    ~temp_dir();
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    const std::string& path() const { return path_; }
+    // Writes `content` to path()/name and returns the full path.
+    std::string write_file(const std::string& name, const std::string& content) const;
+
+private:
+    std::string path_;
+};
+
+// A child process with stdout+stderr captured line by line on a reader thread.
+// The destructor sends SIGKILL if it is still running and reaps it.
+class child_process {
+public:
+    child_process(std::string program, std::vector<std::string> args,
+                  std::vector<std::pair<std::string, std::string>> extra_env = {});
+    ~child_process();
+    child_process(const child_process&) = delete;
+    child_process& operator=(const child_process&) = delete;
+
+    int pid() const { return pid_; }
+    // Waits until a captured line satisfies `pred`; returns it, or nullopt on timeout or exit.
+    std::optional<std::string> wait_for_line(const std::function<bool(const std::string&)>& pred,
+                                             milliseconds timeout = 10s);
+    // Lines captured so far.
+    std::vector<std::string> lines() const;
+    void signal(int sig);
+    // Waits for exit; returns the exit status (WEXITSTATUS, or 128+signal), nullopt on timeout.
+    std::optional<int> wait_exit(milliseconds timeout = 10s);
+    bool running();
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+    int pid_ = -1;
+};
+
+// A private redis-server on a free port (never 6379), no persistence by default.
+class redis_server {
+public:
+    // `extra_args` are appended to the redis-server command line (e.g. {"--appendonly", "yes"}).
+    explicit redis_server(std::vector<std::string> extra_args = {});
+    ~redis_server();
+    std::uint16_t port() const { return port_; }
+    std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+    // Stops it (SIGKILL when hard, else SHUTDOWN NOSAVE semantics via SIGTERM).
+    void stop(bool hard = false);
+    // Starts it again on the same port and the same data directory; waits for PING.
+    void start();
+    // Sends one command (arguments) and returns the raw RESP reply (blocking, for assertions).
+    std::string command(const std::vector<std::string>& args);
+
+private:
+    std::vector<std::string> extra_args_;
+    temp_dir dir_;
+    std::uint16_t port_;
+    std::unique_ptr<child_process> proc_;
+};
+
+// The real idemgate binary with a YAML config. In the YAML text, "${LISTEN}" and "${ADMIN}"
+// are replaced by 127.0.0.1:0 unless given; the actual ports are read from the start-up line
+// {"msg":"listening","listen":"127.0.0.1:P","admin_listen":"127.0.0.1:Q",...}.
+class gateway_process {
+public:
+    explicit gateway_process(const std::string& yaml,
+                             std::vector<std::pair<std::string, std::string>> extra_env = {});
+    std::uint16_t port() const { return port_; }
+    std::uint16_t admin_port() const { return admin_port_; }
+    child_process& process() { return *proc_; }
+    const std::string& config_path() const { return config_path_; }
+
+private:
+    temp_dir dir_;
+    std::string config_path_;
+    std::unique_ptr<child_process> proc_;
+    std::uint16_t port_ = 0;
+    std::uint16_t admin_port_ = 0;
+};
+
+// The test upstream (build/bin/idemgate-test-upstream) on a free port. See test_upstream.cpp
+// for what it answers; GET /__count returns the number of non-/__ requests it executed.
+class test_upstream_process {
+public:
+    test_upstream_process();
+    std::uint16_t port() const { return port_; }
+    std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+    // Executions so far (GET /__count over a fresh connection).
+    long executions();
+    child_process& process() { return *proc_; }
+
+private:
+    std::unique_ptr<child_process> proc_;
+    std::uint16_t port_ = 0;
+};
+
+struct http_response {
+    int status = 0;
+    std::string reason;
+    std::multimap<std::string, std::string> headers;  // names lower-cased
+    std::string body;
+    std::string raw;  // bytes as received (status line through end of body)
+    std::string header(const std::string& lower_name) const;  // first value or ""
+    bool has_header(const std::string& lower_name) const { return headers.count(lower_name) > 0; }
+};
+
+// A blocking HTTP/1.1 client over one keep-alive TCP connection, with raw access so tests
+// can send smuggling shapes byte for byte. Every call has a timeout.
+class http_connection {
+public:
+    explicit http_connection(std::uint16_t port, milliseconds timeout = 10s);
+    ~http_connection();
+    http_connection(const http_connection&) = delete;
+    http_connection& operator=(const http_connection&) = delete;
+
+    void send_raw(const std::string& bytes);
+    // Reads one response (Content-Length, chunked, or until close). Throws on timeout.
+    http_response read_response(bool head_request = false);
+    // Sends method/path with headers and body (adds Host and Content-Length unless present).
+    http_response request(const std::string& method, const std::string& path,
+                          const std::vector<std::pair<std::string, std::string>>& headers = {},
+                          const std::string& body = {});
+    // True when the peer has closed the connection (reads EOF within `wait`).
+    bool closed_by_peer(milliseconds wait = 2s);
+    void close();
+
+private:
+    int fd_ = -1;
+    milliseconds timeout_;
+    std::string buffer_;
+};
+
+// One request over a fresh connection.
+http_response http_request(std::uint16_t port, const std::string& method, const std::string& path,
+                           const std::vector<std::pair<std::string, std::string>>& headers = {},
+                           const std::string& body = {});
+
+} // namespace idemgate::test
