@@ -1,0 +1,208 @@
+// idemgate-test-upstream: an HTTP/1.1 server whose answers are scripted by request headers, so
+// integration tests can see exactly what the gateway forwarded and how often.
+//
+//   --port N            listen on 127.0.0.1:N (0 = any free port); prints
+//                       "listening 127.0.0.1:P" on stdout once accepting.
+//   GET  /__count       {"executions":N}   (requests whose path does not start with /__)
+//   POST /__reset       zeroes the counter
+//   any other request   increments the counter, then answers per these request headers:
+//     X-Test-Status: N      status (default 201)
+//     X-Test-Delay-Ms: N    wait N ms (asynchronous timer) before answering
+//     X-Test-Chunked: 1     chunked response body
+//     X-Test-Close: 1       Connection: close after the response
+//     X-Test-Body-Size: N   body of N 'x' bytes instead of the JSON echo
+//     X-Test-Set-Cookie: 1  adds Set-Cookie: session=abc
+//   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
+//   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
+//   The default body echoes {"execution","method","target","body","headers"}.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+
+namespace {
+
+std::atomic<long> executions{0};
+
+long header_number(const http::request<http::string_body>& req, std::string_view name, long fallback)
+{
+    auto it = req.find(name);
+    if (it == req.end())
+        return fallback;
+    long value = fallback;
+    auto text = it->value();
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return ec == std::errc{} ? value : fallback;
+}
+
+bool header_is_one(const http::request<http::string_body>& req, std::string_view name)
+{
+    auto it = req.find(name);
+    return it != req.end() && it->value() == "1";
+}
+
+std::string lower(std::string_view s)
+{
+    std::string out(s);
+    for (auto& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+http::response<http::string_body> control_answer(const http::request<http::string_body>& req)
+{
+    http::response<http::string_body> res{http::status::ok, 11};
+    res.set(http::field::content_type, "application/json");
+    if (req.target() == "/__count" && req.method() == http::verb::get) {
+        res.body() = boost::json::serialize(boost::json::object{{"executions", executions.load()}});
+    } else if (req.target() == "/__reset" && req.method() == http::verb::post) {
+        executions = 0;
+        res.body() = R"({"executions":0})";
+    } else {
+        res.result(http::status::not_found);
+        res.body() = R"({"error":"unknown control path"})";
+    }
+    res.prepare_payload();
+    return res;
+}
+
+asio::awaitable<http::response<http::string_body>> scripted_answer(const http::request<http::string_body>& req)
+{
+    long execution = ++executions;
+
+    long delay_ms = header_number(req, "X-Test-Delay-Ms", 0);
+    if (delay_ms > 0) {
+        asio::steady_timer timer(co_await asio::this_coro::executor);
+        timer.expires_after(std::chrono::milliseconds(delay_ms));
+        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+
+    auto status = static_cast<unsigned>(header_number(req, "X-Test-Status", 201));
+    http::response<http::string_body> res;
+    res.version(11);
+    res.result(status);
+    res.set(http::field::content_type, "application/json");
+    res.set("X-Upstream-Execution", std::to_string(execution));
+    res.set(http::field::etag, "\"e" + std::to_string(execution) + "\"");
+    res.set(http::field::location, "/api/orders/" + std::to_string(execution));
+    res.set(http::field::keep_alive, "timeout=5");
+    res.set("X-Hop", "secret");
+    bool close = header_is_one(req, "X-Test-Close") || !req.keep_alive();
+    res.set(http::field::connection, close ? "close, X-Hop" : "keep-alive, X-Hop");
+    if (header_is_one(req, "X-Test-Set-Cookie"))
+        res.set(http::field::set_cookie, "session=abc");
+
+    long body_size = header_number(req, "X-Test-Body-Size", -1);
+    if (body_size >= 0) {
+        res.body().assign(static_cast<std::size_t>(body_size), 'x');
+    } else {
+        boost::json::object headers;
+        for (auto& field : req) {
+            auto name = lower(field.name_string());
+            auto it = headers.find(name);
+            if (it == headers.end())
+                headers[name] = std::string(field.value());
+            else
+                it->value() = std::string(it->value().as_string()) + ", " + std::string(field.value());
+        }
+        boost::json::object echo{{"execution", execution},
+                                 {"method", std::string(req.method_string())},
+                                 {"target", std::string(req.target())},
+                                 {"body", req.body()},
+                                 {"headers", std::move(headers)}};
+        res.body() = boost::json::serialize(echo);
+    }
+    bool bodiless_status = (status >= 100 && status < 200) || status == 204 || status == 304;
+    if (bodiless_status)
+        res.body().clear();
+    if (header_is_one(req, "X-Test-Chunked") && !bodiless_status)
+        res.chunked(true);
+    else
+        res.prepare_payload();
+    co_return res;
+}
+
+asio::awaitable<void> session(tcp::socket socket)
+{
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    for (;;) {
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(256 * 1024);
+        parser.body_limit(64 * 1024 * 1024);
+        stream.expires_after(std::chrono::seconds(60));
+        auto [read_ec, read_n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        if (read_ec)
+            break;
+        auto req = parser.release();
+        bool control = req.target().starts_with("/__");
+        http::response<http::string_body> res;
+        if (control) {
+            res = control_answer(req);
+            res.keep_alive(req.keep_alive());
+        } else {
+            res = co_await scripted_answer(req);
+        }
+        bool close = !req.keep_alive() || (!control && header_is_one(req, "X-Test-Close"));
+        stream.expires_after(std::chrono::seconds(10));
+        auto [write_ec, write_n] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        if (write_ec || close)
+            break;
+    }
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+asio::awaitable<void> accept_loop(tcp::acceptor& acceptor)
+{
+    for (;;) {
+        auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            if (ec == asio::error::operation_aborted)
+                co_return;
+            continue;
+        }
+        asio::co_spawn(acceptor.get_executor(), session(std::move(socket)), asio::detached);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    unsigned short port = 0;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--port" && i + 1 < argc) {
+            port = static_cast<unsigned short>(std::stoul(argv[++i]));
+        } else {
+            std::cerr << "usage: idemgate-test-upstream [--port N]\n";
+            return 2;
+        }
+    }
+    asio::io_context io;
+    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    std::cout << "listening 127.0.0.1:" << acceptor.local_endpoint().port() << std::endl;
+    asio::co_spawn(io, accept_loop(acceptor), asio::detached);
+    io.run();
+    return 0;
+}
