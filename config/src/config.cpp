@@ -1,0 +1,723 @@
+#include "idemgate/config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <utility>
+
+namespace idemgate::config {
+
+namespace {
+
+std::string join_lines(const std::vector<std::string>& lines)
+{
+    std::string out;
+    for (const auto& line : lines) {
+        if (!out.empty())
+            out += '\n';
+        out += line;
+    }
+    return out;
+}
+
+} // namespace
+
+config_error::config_error(std::vector<std::string> problems)
+    : std::runtime_error(join_lines(problems)), problems_(std::move(problems))
+{
+}
+
+namespace detail {
+
+// Strict unsigned decimal: digits only, no sign, no spaces, no 0x. Overflow is an error.
+std::optional<std::uint64_t> parse_decimal(std::string_view text)
+{
+    if (text.empty())
+        return std::nullopt;
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size())
+        return std::nullopt;
+    return value;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Splits "250ms" into "250" and "ms"; the number part must be non-empty digits.
+std::optional<std::pair<std::string_view, std::string_view>> split_number_unit(std::string_view text)
+{
+    std::size_t i = 0;
+    while (i < text.size() && is_digit(text[i]))
+        ++i;
+    if (i == 0)
+        return std::nullopt;
+    return std::pair{text.substr(0, i), text.substr(i)};
+}
+
+// RFC 9110 5.6.2 tchar: the characters allowed in a method and a header field name.
+bool is_tchar(char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c))
+        return true;
+    switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool is_token(std::string_view text)
+{
+    if (text.empty())
+        return false;
+    for (char c : text)
+        if (!is_tchar(c))
+            return false;
+    return true;
+}
+
+bool is_host_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-' || c == '.' ||
+           c == '_';
+}
+
+bool is_ipv6_char(char c)
+{
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.' ||
+           c == '%';
+}
+
+// parse_endpoint with the reason for a refusal, so a config problem can say what is wrong.
+struct endpoint_check {
+    std::optional<endpoint> value;
+    std::string problem;
+};
+
+endpoint_check check_endpoint(std::string_view text)
+{
+    auto quoted = "\"" + std::string(text) + "\"";
+    auto malformed = endpoint_check{std::nullopt, quoted + " is not an endpoint (use host:port)"};
+
+    std::string host;
+    std::string_view port_text;
+    if (!text.empty() && text.front() == '[') {
+        // Bracketed IPv6 literal (RFC 3986 3.2.2); stored without brackets, as resolvers want it.
+        auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+            return malformed;
+        auto inside = text.substr(1, close - 1);
+        if (inside.empty() || inside.find(':') == std::string_view::npos)
+            return malformed;
+        for (char c : inside)
+            if (!is_ipv6_char(c))
+                return malformed;
+        host = std::string(inside);
+        port_text = text.substr(close + 2);
+    } else {
+        auto colon = text.rfind(':');
+        if (colon == std::string_view::npos || colon == 0)
+            return malformed;
+        auto host_text = text.substr(0, colon);
+        if (host_text.find(':') != std::string_view::npos)
+            return {std::nullopt, quoted + " is not an endpoint (write an IPv6 address as [addr]:port)"};
+        for (char c : host_text)
+            if (!is_host_name_char(c))
+                return malformed;
+        host = std::string(host_text);
+        port_text = text.substr(colon + 1);
+    }
+
+    if (port_text.empty())
+        return malformed;
+    for (char c : port_text)
+        if (!is_digit(c))
+            return {std::nullopt, quoted + " is not an endpoint (the port must be a decimal number)"};
+    auto port = parse_decimal(port_text);
+    if (!port || *port > 65535)
+        return {std::nullopt, "port " + std::string(port_text) + " out of range (0-65535)"};
+    return {endpoint{std::move(host), static_cast<std::uint16_t>(*port)}, {}};
+}
+
+} // namespace detail
+
+std::optional<duration> parse_duration(std::string_view text)
+{
+    auto parts = detail::split_number_unit(text);
+    if (!parts)
+        return std::nullopt;
+    auto [number, unit] = *parts;
+
+    std::uint64_t factor = 0;
+    if (unit == "ms")
+        factor = 1;
+    else if (unit == "s")
+        factor = 1000;
+    else if (unit == "m")
+        factor = 60 * 1000;
+    else if (unit == "h")
+        factor = 3600 * 1000;
+    else
+        return std::nullopt;
+
+    auto value = detail::parse_decimal(number);
+    constexpr auto max_ms = static_cast<std::uint64_t>(std::numeric_limits<duration::rep>::max());
+    if (!value || *value > max_ms / factor)
+        return std::nullopt;
+    return duration{static_cast<duration::rep>(*value * factor)};
+}
+
+std::optional<std::size_t> parse_size(std::string_view text)
+{
+    auto parts = detail::split_number_unit(text);
+    if (!parts)
+        return std::nullopt;
+    auto [number, unit] = *parts;
+
+    std::uint64_t factor = 0;
+    if (unit.empty() || unit == "B")
+        factor = 1;
+    else if (unit == "KiB")
+        factor = 1024;
+    else if (unit == "MiB")
+        factor = 1024 * 1024;
+    else if (unit == "GiB")
+        factor = 1024 * 1024 * 1024;
+    else
+        return std::nullopt;
+
+    auto value = detail::parse_decimal(number);
+    constexpr auto max_bytes = static_cast<std::uint64_t>(std::numeric_limits<std::size_t>::max());
+    if (!value || *value > max_bytes / factor)
+        return std::nullopt;
+    return static_cast<std::size_t>(*value * factor);
+}
+
+std::optional<endpoint> parse_endpoint(std::string_view text)
+{
+    return detail::check_endpoint(text).value;
+}
+
+namespace detail {
+
+const char* kind_name(const YAML::Node& node)
+{
+    switch (node.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return "a scalar";
+    default: return "nothing";
+    }
+}
+
+std::string quote(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+std::string child_path(const std::string& parent, std::string_view key)
+{
+    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+// Walks the YAML tree once, filling the config and collecting every problem on the way, so the
+// operator fixes a file in one round instead of one error per start (issue 2: config messages).
+class loader {
+public:
+    loader(std::string source, const char* (*getenv_fn)(const char*))
+        : source_(std::move(source)), getenv_(getenv_fn)
+    {
+    }
+
+    std::vector<std::string>& problems() { return problems_; }
+
+    void problem(const std::string& path, const std::string& message)
+    {
+        problems_.push_back((path.empty() ? source_ : path) + ": " + message);
+    }
+
+    // The entries of one YAML map, checked against the keys this level knows.
+    class map_view {
+    public:
+        map_view(loader& owner, const YAML::Node& node, std::string path,
+                 std::initializer_list<std::string_view> known)
+            : path_(std::move(path))
+        {
+            if (!node.IsDefined() || node.IsNull())
+                return; // `store:` with every child commented out: all defaults.
+            if (!node.IsMap()) {
+                owner.problem(path_, std::string("expected a map, got ") + kind_name(node));
+                return;
+            }
+            for (const auto& entry : node) {
+                if (!entry.first.IsScalar()) {
+                    owner.problem(path_, "keys must be plain names");
+                    continue;
+                }
+                const auto& key = entry.first.Scalar();
+                auto key_path = child_path(path_, key);
+                if (find(key)) {
+                    owner.problem(key_path, "duplicate key");
+                    continue;
+                }
+                bool is_known = known.size() == 0;
+                for (auto k : known)
+                    is_known = is_known || k == key;
+                if (!is_known) {
+                    owner.problem(key_path, "unknown key");
+                    continue;
+                }
+                entries_.emplace_back(key, entry.second);
+            }
+        }
+
+        const std::string& path() const { return path_; }
+        std::string path_of(std::string_view key) const { return child_path(path_, key); }
+        const std::vector<std::pair<std::string, YAML::Node>>& entries() const { return entries_; }
+
+        const YAML::Node* find(std::string_view key) const
+        {
+            for (const auto& [k, v] : entries_)
+                if (k == key)
+                    return &v;
+            return nullptr;
+        }
+
+    private:
+        std::string path_;
+        std::vector<std::pair<std::string, YAML::Node>> entries_;
+    };
+
+    // The scalar text at `key`, or nullopt (absent, or wrong type, which is then a problem).
+    std::optional<std::string> scalar(const map_view& map, std::string_view key, const char* expected)
+    {
+        const auto* node = map.find(key);
+        if (!node)
+            return std::nullopt;
+        return scalar(*node, map.path_of(key), expected);
+    }
+
+    std::optional<std::string> scalar(const YAML::Node& node, const std::string& path, const char* expected)
+    {
+        if (!node.IsScalar()) {
+            problem(path, std::string("expected ") + expected + ", got " + kind_name(node));
+            return std::nullopt;
+        }
+        return node.Scalar();
+    }
+
+    void read_string(const map_view& map, std::string_view key, std::string& out)
+    {
+        if (auto text = scalar(map, key, "a string"))
+            out = std::move(*text);
+    }
+
+    void read_bool(const map_view& map, std::string_view key, bool& out)
+    {
+        auto text = scalar(map, key, "a boolean");
+        if (!text)
+            return;
+        if (*text == "true")
+            out = true;
+        else if (*text == "false")
+            out = false;
+        else
+            problem(map.path_of(key), quote(*text) + " is not a boolean (use true or false)");
+    }
+
+    template <class Int>
+    void read_int(const map_view& map, std::string_view key, Int& out, std::uint64_t min, std::uint64_t max)
+    {
+        auto text = scalar(map, key, "an integer");
+        if (!text)
+            return;
+        auto path = map.path_of(key);
+        auto range = " out of range (" + std::to_string(min) + "-" + std::to_string(max) + ")";
+        bool negative = !text->empty() && text->front() == '-';
+        auto digits = std::string_view(*text).substr(negative ? 1 : 0);
+        bool all_digits = !digits.empty();
+        for (char c : digits)
+            all_digits = all_digits && is_digit(c);
+        if (!all_digits) {
+            problem(path, quote(*text) + " is not an integer");
+            return;
+        }
+        auto value = parse_decimal(digits);
+        if (negative || !value || *value < min || *value > max) {
+            problem(path, *text + range);
+            return;
+        }
+        out = static_cast<Int>(*value);
+    }
+
+    void read_duration(const map_view& map, std::string_view key, duration& out, bool allow_zero = false)
+    {
+        auto text = scalar(map, key, "a duration");
+        if (!text)
+            return;
+        auto value = parse_duration(*text);
+        if (!value) {
+            problem(map.path_of(key), quote(*text) + " is not a duration");
+            return;
+        }
+        if (!allow_zero && value->count() == 0) {
+            problem(map.path_of(key), "must be greater than 0");
+            return;
+        }
+        out = *value;
+    }
+
+    void read_size(const map_view& map, std::string_view key, std::size_t& out, bool allow_zero = true)
+    {
+        auto text = scalar(map, key, "a size");
+        if (!text)
+            return;
+        auto value = parse_size(*text);
+        if (!value) {
+            problem(map.path_of(key), quote(*text) + " is not a size (use B, KiB, MiB, GiB)");
+            return;
+        }
+        if (!allow_zero && *value == 0) {
+            problem(map.path_of(key), "must be greater than 0");
+            return;
+        }
+        out = *value;
+    }
+
+    void read_endpoint(const map_view& map, std::string_view key, endpoint& out)
+    {
+        auto text = scalar(map, key, "an endpoint (host:port)");
+        if (!text)
+            return;
+        auto checked = check_endpoint(*text);
+        if (!checked.value) {
+            problem(map.path_of(key), checked.problem);
+            return;
+        }
+        out = std::move(*checked.value);
+    }
+
+    // A header field name, e.g. Idempotency-Key (RFC 9110 5.1: a token).
+    void read_header_name(const map_view& map, std::string_view key, std::string& out, bool allow_empty)
+    {
+        auto text = scalar(map, key, "a header name");
+        if (!text)
+            return;
+        if (text->empty() && allow_empty) {
+            out.clear();
+            return;
+        }
+        if (!is_token(*text)) {
+            problem(map.path_of(key), quote(*text) + " is not a header name");
+            return;
+        }
+        out = std::move(*text);
+    }
+
+    void load(const YAML::Node& root, config& cfg)
+    {
+        map_view top(*this, root, "",
+                     {"listen", "admin_listen", "threads", "access_log", "store", "upstreams", "routes", "limits",
+                      "timeouts"});
+        if (root.IsDefined() && !root.IsNull() && !root.IsMap())
+            return; // reported by `top`; nothing below can be read.
+        read_endpoint(top, "listen", cfg.listen);
+        read_endpoint(top, "admin_listen", cfg.admin_listen);
+        read_int(top, "threads", cfg.threads, 0, 256);
+        read_bool(top, "access_log", cfg.access_log);
+        load_store(top, cfg.store);
+        load_upstreams(top, cfg.upstreams);
+        load_routes(top, cfg);
+        load_limits(top, cfg.limits);
+        load_timeouts(top, cfg.timeouts);
+    }
+
+private:
+    static YAML::Node child(const map_view& map, std::string_view key)
+    {
+        const auto* node = map.find(key);
+        return node ? *node : YAML::Node(YAML::NodeType::Undefined);
+    }
+
+    void load_store(const map_view& top, store_config& store)
+    {
+        map_view map(*this, child(top, "store"), "store", {"type", "on_failure", "redis", "memory"});
+        if (auto text = scalar(map, "type", "a string")) {
+            if (*text == "memory")
+                store.type = store_type::memory;
+            else if (*text == "redis")
+                store.type = store_type::redis;
+            else
+                problem(map.path_of("type"), quote(*text) + " is not a store type (use memory or redis)");
+        }
+        if (auto text = scalar(map, "on_failure", "a string")) {
+            if (*text == "reject")
+                store.on_failure = failure_mode::reject;
+            else if (*text == "pass_through")
+                store.on_failure = failure_mode::pass_through;
+            else
+                problem(map.path_of("on_failure"),
+                        quote(*text) + " is not a failure mode (use reject or pass_through)");
+        }
+        load_redis(map, store.redis);
+
+        map_view memory(*this, child(map, "memory"), "store.memory", {"max_entries"});
+        read_int(memory, "max_entries", store.memory.max_entries, 1, std::numeric_limits<std::size_t>::max());
+    }
+
+    void load_redis(const map_view& store, redis_config& redis)
+    {
+        // `password` is not a key: secrets come from the environment, never from the file (STYLE.md).
+        map_view map(*this, child(store, "redis"), "store.redis",
+                     {"address", "password_env", "db", "key_prefix", "command_timeout", "connect_timeout",
+                      "reconnect_backoff_max"});
+        read_endpoint(map, "address", redis.address);
+        read_int(map, "db", redis.db, 0, 15);
+        if (auto text = scalar(map, "key_prefix", "a string")) {
+            bool has_space = false;
+            for (char c : *text)
+                has_space = has_space || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+            if (text->empty())
+                problem(map.path_of("key_prefix"), "must not be empty");
+            else if (has_space)
+                problem(map.path_of("key_prefix"), quote(*text) + " must not contain whitespace");
+            else
+                redis.key_prefix = std::move(*text);
+        }
+        read_duration(map, "command_timeout", redis.command_timeout);
+        read_duration(map, "connect_timeout", redis.connect_timeout);
+        read_duration(map, "reconnect_backoff_max", redis.reconnect_backoff_max);
+
+        read_string(map, "password_env", redis.password_env);
+        if (!redis.password_env.empty()) {
+            const char* value = getenv_(redis.password_env.c_str());
+            if (!value)
+                problem(map.path_of("password_env"),
+                        "environment variable " + quote(redis.password_env) + " is not set");
+            else
+                redis.password = value;
+        }
+    }
+
+    void load_upstreams(const map_view& top, std::vector<upstream_config>& upstreams)
+    {
+        // Names are the operator's own, so any key is allowed at this level.
+        map_view names(*this, child(top, "upstreams"), "upstreams", {});
+        for (const auto& [name, node] : names.entries()) {
+            upstream_config upstream;
+            upstream.name = name;
+            map_view map(*this, node, names.path_of(name), {"address", "max_idle_connections"});
+            if (name.empty())
+                problem(names.path(), "an upstream name must not be empty");
+            if (map.find("address"))
+                read_endpoint(map, "address", upstream.address);
+            else if (node.IsMap() || node.IsNull())
+                problem(map.path_of("address"), "required key is missing");
+            read_int(map, "max_idle_connections", upstream.max_idle_connections, 0,
+                     std::numeric_limits<std::size_t>::max());
+            upstreams.push_back(std::move(upstream));
+        }
+    }
+
+    void load_routes(const map_view& top, config& cfg)
+    {
+        auto node = child(top, "routes");
+        if (node.IsDefined() && !node.IsNull() && !node.IsSequence()) {
+            problem("routes", std::string("expected a list, got ") + kind_name(node));
+            return;
+        }
+        if (!node.IsDefined() || node.IsNull() || node.size() == 0) {
+            problem("routes", "at least one route is required");
+            return;
+        }
+        if (cfg.upstreams.empty())
+            problem("upstreams", "at least one upstream is required");
+
+        for (std::size_t i = 0; i < node.size(); ++i) {
+            auto path = "routes[" + std::to_string(i) + "]";
+            route_config route;
+            map_view map(*this, node[i], path, {"path_prefix", "upstream", "idempotency"});
+            if (!node[i].IsMap() && !node[i].IsNull())
+                continue; // already reported as the wrong type
+
+            if (auto text = scalar(map, "path_prefix", "a string")) {
+                if (text->empty() || text->front() != '/')
+                    problem(map.path_of("path_prefix"), quote(*text) + " must start with '/'");
+                else
+                    route.path_prefix = std::move(*text);
+            } else if (!map.find("path_prefix")) {
+                problem(map.path_of("path_prefix"), "required key is missing");
+            }
+
+            if (auto text = scalar(map, "upstream", "a string")) {
+                route.upstream = std::move(*text);
+                bool found = false;
+                for (std::size_t u = 0; u < cfg.upstreams.size() && !found; ++u) {
+                    if (cfg.upstreams[u].name == route.upstream) {
+                        route.upstream_index = u;
+                        found = true;
+                    }
+                }
+                if (!found)
+                    problem(map.path_of("upstream"), "unknown upstream " + quote(route.upstream));
+            } else if (!map.find("upstream")) {
+                problem(map.path_of("upstream"), "required key is missing");
+            }
+
+            if (const auto* idempotency = map.find("idempotency"))
+                load_idempotency(*idempotency, map.path_of("idempotency"), route.idempotency);
+            cfg.routes.push_back(std::move(route));
+        }
+    }
+
+    void load_idempotency(const YAML::Node& node, const std::string& path, idempotency_config& idem)
+    {
+        map_view map(*this, node, path,
+                     {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
+                      "mismatch_status"});
+        idem.enabled = true;
+
+        if (const auto* methods = map.find("methods"))
+            load_methods(*methods, map.path_of("methods"), idem.methods);
+        read_header_name(map, "key_header", idem.key_header, false);
+        read_bool(map, "required", idem.required);
+        read_duration(map, "lock_ttl", idem.lock_ttl);
+        read_duration(map, "record_ttl", idem.record_ttl);
+        read_header_name(map, "tenant_header", idem.tenant_header, true);
+
+        if (auto text = scalar(map, "mismatch_status", "an integer")) {
+            if (*text == "409")
+                idem.mismatch_status = 409;
+            else if (*text == "422")
+                idem.mismatch_status = 422;
+            else
+                problem(map.path_of("mismatch_status"),
+                        (parse_decimal(*text) ? *text : quote(*text)) + " is not allowed (use 409 or 422)");
+        }
+    }
+
+    void load_methods(const YAML::Node& node, const std::string& path, std::vector<std::string>& out)
+    {
+        if (!node.IsNull() && !node.IsSequence()) {
+            problem(path, std::string("expected a list, got ") + kind_name(node));
+            return;
+        }
+        if (node.IsNull() || node.size() == 0) {
+            problem(path, "must not be empty");
+            return;
+        }
+        std::vector<std::string> methods;
+        bool ok = true;
+        for (std::size_t i = 0; i < node.size(); ++i) {
+            auto item_path = path + "[" + std::to_string(i) + "]";
+            auto text = scalar(node[i], item_path, "an HTTP method");
+            if (!text) {
+                ok = false;
+                continue;
+            }
+            if (!is_token(*text)) {
+                problem(item_path, quote(*text) + " is not an HTTP method");
+                ok = false;
+                continue;
+            }
+            // Method names are case-sensitive on the wire (RFC 9110 9.1), but every standard one is
+            // upper case and a lower-case entry in the file is a typo, not a custom method.
+            for (auto& c : *text)
+                if (c >= 'a' && c <= 'z')
+                    c = static_cast<char>(c - 'a' + 'A');
+            bool seen = false;
+            for (const auto& m : methods)
+                seen = seen || m == *text;
+            if (!seen)
+                methods.push_back(std::move(*text));
+        }
+        if (ok)
+            out = std::move(methods);
+    }
+
+    void load_limits(const map_view& top, limits_config& limits)
+    {
+        map_view map(*this, child(top, "limits"), "limits",
+                     {"max_request_body", "max_response_body", "max_header_bytes", "max_connections"});
+        read_size(map, "max_request_body", limits.max_request_body);
+        read_size(map, "max_response_body", limits.max_response_body);
+        read_size(map, "max_header_bytes", limits.max_header_bytes, false);
+        read_int(map, "max_connections", limits.max_connections, 1, std::numeric_limits<std::size_t>::max());
+    }
+
+    void load_timeouts(const map_view& top, timeouts_config& timeouts)
+    {
+        map_view map(*this, child(top, "timeouts"), "timeouts",
+                     {"header_read", "body_read", "idle", "client_write", "upstream_connect",
+                      "upstream_response", "drain"});
+        read_duration(map, "header_read", timeouts.header_read);
+        read_duration(map, "body_read", timeouts.body_read);
+        read_duration(map, "idle", timeouts.idle);
+        read_duration(map, "client_write", timeouts.client_write);
+        read_duration(map, "upstream_connect", timeouts.upstream_connect);
+        read_duration(map, "upstream_response", timeouts.upstream_response);
+        read_duration(map, "drain", timeouts.drain, true); // 0 = stop at once on SIGTERM
+    }
+
+    std::string source_; // names the whole document when a problem has no key path
+    const char* (*getenv_)(const char*);
+    std::vector<std::string> problems_;
+};
+
+const char* system_getenv(const char* name) { return std::getenv(name); }
+
+// `source` names where the text came from (a file path, or "config") in syntax errors.
+config parse_named(std::string_view yaml_text, const std::string& source,
+                   const char* (*getenv_fn)(const char*))
+{
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(yaml_text));
+    } catch (const YAML::Exception& e) {
+        std::string message = source + ": YAML syntax error";
+        if (!e.mark.is_null())
+            message += " at line " + std::to_string(e.mark.line + 1) + ", column " +
+                       std::to_string(e.mark.column + 1);
+        throw config_error({message + ": " + e.msg});
+    }
+
+    loader load(source, getenv_fn ? getenv_fn : &system_getenv);
+    config cfg;
+    load.load(root, cfg);
+    if (!load.problems().empty())
+        throw config_error(std::move(load.problems()));
+    return cfg;
+}
+
+} // namespace detail
+
+config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*))
+{
+    return detail::parse_named(yaml_text, "config", getenv_fn);
+}
+
+config load_file(const std::string& path)
+{
+    // stdio rather than ifstream: a directory opens fine and only fread reports EISDIR, which
+    // a streambuf copy would swallow into an empty (and so misleading) document.
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+    std::string text;
+    bool ok = file != nullptr;
+    while (ok) {
+        char chunk[4096];
+        auto n = std::fread(chunk, 1, sizeof chunk, file.get());
+        text.append(chunk, n);
+        if (n < sizeof chunk) {
+            ok = !std::ferror(file.get());
+            break;
+        }
+    }
+    if (!ok)
+        throw config_error({path + ": cannot read file"});
+    return detail::parse_named(text, path, nullptr);
+}
+
+} // namespace idemgate::config

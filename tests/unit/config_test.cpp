@@ -1,0 +1,569 @@
+// Config loading: the value parsers as tables, a full file, defaults, and one case per kind of
+// problem checking the exact message and key path an operator sees (issue 2).
+#include "idemgate/config/config.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace cfg = idemgate::config;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The smallest valid file; cases append the block they are about.
+const std::string minimal = R"(
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /api/
+    upstream: orders
+)";
+
+const char* no_env(const char*) { return nullptr; }
+
+const char* fake_env(const char* name)
+{
+    return std::string(name) == "REDIS_PASSWORD" ? "s3cret" : nullptr;
+}
+
+// The problems parse() reports for `yaml`; fails the test if it loads cleanly.
+std::vector<std::string> problems_of(const std::string& yaml, const char* (*getenv_fn)(const char*) = no_env)
+{
+    try {
+        cfg::parse(yaml, getenv_fn);
+    } catch (const cfg::config_error& e) {
+        return e.problems();
+    }
+    FAIL("config loaded although it should not have:\n" << yaml);
+    return {};
+}
+
+std::string joined(const std::vector<std::string>& lines)
+{
+    std::string out;
+    for (const auto& line : lines)
+        out += (out.empty() ? "" : "\n") + line;
+    return out;
+}
+
+// A file under the temp directory removed at scope exit.
+struct temp_file {
+    std::filesystem::path path;
+    explicit temp_file(const std::string& text)
+        : path(std::filesystem::temp_directory_path() /
+               ("idemgate_config_test_" + std::to_string(::getpid()) + ".yaml"))
+    {
+        std::ofstream(path) << text;
+    }
+    ~temp_file() { std::filesystem::remove(path); }
+};
+
+} // namespace
+
+TEST_CASE("parse_duration accepts an integer with ms, s, m or h")
+{
+    struct row {
+        const char* text;
+        cfg::duration expected;
+    };
+    const row rows[] = {
+        {"0ms", 0ms},     {"250ms", 250ms}, {"1s", 1000ms},       {"30s", 30s},
+        {"5m", 5min},     {"24h", 24h},     {"007s", 7s},         {"9223372036854775807ms",
+                                                                   cfg::duration{9223372036854775807LL}},
+    };
+    for (const auto& r : rows) {
+        const std::string shown = r.text;
+        CAPTURE(shown);
+        auto value = cfg::parse_duration(r.text);
+        REQUIRE(value.has_value());
+        CHECK(*value == r.expected);
+    }
+}
+
+TEST_CASE("parse_duration refuses malformed, negative, fractional and overflowing text")
+{
+    const char* rows[] = {"",       "s",     "30",     "-5s",   "+5s",   "1.5s",  "5 s",
+                          " 5s",    "5s ",   "5S",     "5sec",  "5d",    "1h30m", "0x10s",
+                          "9223372036854775808ms", "2562047788015216h", "99999999999999999999999s"};
+    for (const char* text : rows) {
+        const std::string shown = text;
+        CAPTURE(shown);
+        CHECK_FALSE(cfg::parse_duration(text).has_value());
+    }
+}
+
+TEST_CASE("parse_size accepts B, KiB, MiB, GiB and bare bytes")
+{
+    struct row {
+        const char* text;
+        std::size_t expected;
+    };
+    const row rows[] = {
+        {"0", 0},
+        {"512", 512},
+        {"512B", 512},
+        {"16KiB", 16 * 1024},
+        {"1MiB", 1024 * 1024},
+        {"8MiB", 8 * 1024 * 1024},
+        {"1GiB", 1024ull * 1024 * 1024},
+        {"18446744073709551615", 18446744073709551615ull},
+    };
+    for (const auto& r : rows) {
+        const std::string shown = r.text;
+        CAPTURE(shown);
+        auto value = cfg::parse_size(r.text);
+        REQUIRE(value.has_value());
+        CHECK(*value == r.expected);
+    }
+}
+
+TEST_CASE("parse_size refuses other units, signs, fractions and overflow")
+{
+    const char* rows[] = {"",      "B",    "MiB",   "1MB",  "1KB", "1k",  "1mib", "1 MiB", "-1",
+                          "+1",    "1.5MiB", "1TiB", "0x10", "18446744073709551616",
+                          "17179869184GiB"};
+    for (const char* text : rows) {
+        const std::string shown = text;
+        CAPTURE(shown);
+        CHECK_FALSE(cfg::parse_size(text).has_value());
+    }
+}
+
+TEST_CASE("parse_endpoint splits host and port")
+{
+    struct row {
+        const char* text;
+        const char* host;
+        std::uint16_t port;
+    };
+    const row rows[] = {
+        {"127.0.0.1:8080", "127.0.0.1", 8080}, {"localhost:0", "localhost", 0},
+        {"redis.internal:65535", "redis.internal", 65535}, {"[::1]:80", "::1", 80},
+        {"my_host-1:6379", "my_host-1", 6379},
+    };
+    for (const auto& r : rows) {
+        const std::string shown = r.text;
+        CAPTURE(shown);
+        auto value = cfg::parse_endpoint(r.text);
+        REQUIRE(value.has_value());
+        CHECK(value->host == r.host);
+        CHECK(value->port == r.port);
+    }
+}
+
+TEST_CASE("parse_endpoint refuses a missing host or port, bad ports and bare IPv6")
+{
+    const char* rows[] = {"",          "localhost",       ":8080",        "localhost:",   "host:65536",
+                          "host:70000", "host:-1",        "host:+80",     "host:0x50",    "host:80a",
+                          "::1:80",    "[::1]80",         "[::1]",        "[]:80",        "ho st:80",
+                          "host:99999999999999999999999", "host/x:80"};
+    for (const char* text : rows) {
+        const std::string shown = text;
+        CAPTURE(shown);
+        CHECK_FALSE(cfg::parse_endpoint(text).has_value());
+    }
+}
+
+TEST_CASE("a config with every key set loads every value")
+{
+    auto c = cfg::parse(R"(
+listen: "0.0.0.0:18080"
+admin_listen: "127.0.0.1:0"
+threads: 4
+access_log: false
+store:
+  type: redis
+  on_failure: pass_through
+  redis:
+    address: "redis.internal:6380"
+    password_env: REDIS_PASSWORD
+    db: 3
+    key_prefix: "gw-test"
+    command_timeout: 100ms
+    connect_timeout: 2s
+    reconnect_backoff_max: 1m
+  memory:
+    max_entries: 42
+upstreams:
+  orders: { address: "127.0.0.1:8081", max_idle_connections: 8 }
+  billing:
+    address: "billing:9000"
+routes:
+  - path_prefix: "/api/"
+    upstream: orders
+    idempotency:
+      methods: [post, Put, DELETE]
+      key_header: X-Request-Key
+      required: true
+      lock_ttl: 45s
+      record_ttl: 2h
+      tenant_header: X-Tenant-ID
+      mismatch_status: 422
+  - path_prefix: /billing/
+    upstream: billing
+limits:
+  max_request_body: 2MiB
+  max_response_body: 1GiB
+  max_header_bytes: 8KiB
+  max_connections: 500
+timeouts:
+  header_read: 5s
+  body_read: 6s
+  idle: 7s
+  client_write: 8s
+  upstream_connect: 900ms
+  upstream_response: 10s
+  drain: 0s
+)",
+                        fake_env);
+
+    CHECK(c.listen.host == "0.0.0.0");
+    CHECK(c.listen.port == 18080);
+    CHECK(c.admin_listen.to_string() == "127.0.0.1:0");
+    CHECK(c.threads == 4);
+    CHECK(c.access_log == false);
+
+    CHECK(c.store.type == cfg::store_type::redis);
+    CHECK(c.store.on_failure == cfg::failure_mode::pass_through);
+    CHECK(c.store.redis.address.to_string() == "redis.internal:6380");
+    CHECK(c.store.redis.password_env == "REDIS_PASSWORD");
+    CHECK(c.store.redis.password == "s3cret");
+    CHECK(c.store.redis.db == 3);
+    CHECK(c.store.redis.key_prefix == "gw-test");
+    CHECK(c.store.redis.command_timeout == 100ms);
+    CHECK(c.store.redis.connect_timeout == 2s);
+    CHECK(c.store.redis.reconnect_backoff_max == 1min);
+    CHECK(c.store.memory.max_entries == 42);
+
+    REQUIRE(c.upstreams.size() == 2);
+    CHECK(c.upstreams[0].name == "orders");
+    CHECK(c.upstreams[0].address.to_string() == "127.0.0.1:8081");
+    CHECK(c.upstreams[0].max_idle_connections == 8);
+    CHECK(c.upstreams[1].name == "billing");
+    CHECK(c.upstreams[1].address.to_string() == "billing:9000");
+    CHECK(c.upstreams[1].max_idle_connections == 64);
+
+    REQUIRE(c.routes.size() == 2);
+    const auto& api = c.routes[0];
+    CHECK(api.path_prefix == "/api/");
+    CHECK(api.upstream == "orders");
+    CHECK(api.upstream_index == 0);
+    CHECK(api.idempotency.enabled);
+    CHECK(api.idempotency.methods == std::vector<std::string>{"POST", "PUT", "DELETE"});
+    CHECK(api.idempotency.key_header == "X-Request-Key");
+    CHECK(api.idempotency.required);
+    CHECK(api.idempotency.lock_ttl == 45s);
+    CHECK(api.idempotency.record_ttl == 2h);
+    CHECK(api.idempotency.tenant_header == "X-Tenant-ID");
+    CHECK(api.idempotency.mismatch_status == 422);
+    const auto& billing = c.routes[1];
+    CHECK(billing.path_prefix == "/billing/");
+    CHECK(billing.upstream_index == 1);
+    CHECK_FALSE(billing.idempotency.enabled);
+
+    CHECK(c.limits.max_request_body == 2 * 1024 * 1024);
+    CHECK(c.limits.max_response_body == 1024ull * 1024 * 1024);
+    CHECK(c.limits.max_header_bytes == 8 * 1024);
+    CHECK(c.limits.max_connections == 500);
+
+    CHECK(c.timeouts.header_read == 5s);
+    CHECK(c.timeouts.body_read == 6s);
+    CHECK(c.timeouts.idle == 7s);
+    CHECK(c.timeouts.client_write == 8s);
+    CHECK(c.timeouts.upstream_connect == 900ms);
+    CHECK(c.timeouts.upstream_response == 10s);
+    CHECK(c.timeouts.drain == 0ms);
+}
+
+TEST_CASE("absent keys take the documented defaults")
+{
+    auto c = cfg::parse(minimal, no_env);
+    const cfg::config d;
+
+    CHECK(c.listen.to_string() == "127.0.0.1:8080");
+    CHECK(c.admin_listen.to_string() == "127.0.0.1:9090");
+    CHECK(c.threads == 0);
+    CHECK(c.access_log);
+    CHECK(c.store.type == cfg::store_type::memory);
+    CHECK(c.store.on_failure == cfg::failure_mode::reject);
+    CHECK(c.store.redis.address.to_string() == "127.0.0.1:6379");
+    CHECK(c.store.redis.password_env.empty());
+    CHECK(c.store.redis.password.empty());
+    CHECK(c.store.redis.db == 0);
+    CHECK(c.store.redis.key_prefix == "idemgate");
+    CHECK(c.store.redis.command_timeout == 250ms);
+    CHECK(c.store.redis.connect_timeout == 1s);
+    CHECK(c.store.redis.reconnect_backoff_max == 2s);
+    CHECK(c.store.memory.max_entries == 100000);
+    REQUIRE(c.upstreams.size() == 1);
+    CHECK(c.upstreams[0].max_idle_connections == 64);
+    REQUIRE(c.routes.size() == 1);
+    CHECK_FALSE(c.routes[0].idempotency.enabled);
+    CHECK(c.limits.max_request_body == 1024 * 1024);
+    CHECK(c.limits.max_response_body == 8 * 1024 * 1024);
+    CHECK(c.limits.max_header_bytes == 16 * 1024);
+    CHECK(c.limits.max_connections == 10000);
+    CHECK(c.timeouts.header_read == d.timeouts.header_read);
+    CHECK(c.timeouts.body_read == d.timeouts.body_read);
+    CHECK(c.timeouts.idle == d.timeouts.idle);
+    CHECK(c.timeouts.client_write == d.timeouts.client_write);
+    CHECK(c.timeouts.upstream_connect == d.timeouts.upstream_connect);
+    CHECK(c.timeouts.upstream_response == d.timeouts.upstream_response);
+    CHECK(c.timeouts.drain == 30s);
+}
+
+TEST_CASE("an empty idempotency block turns idempotency on with the default settings")
+{
+    auto c = cfg::parse(R"(
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /api/
+    upstream: orders
+    idempotency: {}
+)",
+                        no_env);
+    const auto& idem = c.routes[0].idempotency;
+    CHECK(idem.enabled);
+    CHECK(idem.methods == std::vector<std::string>{"POST", "PATCH"});
+    CHECK(idem.key_header == "Idempotency-Key");
+    CHECK_FALSE(idem.required);
+    CHECK(idem.lock_ttl == 30s);
+    CHECK(idem.record_ttl == 24h);
+    CHECK(idem.tenant_header.empty());
+    CHECK(idem.mismatch_status == 409);
+}
+
+TEST_CASE("the shipped example file loads")
+{
+    auto c = cfg::load_file(IDEMGATE_SOURCE_DIR "/config/idemgate.example.yaml");
+    CHECK(c.listen.to_string() == "127.0.0.1:8080");
+    CHECK(c.admin_listen.to_string() == "127.0.0.1:9090");
+    CHECK(c.store.type == cfg::store_type::redis);
+    CHECK(c.store.redis.address.to_string() == "127.0.0.1:6379");
+    REQUIRE(c.upstreams.size() == 1);
+    CHECK(c.upstreams[0].name == "orders");
+    CHECK(c.upstreams[0].address.to_string() == "127.0.0.1:8081");
+    REQUIRE(c.routes.size() == 1);
+    CHECK(c.routes[0].path_prefix == "/api/");
+    CHECK(c.routes[0].idempotency.enabled);
+    CHECK(c.routes[0].idempotency.methods == std::vector<std::string>{"POST", "PATCH"});
+    CHECK(c.routes[0].idempotency.tenant_header == "X-Tenant-ID");
+    CHECK(c.routes[0].idempotency.record_ttl == 24h);
+    CHECK(c.limits.max_request_body == 1024 * 1024);
+}
+
+TEST_CASE("config_error's message is every problem, one per line")
+{
+    cfg::config_error e({"a: first", "b: second"});
+    CHECK(std::string(e.what()) == "a: first\nb: second");
+    CHECK(e.problems().size() == 2);
+}
+
+// One row per kind of problem: the YAML and the exact message the operator gets.
+TEST_CASE("each kind of config problem names its key path")
+{
+    struct row {
+        std::string name;
+        std::string yaml;
+        std::string problem;
+    };
+    const std::string route_head = R"(
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /api/
+    upstream: orders
+)";
+    const row rows[] = {
+        {"unknown key at the top", minimal + "listne: \"127.0.0.1:1\"\n", "listne: unknown key"},
+        {"unknown key nested", minimal + "store:\n  typo: 1\n", "store.typo: unknown key"},
+        {"unknown key deep", minimal + "store:\n  redis:\n    adress: \"h:1\"\n", "store.redis.adress: unknown key"},
+        {"unknown key in a route", route_head + "    idempotency:\n      record_tll: 1h\n",
+         "routes[0].idempotency.record_tll: unknown key"},
+        {"password in the file", minimal + "store:\n  redis:\n    password: hunter2\n",
+         "store.redis.password: unknown key"},
+        {"duplicate key", minimal + "threads: 1\nthreads: 2\n", "threads: duplicate key"},
+        {"map where a scalar belongs", minimal + "listen: { host: a }\n",
+         "listen: expected an endpoint (host:port), got a map"},
+        {"list where a map belongs", minimal + "store: [memory]\n", "store: expected a map, got a list"},
+        {"scalar where a list belongs", "upstreams:\n  orders: { address: \"h:1\" }\nroutes: /api/\n",
+         "routes: expected a list, got a scalar"},
+        {"list where a duration belongs", minimal + "timeouts:\n  idle: [1s]\n",
+         "timeouts.idle: expected a duration, got a list"},
+        {"empty value", minimal + "access_log:\n", "access_log: expected a boolean, got nothing"},
+        {"bad duration", route_head + "    idempotency:\n      record_ttl: 24x\n",
+         "routes[0].idempotency.record_ttl: \"24x\" is not a duration"},
+        {"duration without a unit", minimal + "timeouts:\n  idle: 30\n", "timeouts.idle: \"30\" is not a duration"},
+        {"zero ttl", route_head + "    idempotency:\n      lock_ttl: 0s\n",
+         "routes[0].idempotency.lock_ttl: must be greater than 0"},
+        {"zero timeout", minimal + "timeouts:\n  header_read: 0ms\n", "timeouts.header_read: must be greater than 0"},
+        {"bad size", minimal + "limits:\n  max_request_body: 1MB\n",
+         "limits.max_request_body: \"1MB\" is not a size (use B, KiB, MiB, GiB)"},
+        {"zero header limit", minimal + "limits:\n  max_header_bytes: 0\n",
+         "limits.max_header_bytes: must be greater than 0"},
+        {"port out of range", minimal + "listen: \"127.0.0.1:70000\"\n", "listen: port 70000 out of range (0-65535)"},
+        {"endpoint without a port", minimal + "admin_listen: localhost\n",
+         "admin_listen: \"localhost\" is not an endpoint (use host:port)"},
+        {"endpoint with a named port", minimal + "store:\n  redis:\n    address: \"h:redis\"\n",
+         "store.redis.address: \"h:redis\" is not an endpoint (the port must be a decimal number)"},
+        {"bare IPv6", minimal + "listen: \"::1:80\"\n",
+         "listen: \"::1:80\" is not an endpoint (write an IPv6 address as [addr]:port)"},
+        {"bad boolean", minimal + "access_log: yes\n", "access_log: \"yes\" is not a boolean (use true or false)"},
+        {"threads out of range", minimal + "threads: 257\n", "threads: 257 out of range (0-256)"},
+        {"negative integer", minimal + "threads: -1\n", "threads: -1 out of range (0-256)"},
+        {"not an integer", minimal + "threads: four\n", "threads: \"four\" is not an integer"},
+        {"db out of range", minimal + "store:\n  redis:\n    db: 16\n", "store.redis.db: 16 out of range (0-15)"},
+        {"zero max_entries", minimal + "store:\n  memory:\n    max_entries: 0\n",
+         "store.memory.max_entries: 0 out of range (1-18446744073709551615)"},
+        {"zero max_connections", minimal + "limits:\n  max_connections: 0\n",
+         "limits.max_connections: 0 out of range (1-18446744073709551615)"},
+        {"unknown store type", minimal + "store:\n  type: mysql\n",
+         "store.type: \"mysql\" is not a store type (use memory or redis)"},
+        {"unknown failure mode", minimal + "store:\n  on_failure: retry\n",
+         "store.on_failure: \"retry\" is not a failure mode (use reject or pass_through)"},
+        {"empty key prefix", minimal + "store:\n  redis:\n    key_prefix: \"\"\n",
+         "store.redis.key_prefix: must not be empty"},
+        {"key prefix with a space", minimal + "store:\n  redis:\n    key_prefix: \"a b\"\n",
+         "store.redis.key_prefix: \"a b\" must not contain whitespace"},
+        {"unknown upstream",
+         "upstreams:\n  orders: { address: \"h:1\" }\nroutes:\n  - { path_prefix: /a/, upstream: orders }\n"
+         "  - { path_prefix: /b/, upstream: billing }\n",
+         "routes[1].upstream: unknown upstream \"billing\""},
+        {"bad mismatch_status", route_head + "    idempotency:\n      mismatch_status: 418\n",
+         "routes[0].idempotency.mismatch_status: 418 is not allowed (use 409 or 422)"},
+        {"path_prefix without a slash", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: api, upstream: o }\n",
+         "routes[0].path_prefix: \"api\" must start with '/'"},
+        {"missing path_prefix", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { upstream: o }\n",
+         "routes[0].path_prefix: required key is missing"},
+        {"missing route upstream", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: / }\n",
+         "routes[0].upstream: required key is missing"},
+        {"missing upstream address", "upstreams:\n  o: { max_idle_connections: 1 }\nroutes:\n  - { path_prefix: /, upstream: o }\n",
+         "upstreams.o.address: required key is missing"},
+        {"no routes", "upstreams:\n  o: { address: \"h:1\" }\n", "routes: at least one route is required"},
+        {"empty methods", route_head + "    idempotency:\n      methods: []\n",
+         "routes[0].idempotency.methods: must not be empty"},
+        {"bad method", route_head + "    idempotency:\n      methods: [POST, \"PO ST\"]\n",
+         "routes[0].idempotency.methods[1]: \"PO ST\" is not an HTTP method"},
+        {"bad header name", route_head + "    idempotency:\n      key_header: \"Idempotency Key\"\n",
+         "routes[0].idempotency.key_header: \"Idempotency Key\" is not a header name"},
+        {"route that is not a map", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - /api/\n",
+         "routes[0]: expected a map, got a scalar"},
+        {"document that is not a map", "just text\n", "config: expected a map, got a scalar"},
+        {"password env var unset", minimal + "store:\n  redis:\n    password_env: NO_SUCH_VAR\n",
+         "store.redis.password_env: environment variable \"NO_SUCH_VAR\" is not set"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.name);
+        // Joined, so a failure prints every problem reported; exactly one is expected.
+        CHECK(joined(problems_of(r.yaml)) == r.problem);
+    }
+}
+
+TEST_CASE("routes without any upstream report both the missing upstreams and the unknown name")
+{
+    auto problems = problems_of("routes:\n  - { path_prefix: /, upstream: orders }\n");
+    CHECK(joined(problems) == "upstreams: at least one upstream is required\n"
+                              "routes[0].upstream: unknown upstream \"orders\"");
+}
+
+TEST_CASE("every problem in a file is reported at once")
+{
+    auto problems = problems_of(R"(
+listen: "127.0.0.1:70000"
+threads: lots
+store:
+  typo: 1
+  redis:
+    password_env: MISSING_PASSWORD
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /api/
+    upstream: billing
+    idempotency:
+      record_ttl: 24x
+      mismatch_status: 500
+limits:
+  max_request_body: 1MB
+)");
+    const std::vector<std::string> expected = {
+        "listen: port 70000 out of range (0-65535)",
+        "threads: \"lots\" is not an integer",
+        "store.typo: unknown key",
+        "store.redis.password_env: environment variable \"MISSING_PASSWORD\" is not set",
+        "routes[0].upstream: unknown upstream \"billing\"",
+        "routes[0].idempotency.record_ttl: \"24x\" is not a duration",
+        "routes[0].idempotency.mismatch_status: 500 is not allowed (use 409 or 422)",
+        "limits.max_request_body: \"1MB\" is not a size (use B, KiB, MiB, GiB)",
+    };
+    CHECK(joined(problems) == joined(expected));
+
+    try {
+        cfg::parse("listen: \"h:70000\"\nthreads: lots\n", no_env);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        CHECK(std::string(e.what()) == "listen: port 70000 out of range (0-65535)\n"
+                                       "threads: \"lots\" is not an integer\n"
+                                       "routes: at least one route is required");
+    }
+}
+
+TEST_CASE("a missing file is a config_error naming the path")
+{
+    const std::string path = "/nonexistent/idemgate-config-test.yaml";
+    try {
+        cfg::load_file(path);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        CHECK(joined(e.problems()) == path + ": cannot read file");
+    }
+}
+
+TEST_CASE("a directory is not a readable config file")
+{
+    auto dir = std::filesystem::temp_directory_path().string();
+    try {
+        cfg::load_file(dir);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        CHECK(joined(e.problems()) == dir + ": cannot read file");
+    }
+}
+
+TEST_CASE("a YAML syntax error names the file, line and column")
+{
+    temp_file file("listen: \"127.0.0.1:8080\"\nroutes: [\n  - a\n");
+    try {
+        cfg::load_file(file.path.string());
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        REQUIRE(e.problems().size() == 1);
+        CHECK(e.problems()[0].rfind(file.path.string() + ": YAML syntax error at line 3, column ", 0) == 0);
+    }
+
+    try {
+        cfg::parse("threads: 1\n  bad: indent\n", no_env);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        REQUIRE(e.problems().size() == 1);
+        CHECK(e.problems()[0].rfind("config: YAML syntax error at line 2, column ", 0) == 0);
+    }
+}
+
+TEST_CASE("a file that loads cleanly through load_file resolves the password from the environment")
+{
+    // load_file uses the real environment: set a variable only this process sees.
+    ::setenv("IDEMGATE_CONFIG_TEST_PASSWORD", "from-env", 1);
+    temp_file file(minimal + "store:\n  type: redis\n  redis:\n    password_env: IDEMGATE_CONFIG_TEST_PASSWORD\n");
+    auto c = cfg::load_file(file.path.string());
+    ::unsetenv("IDEMGATE_CONFIG_TEST_PASSWORD");
+    CHECK(c.store.type == cfg::store_type::redis);
+    CHECK(c.store.redis.password == "from-env");
+}
