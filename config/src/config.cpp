@@ -1,13 +1,12 @@
 #include "idemgate/config/config.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <charconv>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <utility>
+#include <yaml-cpp/yaml.h>
 
 namespace idemgate::config {
 
@@ -32,6 +31,7 @@ config_error::config_error(std::vector<std::string> problems)
 }
 
 namespace detail {
+namespace {
 
 // Strict unsigned decimal: digits only, no sign, no spaces, no 0x. Overflow is an error.
 std::optional<std::uint64_t> parse_decimal(std::string_view text)
@@ -45,7 +45,10 @@ std::optional<std::uint64_t> parse_decimal(std::string_view text)
     return value;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 // Splits "250ms" into "250" and "ms"; the number part must be non-empty digits.
 std::optional<std::pair<std::string_view, std::string_view>> split_number_unit(std::string_view text)
@@ -61,15 +64,9 @@ std::optional<std::pair<std::string_view, std::string_view>> split_number_unit(s
 // RFC 9110 5.6.2 tchar: the characters allowed in a method and a header field name.
 bool is_tchar(char c)
 {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c))
-        return true;
-    switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
-        return true;
-    default:
-        return false;
-    }
+    constexpr std::string_view symbols = "!#$%&'*+-.^_`|~";
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
+           symbols.find(c) != std::string_view::npos;
 }
 
 bool is_token(std::string_view text)
@@ -145,6 +142,7 @@ endpoint_check check_endpoint(std::string_view text)
     return {endpoint{std::move(host), static_cast<std::uint16_t>(*port)}, {}};
 }
 
+} // namespace
 } // namespace detail
 
 std::optional<duration> parse_duration(std::string_view text)
@@ -205,6 +203,7 @@ std::optional<endpoint> parse_endpoint(std::string_view text)
 }
 
 namespace detail {
+namespace {
 
 const char* kind_name(const YAML::Node& node)
 {
@@ -216,7 +215,10 @@ const char* kind_name(const YAML::Node& node)
     }
 }
 
-std::string quote(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string quote(std::string_view text)
+{
+    return "\"" + std::string(text) + "\"";
+}
 
 std::string child_path(const std::string& parent, std::string_view key)
 {
@@ -328,7 +330,7 @@ public:
             problem(map.path_of(key), quote(*text) + " is not a boolean (use true or false)");
     }
 
-    template <class Int>
+    template<class Int>
     void read_int(const map_view& map, std::string_view key, Int& out, std::uint64_t min, std::uint64_t max)
     {
         auto text = scalar(map, key, "an integer");
@@ -420,8 +422,8 @@ public:
     void load(const YAML::Node& root, config& cfg)
     {
         map_view top(*this, root, "",
-                     {"listen", "admin_listen", "threads", "access_log", "store", "upstreams", "routes", "limits",
-                      "timeouts"});
+                     {"listen", "admin_listen", "threads", "access_log", "store", "upstreams", "routes",
+                      "limits", "timeouts"});
         if (root.IsDefined() && !root.IsNull() && !root.IsMap())
             return; // reported by `top`; nothing below can be read.
         read_endpoint(top, "listen", cfg.listen);
@@ -667,7 +669,10 @@ private:
     std::vector<std::string> problems_;
 };
 
-const char* system_getenv(const char* name) { return std::getenv(name); }
+const char* system_getenv(const char* name)
+{
+    return std::getenv(name);
+}
 
 // `source` names where the text came from (a file path, or "config") in syntax errors.
 config parse_named(std::string_view yaml_text, const std::string& source,
@@ -692,6 +697,7 @@ config parse_named(std::string_view yaml_text, const std::string& source,
     return cfg;
 }
 
+} // namespace
 } // namespace detail
 
 config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*))

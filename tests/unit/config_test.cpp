@@ -2,9 +2,8 @@
 // problem checking the exact message and key path an operator sees (issue 2).
 #include "idemgate/config/config.hpp"
 
-#include <doctest/doctest.h>
-
 #include <cstdio>
+#include <doctest/doctest.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -25,7 +24,10 @@ routes:
     upstream: orders
 )";
 
-const char* no_env(const char*) { return nullptr; }
+const char* no_env(const char*)
+{
+    return nullptr;
+}
 
 const char* fake_env(const char* name)
 {
@@ -73,9 +75,10 @@ TEST_CASE("parse_duration accepts an integer with ms, s, m or h")
         cfg::duration expected;
     };
     const row rows[] = {
-        {"0ms", 0ms},     {"250ms", 250ms}, {"1s", 1000ms},       {"30s", 30s},
-        {"5m", 5min},     {"24h", 24h},     {"007s", 7s},         {"9223372036854775807ms",
-                                                                   cfg::duration{9223372036854775807LL}},
+        {"0ms", 0ms},   {"250ms", 250ms},
+        {"1s", 1000ms}, {"30s", 30s},
+        {"5m", 5min},   {"24h", 24h},
+        {"007s", 7s},   {"9223372036854775807ms", cfg::duration{9223372036854775807LL}},
     };
     for (const auto& r : rows) {
         const std::string shown = r.text;
@@ -88,9 +91,23 @@ TEST_CASE("parse_duration accepts an integer with ms, s, m or h")
 
 TEST_CASE("parse_duration refuses malformed, negative, fractional and overflowing text")
 {
-    const char* rows[] = {"",       "s",     "30",     "-5s",   "+5s",   "1.5s",  "5 s",
-                          " 5s",    "5s ",   "5S",     "5sec",  "5d",    "1h30m", "0x10s",
-                          "9223372036854775808ms", "2562047788015216h", "99999999999999999999999s"};
+    const char* rows[] = {"",
+                          "s",
+                          "30",
+                          "-5s",
+                          "+5s",
+                          "1.5s",
+                          "5 s",
+                          " 5s",
+                          "5s ",
+                          "5S",
+                          "5sec",
+                          "5d",
+                          "1h30m",
+                          "0x10s",
+                          "9223372036854775808ms",
+                          "2562047788015216h",
+                          "99999999999999999999999s"};
     for (const char* text : rows) {
         const std::string shown = text;
         CAPTURE(shown);
@@ -125,8 +142,20 @@ TEST_CASE("parse_size accepts B, KiB, MiB, GiB and bare bytes")
 
 TEST_CASE("parse_size refuses other units, signs, fractions and overflow")
 {
-    const char* rows[] = {"",      "B",    "MiB",   "1MB",  "1KB", "1k",  "1mib", "1 MiB", "-1",
-                          "+1",    "1.5MiB", "1TiB", "0x10", "18446744073709551616",
+    const char* rows[] = {"",
+                          "B",
+                          "MiB",
+                          "1MB",
+                          "1KB",
+                          "1k",
+                          "1mib",
+                          "1 MiB",
+                          "-1",
+                          "+1",
+                          "1.5MiB",
+                          "1TiB",
+                          "0x10",
+                          "18446744073709551616",
                           "17179869184GiB"};
     for (const char* text : rows) {
         const std::string shown = text;
@@ -143,8 +172,10 @@ TEST_CASE("parse_endpoint splits host and port")
         std::uint16_t port;
     };
     const row rows[] = {
-        {"127.0.0.1:8080", "127.0.0.1", 8080}, {"localhost:0", "localhost", 0},
-        {"redis.internal:65535", "redis.internal", 65535}, {"[::1]:80", "::1", 80},
+        {"127.0.0.1:8080", "127.0.0.1", 8080},
+        {"localhost:0", "localhost", 0},
+        {"redis.internal:65535", "redis.internal", 65535},
+        {"[::1]:80", "::1", 80},
         {"my_host-1:6379", "my_host-1", 6379},
     };
     for (const auto& r : rows) {
@@ -159,10 +190,11 @@ TEST_CASE("parse_endpoint splits host and port")
 
 TEST_CASE("parse_endpoint refuses a missing host or port, bad ports and bare IPv6")
 {
-    const char* rows[] = {"",          "localhost",       ":8080",        "localhost:",   "host:65536",
-                          "host:70000", "host:-1",        "host:+80",     "host:0x50",    "host:80a",
-                          "::1:80",    "[::1]80",         "[::1]",        "[]:80",        "ho st:80",
-                          "host:99999999999999999999999", "host/x:80"};
+    const char* rows[] = {"",           "localhost",  ":8080",    "localhost:",
+                          "host:65536", "host:70000", "host:-1",  "host:+80",
+                          "host:0x50",  "host:80a",   "::1:80",   "[::1]80",
+                          "[::1]",      "[]:80",      "ho st:80", "host:99999999999999999999999",
+                          "host/x:80"};
     for (const char* text : rows) {
         const std::string shown = text;
         CAPTURE(shown);
@@ -384,7 +416,8 @@ routes:
     const row rows[] = {
         {"unknown key at the top", minimal + "listne: \"127.0.0.1:1\"\n", "listne: unknown key"},
         {"unknown key nested", minimal + "store:\n  typo: 1\n", "store.typo: unknown key"},
-        {"unknown key deep", minimal + "store:\n  redis:\n    adress: \"h:1\"\n", "store.redis.adress: unknown key"},
+        {"unknown key deep", minimal + "store:\n  redis:\n    adress: \"h:1\"\n",
+         "store.redis.adress: unknown key"},
         {"unknown key in a route", route_head + "    idempotency:\n      record_tll: 1h\n",
          "routes[0].idempotency.record_tll: unknown key"},
         {"password in the file", minimal + "store:\n  redis:\n    password: hunter2\n",
@@ -400,26 +433,31 @@ routes:
         {"empty value", minimal + "access_log:\n", "access_log: expected a boolean, got nothing"},
         {"bad duration", route_head + "    idempotency:\n      record_ttl: 24x\n",
          "routes[0].idempotency.record_ttl: \"24x\" is not a duration"},
-        {"duration without a unit", minimal + "timeouts:\n  idle: 30\n", "timeouts.idle: \"30\" is not a duration"},
+        {"duration without a unit", minimal + "timeouts:\n  idle: 30\n",
+         "timeouts.idle: \"30\" is not a duration"},
         {"zero ttl", route_head + "    idempotency:\n      lock_ttl: 0s\n",
          "routes[0].idempotency.lock_ttl: must be greater than 0"},
-        {"zero timeout", minimal + "timeouts:\n  header_read: 0ms\n", "timeouts.header_read: must be greater than 0"},
+        {"zero timeout", minimal + "timeouts:\n  header_read: 0ms\n",
+         "timeouts.header_read: must be greater than 0"},
         {"bad size", minimal + "limits:\n  max_request_body: 1MB\n",
          "limits.max_request_body: \"1MB\" is not a size (use B, KiB, MiB, GiB)"},
         {"zero header limit", minimal + "limits:\n  max_header_bytes: 0\n",
          "limits.max_header_bytes: must be greater than 0"},
-        {"port out of range", minimal + "listen: \"127.0.0.1:70000\"\n", "listen: port 70000 out of range (0-65535)"},
+        {"port out of range", minimal + "listen: \"127.0.0.1:70000\"\n",
+         "listen: port 70000 out of range (0-65535)"},
         {"endpoint without a port", minimal + "admin_listen: localhost\n",
          "admin_listen: \"localhost\" is not an endpoint (use host:port)"},
         {"endpoint with a named port", minimal + "store:\n  redis:\n    address: \"h:redis\"\n",
          "store.redis.address: \"h:redis\" is not an endpoint (the port must be a decimal number)"},
         {"bare IPv6", minimal + "listen: \"::1:80\"\n",
          "listen: \"::1:80\" is not an endpoint (write an IPv6 address as [addr]:port)"},
-        {"bad boolean", minimal + "access_log: yes\n", "access_log: \"yes\" is not a boolean (use true or false)"},
+        {"bad boolean", minimal + "access_log: yes\n",
+         "access_log: \"yes\" is not a boolean (use true or false)"},
         {"threads out of range", minimal + "threads: 257\n", "threads: 257 out of range (0-256)"},
         {"negative integer", minimal + "threads: -1\n", "threads: -1 out of range (0-256)"},
         {"not an integer", minimal + "threads: four\n", "threads: \"four\" is not an integer"},
-        {"db out of range", minimal + "store:\n  redis:\n    db: 16\n", "store.redis.db: 16 out of range (0-15)"},
+        {"db out of range", minimal + "store:\n  redis:\n    db: 16\n",
+         "store.redis.db: 16 out of range (0-15)"},
         {"zero max_entries", minimal + "store:\n  memory:\n    max_entries: 0\n",
          "store.memory.max_entries: 0 out of range (1-18446744073709551615)"},
         {"zero max_connections", minimal + "limits:\n  max_connections: 0\n",
@@ -438,13 +476,15 @@ routes:
          "routes[1].upstream: unknown upstream \"billing\""},
         {"bad mismatch_status", route_head + "    idempotency:\n      mismatch_status: 418\n",
          "routes[0].idempotency.mismatch_status: 418 is not allowed (use 409 or 422)"},
-        {"path_prefix without a slash", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: api, upstream: o }\n",
+        {"path_prefix without a slash",
+         "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: api, upstream: o }\n",
          "routes[0].path_prefix: \"api\" must start with '/'"},
         {"missing path_prefix", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { upstream: o }\n",
          "routes[0].path_prefix: required key is missing"},
         {"missing route upstream", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: / }\n",
          "routes[0].upstream: required key is missing"},
-        {"missing upstream address", "upstreams:\n  o: { max_idle_connections: 1 }\nroutes:\n  - { path_prefix: /, upstream: o }\n",
+        {"missing upstream address",
+         "upstreams:\n  o: { max_idle_connections: 1 }\nroutes:\n  - { path_prefix: /, upstream: o }\n",
          "upstreams.o.address: required key is missing"},
         {"no routes", "upstreams:\n  o: { address: \"h:1\" }\n", "routes: at least one route is required"},
         {"empty methods", route_head + "    idempotency:\n      methods: []\n",
@@ -561,7 +601,8 @@ TEST_CASE("a file that loads cleanly through load_file resolves the password fro
 {
     // load_file uses the real environment: set a variable only this process sees.
     ::setenv("IDEMGATE_CONFIG_TEST_PASSWORD", "from-env", 1);
-    temp_file file(minimal + "store:\n  type: redis\n  redis:\n    password_env: IDEMGATE_CONFIG_TEST_PASSWORD\n");
+    temp_file file(minimal +
+                   "store:\n  type: redis\n  redis:\n    password_env: IDEMGATE_CONFIG_TEST_PASSWORD\n");
     auto c = cfg::load_file(file.path.string());
     ::unsetenv("IDEMGATE_CONFIG_TEST_PASSWORD");
     CHECK(c.store.type == cfg::store_type::redis);
