@@ -1,0 +1,57 @@
+#pragma once
+// The Redis store: one pipelined connection per I/O thread (session), hiredis as RESP
+// formatter and parser only, Asio for the socket. See issue 3.
+//
+// Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key). Operations, one round trip each:
+//   reserve:  SET key <in-flight record> NX PX lock_ttl GET
+//   complete: EVALSHA (owner-checked SET ... PX record_ttl)
+//   release:  EVALSHA (owner-checked DEL)
+#include <idemgate/config/config.hpp>
+#include <idemgate/store/store.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace idemgate::store {
+
+// Counters for /metrics; all monotonic except connections_up. Relaxed atomics.
+struct redis_stats {
+    // Upper bounds (microseconds) of the command latency buckets; the last bucket is +Inf.
+    static constexpr std::array<std::uint64_t, 11> latency_bounds_us{
+        100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000};
+
+    std::atomic<std::uint64_t> commands_sent{0};
+    std::atomic<std::uint64_t> replies{0};            // replies handed to a waiting command
+    std::atomic<std::uint64_t> errors_unavailable{0};  // failed fast: not connected, queue full, connection lost
+    std::atomic<std::uint64_t> errors_timeout{0};      // no reply within command_timeout (outcome unknown)
+    std::atomic<std::uint64_t> errors_reply{0};        // error replies (OOM, READONLY, ...)
+    std::atomic<std::uint64_t> errors_protocol{0};     // unexpected reply type or unparsable bytes
+    std::atomic<std::uint64_t> errors_corrupt{0};      // a stored record did not decode
+    std::atomic<std::uint64_t> connects{0};            // connections established (handshake done)
+    std::atomic<std::uint64_t> reconnect_attempts{0};  // connect attempts after the first per session
+    std::atomic<std::int64_t> connections_up{0};       // sessions whose connection is up now
+    // Latency of answered commands (enqueue to reply): histogram + sum, Prometheus style.
+    std::array<std::atomic<std::uint64_t>, latency_bounds_us.size() + 1> latency_buckets{};
+    std::atomic<std::uint64_t> latency_sum_us{0};
+    std::atomic<std::uint64_t> latency_count{0};
+
+    void record_latency(std::uint64_t us) noexcept;
+};
+
+// The Redis backend; open_session() connects (and keeps reconnecting) in the background.
+class redis_backend : public backend {
+public:
+    // Counters shared by all sessions of this backend.
+    virtual const redis_stats& stats() const noexcept = 0;
+};
+
+std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cfg);
+
+// The Redis key of a scope: <prefix>:<tenant>:<key>, tenant and key percent-encoded
+// (':' '%' and bytes outside printable ASCII), so no two scopes share a key.
+std::string redis_key(std::string_view prefix, scope s);
+
+} // namespace idemgate::store

@@ -1,0 +1,18 @@
+#include <idemgate/store/backend_factory.hpp>
+#include <idemgate/store/memory_store.hpp>
+#include <idemgate/store/redis_store.hpp>
+
+namespace idemgate::store {
+
+std::shared_ptr<backend> make_backend(const config::store_config& cfg)
+{
+    switch (cfg.type) {
+    case config::store_type::redis: return make_redis_backend(cfg.redis);
+    case config::store_type::memory: break;
+    }
+    memory_options options;
+    options.max_entries = cfg.memory.max_entries;
+    return make_memory_backend(std::move(options));
+}
+
+} // namespace idemgate::store

@@ -1,0 +1,232 @@
+#include <idemgate/common/error.hpp>
+#include <idemgate/store/record_codec.hpp>
+
+#include <cstdint>
+#include <limits>
+
+namespace idemgate::store {
+
+namespace {
+
+constexpr unsigned char fingerprint_raw = 0;
+constexpr unsigned char fingerprint_packed_hex = 1;
+constexpr std::size_t packed_hex_size = 32;  // hex SHA-256: 64 chars -> 32 bytes
+
+void put_varint(std::string& out, std::uint64_t v)
+{
+    while (v >= 0x80) {
+        out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+        v >>= 7;
+    }
+    out.push_back(static_cast<char>(v));
+}
+
+void put_bytes(std::string& out, std::string_view bytes)
+{
+    put_varint(out, bytes.size());
+    out.append(bytes);
+}
+
+int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;  // upper case is not packed: it would not round-trip
+}
+
+bool is_packable_hex(std::string_view s)
+{
+    if (s.size() != 2 * packed_hex_size)
+        return false;
+    for (char c : s)
+        if (hex_value(c) < 0)
+            return false;
+    return true;
+}
+
+// Reads from a byte range; every read checks the remaining size first.
+class reader {
+public:
+    explicit reader(std::string_view bytes) : rest_(bytes) {}
+
+    bool byte(unsigned char& v)
+    {
+        if (rest_.empty())
+            return false;
+        v = static_cast<unsigned char>(rest_.front());
+        rest_.remove_prefix(1);
+        return true;
+    }
+
+    bool varint(std::uint64_t& v)
+    {
+        v = 0;
+        for (unsigned shift = 0; shift < 64; shift += 7) {
+            unsigned char b = 0;
+            if (!byte(b))
+                return false;
+            if (shift == 63 && (b & 0x7e))
+                return false;  // more than 64 bits
+            v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+            if (!(b & 0x80))
+                return true;
+        }
+        return false;
+    }
+
+    bool bytes(std::string& out)
+    {
+        std::uint64_t n = 0;
+        if (!varint(n) || n > rest_.size())
+            return false;
+        out.assign(rest_.data(), static_cast<std::size_t>(n));
+        rest_.remove_prefix(static_cast<std::size_t>(n));
+        return true;
+    }
+
+    bool raw(std::size_t n, std::string_view& out)
+    {
+        if (n > rest_.size())
+            return false;
+        out = rest_.substr(0, n);
+        rest_.remove_prefix(n);
+        return true;
+    }
+
+    bool done() const { return rest_.empty(); }
+    std::size_t remaining() const { return rest_.size(); }
+
+private:
+    std::string_view rest_;
+};
+
+bool decode_into(std::string_view bytes, record& r)
+{
+    reader in(bytes);
+    unsigned char version = 0;
+    if (!in.byte(version) || version != record_codec_version)
+        return false;
+    if (!in.bytes(r.owner_token))
+        return false;
+
+    unsigned char state = 0;
+    if (!in.byte(state))
+        return false;
+    if (state != static_cast<unsigned char>(record_state::in_flight) &&
+        state != static_cast<unsigned char>(record_state::completed))
+        return false;
+    r.state = static_cast<record_state>(state);
+
+    std::uint64_t created = 0;
+    if (!in.varint(created))
+        return false;
+    r.created_unix_ms = static_cast<std::int64_t>(created);
+
+    unsigned char form = 0;
+    if (!in.byte(form))
+        return false;
+    if (form == fingerprint_raw) {
+        if (!in.bytes(r.fingerprint))
+            return false;
+    } else if (form == fingerprint_packed_hex) {
+        std::string_view packed;
+        if (!in.raw(packed_hex_size, packed))
+            return false;
+        static constexpr char digits[] = "0123456789abcdef";
+        r.fingerprint.resize(2 * packed_hex_size);
+        for (std::size_t i = 0; i < packed_hex_size; ++i) {
+            auto b = static_cast<unsigned char>(packed[i]);
+            r.fingerprint[2 * i] = digits[b >> 4];
+            r.fingerprint[2 * i + 1] = digits[b & 0xf];
+        }
+    } else {
+        return false;
+    }
+
+    r.response = {};
+    if (r.state == record_state::in_flight)
+        return in.done();
+
+    std::uint64_t status = 0;
+    if (!in.varint(status) || status > std::numeric_limits<unsigned>::max())
+        return false;
+    r.response.status = static_cast<unsigned>(status);
+    if (!in.bytes(r.response.reason))
+        return false;
+    std::uint64_t count = 0;
+    // Each header costs at least two bytes, so a count above remaining/2 is garbage: this
+    // bounds the reserve() below by the input size.
+    if (!in.varint(count) || count > in.remaining() / 2)
+        return false;
+    r.response.headers.resize(static_cast<std::size_t>(count));
+    for (auto& h : r.response.headers)
+        if (!in.bytes(h.name) || !in.bytes(h.value))
+            return false;
+    if (!in.bytes(r.response.body))
+        return false;
+    return in.done();
+}
+
+} // namespace
+
+void encode_record(const record& r, std::string& out)
+{
+    std::size_t size_hint = 16 + r.owner_token.size() + r.fingerprint.size();
+    if (r.state == record_state::completed) {
+        size_hint += 16 + r.response.reason.size() + r.response.body.size();
+        for (const auto& h : r.response.headers)
+            size_hint += 4 + h.name.size() + h.value.size();
+    }
+    out.reserve(out.size() + size_hint);
+
+    out.push_back(static_cast<char>(record_codec_version));
+    put_bytes(out, r.owner_token);
+    out.push_back(static_cast<char>(r.state));
+    put_varint(out, static_cast<std::uint64_t>(r.created_unix_ms));
+    if (is_packable_hex(r.fingerprint)) {
+        out.push_back(static_cast<char>(fingerprint_packed_hex));
+        for (std::size_t i = 0; i < packed_hex_size; ++i)
+            out.push_back(static_cast<char>(hex_value(r.fingerprint[2 * i]) << 4 | hex_value(r.fingerprint[2 * i + 1])));
+    } else {
+        out.push_back(static_cast<char>(fingerprint_raw));
+        put_bytes(out, r.fingerprint);
+    }
+    if (r.state != record_state::completed)
+        return;
+    put_varint(out, r.response.status);
+    put_bytes(out, r.response.reason);
+    put_varint(out, r.response.headers.size());
+    for (const auto& h : r.response.headers) {
+        put_bytes(out, h.name);
+        put_bytes(out, h.value);
+    }
+    put_bytes(out, r.response.body);
+}
+
+std::string encode_record(const record& r)
+{
+    std::string out;
+    encode_record(r, out);
+    return out;
+}
+
+boost::system::error_code decode_record(std::string_view bytes, record& out)
+{
+    record r;
+    if (!decode_into(bytes, r))
+        return make_error_code(error::record_corrupt);
+    out = std::move(r);
+    return {};
+}
+
+std::string owner_prefix(std::string_view owner_token)
+{
+    std::string out;
+    out.push_back(static_cast<char>(record_codec_version));
+    put_bytes(out, owner_token);
+    return out;
+}
+
+} // namespace idemgate::store

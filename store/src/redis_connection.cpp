@@ -1,0 +1,437 @@
+#include "redis_connection.hpp"
+
+#include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <vector>
+
+namespace idemgate::store {
+
+void redis_stats::record_latency(std::uint64_t us) noexcept
+{
+    std::size_t i = 0;
+    while (i < latency_bounds_us.size() && us > latency_bounds_us[i])
+        ++i;
+    latency_buckets[i].fetch_add(1, std::memory_order_relaxed);
+    latency_sum_us.fetch_add(us, std::memory_order_relaxed);
+    latency_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+} // namespace idemgate::store
+
+namespace idemgate::store::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using asio::as_tuple;
+using asio::use_awaitable;
+using clock = std::chrono::steady_clock;
+
+void reply_deleter::operator()(redisReply* r) const noexcept
+{
+    freeReplyObject(r);
+}
+
+namespace {
+
+constexpr auto initial_backoff = std::chrono::milliseconds(25);
+constexpr std::size_t read_chunk = 16 * 1024;
+
+struct reader_deleter {
+    void operator()(redisReader* r) const noexcept { redisReaderFree(r); }
+};
+
+void bump(std::atomic<std::uint64_t>& counter) noexcept
+{
+    counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+void log_spawn_failure(std::exception_ptr e)
+{
+    if (!e)
+        return;
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        log::error("redis connection coroutine failed", {{"error", ex.what()}});
+    } catch (...) {
+        log::error("redis connection coroutine failed");
+    }
+}
+
+} // namespace
+
+struct redis_connection::pending_command {
+    explicit pending_command(const asio::any_io_executor& ex) : event(ex) {}
+    asio::steady_timer event;  // deadline; cancelled by the reader when the reply arrives
+    clock::time_point sent;
+    error_code ec;
+    reply_ptr reply;
+    bool done = false;       // ec/reply are final
+    bool abandoned = false;  // the caller gave up (timeout): its reply is read and dropped
+};
+
+redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared)
+    : ex_(std::move(ex)), shared_(std::move(shared)), socket_(ex_), wake_writer_(ex_), lost_(ex_), backoff_(ex_),
+      connect_deadline_(ex_)
+{
+}
+
+void redis_connection::start()
+{
+    auto self = shared_from_this();
+    asio::co_spawn(ex_, run(self), log_spawn_failure);
+}
+
+void redis_connection::shutdown()
+{
+    asio::post(ex_, [self = shared_from_this()] { self->do_shutdown(); });
+}
+
+void redis_connection::do_shutdown()
+{
+    if (stopped_)
+        return;
+    stopped_ = true;
+    on_lost(generation_, "shutdown", {});
+    backoff_.cancel();
+    connect_deadline_.cancel();
+    fail_pending(make_error_code(error::store_unavailable));
+}
+
+asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> self)
+{
+    auto backoff = std::min<std::chrono::milliseconds>(initial_backoff, shared_->cfg.reconnect_backoff_max);
+    bool first_attempt = true;
+    bool reported_down = false;  // log a failure streak once, not every attempt
+    while (!stopped_) {
+        if (!first_attempt)
+            bump(shared_->stats.reconnect_attempts);
+        first_attempt = false;
+
+        auto ec = co_await connect();
+        if (!ec && !stopped_) {
+            auto gen = ++generation_;
+            connected_ = true;
+            asio::co_spawn(ex_, read_loop(self, gen), log_spawn_failure);
+            asio::co_spawn(ex_, write_loop(self, gen), log_spawn_failure);
+            ec = co_await handshake();
+            if (!ec && connected_ && !stopped_) {
+                up_ = true;
+                bump(shared_->stats.connects);
+                shared_->stats.connections_up.fetch_add(1, std::memory_order_relaxed);
+                backoff = std::min<std::chrono::milliseconds>(initial_backoff, shared_->cfg.reconnect_backoff_max);
+                if (reported_down)
+                    log::info("redis reconnected", {{"address", shared_->cfg.address.to_string()}});
+                reported_down = false;
+                if (!shared_->policy_checked.exchange(true))
+                    asio::co_spawn(ex_, check_eviction_policy(self), log_spawn_failure);
+
+                while (connected_ && !stopped_) {
+                    lost_.expires_at(clock::time_point::max());
+                    co_await lost_.async_wait(as_tuple(use_awaitable));
+                }
+                up_ = false;
+                shared_->stats.connections_up.fetch_sub(1, std::memory_order_relaxed);
+                if (!stopped_) {
+                    log::warn("redis connection lost", {{"address", shared_->cfg.address.to_string()}});
+                    reported_down = true;
+                }
+            }
+        }
+        if (ec && !stopped_ && !reported_down) {
+            log::warn("redis unreachable", {{"address", shared_->cfg.address.to_string()}, {"error", ec.message()}});
+            reported_down = true;
+        }
+        on_lost(generation_, "reconnect", {});
+        fail_pending(make_error_code(error::store_unavailable));
+        if (stopped_)
+            break;
+        backoff_.expires_after(backoff);
+        co_await backoff_.async_wait(as_tuple(use_awaitable));
+        backoff = std::min<std::chrono::milliseconds>(backoff * 2, shared_->cfg.reconnect_backoff_max);
+    }
+}
+
+asio::awaitable<error_code> redis_connection::connect()
+{
+    using namespace asio::experimental::awaitable_operators;
+    const auto& addr = shared_->cfg.address;
+    socket_ = asio::ip::tcp::socket(ex_);
+    connect_deadline_.expires_after(shared_->cfg.connect_timeout);
+
+    std::vector<asio::ip::tcp::endpoint> endpoints;
+    error_code ec;
+    auto ip = asio::ip::make_address(addr.host, ec);
+    if (!ec) {
+        endpoints.emplace_back(ip, addr.port);
+    } else {
+        asio::ip::tcp::resolver resolver(ex_);
+        auto resolved = co_await (resolver.async_resolve(addr.host, std::to_string(addr.port), as_tuple(use_awaitable)) ||
+                                  connect_deadline_.async_wait(as_tuple(use_awaitable)));
+        if (resolved.index() == 1)
+            co_return make_error_code(asio::error::timed_out);
+        auto [rec, results] = std::get<0>(std::move(resolved));
+        if (rec)
+            co_return rec;
+        for (const auto& entry : results)
+            endpoints.push_back(entry.endpoint());
+    }
+    if (stopped_)
+        co_return make_error_code(asio::error::operation_aborted);
+
+    auto connected = co_await (asio::async_connect(socket_, endpoints, as_tuple(use_awaitable)) ||
+                               connect_deadline_.async_wait(as_tuple(use_awaitable)));
+    if (connected.index() == 1) {
+        socket_.close(ec);
+        co_return make_error_code(asio::error::timed_out);
+    }
+    auto [cec, endpoint] = std::get<0>(connected);
+    if (cec) {
+        socket_.close(ec);
+        co_return cec;
+    }
+    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    co_return error_code{};
+}
+
+asio::awaitable<error_code> redis_connection::handshake()
+{
+    const auto& cfg = shared_->cfg;
+    if (!cfg.password.empty()) {
+        std::array<std::string_view, 2> args{"AUTH", cfg.password};
+        auto r = co_await enqueue(args, true);
+        if (r.ec) {
+            std::string why = r.reply ? std::string(r.reply->str, r.reply->len) : r.ec.message();
+            log::error("redis AUTH failed", {{"address", cfg.address.to_string()}, {"error", why}});
+            co_return r.ec;
+        }
+    }
+    if (cfg.db != 0) {
+        auto db = std::to_string(cfg.db);
+        std::array<std::string_view, 2> args{"SELECT", db};
+        auto r = co_await enqueue(args, true);
+        if (r.ec) {
+            std::string why = r.reply ? std::string(r.reply->str, r.reply->len) : r.ec.message();
+            log::error("redis SELECT failed", {{"address", cfg.address.to_string()}, {"db", cfg.db}, {"error", why}});
+            co_return r.ec;
+        }
+    }
+    co_return error_code{};
+}
+
+asio::awaitable<void> redis_connection::check_eviction_policy(std::shared_ptr<redis_connection>)
+{
+    std::array<std::string_view, 3> args{"CONFIG", "GET", "maxmemory-policy"};
+    auto r = co_await execute(args);
+    if (r.ec || !r.reply || r.reply->type != REDIS_REPLY_ARRAY || r.reply->elements != 2 ||
+        r.reply->element[1]->type != REDIS_REPLY_STRING) {
+        // CONFIG may be renamed or disabled (managed Redis): say so, it is not fatal.
+        log::warn("could not read redis maxmemory-policy; make sure it is noeviction",
+                  {{"address", shared_->cfg.address.to_string()}, {"error", r.ec ? r.ec.message() : "unexpected reply"}});
+        co_return;
+    }
+    std::string_view policy(r.reply->element[1]->str, r.reply->element[1]->len);
+    if (policy != "noeviction") {
+        // Every record has a TTL, so volatile-* policies evict them as readily as allkeys-*.
+        log::warn("REDIS MAY EVICT IDEMPOTENCY RECORDS: maxmemory-policy is not noeviction; "
+                  "an evicted record lets a duplicate request run again",
+                  {{"address", shared_->cfg.address.to_string()},
+                   {"maxmemory_policy", policy},
+                   {"fix", "CONFIG SET maxmemory-policy noeviction"}});
+    }
+}
+
+asio::awaitable<command_result> redis_connection::execute(std::span<const std::string_view> args)
+{
+    return enqueue(args, false);
+}
+
+asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::string_view> args, bool handshake)
+{
+    auto self = shared_from_this();  // the connection outlives this command
+    auto& stats = shared_->stats;
+    if (stopped_ || !connected_ || (!up_ && !handshake) || pending_.size() >= shared_->max_pending ||
+        out_.size() >= shared_->max_pending_bytes) {
+        bump(stats.errors_unavailable);
+        co_return command_result{make_error_code(error::store_unavailable), nullptr};
+    }
+
+    constexpr std::size_t max_args = 16;
+    std::array<const char*, max_args> argv{};
+    std::array<std::size_t, max_args> argvlen{};
+    if (args.size() > max_args) {
+        bump(stats.errors_protocol);
+        co_return command_result{make_error_code(error::store_protocol), nullptr};
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        argv[i] = args[i].data();
+        argvlen[i] = args[i].size();
+    }
+    char* formatted = nullptr;
+    int len = redisFormatCommandArgv(&formatted, static_cast<int>(args.size()), argv.data(), argvlen.data());
+    if (len < 0 || !formatted) {
+        bump(stats.errors_unavailable);  // out of memory
+        co_return command_result{make_error_code(error::store_unavailable), nullptr};
+    }
+    out_.append(formatted, static_cast<std::size_t>(len));
+    redisFreeCommand(formatted);
+
+    auto cmd = std::make_shared<pending_command>(ex_);
+    cmd->sent = clock::now();
+    cmd->event.expires_after(shared_->cfg.command_timeout);
+    pending_.push_back(cmd);
+    if (writer_idle_)
+        wake_writer_.cancel();
+    bump(stats.commands_sent);
+
+    co_await cmd->event.async_wait(as_tuple(use_awaitable));
+    if (cmd->done) {
+        if (cmd->reply) {
+            auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - cmd->sent).count();
+            stats.record_latency(static_cast<std::uint64_t>(us));
+        }
+        co_return command_result{cmd->ec, std::move(cmd->reply)};
+    }
+    // Deadline passed (or the caller was cancelled): the command may still run on the server,
+    // so its outcome is unknown. Its reply, if any, is read and dropped by the reader.
+    cmd->abandoned = true;
+    bump(stats.errors_timeout);
+    check_stall();
+    co_return command_result{make_error_code(error::store_timeout), nullptr};
+}
+
+void redis_connection::check_stall()
+{
+    // A server that has not answered the oldest command for this long is stuck (or the path to
+    // it is): reconnect rather than let every command wait out its deadline.
+    auto limit = std::max<clock::duration>(shared_->cfg.connect_timeout, 4 * shared_->cfg.command_timeout);
+    if (connected_ && !pending_.empty() && clock::now() - pending_.front()->sent > limit) {
+        log::warn("redis not answering; reconnecting", {{"address", shared_->cfg.address.to_string()},
+                                                        {"pending", pending_.size()}});
+        on_lost(generation_, "stalled", {});
+    }
+}
+
+asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connection>, std::uint64_t gen)
+{
+    std::unique_ptr<redisReader, reader_deleter> parser(redisReaderCreate());
+    std::vector<char> buf(read_chunk);
+    auto& stats = shared_->stats;
+    for (;;) {
+        auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), as_tuple(use_awaitable));
+        if (gen != generation_ || !connected_)
+            co_return;
+        if (ec) {
+            on_lost(gen, "read", ec);
+            co_return;
+        }
+        if (redisReaderFeed(parser.get(), buf.data(), n) != REDIS_OK) {
+            bump(stats.errors_protocol);
+            fail_pending(make_error_code(error::store_protocol));
+            on_lost(gen, "parser", {});
+            co_return;
+        }
+        for (;;) {
+            void* raw = nullptr;
+            if (redisReaderGetReply(parser.get(), &raw) != REDIS_OK) {
+                bump(stats.errors_protocol);
+                log::warn("unparsable reply from redis; reconnecting",
+                          {{"address", shared_->cfg.address.to_string()}, {"error", parser->errstr}});
+                fail_pending(make_error_code(error::store_protocol));
+                on_lost(gen, "protocol", {});
+                co_return;
+            }
+            if (!raw)
+                break;
+            reply_ptr reply(static_cast<redisReply*>(raw));
+            if (pending_.empty()) {
+                bump(stats.errors_protocol);
+                log::warn("unexpected reply from redis; reconnecting", {{"address", shared_->cfg.address.to_string()}});
+                on_lost(gen, "protocol", {});
+                co_return;
+            }
+            auto cmd = std::move(pending_.front());
+            pending_.pop_front();
+            if (cmd->abandoned)
+                continue;
+            if (reply->type == REDIS_REPLY_ERROR) {
+                bump(stats.errors_reply);
+                cmd->ec = make_error_code(error::store_error_reply);
+            }
+            bump(stats.replies);
+            cmd->reply = std::move(reply);
+            cmd->done = true;
+            cmd->event.cancel();
+        }
+    }
+}
+
+asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connection>, std::uint64_t gen)
+{
+    for (;;) {
+        while (out_.empty()) {
+            wake_writer_.expires_at(clock::time_point::max());
+            writer_idle_ = true;
+            co_await wake_writer_.async_wait(as_tuple(use_awaitable));
+            if (gen != generation_ || !connected_)
+                co_return;
+            writer_idle_ = false;
+        }
+        writing_.clear();     // a stale batch of a lost connection is dropped
+        writing_.swap(out_);  // one write for everything queued so far
+        auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(writing_), as_tuple(use_awaitable));
+        if (gen != generation_ || !connected_)
+            co_return;
+        writing_.clear();
+        if (ec) {
+            on_lost(gen, "write", ec);
+            co_return;
+        }
+    }
+}
+
+void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
+{
+    if (gen != generation_ || !connected_)
+        return;
+    connected_ = false;
+    writer_idle_ = false;
+    error_code ignored;
+    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    wake_writer_.cancel();
+    lost_.cancel();
+}
+
+void redis_connection::fail_pending(error_code ec)
+{
+    auto failed = std::move(pending_);
+    pending_.clear();
+    out_.clear();
+    // writing_ may still be referenced by an aborted write; the next writer clears it.
+    for (auto& cmd : failed) {
+        if (cmd->abandoned)
+            continue;
+        if (ec == error::store_unavailable)
+            bump(shared_->stats.errors_unavailable);
+        cmd->ec = ec;
+        cmd->done = true;
+        cmd->event.cancel();
+    }
+}
+
+} // namespace idemgate::store::detail

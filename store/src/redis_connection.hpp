@@ -1,0 +1,103 @@
+#pragma once
+// One pipelined Redis connection, private to the store library.
+//
+// hiredis only formats commands (redisFormatCommandArgv) and parses replies (redisReader);
+// Asio owns the socket. Commands are appended to an output buffer and to a FIFO of pending
+// commands; one writer coroutine writes everything queued in one write, one reader coroutine
+// hands replies to the FIFO's front in order. Each command waits on its own steady_timer,
+// which is both its deadline and its "reply arrived" event (the reader cancels it).
+//
+// Everything here runs on the connection's executor (one I/O thread); only shutdown() may be
+// called from elsewhere.
+#include <idemgate/config/config.hpp>
+#include <idemgate/store/redis_store.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+struct redisReply;
+
+namespace idemgate::store::detail {
+
+struct reply_deleter {
+    void operator()(redisReply* r) const noexcept;
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+// What a command got: ec set on timeout / unavailable / protocol / error reply; `reply` is
+// set whenever a reply arrived (also for an error reply, so callers can read its text).
+struct command_result {
+    boost::system::error_code ec;
+    reply_ptr reply;
+};
+
+// State shared by every connection of one backend.
+struct redis_shared {
+    explicit redis_shared(config::redis_config c) : cfg(std::move(c)) {}
+    const config::redis_config cfg;
+    redis_stats stats;
+    std::atomic<bool> policy_checked{false};  // CONFIG GET maxmemory-policy done once
+    std::size_t max_pending = 100000;               // commands queued or awaiting a reply
+    std::size_t max_pending_bytes = 256u << 20;     // bytes queued but not yet written
+};
+
+class redis_connection : public std::enable_shared_from_this<redis_connection> {
+public:
+    redis_connection(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared);
+
+    // Starts connecting (and reconnecting with backoff) in the background.
+    void start();
+    // Closes for good; pending commands fail with store_unavailable. Callable from any thread.
+    void shutdown();
+    // True while connected and past AUTH / SELECT.
+    bool up() const noexcept { return up_; }
+
+    // Sends one command; fails fast with store_unavailable while not up.
+    boost::asio::awaitable<command_result> execute(std::span<const std::string_view> args);
+
+private:
+    struct pending_command;
+
+    boost::asio::awaitable<void> run(std::shared_ptr<redis_connection> self);
+    boost::asio::awaitable<boost::system::error_code> connect();
+    boost::asio::awaitable<boost::system::error_code> handshake();
+    boost::asio::awaitable<void> read_loop(std::shared_ptr<redis_connection> self, std::uint64_t gen);
+    boost::asio::awaitable<void> write_loop(std::shared_ptr<redis_connection> self, std::uint64_t gen);
+    boost::asio::awaitable<void> check_eviction_policy(std::shared_ptr<redis_connection> self);
+    boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake);
+
+    void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
+    void fail_pending(boost::system::error_code ec);
+    void check_stall();
+    void do_shutdown();
+
+    boost::asio::any_io_executor ex_;
+    std::shared_ptr<redis_shared> shared_;
+    boost::asio::ip::tcp::socket socket_;
+    boost::asio::steady_timer wake_writer_;  // cancelled to wake an idle writer
+    boost::asio::steady_timer lost_;         // cancelled when the connection is lost
+    boost::asio::steady_timer backoff_;
+    boost::asio::steady_timer connect_deadline_;
+    std::deque<std::shared_ptr<pending_command>> pending_;  // awaiting replies, in send order
+    std::string out_;      // formatted commands not yet handed to the writer
+    std::string writing_;  // the writer's current batch
+    std::uint64_t generation_ = 0;  // bumped per connection; stale reader/writer coroutines exit
+    bool connected_ = false;        // socket open, reader and writer running
+    bool up_ = false;               // connected_ and handshake done
+    bool writer_idle_ = false;
+    bool stopped_ = false;
+};
+
+} // namespace idemgate::store::detail

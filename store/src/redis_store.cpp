@@ -1,0 +1,229 @@
+#include "redis_connection.hpp"
+
+#include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
+#include <idemgate/store/record_codec.hpp>
+#include <idemgate/store/redis_store.hpp>
+
+#include <hiredis/hiredis.h>
+#include <openssl/sha.h>
+
+#include <array>
+
+namespace idemgate::store {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+std::string redis_key(std::string_view prefix, scope s)
+{
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string out;
+    out.reserve(prefix.size() + s.tenant.size() + s.key.size() + 2);
+    auto append_escaped = [&out](std::string_view part) {
+        for (char ch : part) {
+            auto c = static_cast<unsigned char>(ch);
+            if (c == ':' || c == '%' || c <= 0x20 || c >= 0x7f) {
+                out.push_back('%');
+                out.push_back(hex[c >> 4]);
+                out.push_back(hex[c & 0xf]);
+            } else {
+                out.push_back(ch);
+            }
+        }
+    };
+    out.append(prefix);
+    out.push_back(':');
+    append_escaped(s.tenant);
+    out.push_back(':');
+    append_escaped(s.key);
+    return out;
+}
+
+namespace {
+
+// KEYS[1] key, ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed record,
+// ARGV[3] record_ttl in ms. The owner token sits right after the version byte of every
+// encoding, so ownership is a prefix comparison.
+constexpr std::string_view complete_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+    "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+// KEYS[1] key, ARGV[1] owner prefix.
+constexpr std::string_view release_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+    "  redis.call('DEL', KEYS[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+std::string sha1_hex(std::string_view text)
+{
+    std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
+    SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (auto b : digest) {
+        out.push_back(hex[b >> 4]);
+        out.push_back(hex[b & 0xf]);
+    }
+    return out;
+}
+
+struct lua_script {
+    std::string_view text;
+    std::string sha;
+};
+
+const lua_script& complete_lua()
+{
+    static const lua_script s{complete_script, sha1_hex(complete_script)};
+    return s;
+}
+
+const lua_script& release_lua()
+{
+    static const lua_script s{release_script, sha1_hex(release_script)};
+    return s;
+}
+
+std::string ttl_ms(duration ttl)
+{
+    return std::to_string(std::max<duration::rep>(ttl.count(), 1));  // PX 0 is an error
+}
+
+bool is_noscript(const detail::command_result& r)
+{
+    return r.ec == error::store_error_reply && r.reply &&
+           std::string_view(r.reply->str, r.reply->len).starts_with("NOSCRIPT");
+}
+
+class redis_session final : public session {
+public:
+    redis_session(std::shared_ptr<detail::redis_connection> conn, std::shared_ptr<detail::redis_shared> shared)
+        : conn_(std::move(conn)), shared_(std::move(shared))
+    {
+    }
+
+    ~redis_session() override { conn_->shutdown(); }
+
+    asio::awaitable<reserve_result> reserve(scope s, const record& in_flight, duration lock_ttl) override
+    {
+        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto value = encode_record(in_flight);
+        auto px = ttl_ms(lock_ttl);
+        std::array<std::string_view, 7> args{"SET", key, value, "NX", "PX", px, "GET"};
+        auto r = co_await conn_->execute(args);
+        reserve_result out;
+        if (r.ec) {
+            out.ec = r.ec;
+            co_return out;
+        }
+        if (r.reply->type == REDIS_REPLY_NIL) {
+            out.acquired = true;
+            co_return out;
+        }
+        if (r.reply->type != REDIS_REPLY_STRING) {
+            shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+            out.ec = make_error_code(error::store_protocol);
+            co_return out;
+        }
+        record existing;
+        if (auto ec = decode_record(std::string_view(r.reply->str, r.reply->len), existing)) {
+            shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
+            log::error("stored idempotency record does not decode; not served",
+                       {{"key", key}, {"bytes", r.reply->len}});
+            out.ec = ec;
+            co_return out;
+        }
+        out.existing = std::move(existing);
+        co_return out;
+    }
+
+    asio::awaitable<error_code> complete(scope s, const record& completed, duration record_ttl) override
+    {
+        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto prefix = owner_prefix(completed.owner_token);
+        auto value = encode_record(completed);
+        auto px = ttl_ms(record_ttl);
+        std::array<std::string_view, 4> argv{prefix, value, px, {}};
+        co_return co_await run_owned(complete_lua(), key, std::span<const std::string_view>(argv.data(), 3));
+    }
+
+    asio::awaitable<error_code> release(scope s, std::string_view owner_token) override
+    {
+        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto prefix = owner_prefix(owner_token);
+        std::array<std::string_view, 1> argv{prefix};
+        co_return co_await run_owned(release_lua(), key, argv);
+    }
+
+private:
+    // EVALSHA the script with one key; on NOSCRIPT (a restarted or flushed server) load it and
+    // retry once. 1 -> ok, 0 -> not_owner.
+    asio::awaitable<error_code> run_owned(const lua_script& script, std::string_view key,
+                                          std::span<const std::string_view> script_args)
+    {
+        std::array<std::string_view, 8> args{"EVALSHA", script.sha, "1", key};
+        std::size_t n = 4;
+        for (auto a : script_args)
+            args[n++] = a;
+        std::span<const std::string_view> command(args.data(), n);
+        auto r = co_await conn_->execute(command);
+        if (is_noscript(r)) {
+            std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script.text};
+            auto loaded = co_await conn_->execute(load);
+            if (loaded.ec)
+                co_return loaded.ec;
+            r = co_await conn_->execute(command);
+        }
+        if (r.ec)
+            co_return r.ec;
+        if (r.reply->type != REDIS_REPLY_INTEGER) {
+            shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+            co_return make_error_code(error::store_protocol);
+        }
+        if (r.reply->integer == 1)
+            co_return error_code{};
+        co_return make_error_code(error::not_owner);
+    }
+
+    std::shared_ptr<detail::redis_connection> conn_;
+    std::shared_ptr<detail::redis_shared> shared_;
+};
+
+class redis_backend_impl final : public redis_backend {
+public:
+    explicit redis_backend_impl(const config::redis_config& cfg)
+        : shared_(std::make_shared<detail::redis_shared>(cfg))
+    {
+    }
+
+    std::unique_ptr<session> open_session(asio::any_io_executor ex) override
+    {
+        auto conn = std::make_shared<detail::redis_connection>(std::move(ex), shared_);
+        conn->start();
+        return std::make_unique<redis_session>(std::move(conn), shared_);
+    }
+
+    bool ready() const override { return shared_->stats.connections_up.load(std::memory_order_relaxed) > 0; }
+    std::string_view kind() const noexcept override { return "redis"; }
+    const redis_stats& stats() const noexcept override { return shared_->stats; }
+
+private:
+    std::shared_ptr<detail::redis_shared> shared_;
+};
+
+} // namespace
+
+std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cfg)
+{
+    return std::make_shared<redis_backend_impl>(cfg);
+}
+
+} // namespace idemgate::store
