@@ -1,0 +1,552 @@
+#!/usr/bin/env bash
+# bench/run.sh: idemgate's replay and first-execution throughput beside the proxies users already
+# run, all measured in one run on this machine (absolute figures drift 10-25 % between runs on a
+# shared box; the ratios are the result).
+#
+# One command, unattended, under 10 minutes: installs wrk, nginx-light, haproxy, sysstat and
+# gnuplot-nox if missing, builds (scripts/build.sh into $BUILD_DIR), starts every server on free
+# loopback ports inside a temp dir, runs the scenarios interleaved (A B A B ...) over $ROUNDS
+# rounds, checks correctness, stops everything it started, and writes
+#   bench/results/<UTC date>.json, bench/results/latest.md, bench/results/latest.svg (gnuplot).
+#
+# Environment: DURATION=5 (seconds per wrk run)  ROUNDS=3  CONNECTIONS=64  WRK_THREADS=2
+#   THREADS=2 (threads/workers of every server)  BUILD_DIR=build  SKIP_INSTALL=0  SKIP_BUILD=0
+#   RECORDS=100000 (records created to measure Redis memory)  STORM_KEYS=200  STORM_REPEATS=8
+#   KEEP_WORK=0 (1: keep the temp dir with every log)  RESULTS_DIR=bench/results
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bench_dir=$root/bench
+cd "$root"
+
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+CONNECTIONS=${CONNECTIONS:-64}
+WRK_THREADS=${WRK_THREADS:-2}
+THREADS=${THREADS:-2}
+BUILD_DIR=${BUILD_DIR:-build}
+RECORDS=${RECORDS:-100000}
+STORM_KEYS=${STORM_KEYS:-200}
+STORM_REPEATS=${STORM_REPEATS:-8}
+WARM_KEYS=10000
+RESULTS_DIR=${RESULTS_DIR:-$bench_dir/results}
+[[ $BUILD_DIR = /* ]] || BUILD_DIR=$root/$BUILD_DIR
+bin=$BUILD_DIR/bin
+
+say() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- install and build
+install_packages() {
+    bash "$root/scripts/install-deps.sh"
+    local missing=() p
+    for p in wrk nginx-light haproxy sysstat gnuplot-nox; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    ((${#missing[@]} == 0)) && return 0
+    say "installing ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo=sudo
+    $sudo apt-get update -qq
+    # policy-rc.d or not, the packaged nginx/haproxy services are not ours to run: the bench
+    # starts its own instances on free ports.
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+[[ ${SKIP_INSTALL:-0} = 1 ]] || install_packages
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    say "building into $BUILD_DIR"
+    BUILD_DIR=$BUILD_DIR BUILD_TYPE=Release bash "$root/scripts/build.sh"
+fi
+for tool in wrk nginx haproxy redis-server curl; do
+    command -v "$tool" >/dev/null || [[ -x /usr/sbin/$tool ]] || die "$tool not found"
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+for b in bare-beast bench-client; do
+    [[ -x $bin/$b ]] || die "$bin/$b missing (build failed?)"
+done
+have_gateway=1
+[[ -x $bin/idemgate ]] || { have_gateway=0; say "WARNING: $bin/idemgate missing: gateway targets skipped"; }
+have_counter=1
+[[ -x $bin/idemgate-test-upstream ]] || { have_counter=0; say "WARNING: idemgate-test-upstream missing: storm skipped"; }
+
+# ---------------------------------------------------------------- processes we own
+work=$(mktemp -d /tmp/idemgate-bench.XXXXXX)
+chmod 755 "$work" # nginx workers (www-data when root) read their run dirs below it
+declare -a owned_pids=()
+
+cleanup() {
+    local pid i
+    for pid in "${owned_pids[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${owned_pids[@]}"; do
+        for ((i = 0; i < 50; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [[ ${KEEP_WORK:-0} = 1 ]]; then say "logs kept in $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Starts "$@" in the background with its output in $work/<name>.log and remembers its PID.
+start() {
+    local name=$1
+    shift
+    "$@" >"$work/$name.log" 2>&1 &
+    owned_pids+=("$!")
+    eval "pid_${name//-/_}=$!"
+}
+pid_of() { local v="pid_${1//-/_}"; echo "${!v}"; }
+
+declare -A taken_ports=()
+# pick_port VAR: sets VAR to a loopback port nothing listens on (a connect is refused) and that
+# was not handed out before. Not a subshell, so taken_ports remembers it.
+pick_port() {
+    local port i
+    for ((i = 0; i < 200; i++)); do
+        port=$((20000 + RANDOM % 40000))
+        [[ -n ${taken_ports[$port]:-} ]] && continue
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            taken_ports[$port]=1
+            printf -v "$1" '%s' "$port"
+            return 0
+        fi
+    done
+    die "no free port found"
+}
+
+# Waits (bounded) until $work/<name>.log has a line matching the regex; prints that line.
+wait_for_log() {
+    local name=$1 regex=$2 pid line i
+    pid=$(pid_of "$name")
+    for ((i = 0; i < 300; i++)); do
+        line=$(grep -m1 -E "$regex" "$work/$name.log" 2>/dev/null || true)
+        [[ -n $line ]] && { echo "$line"; return 0; }
+        kill -0 "$pid" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name exited during start-up"; }
+        sleep 0.05
+    done
+    cat "$work/$name.log" >&2
+    die "$name not ready after 15 s"
+}
+
+# Waits (bounded) until a POST to the port answers at all.
+wait_for_http() {
+    local name=$1 port=$2 i
+    for ((i = 0; i < 300; i++)); do
+        curl -s -o /dev/null --max-time 1 -X POST -d '{}' "http://127.0.0.1:$port/__ready" && return 0
+        kill -0 "$(pid_of "$name")" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name exited during start-up"; }
+        sleep 0.05
+    done
+    die "$name not answering on $port after 15 s"
+}
+
+# Copies a bench/conf template into $work/<name>/ with @KEY@ placeholders replaced.
+render() {
+    local template=$1 out=$2
+    shift 2
+    local sed_args=() kv
+    for kv in "$@"; do sed_args+=(-e "s|@${kv%%=*}@|${kv#*=}|g"); done
+    sed "${sed_args[@]}" "$bench_dir/conf/$template" >"$out"
+}
+
+nginx_user_line=""
+[[ $(id -u) -eq 0 ]] && nginx_user_line="user www-data;"
+
+start_nginx() {
+    local name=$1 template=$2 port=$3 upstream_port=${4:-0}
+    local dir=$work/$name
+    mkdir -p "$dir"
+    render nginx-common.inc "$dir/nginx-common.inc" "DIR=$dir"
+    render "$template" "$dir/nginx.conf" "DIR=$dir" "PORT=$port" "UPSTREAM_PORT=$upstream_port" \
+        "WORKERS=$THREADS" "USER_LINE=$nginx_user_line"
+    start "$name" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -g "daemon off; master_process on;"
+    wait_for_http "$name" "$port"
+}
+
+# Starts idemgate with a rendered config; sets port_<name> and admin_<name> from its ready line.
+start_gateway() {
+    local name=$1 template=$2 upstream_port=$3 line
+    render "$template" "$work/$name.yaml" "PORT=0" "ADMIN_PORT=0" "THREADS=$THREADS" \
+        "UPSTREAM_PORT=$upstream_port" "REDIS_PORT=${redis_port:-0}"
+    "$bin/idemgate" --config "$work/$name.yaml" --check >"$work/$name.check.log" 2>&1 ||
+        { cat "$work/$name.check.log" >&2; die "$name: config rejected"; }
+    start "$name" "$bin/idemgate" --config "$work/$name.yaml"
+    line=$(wait_for_log "$name" '"msg":"listening"')
+    eval "port_${name//-/_}=$(sed -E 's/.*"listen":"[^"]*:([0-9]+)".*/\1/' <<<"$line")"
+    eval "admin_${name//-/_}=$(sed -E 's/.*"admin_listen":"[^"]*:([0-9]+)".*/\1/' <<<"$line")"
+}
+port_of() { local v="port_${1//-/_}"; echo "${!v}"; }
+
+# ---------------------------------------------------------------- measuring helpers
+upstream_served() { # requests the upstream nginx has served so far
+    curl -s --max-time 2 "http://127.0.0.1:$upstream_port/__nginx_status" | awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ {print $3}'
+}
+cpu_ticks() { # utime+stime of a process, all threads, in clock ticks
+    [[ -n ${1:-} && -r /proc/$1/stat ]] || { echo 0; return; }
+    awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"
+}
+clk_tck=$(getconf CLK_TCK)
+run_id=$(date -u +%Y%m%d%H%M%S)-$$
+
+# ---------------------------------------------------------------- start the targets
+say "work dir $work"
+pick_port upstream_port
+port_upstream=$upstream_port
+start_nginx upstream upstream.conf "$upstream_port"
+say "upstream nginx on $upstream_port"
+
+start bare-beast "$bin/bare-beast" --port 0 --threads "$THREADS"
+port_bare_beast=$(wait_for_log bare-beast '"msg":"listening"' | sed -E 's/.*"listen":"[^"]*:([0-9]+)".*/\1/')
+
+pick_port port_nginx_proxy
+start_nginx nginx-proxy nginx-proxy.conf "$port_nginx_proxy" "$upstream_port"
+pick_port port_nginx_cache
+start_nginx nginx-cache nginx-cache.conf "$port_nginx_cache" "$upstream_port"
+
+pick_port port_haproxy
+mkdir -p "$work/haproxy"
+render haproxy.cfg "$work/haproxy/haproxy.cfg" "DIR=$work/haproxy" "PORT=$port_haproxy" \
+    "UPSTREAM_PORT=$upstream_port" "THREADS=$THREADS"
+start haproxy "$HAPROXY" -db -f "$work/haproxy/haproxy.cfg"
+wait_for_http haproxy "$port_haproxy"
+
+if ((have_gateway)); then
+    pick_port redis_port
+    mkdir -p "$work/redis"
+    start redis redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$work/redis" --daemonize no --protected-mode yes
+    wait_for_log redis 'Ready to accept connections' >/dev/null
+    start_gateway idemgate-redis gateway-redis.yaml "$upstream_port"
+    start_gateway idemgate-memory gateway-memory.yaml "$upstream_port"
+fi
+say "targets: bare-beast $port_bare_beast, nginx-proxy $port_nginx_proxy, nginx-cache $port_nginx_cache," \
+    "haproxy $port_haproxy${redis_port:+, redis $redis_port, idemgate-redis $(port_of idemgate-redis)," \
+    "idemgate-memory $(port_of idemgate-memory)}"
+
+# ---------------------------------------------------------------- correctness before speed
+declare -A sanity=() # target -> "ok" or the reason it is not
+body='{"item":"book","qty":1}'
+post() { # port key -> headers+body of the answer
+    curl -s -i --max-time 5 -X POST -H 'Content-Type: application/json' -H "Idempotency-Key: $2" \
+        --data-binary "$body" "http://127.0.0.1:$1/api/orders"
+}
+check_replay() { # target port replay_header_regex
+    local target=$1 port=$2 marker=$3 first second key="sanity-$run_id"
+    first=$(post "$port" "$key")
+    second=$(post "$port" "$key")
+    if ! grep -q '^HTTP/1.1 201' <<<"$first"; then
+        sanity[$target]="first answer not 201: $(head -1 <<<"$first")"
+    elif ! grep -qiE "$marker" <<<"$second"; then
+        sanity[$target]="second answer is not a replay (no $marker)"
+    elif [[ $(sed '1,/^\r$/d' <<<"$first") != $(sed '1,/^\r$/d' <<<"$second") ]]; then
+        sanity[$target]="replayed body differs from the first"
+    else
+        sanity[$target]=ok
+    fi
+}
+for t in upstream bare-beast nginx-proxy haproxy; do
+    p=$(port_of "$t")
+    if grep -q '^HTTP/1.1 201' <<<"$(post "$p" "sanity-$run_id")"; then sanity[$t]=ok; else sanity[$t]="no 201"; fi
+done
+check_replay nginx-cache "$port_nginx_cache" '^X-Cache-Status: HIT'
+if ((have_gateway)); then
+    check_replay idemgate-redis "$(port_of idemgate-redis)" '^Idempotent-Replayed: true'
+    check_replay idemgate-memory "$(port_of idemgate-memory)" '^Idempotent-Replayed: true'
+fi
+for t in "${!sanity[@]}"; do say "sanity $t: ${sanity[$t]}"; done
+
+# Pre-warm the 10 000 replay keys, then check a second pass is all replays.
+warm_prefix="warm-$run_id"
+warm_targets=(nginx-cache)
+((have_gateway)) && warm_targets+=(idemgate-redis idemgate-memory)
+for t in "${warm_targets[@]}"; do
+    "$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" \
+        --connections 32 >"$work/warm-$t.json" || sanity[$t]="warm-up failed: $(cat "$work/warm-$t.json")"
+    # replay_one's key, warmed once so every timed request is a replay.
+    post "$(port_of "$t")" bench-replay-one >/dev/null
+done
+if ((have_gateway)); then
+    for t in idemgate-redis idemgate-memory; do
+        out=$("$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" --connections 32 || true)
+        grep -q '"keys_executed_once":0,' <<<"$out" || sanity[$t]="second pass over warm keys was not all replays: $out"
+    done
+fi
+
+# ---------------------------------------------------------------- timed runs
+# target:scenario:script. Anchors run the same scripts as the gateway scenario they anchor, so
+# wrk's own per-request cost (the request() hook) is the same on both sides of a ratio.
+plan=(
+    upstream:static:replay_one
+    bare-beast:static:replay_one
+    nginx-proxy:proxy:first_execution
+    haproxy:proxy:first_execution
+    nginx-cache:replay_one:replay_one
+    nginx-cache:replay_10k:replay_warm
+)
+if ((have_gateway)); then
+    for t in idemgate-redis idemgate-memory; do
+        plan+=("$t:replay_one:replay_one" "$t:replay_10k:replay_warm" "$t:first_execution:first_execution" "$t:mixed_90_10:mixed")
+    done
+fi
+runs=$work/runs.tsv
+: >"$runs"
+total=$((${#plan[@]} * ROUNDS))
+say "timed runs: ${#plan[@]} target/scenario pairs x $ROUNDS rounds x ${DURATION}s = ~$((total * (DURATION + 1)))s"
+n=0
+for ((round = 1; round <= ROUNDS; round++)); do
+    for entry in "${plan[@]}"; do
+        IFS=: read -r target scenario script <<<"$entry"
+        n=$((n + 1))
+        port=$(port_of "$target")
+        gw_pid=""
+        [[ $target = idemgate-* ]] && gw_pid=$(pid_of "$target")
+        redis_pid=""
+        [[ $target = idemgate-redis ]] && redis_pid=$(pid_of redis)
+        served0=$(upstream_served)
+        gw0=$(cpu_ticks "$gw_pid")
+        rd0=$(cpu_ticks "$redis_pid")
+        out=$(BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" BENCH_KEYS=$WARM_KEYS \
+            wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 5s \
+            -s "$bench_dir/$script.lua" "http://127.0.0.1:$port/api/orders" 2>&1) || true
+        gw1=$(cpu_ticks "$gw_pid")
+        rd1=$(cpu_ticks "$redis_pid")
+        served1=$(upstream_served)
+        result=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed 's/^BENCH_RESULT //' || true)
+        if [[ -z $result ]]; then
+            say "wrk failed on $target $scenario: $out"
+            printf '%s\t%s\t%d\t0\t0\t0\t0\t0\t0\t0\t0\t0\tFAIL: wrk produced no result\n' \
+                "$target" "$scenario" "$round" >>"$runs"
+            continue
+        fi
+        num() { sed -E "s/.*\"$1\":([0-9.]+).*/\1/" <<<"$result"; }
+        rps=$(num rps) p50=$(num p50_us) p99=$(num p99_us) reqs=$(num requests)
+        status_errors=$(num status)
+        socket_errors=$(($(num connect) + $(num read) + $(num write) + $(num timeout)))
+        upstream_delta=$((served1 - served0 - 1)) # the status request itself counts once
+        gw_cpu_us=$(awk -v d=$((gw1 - gw0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
+        rd_cpu_us=$(awk -v d=$((rd1 - rd0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
+        verdict=ok
+        if ((status_errors > 0)); then
+            verdict="FAIL: $status_errors non-2xx answers"
+        elif [[ $scenario = replay_* ]] && ((upstream_delta > 0)); then
+            verdict="FAIL: $upstream_delta replays reached the upstream"
+        elif [[ $scenario = first_execution || $scenario = proxy ]] && ((upstream_delta < reqs)); then
+            verdict="FAIL: upstream served $upstream_delta of $reqs requests"
+        elif ((socket_errors > reqs / 1000)); then
+            verdict="FAIL: $socket_errors socket errors"
+        fi
+        printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$scenario" "$round" "$rps" \
+            "$p50" "$p99" "$reqs" "$status_errors" "$socket_errors" "$upstream_delta" "$gw_cpu_us" "$rd_cpu_us" \
+            "$verdict" >>"$runs"
+        say "[$n/$total] round $round $target $scenario: $rps req/s p50 ${p50}us p99 ${p99}us upstream+$upstream_delta $verdict"
+    done
+done
+
+# ---------------------------------------------------------------- duplicate storm
+storm_results=() # target \t verdict \t detail json
+if ((have_gateway && have_counter)); then
+    start test-upstream "$bin/idemgate-test-upstream" --port 0
+    counter_port=$(wait_for_log test-upstream '^listening ' | sed -E 's/.*:([0-9]+)$/\1/')
+    start_gateway storm-redis gateway-redis.yaml "$counter_port"
+    start_gateway storm-memory gateway-memory.yaml "$counter_port"
+    executions() { curl -s --max-time 2 "http://127.0.0.1:$counter_port/__count" | sed -E 's/.*"executions":([0-9]+).*/\1/'; }
+    for t in storm-redis storm-memory; do
+        before=$(executions)
+        detail=$("$bin/bench-client" storm --port "$(port_of "$t")" --prefix "storm-$run_id-$t" \
+            --keys "$STORM_KEYS" --repeats "$STORM_REPEATS" --connections "$CONNECTIONS" 2>"$work/$t.client.err") && client_ok=1 || client_ok=0
+        after=$(executions)
+        ran=$((after - before))
+        if ((client_ok)) && ((ran == STORM_KEYS)); then
+            verdict=PASS
+        else
+            verdict="FAIL: upstream ran $ran times for $STORM_KEYS keys; $(cat "$work/$t.client.err")"
+        fi
+        storm_results+=("${t/storm-/idemgate-}"$'\t'"$verdict"$'\t'"$ran"$'\t'"$detail")
+        say "storm ${t/storm-/idemgate-}: $verdict (upstream executions $ran, client $detail)"
+    done
+fi
+
+# ---------------------------------------------------------------- Redis memory per record
+mem_json="null"
+if ((have_gateway)); then
+    rcli() { redis-cli -p "$redis_port" "$@"; }
+    used_memory() { rcli INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}'; }
+    keys0=$(rcli DBSIZE | tr -d '\r') mem0=$(used_memory)
+    fill_out=$("$bin/bench-client" fill --port "$(port_of idemgate-redis)" --prefix "mem-$run_id" \
+        --keys "$RECORDS" --connections "$CONNECTIONS" || true)
+    keys1=$(rcli DBSIZE | tr -d '\r') mem1=$(used_memory)
+    response=$(curl -s -i --max-time 2 -X POST -H 'Content-Type: application/json' --data-binary "$body" \
+        "http://127.0.0.1:$upstream_port/api/orders")
+    response_bytes=${#response}
+    body_bytes=$(sed '1,/^\r$/d' <<<"$response" | tr -d '\n' | wc -c)
+    per_record=$(awk -v a="$mem0" -v b="$mem1" -v n="$RECORDS" 'BEGIN { printf "%.1f", (b - a) / n }')
+    mem_verdict=ok
+    grep -q '"ok":true' <<<"$fill_out" || mem_verdict="FAIL: $fill_out"
+    ((keys1 - keys0 >= RECORDS)) || mem_verdict="FAIL: only $((keys1 - keys0)) keys added for $RECORDS records"
+    mem_json="{\"records\":$RECORDS,\"keys_added\":$((keys1 - keys0)),\"used_memory_delta\":$((mem1 - mem0)),"
+    mem_json+="\"bytes_per_record\":$per_record,\"upstream_response_bytes\":$response_bytes,\"body_bytes\":$body_bytes,"
+    mem_json+="\"verdict\":\"$mem_verdict\"}"
+    say "redis memory: $per_record bytes/record (upstream response $response_bytes bytes, body $body_bytes) $mem_verdict"
+fi
+
+# ---------------------------------------------------------------- report
+mkdir -p "$RESULTS_DIR"
+stamp=$(date -u +%Y-%m-%dT%H%MZ)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+# Medians per target+scenario (the middle run of ROUNDS, mean of the middle two when even);
+# any failed round fails the pair.
+summary=$work/summary.tsv
+awk -F'\t' '
+function median(list,   n, a, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{
+    k = $1 "\t" $2
+    if (!(k in seen)) { seen[k] = 1; order[++count] = k }
+    rps[k] = rps[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; cpu[k] = cpu[k] " " $11; rcpu[k] = rcpu[k] " " $12
+    if ($13 != "ok" && !(k in verdict)) verdict[k] = $13
+}
+END {
+    for (i = 1; i <= count; i++) {
+        k = order[i]
+        printf "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\n", k, median(rps[k]), median(p50[k]), median(p99[k]),
+            median(cpu[k]), median(rcpu[k]), (k in verdict) ? verdict[k] : "ok"
+    }
+}' "$runs" >"$summary"
+
+get() { awk -F'\t' -v t="$1" -v s="$2" -v c="$3" '$1 == t && $2 == s { print $c }' "$summary"; }
+ok_rps() { # rps of a pair, or empty when it failed or did not run
+    if [[ $(get "$1" "$2" 8) = ok ]]; then get "$1" "$2" 3; fi
+}
+ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }' || echo "n/a"; }
+ratio_lines=()
+ratio_json=()
+add_ratio() { # name value target_text met
+    ratio_lines+=("| $1 | $2 | $3 | $4 |")
+    ratio_json+=("{\"name\":\"$1\",\"value\":\"$2\",\"target\":\"$3\",\"met\":\"$4\"}")
+}
+met() { [[ $1 = n/a ]] && echo n/a || awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "yes" : "no" }'; }
+lat_met() { [[ -z $1 ]] && echo n/a || awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "yes" : "no" }'; }
+bare=$(ok_rps bare-beast static)
+cache=$(ok_rps nginx-cache replay_one)
+cache10k=$(ok_rps nginx-cache replay_10k)
+nproxy=$(ok_rps nginx-proxy proxy)
+hproxy=$(ok_rps haproxy proxy)
+if ((have_gateway)); then
+    for g in idemgate-redis idemgate-memory; do
+        rep=$(ok_rps $g replay_one) rep10k=$(ok_rps $g replay_10k) first=$(ok_rps $g first_execution)
+        r=$(ratio "$rep" "$bare"); add_ratio "$g replay / bare Beast" "$r" ">= 0.85" "$(met "$r" 0.85)"
+        r=$(ratio "$rep" "$cache"); add_ratio "$g replay / nginx cache hit" "$r" ">= 1.5" "$(met "$r" 1.5)"
+        r=$(ratio "$rep10k" "$cache10k"); add_ratio "$g replay 10k keys / nginx cache hit 10k keys" "$r" ">= 1.5" "$(met "$r" 1.5)"
+        r=$(ratio "$first" "$nproxy"); add_ratio "$g first execution / nginx proxy" "$r" ">= 0.8" "$(met "$r" 0.8)"
+        r=$(ratio "$first" "$hproxy"); add_ratio "$g first execution / haproxy" "$r" "(info)" "-"
+        p=$(get $g replay_one 5); add_ratio "$g replay p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 5" "$(lat_met "$p" 5000)"
+        p=$(get $g first_execution 5); add_ratio "$g first execution p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 8" "$(lat_met "$p" 8000)"
+    done
+    if [[ $mem_json != null ]]; then
+        limit=$((response_bytes + 200))
+        add_ratio "Redis bytes per record" "$per_record" "<= response ($response_bytes B) + 200 = $limit" \
+            "$([[ $mem_verdict = ok ]] && awk -v v="$per_record" -v t="$limit" 'BEGIN { print (v <= t) ? "yes" : "no" }' || echo FAIL)"
+    fi
+fi
+
+md=$RESULTS_DIR/latest.md
+{
+    echo "# idemgate bench — $stamp"
+    echo
+    echo "Command: \`bench/run.sh\` (DURATION=${DURATION}s per run, ROUNDS=$ROUNDS interleaved, wrk -t$WRK_THREADS -c$CONNECTIONS," \
+        "servers with $THREADS threads/workers, $(nproc) cores, load average at the end: $load)."
+    echo "Medians over $ROUNDS rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
+    echo "The machine is shared: other processes (builds) running at the same time lower every figure; compare ratios."
+    echo
+    echo "| target | scenario | req/s (median) | p50 µs | p99 µs | gateway CPU µs/req | redis CPU µs/req | check |"
+    echo "|---|---|---:|---:|---:|---:|---:|---|"
+    while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v; do
+        [[ $t = idemgate-* ]] || cpu="" rcpu=""
+        [[ $t = idemgate-redis ]] || rcpu=""
+        if [[ $v = ok ]]; then
+            echo "| $t | $s | $r | $p50 | $p99 | $cpu | $rcpu | ok |"
+        else
+            echo "| $t | $s | FAIL | | | | | $v |"
+        fi
+    done <"$summary"
+    if ((${#storm_results[@]})); then
+        echo
+        echo "Duplicate storm: $STORM_KEYS new keys x $STORM_REPEATS copies over $CONNECTIONS connections, against the counting test upstream."
+        echo
+        echo "| target | result | upstream executions | client counts |"
+        echo "|---|---|---:|---|"
+        for s in "${storm_results[@]}"; do
+            IFS=$'\t' read -r t v ran d <<<"$s"
+            echo "| $t | $v | $ran | \`$d\` |"
+        done
+    fi
+    if ((${#ratio_lines[@]})); then
+        echo
+        echo "| ratio / figure | measured | target | met |"
+        echo "|---|---:|---|---|"
+        printf '%s\n' "${ratio_lines[@]}"
+    fi
+    echo
+    echo "Gateway CPU per request: utime+stime of the gateway process (all threads) from /proc over a run, divided by"
+    echo "the requests wrk completed. Redis memory: INFO used_memory delta over $RECORDS records created through the gateway."
+    echo
+    echo "Sanity checks before the runs:"
+    for t in "${!sanity[@]}"; do echo "- $t: ${sanity[$t]}"; done | sort
+    ((have_gateway)) || echo "- idemgate: NOT BUILT, gateway targets skipped"
+} >"$md"
+
+json=$RESULTS_DIR/$stamp.json
+{
+    printf '{"date":"%s","command":"bench/run.sh","duration_s":%s,"rounds":%s,"wrk_threads":%s,"connections":%s,"server_threads":%s,"cores":%s,"loadavg_end":"%s",\n' \
+        "$stamp" "$DURATION" "$ROUNDS" "$WRK_THREADS" "$CONNECTIONS" "$THREADS" "$(nproc)" "$load"
+    echo '"medians":['
+    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"gateway_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\"}", sep, $1, $2, $3, $4, $5, $6, $7, $8; sep = ",\n" }' "$summary"
+    echo '],'
+    echo '"runs":['
+    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"round\":%s,\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"requests\":%s,\"non_2xx\":%s,\"socket_errors\":%s,\"upstream_requests\":%s,\"gateway_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\"}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13; sep = ",\n" }' "$runs"
+    echo '],'
+    echo '"storm":['
+    sep=""
+    for s in "${storm_results[@]}"; do
+        IFS=$'\t' read -r t v ran d <<<"$s"
+        printf '%s{"target":"%s","verdict":"%s","upstream_executions":%s,"client":%s}' "$sep" "$t" "${v//\"/\'}" "$ran" "${d:-null}"
+        sep=$',\n'
+    done
+    echo '],'
+    echo "\"redis_memory\":$mem_json,"
+    echo '"ratios":['
+    (IFS=,; echo "${ratio_json[*]}")
+    echo ']}'
+} >"$json"
+
+if command -v gnuplot >/dev/null; then
+    awk -F'\t' '$8 == "ok" { printf "\"%s\\n%s\" %s\n", $1, $2, $3 }' "$summary" >"$work/chart.dat"
+    gnuplot <<EOF 2>"$work/gnuplot.err" || say "gnuplot failed: $(cat "$work/gnuplot.err")"
+set terminal svg size 1100,520 dynamic font "sans,11" background rgb "white"
+set output "$RESULTS_DIR/latest.svg"
+set title "idemgate bench $stamp: req/s, median of $ROUNDS (wrk -t$WRK_THREADS -c$CONNECTIONS, $(nproc) cores)"
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.8
+set xtics rotate by -40 font ",9" nomirror
+set ytics nomirror
+set grid ytics
+set key off
+set ylabel "requests / second"
+set yrange [0:*]
+set bmargin 7
+plot "$work/chart.dat" using 2:xtic(1) lc rgb "#3b6ea8"
+EOF
+fi
+
+cat "$md"
+say "wrote $md and $json"
