@@ -1,1 +1,82 @@
-int main() { return 0; }
+// idemgate: a reverse-proxy idempotency gateway. Thin entry point over idemgate::gateway.
+#include <idemgate/common/log.hpp>
+#include <idemgate/config/config.hpp>
+#include <idemgate/gateway/server.hpp>
+#include <idemgate/store/backend_factory.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+namespace {
+
+constexpr const char* usage = R"(usage: idemgate --config FILE [--check]
+       idemgate --help | --version
+
+  --config FILE   YAML configuration (see config/idemgate.example.yaml)
+  --check         validate the configuration and exit: 0 if valid, 1 with messages otherwise
+  --help          this text
+  --version       print the version
+
+Signals: SIGTERM/SIGINT stop accepting, let in-flight requests finish and be recorded
+(up to timeouts.drain), then exit 0.
+)";
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::string config_path;
+    bool check_only = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            std::fputs(usage, stdout);
+            return 0;
+        }
+        if (arg == "--version") {
+            std::printf("idemgate %s\n", IDEMGATE_VERSION);
+            return 0;
+        }
+        if (arg == "--check") {
+            check_only = true;
+        } else if (arg == "--config" && i + 1 < argc) {
+            config_path = argv[++i];
+        } else if (arg.rfind("--config=", 0) == 0) {
+            config_path = arg.substr(9);
+        } else {
+            std::fprintf(stderr, "idemgate: unknown argument \"%s\"\n\n%s", arg.c_str(), usage);
+            return 2;
+        }
+    }
+    if (config_path.empty()) {
+        std::fprintf(stderr, "idemgate: --config FILE is required\n\n%s", usage);
+        return 2;
+    }
+
+    idemgate::config::config cfg;
+    try {
+        cfg = idemgate::config::load_file(config_path);
+    } catch (const idemgate::config::config_error& e) {
+        std::fprintf(stderr, "idemgate: invalid configuration %s:\n", config_path.c_str());
+        for (const auto& p : e.problems())
+            std::fprintf(stderr, "  %s\n", p.c_str());
+        return 1;
+    }
+    if (check_only) {
+        std::printf("idemgate: configuration %s is valid\n", config_path.c_str());
+        return 0;
+    }
+
+    try {
+        auto backend = idemgate::store::make_backend(cfg.store);
+        idemgate::gateway::server srv(std::move(cfg), backend);
+        srv.bind();
+        return srv.run();
+    } catch (const std::exception& e) {
+        idemgate::log::error("start-up failed", {{"error", e.what()}});
+        std::fprintf(stderr, "idemgate: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,70 @@
+#pragma once
+// The idempotency decision: pure functions, no I/O. The session coroutine asks them what to do
+// at each step (classify -> reserve -> forward -> record/release) and carries the answer out.
+#include <idemgate/config/config.hpp>
+#include <idemgate/store/store.hpp>
+
+#include <string_view>
+
+namespace idemgate::gateway {
+
+// What happened to one request; the access log's "outcome" and the metrics label.
+enum class outcome {
+    executed,     // first request for a key: forwarded and recorded
+    replayed,     // finished duplicate: answered from the record
+    conflict,     // duplicate while the first is still in flight: 409
+    mismatch,     // same key, other fingerprint: 409 or 422
+    rejected,     // bad request answered by the gateway (4xx before the store)
+    store_error,  // store failed and on_failure: reject -> 503
+    pass_through, // not guarded (no key, method not listed) or store failed with pass_through
+    upstream_error // guarded or not: the upstream failed (502/504) or answered 5xx
+};
+std::string_view to_string(outcome o) noexcept;
+inline constexpr int outcome_count = 8;
+
+// 1 to 255 visible ASCII characters (0x21-0x7E).
+bool is_valid_key(std::string_view key) noexcept;
+
+// The header facts that classify a request (counts are header lines with that name).
+struct request_facts {
+    std::string_view method;
+    int key_count = 0;
+    std::string_view key;
+    int tenant_count = 0;
+    std::string_view tenant;
+};
+
+enum class request_verdict {
+    pass_through,          // forward untouched, never stored
+    guard,                 // reserve (tenant, key) and go on
+    reject_missing_key,    // 400: required: true and no key
+    reject_invalid_key,    // 400: empty, too long, not visible ASCII, or several header lines
+    reject_missing_tenant, // 400: tenant_header configured, keyed request without it
+    reject_invalid_tenant, // 400: several tenant lines or not visible ASCII
+};
+
+// Phase 1: given the route's policy (enabled == false: no idempotency on the route).
+request_verdict classify(const config::idempotency_config& policy, const request_facts& facts) noexcept;
+
+enum class reserve_action {
+    forward_and_record,        // we own the key: forward, then record or release
+    replay,                    // finished record with our fingerprint
+    in_flight_conflict,        // 409 + Retry-After
+    fingerprint_mismatch,      // 409 / 422
+    reject_store_failure,      // 503, upstream not called
+    pass_through_store_failure // forward unprotected, counted
+};
+
+// Phase 2: what the store said about the key.
+reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
+                                    config::failure_mode on_failure) noexcept;
+
+enum class completion_action {
+    record,  // the upstream gave a settled answer (< 500): keep it for replay
+    release  // 5xx, unreachable (502) or timed out (504): free the key so a retry really runs
+};
+
+// Phase 3: after the upstream call. `upstream_answered` is false for connect/timeout/protocol errors.
+completion_action decide_after_upstream(bool upstream_answered, unsigned status) noexcept;
+
+} // namespace idemgate::gateway

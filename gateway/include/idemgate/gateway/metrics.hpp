@@ -1,0 +1,54 @@
+#pragma once
+// Process-wide counters and histograms, exposed as Prometheus text on the admin port.
+#include <idemgate/gateway/decision.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace idemgate::gateway {
+
+// A fixed-bucket latency histogram (seconds), lock-free.
+class latency_histogram {
+public:
+    static constexpr std::array<double, 12> bounds{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                   0.05,   0.1,   0.25,   0.5,   1.0,  5.0};
+    void observe(std::chrono::nanoseconds d) noexcept;
+    void render(std::string& out, std::string_view name, std::string_view labels) const;
+
+private:
+    std::array<std::atomic<std::uint64_t>, bounds.size() + 1> buckets_{};
+    std::atomic<std::uint64_t> count_{0};
+    std::atomic<std::uint64_t> sum_ns_{0};
+};
+
+enum class store_op { reserve, complete, release };
+inline constexpr int store_op_count = 3;
+
+struct metrics {
+    std::array<std::atomic<std::uint64_t>, outcome_count> requests{};
+    latency_histogram request_latency;
+    std::array<latency_histogram, store_op_count> store_latency;
+    std::array<std::atomic<std::uint64_t>, store_op_count> store_errors{};
+    std::atomic<std::uint64_t> store_bypassed{0};  // forwarded unprotected (on_failure: pass_through)
+    std::atomic<std::uint64_t> upstream_connect_errors{0};
+    std::atomic<std::uint64_t> upstream_timeouts{0};
+    std::atomic<std::uint64_t> upstream_bad_responses{0};
+    std::atomic<std::uint64_t> upstream_5xx{0};
+    std::atomic<std::uint64_t> upstream_connections_opened{0};
+    std::atomic<std::uint64_t> upstream_connections_reused{0};
+    std::atomic<std::uint64_t> records_lost{0};  // complete failed: the answer was sent but not recorded
+    std::atomic<std::int64_t> connections_active{0};
+    std::atomic<std::uint64_t> connections_refused{0};
+    std::atomic<std::int64_t> requests_in_flight{0};
+
+    void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
+
+    // Prometheus text exposition; `extra` appends backend-specific lines (e.g. Redis stats).
+    std::string render(bool ready, const std::function<void(std::string&)>& extra = {}) const;
+};
+
+} // namespace idemgate::gateway

@@ -1,0 +1,54 @@
+#pragma once
+// RFC 9457 problem details for every error the gateway itself produces.
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <string_view>
+
+namespace idemgate::gateway {
+
+namespace http = boost::beast::http;
+
+// The problem types idemgate answers with; `type` is "urn:idemgate:problem:<slug>".
+struct problem {
+    http::status status;
+    std::string_view slug;
+    std::string_view title;
+};
+
+namespace problems {
+inline constexpr problem bad_request{http::status::bad_request, "bad-request", "Malformed request"};
+inline constexpr problem bad_framing{http::status::bad_request, "bad-framing", "Ambiguous request framing"};
+inline constexpr problem missing_key{http::status::bad_request, "missing-idempotency-key",
+                                     "Idempotency-Key is required"};
+inline constexpr problem invalid_key{http::status::bad_request, "invalid-idempotency-key",
+                                     "Invalid Idempotency-Key"};
+inline constexpr problem missing_tenant{http::status::bad_request, "missing-tenant", "Tenant header is required"};
+inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tenant", "Invalid tenant header"};
+inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
+inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
+                                   "A request with this Idempotency-Key is still being processed"};
+inline constexpr problem mismatch{http::status::conflict, "idempotency-key-reused",
+                                  "Idempotency-Key reused with a different request"};
+inline constexpr problem body_too_large{http::status::payload_too_large, "body-too-large",
+                                        "Request body too large"};
+inline constexpr problem header_too_large{http::status::request_header_fields_too_large, "header-too-large",
+                                          "Request header fields too large"};
+inline constexpr problem request_timeout{http::status::request_timeout, "request-timeout",
+                                         "Request not received in time"};
+inline constexpr problem bad_gateway{http::status::bad_gateway, "upstream-unavailable",
+                                     "The upstream could not be reached or answered invalid HTTP"};
+inline constexpr problem gateway_timeout{http::status::gateway_timeout, "upstream-timeout",
+                                         "The upstream did not answer in time"};
+inline constexpr problem store_unavailable{http::status::service_unavailable, "store-unavailable",
+                                           "The idempotency store is unavailable"};
+inline constexpr problem shutting_down{http::status::service_unavailable, "shutting-down",
+                                       "The gateway is shutting down"};
+} // namespace problems
+
+// Builds an application/problem+json response. `status_override` (e.g. 422 for a mismatch).
+http::response<http::string_body> make_problem(const problem& p, std::string_view detail, unsigned version,
+                                               bool keep_alive, std::string_view instance = {},
+                                               unsigned status_override = 0);
+
+} // namespace idemgate::gateway

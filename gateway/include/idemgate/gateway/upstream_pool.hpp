@@ -1,0 +1,49 @@
+#pragma once
+// One I/O thread's keep-alive connections to one upstream, and the request/response exchange.
+#include <idemgate/config/config.hpp>
+#include <idemgate/gateway/metrics.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <optional>
+#include <vector>
+
+namespace idemgate::gateway {
+
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+struct upstream_result {
+    boost::system::error_code ec;  // error::upstream_connect / _timeout / _protocol / _too_large
+    http::response<http::string_body> response;
+};
+
+// Not thread-safe: owned by one I/O thread and used from its executor only.
+class upstream_pool {
+public:
+    upstream_pool(boost::asio::any_io_executor ex, std::vector<tcp::endpoint> endpoints, std::size_t max_idle,
+                  const config::config& cfg, metrics& m);
+
+    // Sends `req` (already re-framed) and reads the full response with the configured deadlines.
+    // A reused connection that turns out closed before any response byte is retried once on a
+    // fresh connection (the race every keep-alive proxy has with the upstream's idle close).
+    boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req, bool head_request);
+
+    std::size_t idle_count() const noexcept { return idle_.size(); }
+
+private:
+    std::optional<boost::beast::tcp_stream> take_idle();
+
+    boost::asio::any_io_executor executor_;
+    std::vector<tcp::endpoint> endpoints_;
+    std::size_t max_idle_;
+    const config::config& config_;
+    metrics& metrics_;
+    std::vector<boost::beast::tcp_stream> idle_;
+};
+
+} // namespace idemgate::gateway

@@ -1,0 +1,74 @@
+#include <idemgate/gateway/decision.hpp>
+
+#include <algorithm>
+
+namespace idemgate::gateway {
+
+std::string_view to_string(outcome o) noexcept
+{
+    switch (o) {
+    case outcome::executed: return "executed";
+    case outcome::replayed: return "replayed";
+    case outcome::conflict: return "conflict";
+    case outcome::mismatch: return "mismatch";
+    case outcome::rejected: return "rejected";
+    case outcome::store_error: return "store_error";
+    case outcome::pass_through: return "pass_through";
+    case outcome::upstream_error: return "upstream_error";
+    }
+    return "unknown";
+}
+
+bool is_valid_key(std::string_view key) noexcept
+{
+    if (key.empty() || key.size() > 255)
+        return false;
+    return std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
+}
+
+request_verdict classify(const config::idempotency_config& policy, const request_facts& facts) noexcept
+{
+    if (!policy.enabled)
+        return request_verdict::pass_through;
+    bool method_guarded = std::any_of(policy.methods.begin(), policy.methods.end(),
+                                      [&](const std::string& m) { return m == facts.method; });
+    if (!method_guarded)
+        return request_verdict::pass_through;
+    if (facts.key_count == 0)
+        return policy.required ? request_verdict::reject_missing_key : request_verdict::pass_through;
+    // Exactly one header line: two lines could be read differently by two hops.
+    if (facts.key_count > 1 || !is_valid_key(facts.key))
+        return request_verdict::reject_invalid_key;
+    if (!policy.tenant_header.empty()) {
+        if (facts.tenant_count == 0)
+            return request_verdict::reject_missing_tenant;
+        if (facts.tenant_count > 1 || !is_valid_key(facts.tenant))
+            return request_verdict::reject_invalid_tenant;
+    }
+    return request_verdict::guard;
+}
+
+reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
+                                    config::failure_mode on_failure) noexcept
+{
+    if (result.ec || (!result.acquired && !result.existing))
+        return on_failure == config::failure_mode::reject ? reserve_action::reject_store_failure
+                                                          : reserve_action::pass_through_store_failure;
+    if (result.acquired)
+        return reserve_action::forward_and_record;
+    const auto& rec = *result.existing;
+    if (rec.fingerprint != fingerprint)
+        return reserve_action::fingerprint_mismatch;
+    if (rec.state == store::record_state::completed)
+        return reserve_action::replay;
+    return reserve_action::in_flight_conflict;
+}
+
+completion_action decide_after_upstream(bool upstream_answered, unsigned status) noexcept
+{
+    if (!upstream_answered || status >= 500)
+        return completion_action::release;
+    return completion_action::record;
+}
+
+} // namespace idemgate::gateway

@@ -1,0 +1,128 @@
+#include <idemgate/common/error.hpp>
+#include <idemgate/gateway/upstream_pool.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <sys/socket.h>
+
+namespace idemgate::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using boost::system::error_code;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+upstream_pool::upstream_pool(asio::any_io_executor ex, std::vector<tcp::endpoint> endpoints, std::size_t max_idle,
+                             const config::config& cfg, metrics& m)
+    : executor_(std::move(ex)), endpoints_(std::move(endpoints)), max_idle_(max_idle), config_(cfg), metrics_(m)
+{
+    idle_.reserve(max_idle_);
+}
+
+std::optional<beast::tcp_stream> upstream_pool::take_idle()
+{
+    while (!idle_.empty()) {
+        beast::tcp_stream s = std::move(idle_.back());
+        idle_.pop_back();
+        // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
+        // something unasked; either way the connection is not safe to reuse.
+        char c;
+        auto n = ::recv(s.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return std::optional<beast::tcp_stream>(std::move(s));
+        }
+        error_code ignored;
+        s.socket().close(ignored);
+    }
+    return std::nullopt;
+}
+
+asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<http::string_body>& req,
+                                                         bool head_request)
+{
+    upstream_result result;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        std::optional<beast::tcp_stream> idle = attempt == 0 ? take_idle() : std::nullopt;
+        bool reused = idle.has_value();
+        beast::tcp_stream stream = reused ? std::move(*idle) : beast::tcp_stream(executor_);
+        idle.reset();
+        if (reused) {
+            metrics_.upstream_connections_reused.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            stream.expires_after(config_.timeouts.upstream_connect);
+            auto [ec, ep] = co_await stream.async_connect(endpoints_, use_tuple);
+            if (ec) {
+                metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(error::upstream_connect);
+                co_return result;
+            }
+            error_code ignored;
+            stream.socket().set_option(tcp::no_delay(true), ignored);
+            metrics_.upstream_connections_opened.fetch_add(1, std::memory_order_relaxed);
+        }
+
+        stream.expires_after(config_.timeouts.upstream_response);
+        auto [wec, written] = co_await http::async_write(stream, req, use_tuple);
+        if (wec) {
+            if (reused)
+                continue;
+            if (wec == beast::error::timeout) {
+                metrics_.upstream_timeouts.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(error::upstream_timeout);
+            } else {
+                metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(error::upstream_connect);
+            }
+            co_return result;
+        }
+
+        beast::flat_buffer buffer;
+        http::response_parser<http::string_body> parser;
+        parser.body_limit(config_.limits.max_response_body);
+        parser.header_limit(64 * 1024);
+        if (head_request)
+            parser.skip(true);
+        auto [rec, read] = co_await http::async_read(stream, buffer, parser, use_tuple);
+        if (rec) {
+            bool nothing_received = !parser.got_some() && buffer.size() == 0;
+            if (reused && nothing_received &&
+                (rec == http::error::end_of_stream || rec == asio::error::eof ||
+                 rec == asio::error::connection_reset))
+                continue;
+            if (rec == beast::error::timeout) {
+                metrics_.upstream_timeouts.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(error::upstream_timeout);
+            } else if (rec == http::error::body_limit) {
+                metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(error::upstream_too_large);
+            } else {
+                metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(error::upstream_protocol);
+            }
+            co_return result;
+        }
+        result.response = parser.release();
+        if (result.response.keep_alive() && buffer.size() == 0 && idle_.size() < max_idle_) {
+            stream.expires_never();
+            idle_.push_back(std::move(stream));
+        } else {
+            error_code ignored;
+            stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+            stream.socket().close(ignored);
+        }
+        co_return result;
+    }
+    // Both attempts failed on write: the upstream is not taking requests.
+    metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
+    result.ec = make_error_code(error::upstream_connect);
+    co_return result;
+}
+
+} // namespace idemgate::gateway
