@@ -215,7 +215,7 @@ asio::awaitable<error_code> redis_connection::handshake()
         std::array<std::string_view, 2> args{"AUTH", cfg.password};
         auto r = co_await enqueue(args, true);
         if (r.ec) {
-            std::string why = r.reply ? std::string(r.reply->str, r.reply->len) : r.ec.message();
+            std::string why = r.reply && r.reply->str ? std::string(r.reply->str, r.reply->len) : r.ec.message();
             log::error("redis AUTH failed", {{"address", cfg.address.to_string()}, {"error", why}});
             co_return r.ec;
         }
@@ -225,10 +225,21 @@ asio::awaitable<error_code> redis_connection::handshake()
         std::array<std::string_view, 2> args{"SELECT", db};
         auto r = co_await enqueue(args, true);
         if (r.ec) {
-            std::string why = r.reply ? std::string(r.reply->str, r.reply->len) : r.ec.message();
+            std::string why = r.reply && r.reply->str ? std::string(r.reply->str, r.reply->len) : r.ec.message();
             log::error("redis SELECT failed", {{"address", cfg.address.to_string()}, {"db", cfg.db}, {"error", why}});
             co_return r.ec;
         }
+    }
+    // PING proves the server speaks RESP and accepts commands from us (NOAUTH otherwise), so
+    // ready() never reports a connection on which every command would fail.
+    std::array<std::string_view, 1> ping{"PING"};
+    auto r = co_await enqueue(ping, true);
+    if (!r.ec && r.reply->type != REDIS_REPLY_STATUS)
+        r.ec = make_error_code(error::store_protocol);
+    if (r.ec) {
+        std::string why = r.reply && r.reply->str ? std::string(r.reply->str, r.reply->len) : r.ec.message();
+        log::error("redis PING failed", {{"address", cfg.address.to_string()}, {"error", why}});
+        co_return r.ec;
     }
     co_return error_code{};
 }

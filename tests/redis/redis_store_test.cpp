@@ -1,0 +1,438 @@
+// The Redis store against a real redis-server (harness), plus a fake server for the two faults
+// a real one cannot show: a reply after the command timeout, and garbage.
+#include "redis_test_support.hpp"
+
+#include <idemgate/common/error.hpp>
+#include <idemgate/store/backend_factory.hpp>
+#include <idemgate/store/record_codec.hpp>
+#include <idemgate/store/redis_store.hpp>
+#include <idemgate/test/harness.hpp>
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/use_awaitable.hpp>
+
+using namespace idemgate;
+using namespace idemgate::test;
+using namespace std::chrono_literals;
+using store::record;
+using store::record_state;
+using store::reserve_result;
+namespace asio = boost::asio;
+
+namespace {
+
+// A backend on a real or fake server, with one session on its own I/O thread.
+struct store_fixture {
+    explicit store_fixture(const config::redis_config& cfg, bool wait_ready = true)
+        : backend(store::make_redis_backend(cfg)), session(backend->open_session(io.executor()))
+    {
+        if (wait_ready)
+            REQUIRE(eventually([&] { return backend->ready(); }));
+    }
+
+    ~store_fixture()
+    {
+        session.reset();
+        CHECK_MESSAGE(io.finish(), "a connection coroutine outlived its session");
+    }
+
+    reserve_result reserve(const std::string& tenant, const std::string& key, const record& rec,
+                           store::duration lock_ttl = 30s)
+    {
+        return io.run([&]() -> asio::awaitable<reserve_result> {
+            store::scope s{tenant, key};
+            co_return co_await session->reserve(s, rec, lock_ttl);
+        });
+    }
+
+    boost::system::error_code complete(const std::string& tenant, const std::string& key, const record& rec,
+                                       store::duration record_ttl = 60s)
+    {
+        return io.run([&]() -> asio::awaitable<boost::system::error_code> {
+            store::scope s{tenant, key};
+            co_return co_await session->complete(s, rec, record_ttl);
+        });
+    }
+
+    boost::system::error_code release(const std::string& tenant, const std::string& key, const std::string& token)
+    {
+        return io.run([&]() -> asio::awaitable<boost::system::error_code> {
+            store::scope s{tenant, key};
+            co_return co_await session->release(s, token);
+        });
+    }
+
+    const store::redis_stats& stats() const { return backend->stats(); }
+
+    io_thread io;
+    std::shared_ptr<store::redis_backend> backend;
+    std::unique_ptr<store::session> session;
+};
+
+// The integer of a RESP ":n\r\n" reply.
+long long resp_integer(const std::string& reply)
+{
+    REQUIRE_MESSAGE(reply.starts_with(":"), reply);
+    return std::stoll(reply.substr(1));
+}
+
+std::string key_of(const std::string& tenant, const std::string& key)
+{
+    store::scope s{tenant, key};
+    return store::redis_key("test", s);
+}
+
+} // namespace
+
+TEST_CASE("reserve acquires a free key, then reports the in-flight record, then the completed one")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+
+    auto first = f.reserve("", "order-1", in_flight_record("owner-a"));
+    CHECK_FALSE(first.ec);
+    CHECK(first.acquired);
+    CHECK_FALSE(first.existing);
+
+    auto again = f.reserve("", "order-1", in_flight_record("owner-b"));
+    CHECK_FALSE(again.ec);
+    CHECK_FALSE(again.acquired);
+    REQUIRE(again.existing);
+    CHECK(*again.existing == in_flight_record("owner-a"));
+
+    auto done = completed_record("owner-a", std::string("{\"id\":1}\0\xff", 10));
+    CHECK_FALSE(f.complete("", "order-1", done));
+    auto replay = f.reserve("", "order-1", in_flight_record("owner-c"));
+    CHECK_FALSE(replay.ec);
+    CHECK_FALSE(replay.acquired);
+    REQUIRE(replay.existing);
+    CHECK(*replay.existing == done);
+    CHECK(f.stats().latency_count.load() >= 4);
+}
+
+TEST_CASE("complete by another owner is not_owner and does not overwrite the reservation")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(f.reserve("", "k", in_flight_record("owner-a")).acquired);
+
+    CHECK(f.complete("", "k", completed_record("owner-b", "stolen")) == error::not_owner);
+    // A token that merely starts with the owner's is another owner.
+    CHECK(f.complete("", "k", completed_record("owner-a2", "stolen")) == error::not_owner);
+    auto now = f.reserve("", "k", in_flight_record("owner-c"));
+    REQUIRE(now.existing);
+    CHECK(now.existing->state == record_state::in_flight);
+    CHECK(now.existing->owner_token == "owner-a");
+
+    CHECK(f.complete("", "absent", completed_record("owner-a", "x")) == error::not_owner);
+    CHECK(resp_integer(redis.command({"EXISTS", key_of("", "absent")})) == 0);
+}
+
+TEST_CASE("release by another owner leaves the key; release by the owner frees it")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(f.reserve("", "k", in_flight_record("owner-a")).acquired);
+
+    CHECK(f.release("", "k", "owner-b") == error::not_owner);
+    CHECK(resp_integer(redis.command({"EXISTS", key_of("", "k")})) == 1);
+
+    CHECK_FALSE(f.release("", "k", "owner-a"));
+    CHECK(resp_integer(redis.command({"EXISTS", key_of("", "k")})) == 0);
+    CHECK(f.reserve("", "k", in_flight_record("owner-b")).acquired);
+}
+
+TEST_CASE("a reservation expires after lock_ttl and a late complete by its owner is refused")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(f.reserve("", "k", in_flight_record("owner-a"), 200ms).acquired);
+    auto pttl = resp_integer(redis.command({"PTTL", key_of("", "k")}));
+    CHECK(pttl > 0);
+    CHECK(pttl <= 200);
+
+    CHECK(eventually([&] { return resp_integer(redis.command({"EXISTS", key_of("", "k")})) == 0; }, 5s));
+    REQUIRE(f.reserve("", "k", in_flight_record("owner-b")).acquired);
+
+    CHECK(f.complete("", "k", completed_record("owner-a", "late")) == error::not_owner);
+    auto now = f.reserve("", "k", in_flight_record("owner-c"));
+    REQUIRE(now.existing);
+    CHECK(now.existing->owner_token == "owner-b");
+    CHECK(now.existing->state == record_state::in_flight);
+}
+
+TEST_CASE("complete stores the record with record_ttl")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(f.reserve("", "k", in_flight_record("owner-a"), 1000ms).acquired);
+    CHECK_FALSE(f.complete("", "k", completed_record("owner-a", "body"), 3600s));
+    auto pttl = resp_integer(redis.command({"PTTL", key_of("", "k")}));
+    CHECK(pttl > 3590 * 1000);
+    CHECK(pttl <= 3600 * 1000);
+}
+
+TEST_CASE("keys of two tenants never collide")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    CHECK(f.reserve("a:b", "c", in_flight_record("owner-1")).acquired);
+    CHECK(f.reserve("a", "b:c", in_flight_record("owner-2")).acquired);
+    CHECK(f.reserve("", "a:b:c", in_flight_record("owner-3")).acquired);
+    CHECK(f.reserve("a%3Ab", "c", in_flight_record("owner-4")).acquired);
+    auto again = f.reserve("a:b", "c", in_flight_record("owner-5"));
+    REQUIRE(again.existing);
+    CHECK(again.existing->owner_token == "owner-1");
+    CHECK(resp_integer(redis.command({"DBSIZE"})) == 4);
+}
+
+TEST_CASE("complete still works after the server lost its scripts (NOSCRIPT reload)")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(f.reserve("", "k1", in_flight_record("owner-a")).acquired);
+    CHECK_FALSE(f.complete("", "k1", completed_record("owner-a", "one")));
+    CHECK(redis.command({"SCRIPT", "FLUSH"}) == "+OK\r\n");
+    REQUIRE(f.reserve("", "k2", in_flight_record("owner-a")).acquired);
+    CHECK_FALSE(f.complete("", "k2", completed_record("owner-a", "two")));
+    CHECK(redis.command({"SCRIPT", "FLUSH"}) == "+OK\r\n");
+    CHECK_FALSE(f.release("", "k1", "owner-a"));
+    CHECK(resp_integer(redis.command({"EXISTS", key_of("", "k1")})) == 0);
+}
+
+TEST_CASE("1000 concurrent reserves pipelined on one connection are all answered correctly")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    constexpr int n = 1000;
+    std::vector<std::string> keys, tokens;
+    std::vector<record> records;
+    for (int i = 0; i < n; ++i) {
+        keys.push_back("key-" + std::to_string(i));
+        tokens.push_back("token-" + std::to_string(i));
+        records.push_back(in_flight_record(tokens.back(), fingerprint_of(keys.back())));
+    }
+    auto spawn_all = [&](const std::vector<record>& recs) {
+        std::vector<std::future<reserve_result>> futures;
+        for (int i = 0; i < n; ++i)
+            futures.push_back(asio::co_spawn(
+                f.io.context(),
+                [&, i]() -> asio::awaitable<reserve_result> {
+                    store::scope s{"", keys[i]};
+                    co_return co_await f.session->reserve(s, recs[i], 30s);
+                },
+                asio::use_future));
+        std::vector<reserve_result> results;
+        for (auto& fut : futures) {
+            REQUIRE(fut.wait_for(10s) == std::future_status::ready);
+            results.push_back(fut.get());
+        }
+        return results;
+    };
+
+    auto first = spawn_all(records);
+    for (int i = 0; i < n; ++i) {
+        CHECK_FALSE(first[i].ec);
+        CHECK(first[i].acquired);
+    }
+    std::vector<record> others;
+    for (int i = 0; i < n; ++i)
+        others.push_back(in_flight_record("other-" + std::to_string(i)));
+    auto second = spawn_all(others);
+    int matching = 0;
+    for (int i = 0; i < n; ++i)
+        if (!second[i].ec && !second[i].acquired && second[i].existing && *second[i].existing == records[i])
+            ++matching;
+    CHECK(matching == n);
+    CHECK(f.stats().connects.load() == 1);
+    CHECK(f.stats().commands_sent.load() >= 2 * n);
+    CHECK(resp_integer(redis.command({"DBSIZE"})) == n);
+}
+
+TEST_CASE("redis killed: commands fail fast with store_unavailable, not ready; restart reconnects")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(f.reserve("", "before", in_flight_record("owner-a")).acquired);
+
+    redis.stop(true);
+    CHECK(eventually([&] { return !f.backend->ready(); }, 2s));
+    auto started = std::chrono::steady_clock::now();
+    auto down = f.reserve("", "during", in_flight_record("owner-a"));
+    CHECK(down.ec == error::store_unavailable);
+    CHECK(std::chrono::steady_clock::now() - started < 100ms);
+    CHECK(f.complete("", "before", completed_record("owner-a", "x")) == error::store_unavailable);
+
+    redis.start();
+    CHECK(eventually([&] { return f.backend->ready(); }, 5s));
+    auto after = f.reserve("", "after", in_flight_record("owner-a"));
+    CHECK_FALSE(after.ec);
+    CHECK(after.acquired);
+    CHECK(f.stats().connects.load() == 2);
+    CHECK(f.stats().errors_unavailable.load() >= 2);
+}
+
+TEST_CASE("AUTH with the configured password; a wrong password never becomes ready")
+{
+    redis_server redis;
+    REQUIRE(redis.command({"CONFIG", "SET", "requirepass", "s3cret"}) == "+OK\r\n");
+    {
+        auto cfg = redis_config_for(redis.port());
+        cfg.password = "s3cret";
+        store_fixture f(cfg);
+        CHECK(f.reserve("", "k", in_flight_record("owner-a")).acquired);
+    }
+    {
+        auto cfg = redis_config_for(redis.port());
+        cfg.password = "wrong";
+        store_fixture f(cfg, false);
+        CHECK(eventually([&] { return f.stats().reconnect_attempts.load() >= 2; }, 5s));
+        CHECK_FALSE(f.backend->ready());
+        CHECK(f.stats().connects.load() == 0);
+        CHECK(f.reserve("", "k2", in_flight_record("owner-a")).ec == error::store_unavailable);
+    }
+    {
+        auto cfg = redis_config_for(redis.port());  // no password at all: PING gets NOAUTH
+        store_fixture f(cfg, false);
+        CHECK(eventually([&] { return f.stats().reconnect_attempts.load() >= 2; }, 5s));
+        CHECK_FALSE(f.backend->ready());
+        CHECK(f.stats().connects.load() == 0);
+    }
+}
+
+TEST_CASE("SELECT puts the keys in the configured database")
+{
+    redis_server redis;
+    auto cfg = redis_config_for(redis.port());
+    cfg.db = 5;
+    store_fixture f(cfg);
+    REQUIRE(f.reserve("", "k", in_flight_record("owner-a")).acquired);
+    auto keyspace = redis.command({"INFO", "keyspace"});
+    CHECK(keyspace.find("db5:keys=1") != std::string::npos);
+    CHECK(keyspace.find("db0:") == std::string::npos);
+}
+
+TEST_CASE("error replies (WRONGTYPE, OOM) are store_error_reply and the connection stays usable")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(resp_integer(redis.command({"HSET", key_of("", "hash"), "f", "v"})) == 1);
+    CHECK(f.reserve("", "hash", in_flight_record("owner-a")).ec == error::store_error_reply);
+
+    REQUIRE(redis.command({"CONFIG", "SET", "maxmemory", "1"}) == "+OK\r\n");
+    REQUIRE(redis.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}) == "+OK\r\n");
+    CHECK(f.reserve("", "oom", in_flight_record("owner-a")).ec == error::store_error_reply);
+    REQUIRE(redis.command({"CONFIG", "SET", "maxmemory", "0"}) == "+OK\r\n");
+
+    CHECK(f.reserve("", "fine", in_flight_record("owner-a")).acquired);
+    CHECK(f.stats().errors_reply.load() >= 2);
+    CHECK(f.stats().connects.load() == 1);
+}
+
+TEST_CASE("a stored value that does not decode is record_corrupt, never served")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    REQUIRE(redis.command({"SET", key_of("", "bad"), "not a record"}) == "+OK\r\n");
+    auto r = f.reserve("", "bad", in_flight_record("owner-a"));
+    CHECK(r.ec == error::record_corrupt);
+    CHECK_FALSE(r.acquired);
+    CHECK_FALSE(r.existing);
+    CHECK(f.stats().errors_corrupt.load() == 1);
+}
+
+TEST_CASE("make_backend picks the memory or the redis store")
+{
+    config::store_config cfg;
+    cfg.type = config::store_type::memory;
+    CHECK(store::make_backend(cfg)->kind() == "memory");
+    cfg.type = config::store_type::redis;
+    cfg.redis = redis_config_for(free_port());
+    auto backend = store::make_backend(cfg);
+    CHECK(backend->kind() == "redis");
+    CHECK_FALSE(backend->ready());  // no session, no connection
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fake server: faults a real Redis cannot be made to show.
+
+TEST_CASE("a reply after the command timeout is store_timeout and is discarded, not given to the next command")
+{
+    std::atomic<int> sets{0};
+    std::atomic<bool> late_reply_sent{false};
+    fake_redis fake([&](const std::vector<std::string>& cmd, int) -> std::string {
+        if (cmd[0] == "PING")
+            return "+PONG\r\n";
+        if (cmd[0] == "CONFIG")
+            return resp_noeviction;
+        if (cmd[0] == "SET") {
+            if (sets++ == 0) {
+                std::this_thread::sleep_for(400ms);  // the fault: a slow server
+                late_reply_sent = true;
+                return resp_bulk(store::encode_record(completed_record("someone-else", "late")));
+            }
+            return resp_nil;
+        }
+        return "-ERR unknown command\r\n";
+    });
+    auto cfg = redis_config_for(fake.port());
+    cfg.command_timeout = 100ms;
+    store_fixture f(cfg);
+
+    auto started = std::chrono::steady_clock::now();
+    auto slow = f.reserve("", "k1", in_flight_record("owner-a"));
+    CHECK(slow.ec == error::store_timeout);
+    CHECK(std::chrono::steady_clock::now() - started < 350ms);
+
+    REQUIRE(eventually([&] { return late_reply_sent.load(); }, 5s));
+    auto next = f.reserve("", "k2", in_flight_record("owner-a"));
+    CHECK_FALSE(next.ec);
+    CHECK(next.acquired);
+    CHECK_FALSE(next.existing);
+    CHECK(f.stats().errors_timeout.load() == 1);
+    CHECK(f.stats().connects.load() == 1);
+    CHECK(fake.connections() == 1);
+}
+
+TEST_CASE("a garbage reply is store_protocol, resets the connection, and the store recovers")
+{
+    fake_redis fake([&](const std::vector<std::string>& cmd, int connection) -> std::string {
+        if (cmd[0] == "PING")
+            return "+PONG\r\n";
+        if (cmd[0] == "CONFIG")
+            return resp_noeviction;
+        if (cmd[0] == "SET")
+            return connection == 0 ? std::string("&&& this is not RESP\r\n") : resp_nil;
+        return "-ERR unknown command\r\n";
+    });
+    store_fixture f(redis_config_for(fake.port()));
+
+    auto bad = f.reserve("", "k", in_flight_record("owner-a"));
+    CHECK(bad.ec == error::store_protocol);
+    CHECK(eventually([&] { return f.stats().connects.load() == 2 && f.backend->ready(); }, 5s));
+    auto good = f.reserve("", "k", in_flight_record("owner-a"));
+    CHECK_FALSE(good.ec);
+    CHECK(good.acquired);
+    CHECK(f.stats().errors_protocol.load() >= 1);
+}
+
+TEST_CASE("a well-formed reply of the wrong type is store_protocol without a reconnect")
+{
+    fake_redis fake([&](const std::vector<std::string>& cmd, int) -> std::string {
+        if (cmd[0] == "PING")
+            return "+PONG\r\n";
+        if (cmd[0] == "CONFIG")
+            return "-ERR unknown command 'CONFIG'\r\n";  // CONFIG disabled: tolerated
+        if (cmd[0] == "SET")
+            return ":5\r\n";
+        if (cmd[0] == "EVALSHA")
+            return "+OK\r\n";
+        return "-ERR unknown command\r\n";
+    });
+    store_fixture f(redis_config_for(fake.port()));
+    CHECK(f.reserve("", "k", in_flight_record("owner-a")).ec == error::store_protocol);
+    CHECK(f.complete("", "k", completed_record("owner-a", "x")) == error::store_protocol);
+    CHECK(f.reserve("", "k", in_flight_record("owner-a")).ec == error::store_protocol);
+    CHECK(f.stats().connects.load() == 1);
+}
