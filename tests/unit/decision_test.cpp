@@ -1,0 +1,153 @@
+#include <idemgate/common/error.hpp>
+#include <idemgate/gateway/decision.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace idemgate;
+using namespace idemgate::gateway;
+
+namespace {
+
+config::idempotency_config guarded_policy()
+{
+    config::idempotency_config p;
+    p.enabled = true;
+    p.methods = {"POST", "PATCH"};
+    p.key_header = "Idempotency-Key";
+    return p;
+}
+
+store::record rec(store::record_state state, std::string fp)
+{
+    store::record r;
+    r.state = state;
+    r.fingerprint = std::move(fp);
+    r.owner_token = "t";
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("keys are 1 to 255 visible ASCII characters")
+{
+    CHECK(is_valid_key("a"));
+    CHECK(is_valid_key(std::string(255, 'k')));
+    CHECK(is_valid_key("order-42_!~"));
+    CHECK_FALSE(is_valid_key(""));
+    CHECK_FALSE(is_valid_key(std::string(256, 'k')));
+    CHECK_FALSE(is_valid_key("with space"));
+    CHECK_FALSE(is_valid_key("tab\there"));
+    CHECK_FALSE(is_valid_key("caf\xc3\xa9"));
+    CHECK_FALSE(is_valid_key(std::string("nul\0x", 5)));
+}
+
+TEST_CASE("classify: the request table")
+{
+    struct row {
+        const char* name;
+        bool enabled;
+        bool required;
+        const char* tenant_header;
+        request_facts facts;
+        request_verdict expected;
+    };
+    const row rows[] = {
+        {"route without idempotency", false, false, "", {"POST", 1, "k", 0, ""}, request_verdict::pass_through},
+        {"method not listed", true, false, "", {"GET", 1, "k", 0, ""}, request_verdict::pass_through},
+        {"method case matters (tokens are case-sensitive)", true, false, "", {"post", 1, "k", 0, ""},
+         request_verdict::pass_through},
+        {"no key, optional", true, false, "", {"POST", 0, "", 0, ""}, request_verdict::pass_through},
+        {"no key, required", true, true, "", {"POST", 0, "", 0, ""}, request_verdict::reject_missing_key},
+        {"no key, required, unlisted method", true, true, "", {"DELETE", 0, "", 0, ""},
+         request_verdict::pass_through},
+        {"one valid key", true, false, "", {"POST", 1, "k1", 0, ""}, request_verdict::guard},
+        {"PATCH with key", true, false, "", {"PATCH", 1, "k1", 0, ""}, request_verdict::guard},
+        {"two key lines", true, false, "", {"POST", 2, "k1", 0, ""}, request_verdict::reject_invalid_key},
+        {"empty key", true, false, "", {"POST", 1, "", 0, ""}, request_verdict::reject_invalid_key},
+        {"key with space", true, false, "", {"POST", 1, "a b", 0, ""}, request_verdict::reject_invalid_key},
+        {"tenant configured, missing", true, false, "X-Tenant-ID", {"POST", 1, "k", 0, ""},
+         request_verdict::reject_missing_tenant},
+        {"tenant configured, two lines", true, false, "X-Tenant-ID", {"POST", 1, "k", 2, "t"},
+         request_verdict::reject_invalid_tenant},
+        {"tenant configured, present", true, false, "X-Tenant-ID", {"POST", 1, "k", 1, "acme"},
+         request_verdict::guard},
+        {"tenant configured, keyless request passes", true, false, "X-Tenant-ID", {"POST", 0, "", 0, ""},
+         request_verdict::pass_through},
+        {"invalid key checked before tenant", true, false, "X-Tenant-ID", {"POST", 1, "", 0, ""},
+         request_verdict::reject_invalid_key},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.name);
+        auto p = guarded_policy();
+        p.enabled = r.enabled;
+        p.required = r.required;
+        p.tenant_header = r.tenant_header;
+        CHECK(classify(p, r.facts) == r.expected);
+    }
+}
+
+TEST_CASE("decide_after_reserve: the store table")
+{
+    using config::failure_mode;
+    const std::string fp = "fp-a";
+    struct row {
+        const char* name;
+        store::reserve_result result;
+        failure_mode mode;
+        reserve_action expected;
+    };
+    const row rows[] = {
+        {"acquired", {{}, true, std::nullopt}, failure_mode::reject, reserve_action::forward_and_record},
+        {"finished, same fingerprint", {{}, false, rec(store::record_state::completed, "fp-a")},
+         failure_mode::reject, reserve_action::replay},
+        {"in flight, same fingerprint", {{}, false, rec(store::record_state::in_flight, "fp-a")},
+         failure_mode::reject, reserve_action::in_flight_conflict},
+        {"finished, other fingerprint", {{}, false, rec(store::record_state::completed, "fp-b")},
+         failure_mode::reject, reserve_action::fingerprint_mismatch},
+        {"in flight, other fingerprint", {{}, false, rec(store::record_state::in_flight, "fp-b")},
+         failure_mode::reject, reserve_action::fingerprint_mismatch},
+        {"store down, reject", {make_error_code(error::store_unavailable), false, std::nullopt},
+         failure_mode::reject, reserve_action::reject_store_failure},
+        {"store timeout, pass_through", {make_error_code(error::store_timeout), false, std::nullopt},
+         failure_mode::pass_through, reserve_action::pass_through_store_failure},
+        {"corrupt record, reject", {make_error_code(error::record_corrupt), false, std::nullopt},
+         failure_mode::reject, reserve_action::reject_store_failure},
+        {"not acquired and nothing there is a store fault", {{}, false, std::nullopt}, failure_mode::reject,
+         reserve_action::reject_store_failure},
+        {"error wins over a stale existing record",
+         {make_error_code(error::store_error_reply), false, rec(store::record_state::completed, "fp-a")},
+         failure_mode::reject, reserve_action::reject_store_failure},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.name);
+        CHECK(decide_after_reserve(r.result, fp, r.mode) == r.expected);
+    }
+}
+
+TEST_CASE("decide_after_upstream: 5xx and failures release, the rest is recorded")
+{
+    CHECK(decide_after_upstream(true, 200) == completion_action::record);
+    CHECK(decide_after_upstream(true, 201) == completion_action::record);
+    CHECK(decide_after_upstream(true, 302) == completion_action::record);
+    CHECK(decide_after_upstream(true, 404) == completion_action::record);
+    CHECK(decide_after_upstream(true, 409) == completion_action::record);
+    CHECK(decide_after_upstream(true, 499) == completion_action::record);
+    CHECK(decide_after_upstream(true, 500) == completion_action::release);
+    CHECK(decide_after_upstream(true, 503) == completion_action::release);
+    CHECK(decide_after_upstream(false, 0) == completion_action::release);
+    CHECK(decide_after_upstream(false, 200) == completion_action::release);
+}
+
+TEST_CASE("outcome names are the access log's words")
+{
+    CHECK(to_string(outcome::executed) == "executed");
+    CHECK(to_string(outcome::replayed) == "replayed");
+    CHECK(to_string(outcome::conflict) == "conflict");
+    CHECK(to_string(outcome::mismatch) == "mismatch");
+    CHECK(to_string(outcome::rejected) == "rejected");
+    CHECK(to_string(outcome::store_error) == "store_error");
+    CHECK(to_string(outcome::pass_through) == "pass_through");
+    CHECK(to_string(outcome::upstream_error) == "upstream_error");
+}

@@ -1,0 +1,123 @@
+#include <idemgate/gateway/http_rules.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace idemgate::gateway;
+
+namespace {
+
+http::fields make(std::vector<std::pair<std::string, std::string>> lines)
+{
+    http::fields f;
+    for (auto& [n, v] : lines)
+        f.insert(n, v);
+    return f;
+}
+
+} // namespace
+
+TEST_CASE("strict framing: every smuggling shape is refused")
+{
+    struct row {
+        const char* name;
+        std::vector<std::pair<std::string, std::string>> fields;
+        unsigned version;
+        const char* target;
+        framing_violation expected;
+    };
+    const row rows[] = {
+        {"plain Content-Length", {{"Host", "h"}, {"Content-Length", "3"}}, 11, "/a", framing_violation::none},
+        {"plain chunked", {{"Host", "h"}, {"Transfer-Encoding", "chunked"}}, 11, "/a", framing_violation::none},
+        {"chunked any case", {{"Host", "h"}, {"Transfer-Encoding", "Chunked"}}, 11, "/a", framing_violation::none},
+        {"CL then TE", {{"Host", "h"}, {"Content-Length", "3"}, {"Transfer-Encoding", "chunked"}}, 11, "/a",
+         framing_violation::content_length_and_transfer_encoding},
+        {"TE then CL", {{"Host", "h"}, {"Transfer-Encoding", "chunked"}, {"Content-Length", "3"}}, 11, "/a",
+         framing_violation::content_length_and_transfer_encoding},
+        {"TE gzip, chunked", {{"Host", "h"}, {"Transfer-Encoding", "gzip, chunked"}}, 11, "/a",
+         framing_violation::transfer_encoding_not_chunked},
+        {"TE identity", {{"Host", "h"}, {"Transfer-Encoding", "identity"}}, 11, "/a",
+         framing_violation::transfer_encoding_not_chunked},
+        {"TE twice", {{"Host", "h"}, {"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "chunked"}}, 11, "/a",
+         framing_violation::transfer_encoding_not_chunked},
+        {"TE chunked with junk", {{"Host", "h"}, {"Transfer-Encoding", "chunkedx"}}, 11, "/a",
+         framing_violation::transfer_encoding_not_chunked},
+        {"HTTP/1.0 with TE", {{"Transfer-Encoding", "chunked"}}, 10, "/a",
+         framing_violation::transfer_encoding_in_http10},
+        {"HTTP/1.0 without Host is fine", {{"Content-Length", "0"}}, 10, "/a", framing_violation::none},
+        {"two equal Content-Length lines", {{"Host", "h"}, {"Content-Length", "3"}, {"Content-Length", "3"}}, 11,
+         "/a", framing_violation::conflicting_content_length},
+        {"Content-Length list", {{"Host", "h"}, {"Content-Length", "3, 4"}}, 11, "/a",
+         framing_violation::conflicting_content_length},
+        {"no Host in 1.1", {{"Content-Length", "0"}}, 11, "/a", framing_violation::missing_host},
+        {"two Host lines", {{"Host", "a"}, {"Host", "b"}}, 11, "/a", framing_violation::missing_host},
+        {"absolute-form target", {{"Host", "h"}}, 11, "http://evil/a", framing_violation::bad_target},
+        {"asterisk target", {{"Host", "h"}}, 11, "*", framing_violation::bad_target},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.name);
+        auto f = make(r.fields);
+        CHECK(check_request_framing(f, r.version, r.target) == r.expected);
+        if (r.expected != framing_violation::none)
+            CHECK_FALSE(describe(r.expected).empty());
+    }
+}
+
+TEST_CASE("hop-by-hop headers are removed, and every header Connection names")
+{
+    auto f = make({{"Host", "h"},
+                   {"Connection", "keep-alive, X-Secret"},
+                   {"Connection", "Upgrade"},
+                   {"X-Secret", "s"},
+                   {"Keep-Alive", "timeout=5"},
+                   {"Proxy-Connection", "keep-alive"},
+                   {"Proxy-Authorization", "Basic x"},
+                   {"TE", "trailers"},
+                   {"Trailer", "X-T"},
+                   {"Transfer-Encoding", "chunked"},
+                   {"Upgrade", "websocket"},
+                   {"Expect", "100-continue"},
+                   {"Content-Type", "application/json"},
+                   {"Idempotency-Key", "k"}});
+    strip_hop_by_hop(f, true);
+    for (auto name : {"Connection", "X-Secret", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization", "TE",
+                      "Trailer", "Transfer-Encoding", "Upgrade", "Expect"}) {
+        CAPTURE(name);
+        CHECK(f.count(name) == 0);
+    }
+    CHECK(f["Host"] == "h");
+    CHECK(f["Content-Type"] == "application/json");
+    CHECK(f["Idempotency-Key"] == "k");
+}
+
+TEST_CASE("Expect survives unless asked to strip it")
+{
+    auto f = make({{"Expect", "100-continue"}});
+    strip_hop_by_hop(f, false);
+    CHECK(f.count("Expect") == 1);
+}
+
+TEST_CASE("find_header counts lines case-insensitively and returns the first value")
+{
+    auto f = make({{"Idempotency-Key", "a"}, {"idempotency-key", "b"}, {"X", "y"}});
+    auto k = find_header(f, "IDEMPOTENCY-KEY");
+    CHECK(k.count == 2);
+    CHECK(k.value == "a");
+    CHECK(find_header(f, "missing").count == 0);
+}
+
+TEST_CASE("a replay record never keeps Set-Cookie, framing or hop-by-hop headers")
+{
+    for (auto n : {"Set-Cookie", "set-cookie", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
+                   "Upgrade", "Trailer", "TE", "Idempotent-Replayed"}) {
+        CAPTURE(n);
+        CHECK(excluded_from_record(n));
+    }
+    for (auto n : {"Content-Type", "Location", "ETag", "X-Request-Id", "Date", "Cache-Control"}) {
+        CAPTURE(n);
+        CHECK_FALSE(excluded_from_record(n));
+    }
+}
