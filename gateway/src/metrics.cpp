@@ -1,4 +1,5 @@
 #include <idemgate/gateway/metrics.hpp>
+#include <idemgate/store/redis_store.hpp>
 
 #include <cstdio>
 
@@ -108,6 +109,39 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
     if (extra)
         extra(out);
     return out;
+}
+
+void render_redis_metrics(const store::redis_stats& s, std::string& out)
+{
+    auto counter = [&](std::string_view name, std::string_view help, std::string_view labels, double v) {
+        header(out, name, "counter", help);
+        line(out, name, labels, v);
+    };
+    counter("idemgate_redis_commands_total", "Commands sent to Redis.", "", double(s.commands_sent.load()));
+    header(out, "idemgate_redis_errors_total", "counter", "Redis command failures by kind.");
+    line(out, "idemgate_redis_errors_total", "kind=\"unavailable\"", double(s.errors_unavailable.load()));
+    line(out, "idemgate_redis_errors_total", "kind=\"timeout\"", double(s.errors_timeout.load()));
+    line(out, "idemgate_redis_errors_total", "kind=\"error_reply\"", double(s.errors_reply.load()));
+    line(out, "idemgate_redis_errors_total", "kind=\"protocol\"", double(s.errors_protocol.load()));
+    line(out, "idemgate_redis_errors_total", "kind=\"corrupt_record\"", double(s.errors_corrupt.load()));
+    counter("idemgate_redis_connects_total", "Redis connections established.", "", double(s.connects.load()));
+    counter("idemgate_redis_reconnect_attempts_total", "Redis reconnect attempts.", "",
+            double(s.reconnect_attempts.load()));
+    header(out, "idemgate_redis_connections_up", "gauge", "I/O threads whose Redis connection is up.");
+    line(out, "idemgate_redis_connections_up", "", double(s.connections_up.load()));
+    header(out, "idemgate_redis_command_duration_seconds", "histogram", "Redis command latency, enqueue to reply.");
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < s.latency_bounds_us.size(); ++i) {
+        cumulative += s.latency_buckets[i].load();
+        char le[32];
+        std::snprintf(le, sizeof le, "%g", double(s.latency_bounds_us[i]) / 1e6);
+        line(out, "idemgate_redis_command_duration_seconds_bucket", std::string("le=\"") + le + "\"",
+             double(cumulative));
+    }
+    cumulative += s.latency_buckets[s.latency_bounds_us.size()].load();
+    line(out, "idemgate_redis_command_duration_seconds_bucket", "le=\"+Inf\"", double(cumulative));
+    line(out, "idemgate_redis_command_duration_seconds_sum", "", double(s.latency_sum_us.load()) / 1e6);
+    line(out, "idemgate_redis_command_duration_seconds_count", "", double(s.latency_count.load()));
 }
 
 } // namespace idemgate::gateway

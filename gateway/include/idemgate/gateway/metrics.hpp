@@ -9,6 +9,10 @@
 #include <functional>
 #include <string>
 
+namespace idemgate::store {
+struct redis_stats;
+}
+
 namespace idemgate::gateway {
 
 // A fixed-bucket latency histogram (seconds), lock-free.
@@ -50,5 +54,8 @@ struct metrics {
     // Prometheus text exposition; `extra` appends backend-specific lines (e.g. Redis stats).
     std::string render(bool ready, const std::function<void(std::string&)>& extra = {}) const;
 };
+
+// Appends the Redis store's counters and command latency histogram (idemgate_redis_*).
+void render_redis_metrics(const store::redis_stats& s, std::string& out);
 
 } // namespace idemgate::gateway
