@@ -283,4 +283,12 @@ http_response http_request(std::uint16_t port, const std::string& method, const 
     return conn.request(method, path, headers, body);
 }
 
+http_response http_request(std::uint16_t port, const std::string& method, const std::string& path,
+                           const std::vector<std::pair<std::string, std::string>>& headers,
+                           const std::string& body, milliseconds timeout)
+{
+    http_connection conn(port, timeout);
+    return conn.request(method, path, headers, body);
+}
+
 } // namespace idemgate::test

@@ -163,4 +163,9 @@ http_response http_request(std::uint16_t port, const std::string& method, const 
                            const std::vector<std::pair<std::string, std::string>>& headers = {},
                            const std::string& body = {});
 
+// The same with an explicit per-call socket timeout (tests that expect prompt answers).
+http_response http_request(std::uint16_t port, const std::string& method, const std::string& path,
+                           const std::vector<std::pair<std::string, std::string>>& headers,
+                           const std::string& body, milliseconds timeout);
+
 } // namespace idemgate::test

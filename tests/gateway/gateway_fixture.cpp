@@ -1,0 +1,132 @@
+#include "gateway_fixture.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+
+namespace idemgate::test {
+
+store_under_test make_store()
+{
+    store_under_test store;
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    std::string kind = choice ? choice : "memory";
+    if (kind == "redis") {
+        store.redis = std::make_unique<redis_server>();
+        store.yaml = "store:\n"
+                     "  type: redis\n"
+                     "  on_failure: reject\n"
+                     "  redis:\n"
+                     "    address: \"" + store.redis->address() + "\"\n"
+                     "    key_prefix: idemgate-test\n";
+    } else if (kind == "memory") {
+        store.yaml = "store:\n"
+                     "  type: memory\n"
+                     "  on_failure: reject\n"
+                     "  memory:\n"
+                     "    max_entries: 10000\n";
+    } else {
+        throw std::runtime_error("IDEMGATE_TEST_STORE must be memory or redis, not " + kind);
+    }
+    return store;
+}
+
+std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port,
+                         std::uint16_t dead_port, const gateway_options& options)
+{
+    std::string up = "\"127.0.0.1:" + std::to_string(upstream_port) + "\"";
+    std::string yaml = "listen: \"${LISTEN}\"\n"
+                       "admin_listen: \"${ADMIN}\"\n"
+                       "threads: 2\n"
+                       "access_log: true\n";
+    yaml += options.top_level;
+    yaml += store.yaml;
+    yaml += "upstreams:\n"
+            "  orders:\n"
+            "    address: " + up + "\n"
+            "  nowhere:\n"
+            "    address: \"127.0.0.1:" + std::to_string(dead_port) + "\"\n";
+    yaml += "routes:\n"
+            "  - path_prefix: \"/api/\"\n"
+            "    upstream: orders\n"
+            "    idempotency:\n"
+            "      methods: [POST, PATCH]\n"
+            "      key_header: Idempotency-Key\n"
+            "      lock_ttl: 30s\n"
+            "      record_ttl: 24h\n";
+    yaml += options.idempotency_extra;
+    yaml += "  - path_prefix: \"/tenant/\"\n"
+            "    upstream: orders\n"
+            "    idempotency:\n"
+            "      methods: [POST]\n"
+            "      tenant_header: X-Tenant-ID\n"
+            "  - path_prefix: \"/strict/\"\n"
+            "    upstream: orders\n"
+            "    idempotency:\n"
+            "      methods: [POST]\n"
+            "      required: true\n"
+            "  - path_prefix: \"/down/\"\n"
+            "    upstream: nowhere\n"
+            "    idempotency:\n"
+            "      methods: [POST]\n"
+            "  - path_prefix: \"/plain/\"\n"
+            "    upstream: orders\n";
+    if (!options.limits.empty())
+        yaml += "limits:\n" + options.limits;
+    if (!options.timeouts.empty())
+        yaml += "timeouts:\n" + options.timeouts;
+    return yaml;
+}
+
+gateway_fixture::gateway_fixture(gateway_options options) : store(make_store())
+{
+    // A port that was free a moment ago and that nothing here listens on: connect is refused.
+    auto dead_port = free_port();
+    gateway = std::make_unique<gateway_process>(gateway_yaml(store, upstream.port(), dead_port, options));
+}
+
+http_response gateway_fixture::post(const std::string& path, const std::string& key, const std::string& body,
+                                    std::vector<std::pair<std::string, std::string>> headers)
+{
+    if (!key.empty())
+        headers.emplace_back("Idempotency-Key", key);
+    headers.emplace_back("Content-Type", "application/json");
+    return gateway_request(port(), "POST", path, headers, body);
+}
+
+bool gateway_fixture::wait_for_executions(long count, milliseconds timeout)
+{
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (upstream.executions() >= count)
+            return true;
+        std::this_thread::sleep_for(5ms);  // polling the upstream's counter for the event
+    }
+    return upstream.executions() >= count;
+}
+
+http_response gateway_request(std::uint16_t port, const std::string& method, const std::string& path,
+                              const std::vector<std::pair<std::string, std::string>>& headers,
+                              const std::string& body)
+{
+    return http_request(port, method, path, headers, body, io_timeout);
+}
+
+bool is_problem(const http_response& res, int status)
+{
+    return res.status == status &&
+           res.header("content-type").rfind("application/problem+json", 0) == 0 &&
+           res.body.find("\"type\"") != std::string::npos && res.body.find("\"title\"") != std::string::npos &&
+           res.body.find("\"status\":" + std::to_string(status)) != std::string::npos &&
+           res.body.find("\"detail\"") != std::string::npos;
+}
+
+std::string unique_key(const std::string& stem)
+{
+    static std::atomic<int> counter{0};
+    return stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+} // namespace idemgate::test

@@ -1,0 +1,71 @@
+#pragma once
+// One gateway in front of one test upstream, over the store chosen by IDEMGATE_TEST_STORE
+// (memory by default, "redis" starts a private redis-server), so every test in this folder
+// runs unchanged against each store.
+#include "idemgate/test/harness.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace idemgate::test {
+
+// The `store:` block of the YAML plus the server behind it, if any.
+struct store_under_test {
+    std::unique_ptr<redis_server> redis;
+    std::string yaml;  // top-level "store:" block, newline-terminated
+};
+
+// memory, or redis when IDEMGATE_TEST_STORE=redis.
+store_under_test make_store();
+
+// Knobs a test may turn; each string is a block of YAML lines inserted as described.
+struct gateway_options {
+    std::string idempotency_extra;  // extra keys for the /api/ route's idempotency block (6-space indent)
+    std::string limits;             // keys under limits: (2-space indent)
+    std::string timeouts;           // keys under timeouts: (2-space indent)
+    std::string top_level;          // extra top-level keys
+};
+
+// Routes of the generated config:
+//   /api/     -> upstream, idempotency on (POST, PATCH), key optional
+//   /tenant/  -> upstream, idempotency with tenant_header X-Tenant-ID
+//   /strict/  -> upstream, idempotency with required: true
+//   /down/    -> an upstream address nobody listens on, idempotency on
+//   /plain/   -> upstream, no idempotency
+std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port,
+                         std::uint16_t dead_port, const gateway_options& options);
+
+class gateway_fixture {
+public:
+    explicit gateway_fixture(gateway_options options = {});
+
+    test_upstream_process upstream;
+    store_under_test store;
+    std::unique_ptr<gateway_process> gateway;
+
+    std::uint16_t port() const { return gateway->port(); }
+    child_process& process() { return gateway->process(); }
+    long executions() { return upstream.executions(); }
+
+    // POST over a fresh connection with an Idempotency-Key (none when key is empty).
+    http_response post(const std::string& path, const std::string& key, const std::string& body,
+                       std::vector<std::pair<std::string, std::string>> headers = {});
+    // Waits (bounded) until the upstream has executed `count` requests; false on timeout.
+    bool wait_for_executions(long count, milliseconds timeout = 5s);
+};
+
+// Socket timeout for every client call in these tests: the gateway answers in milliseconds, so
+// a hang (e.g. a response without framing) fails fast instead of stalling the suite.
+inline constexpr milliseconds io_timeout = 4s;
+
+// http_request with io_timeout.
+http_response gateway_request(std::uint16_t port, const std::string& method, const std::string& path,
+                              const std::vector<std::pair<std::string, std::string>>& headers = {},
+                              const std::string& body = {});
+
+// Assertion helpers shared by the test files.
+bool is_problem(const http_response& res, int status);
+std::string unique_key(const std::string& stem);
+
+} // namespace idemgate::test

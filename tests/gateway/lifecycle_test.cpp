@@ -1,0 +1,192 @@
+// Process lifecycle: client disconnects mid-request, SIGTERM drain, command line and config errors.
+#include "gateway_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <thread>
+
+using namespace idemgate::test;
+
+namespace {
+
+// Runs `idemgate args...` to completion and returns its exit status and output.
+struct run_result {
+    std::optional<int> status;
+    std::string output;
+};
+
+run_result run_idemgate(std::vector<std::string> args)
+{
+    child_process proc(bin_dir() + "/idemgate", std::move(args));
+    run_result result;
+    result.status = proc.wait_exit(10s);
+    for (auto& line : proc.lines())
+        result.output += line + "\n";
+    return result;
+}
+
+std::string valid_yaml(std::uint16_t upstream_port)
+{
+    return "listen: \"127.0.0.1:0\"\n"
+           "admin_listen: \"127.0.0.1:0\"\n"
+           "store:\n"
+           "  type: memory\n"
+           "upstreams:\n"
+           "  orders: { address: \"127.0.0.1:" + std::to_string(upstream_port) + "\" }\n"
+           "routes:\n"
+           "  - path_prefix: \"/api/\"\n"
+           "    upstream: orders\n"
+           "    idempotency:\n"
+           "      methods: [POST, PATCH]\n"
+           "      record_ttl: 24h\n";
+}
+
+void replace(std::string& text, const std::string& from, const std::string& to)
+{
+    auto pos = text.find(from);
+    REQUIRE(pos != std::string::npos);
+    text.replace(pos, from.size(), to);
+}
+
+} // namespace
+
+TEST_SUITE("lifecycle")
+{
+
+TEST_CASE("client disconnects while the upstream works: the answer is recorded and the retry replays it")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("gone");
+    {
+        http_connection conn(f.port(), io_timeout);
+        conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                      "\r\nX-Test-Delay-Ms: 300\r\nContent-Length: 2\r\n\r\n{}");
+        REQUIRE(f.wait_for_executions(1));
+        conn.close();
+    }
+
+    // The retry may still find the first call in flight (409 + Retry-After); once it settles
+    // the retry must get the recorded answer. Bounded: ~5 s.
+    http_response retry;
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    for (;;) {
+        retry = f.post("/api/orders", key, "{}");
+        if (retry.status != 409 || std::chrono::steady_clock::now() > deadline)
+            break;
+        CHECK_FALSE(retry.header("retry-after").empty());
+        std::this_thread::sleep_for(20ms);  // retry cadence of a well-behaved client
+    }
+    CHECK(retry.status == 201);
+    CHECK(retry.header("idempotent-replayed") == "true");
+    CHECK(retry.header("x-upstream-execution") == "1");
+    CHECK(f.executions() == 1);
+}
+
+TEST_CASE("SIGTERM lets the in-flight request finish, then the process exits 0")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + unique_key("drain") +
+                  "\r\nX-Test-Delay-Ms: 500\r\nContent-Length: 2\r\n\r\n{}");
+    REQUIRE(f.wait_for_executions(1));
+    f.process().signal(SIGTERM);
+
+    auto res = conn.read_response();
+    CHECK(res.status == 201);
+    CHECK(res.header("x-upstream-execution") == "1");
+    CHECK(res.body.find("\"execution\":1") != std::string::npos);
+    CHECK(f.process().wait_exit(10s) == 0);
+}
+
+TEST_CASE("SIGTERM with nothing in flight exits 0 promptly")
+{
+    gateway_fixture f;
+    REQUIRE(f.post("/api/orders", unique_key("idle"), "{}").status == 201);
+    auto start = std::chrono::steady_clock::now();
+    f.process().signal(SIGTERM);
+    CHECK(f.process().wait_exit(10s) == 0);
+    CHECK(std::chrono::steady_clock::now() - start < 5s);
+}
+
+TEST_CASE("--check accepts a valid config")
+{
+    temp_dir dir;
+    auto path = dir.write_file("ok.yaml", valid_yaml(free_port()));
+    auto result = run_idemgate({"--config", path, "--check"});
+    INFO(result.output);
+    CHECK(result.status == 0);
+}
+
+TEST_CASE("bad config messages name the key path")
+{
+    test_upstream_process upstream;
+    temp_dir dir;
+    std::string yaml = valid_yaml(upstream.port());
+    std::vector<std::string> expected;
+
+    SUBCASE("unknown key")
+    {
+        replace(yaml, "      record_ttl: 24h\n", "      record_ttl: 24h\n      recrod_ttl: 1h\n");
+        expected = {"routes[0].idempotency.recrod_ttl", "unknown key"};
+    }
+    SUBCASE("bad duration")
+    {
+        replace(yaml, "record_ttl: 24h", "record_ttl: 24x");
+        expected = {"routes[0].idempotency.record_ttl", "24x", "is not a duration"};
+    }
+    SUBCASE("port out of range")
+    {
+        replace(yaml, "listen: \"127.0.0.1:0\"\nadmin", "listen: \"127.0.0.1:70000\"\nadmin");
+        expected = {"listen", "70000"};
+    }
+    SUBCASE("unknown upstream")
+    {
+        replace(yaml, "upstream: orders", "upstream: billing");
+        expected = {"routes[0].upstream", "billing"};
+    }
+    SUBCASE("bad type")
+    {
+        replace(yaml, "methods: [POST, PATCH]", "methods: {POST: 1}");
+        expected = {"routes[0].idempotency.methods"};
+    }
+    auto path = dir.write_file("bad.yaml", yaml);
+
+    auto checked = run_idemgate({"--config", path, "--check"});
+    INFO("--check output:\n", checked.output);
+    CHECK(checked.status == 1);
+    for (auto& fragment : expected)
+        CHECK(checked.output.find(fragment) != std::string::npos);
+
+    // Running (not just checking) with the same file refuses to start.
+    auto run = run_idemgate({"--config", path});
+    INFO("run output:\n", run.output);
+    REQUIRE(run.status.has_value());
+    CHECK(*run.status != 0);
+    CHECK(run.output.find(expected.front()) != std::string::npos);
+    CHECK(run.output.find("\"msg\":\"listening\"") == std::string::npos);
+}
+
+TEST_CASE("missing config file is an error naming the file")
+{
+    const std::string path = "/nonexistent/idemgate-" + unique_key("missing") + ".yaml";
+    auto checked = run_idemgate({"--config", path, "--check"});
+    INFO(checked.output);
+    CHECK(checked.status == 1);
+    CHECK(checked.output.find(path) != std::string::npos);
+    auto run = run_idemgate({"--config", path});
+    REQUIRE(run.status.has_value());
+    CHECK(*run.status != 0);
+}
+
+TEST_CASE("--help and --version answer and exit 0")
+{
+    auto help = run_idemgate({"--help"});
+    CHECK(help.status == 0);
+    CHECK(help.output.find("--config") != std::string::npos);
+    auto version = run_idemgate({"--version"});
+    CHECK(version.status == 0);
+    CHECK(version.output.find("0.1") != std::string::npos);
+}
+
+} // TEST_SUITE

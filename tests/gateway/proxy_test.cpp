@@ -1,0 +1,210 @@
+// What users expect of any reverse proxy: keep-alive, hop-by-hop stripping, forwarding
+// headers, admin endpoints, the access log.
+#include "gateway_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+using namespace idemgate::test;
+
+namespace {
+
+// The upstream echoes the headers it received as "headers":{"name":"value",...}.
+bool forwarded(const http_response& echo, const std::string& lower_name)
+{
+    return echo.body.find("\"" + lower_name + "\":") != std::string::npos;
+}
+
+std::string forwarded_value(const http_response& echo, const std::string& lower_name)
+{
+    auto needle = "\"" + lower_name + "\":\"";
+    auto pos = echo.body.find(needle);
+    if (pos == std::string::npos)
+        return {};
+    pos += needle.size();
+    return echo.body.substr(pos, echo.body.find('"', pos) - pos);
+}
+
+// Value of the Prometheus sample `name{labels}`, or -1 when absent.
+double metric_value(const std::string& text, const std::string& series)
+{
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind(series + " ", 0) == 0)
+            return std::stod(line.substr(series.size() + 1));
+    }
+    return -1;
+}
+
+} // namespace
+
+TEST_SUITE("proxy")
+{
+
+TEST_CASE("keep-alive serves several requests on one client connection")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    const std::string key = unique_key("ka");
+    auto r1 = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}}, "{}");
+    auto r2 = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}}, "{}");
+    auto r3 = conn.request("GET", "/api/orders/1");
+    auto r4 = conn.request("POST", "/api/orders", {}, "{}");
+    auto r5 = conn.request("POST", "/plain/orders", {{"X-Test-Chunked", "1"}}, "{}");
+    auto r6 = conn.request("POST", "/api/orders", {{"Idempotency-Key", key + "-b"}}, "{}");
+    CHECK(r1.status == 201);
+    CHECK(r2.header("idempotent-replayed") == "true");
+    CHECK(r2.body == r1.body);
+    CHECK(r3.status == 201);
+    CHECK(r4.status == 201);
+    CHECK(r5.status == 201);
+    CHECK(r6.status == 201);
+    CHECK(r6.header("idempotent-replayed") != "true");
+    CHECK(f.executions() == 5);
+    CHECK_FALSE(conn.closed_by_peer(100ms));
+}
+
+TEST_CASE("keep-alive survives an upstream that closes its connection")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    for (int i = 0; i < 4; ++i) {
+        INFO("request ", i);
+        auto res = conn.request("POST", "/api/orders", {{"X-Test-Close", "1"}}, "{}");
+        CHECK(res.status == 201);
+    }
+    CHECK(f.executions() == 4);
+}
+
+TEST_CASE("hop-by-hop request headers are not forwarded and forwarding headers are added")
+{
+    gateway_fixture f;
+    auto check_forwarded = [&](const http_response& echo) {
+        REQUIRE(echo.status == 201);
+        CHECK_FALSE(forwarded(echo, "x-secret-hop"));
+        CHECK_FALSE(forwarded(echo, "keep-alive"));
+        CHECK_FALSE(forwarded(echo, "te"));
+        CHECK_FALSE(forwarded(echo, "upgrade"));
+        CHECK_FALSE(forwarded(echo, "proxy-authorization"));
+        CHECK_FALSE(forwarded(echo, "proxy-connection"));
+        CHECK_FALSE(forwarded(echo, "trailer"));
+        CHECK(forwarded_value(echo, "connection").find("x-secret-hop") == std::string::npos);
+        CHECK(forwarded_value(echo, "connection").find("X-Secret-Hop") == std::string::npos);
+        CHECK(forwarded_value(echo, "x-end-to-end") == "kept");
+        CHECK(forwarded_value(echo, "x-forwarded-for").find("127.0.0.1") != std::string::npos);
+        CHECK(forwarded_value(echo, "x-forwarded-proto") == "http");
+        CHECK(forwarded_value(echo, "x-forwarded-host") == "orders.example");
+    };
+    std::vector<std::pair<std::string, std::string>> headers{
+        {"Host", "orders.example"},
+        {"Connection", "keep-alive, X-Secret-Hop"},
+        {"X-Secret-Hop", "do-not-forward"},
+        {"Keep-Alive", "timeout=5"},
+        {"TE", "trailers"},
+        {"Trailer", "X-Checksum"},
+        {"Upgrade", "websocket"},
+        {"Proxy-Authorization", "Basic c2VjcmV0OnNlY3JldA=="},
+        {"Proxy-Connection", "keep-alive"},
+        {"X-End-To-End", "kept"},
+    };
+    SUBCASE("keyless pass-through") { check_forwarded(gateway_request(f.port(), "POST", "/api/orders", headers, "{}")); }
+    SUBCASE("keyed request")
+    {
+        auto keyed = headers;
+        keyed.emplace_back("Idempotency-Key", unique_key("hop"));
+        check_forwarded(gateway_request(f.port(), "POST", "/api/orders", keyed, "{}"));
+    }
+    SUBCASE("route without idempotency")
+    {
+        check_forwarded(gateway_request(f.port(), "GET", "/plain/orders", headers));
+    }
+}
+
+TEST_CASE("X-Forwarded-For keeps the client's existing chain")
+{
+    gateway_fixture f;
+    auto echo = gateway_request(f.port(), "POST", "/api/orders", {{"X-Forwarded-For", "203.0.113.7"}}, "{}");
+    REQUIRE(echo.status == 201);
+    auto xff = forwarded_value(echo, "x-forwarded-for");
+    CHECK(xff.find("203.0.113.7") == 0);
+    CHECK(xff.find("127.0.0.1") != std::string::npos);
+}
+
+TEST_CASE("hop-by-hop response headers are not returned to the client")
+{
+    gateway_fixture f;
+    auto check_response = [](const http_response& res) {
+        CHECK_FALSE(res.has_header("x-hop"));
+        CHECK_FALSE(res.has_header("keep-alive"));
+        CHECK(res.header("connection").find("X-Hop") == std::string::npos);
+        CHECK(res.header("connection").find("x-hop") == std::string::npos);
+        CHECK(res.header("x-upstream-execution") != "");
+        CHECK(res.header("etag") != "");
+    };
+    const std::string key = unique_key("hop-response");
+    auto first = f.post("/api/orders", key, "{}");
+    check_response(first);
+    auto replay = f.post("/api/orders", key, "{}");
+    CHECK(replay.header("idempotent-replayed") == "true");
+    check_response(replay);
+    check_response(f.post("/plain/orders", "", "{}"));
+    // A chunked upstream answer is re-framed: the client never sees the upstream's framing
+    // headers twice, and the body arrives intact.
+    auto chunked = f.post("/plain/orders", "", "{}", {{"X-Test-Chunked", "1"}, {"X-Test-Body-Size", "5000"}});
+    CHECK(chunked.body == std::string(5000, 'x'));
+    CHECK(chunked.headers.count("content-length") + chunked.headers.count("transfer-encoding") == 1);
+}
+
+TEST_CASE("admin port answers healthz, readyz and metrics by outcome")
+{
+    gateway_fixture f;
+    REQUIRE(f.gateway->admin_port() != 0);
+    auto health = gateway_request(f.gateway->admin_port(), "GET", "/healthz");
+    CHECK(health.status == 200);
+    auto ready = gateway_request(f.gateway->admin_port(), "GET", "/readyz");
+    CHECK(ready.status == 200);
+
+    const std::string key = unique_key("metrics");
+    REQUIRE(f.post("/api/orders", key, "{}").status == 201);
+    REQUIRE(f.post("/api/orders", key, "{}").header("idempotent-replayed") == "true");
+    REQUIRE(f.post("/api/orders", key, R"({"other":1})").status == 409);
+    REQUIRE(f.post("/api/orders", "", "{}").status == 201);
+
+    auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
+    REQUIRE(metrics.status == 200);
+    INFO(metrics.body);
+    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="executed"})") >= 1);
+    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="replayed"})") >= 1);
+    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="mismatch"})") >= 1);
+    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="pass_through"})") >= 1);
+}
+
+TEST_CASE("access log has one JSON line per request with its outcome and tenant")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("log");
+    REQUIRE(f.post("/tenant/orders", key, "{}", {{"X-Tenant-ID", "acme"}}).status == 201);
+    REQUIRE(f.post("/tenant/orders", key, "{}", {{"X-Tenant-ID", "acme"}}).header("idempotent-replayed") ==
+            "true");
+    REQUIRE(f.post("/api/orders", "", "{}").status == 201);
+
+    auto has = [&](const std::string& outcome) {
+        return f.process().wait_for_line([&](const std::string& l) {
+            return l.rfind("{", 0) == 0 && l.find("\"outcome\":\"" + outcome + "\"") != std::string::npos;
+        }, 5s);
+    };
+    auto executed = has("executed");
+    auto replayed = has("replayed");
+    auto pass = has("pass_through");
+    REQUIRE(executed);
+    REQUIRE(replayed);
+    REQUIRE(pass);
+    CHECK(executed->find("acme") != std::string::npos);
+    CHECK(replayed->find("acme") != std::string::npos);
+    CHECK(executed->find("\"tenant\"") != std::string::npos);
+    CHECK(replayed->find("latency") != std::string::npos);
+}
+
+} // TEST_SUITE
