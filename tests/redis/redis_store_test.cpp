@@ -12,6 +12,13 @@
 
 #include <boost/asio/use_awaitable.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
 using namespace idemgate;
 using namespace idemgate::test;
 using namespace std::chrono_literals;
@@ -435,4 +442,82 @@ TEST_CASE("a well-formed reply of the wrong type is store_protocol without a rec
     CHECK(f.complete("", "k", completed_record("owner-a", "x")) == error::store_protocol);
     CHECK(f.reserve("", "k", in_flight_record("owner-a")).ec == error::store_protocol);
     CHECK(f.stats().connects.load() == 1);
+}
+
+TEST_CASE("a server that stops answering is abandoned and reconnected")
+{
+    fake_redis fake([&](const std::vector<std::string>& cmd, int connection) -> std::string {
+        if (cmd[0] == "PING")
+            return "+PONG\r\n";
+        if (cmd[0] == "CONFIG")
+            return resp_noeviction;
+        if (cmd[0] == "SET")
+            return connection == 0 ? std::string() : resp_nil;  // the first connection hangs
+        return "-ERR unknown command\r\n";
+    });
+    auto cfg = redis_config_for(fake.port());
+    cfg.command_timeout = 50ms;
+    cfg.connect_timeout = 200ms;
+    store_fixture f(cfg);
+
+    CHECK(f.reserve("", "k", in_flight_record("owner-a")).ec == error::store_timeout);
+    // Each timed-out command checks how long the oldest one has waited; past
+    // max(connect_timeout, 4 x command_timeout) the connection is dropped and redialled.
+    bool reconnected = eventually(
+        [&] {
+            auto r = f.reserve("", "k", in_flight_record("owner-a"));
+            return !r.ec && r.acquired;
+        },
+        5s);
+    CHECK(reconnected);
+    CHECK(fake.connections() == 2);
+    CHECK(f.stats().connects.load() == 2);
+}
+
+namespace {
+
+// Redirects stdout (where idemgate logs) to a file while alive.
+class stdout_capture {
+public:
+    stdout_capture() : path_(dir_.path() + "/stdout")
+    {
+        std::fflush(stdout);
+        saved_ = ::dup(1);
+        int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ::dup2(fd, 1);
+        ::close(fd);
+    }
+    ~stdout_capture()
+    {
+        std::fflush(stdout);
+        ::dup2(saved_, 1);
+        ::close(saved_);
+    }
+    std::string text() const
+    {
+        std::fflush(stdout);
+        std::ifstream in(path_);
+        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    }
+
+private:
+    temp_dir dir_;
+    std::string path_;
+    int saved_ = -1;
+};
+
+} // namespace
+
+TEST_CASE("an evicting maxmemory-policy is warned about at start-up")
+{
+    redis_server redis({"--maxmemory-policy", "volatile-lru"});
+    std::string logged;
+    {
+        stdout_capture capture;
+        store_fixture f(redis_config_for(redis.port()));
+        eventually([&] { return capture.text().find("maxmemory-policy is not noeviction") != std::string::npos; }, 5s);
+        logged = capture.text();
+    }
+    CHECK(logged.find("maxmemory-policy is not noeviction") != std::string::npos);
+    CHECK(logged.find("\"maxmemory_policy\":\"volatile-lru\"") != std::string::npos);
 }
