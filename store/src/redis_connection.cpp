@@ -78,6 +78,7 @@ struct redis_connection::pending_command {
     explicit pending_command(const asio::any_io_executor& ex) : event(ex) {}
     asio::steady_timer event;  // deadline; cancelled by the reader when the reply arrives
     clock::time_point sent;
+    std::string payload;  // formatted command, kept only while waiting for a connection
     error_code ec;
     reply_ptr reply;
     bool done = false;       // ec/reply are final
@@ -122,6 +123,7 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             bump(shared_->stats.reconnect_attempts);
         first_attempt = false;
 
+        connecting_ = true;
         auto ec = co_await connect();
         if (!ec && !stopped_) {
             auto gen = ++generation_;
@@ -131,6 +133,8 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             ec = co_await handshake();
             if (!ec && connected_ && !stopped_) {
                 up_ = true;
+                connecting_ = false;
+                send_waiting();
                 bump(shared_->stats.connects);
                 shared_->stats.connections_up.fetch_add(1, std::memory_order_relaxed);
                 backoff = std::min<std::chrono::milliseconds>(initial_backoff, shared_->cfg.reconnect_backoff_max);
@@ -156,6 +160,7 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             log::warn("redis unreachable", {{"address", shared_->cfg.address.to_string()}, {"error", ec.message()}});
             reported_down = true;
         }
+        connecting_ = false;
         on_lost(generation_, "reconnect", {});
         fail_pending(make_error_code(error::store_unavailable));
         if (stopped_)
@@ -275,8 +280,12 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
 {
     auto self = shared_from_this();  // the connection outlives this command
     auto& stats = shared_->stats;
-    if (stopped_ || !connected_ || (!up_ && !handshake) || pending_.size() >= shared_->max_pending ||
-        out_.size() >= shared_->max_pending_bytes) {
+    // While a connect attempt is under way (start-up, or right after a loss) a command waits
+    // for it within its own deadline rather than failing; otherwise down means fail fast.
+    bool send_now = connected_ && (up_ || handshake);
+    bool wait_for_connect = !send_now && connecting_ && !handshake;
+    if (stopped_ || (!send_now && !wait_for_connect) ||
+        pending_.size() + waiting_.size() >= shared_->max_pending || out_.size() >= shared_->max_pending_bytes) {
         bump(stats.errors_unavailable);
         co_return command_result{make_error_code(error::store_unavailable), nullptr};
     }
@@ -298,16 +307,20 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
         bump(stats.errors_unavailable);  // out of memory
         co_return command_result{make_error_code(error::store_unavailable), nullptr};
     }
-    out_.append(formatted, static_cast<std::size_t>(len));
-    redisFreeCommand(formatted);
-
     auto cmd = std::make_shared<pending_command>(ex_);
     cmd->sent = clock::now();
     cmd->event.expires_after(shared_->cfg.command_timeout);
-    pending_.push_back(cmd);
-    if (writer_idle_)
-        wake_writer_.cancel();
-    bump(stats.commands_sent);
+    if (send_now) {
+        out_.append(formatted, static_cast<std::size_t>(len));
+        pending_.push_back(cmd);
+        if (writer_idle_)
+            wake_writer_.cancel();
+        bump(stats.commands_sent);
+    } else {
+        cmd->payload.assign(formatted, static_cast<std::size_t>(len));
+        waiting_.push_back(cmd);
+    }
+    redisFreeCommand(formatted);
 
     co_await cmd->event.async_wait(as_tuple(use_awaitable));
     if (cmd->done) {
@@ -428,11 +441,29 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     lost_.cancel();
 }
 
+void redis_connection::send_waiting()
+{
+    for (auto& cmd : waiting_) {
+        if (cmd->abandoned)
+            continue;  // timed out before it was sent: it never ran
+        out_.append(cmd->payload);
+        cmd->payload.clear();
+        pending_.push_back(std::move(cmd));
+        bump(shared_->stats.commands_sent);
+    }
+    waiting_.clear();
+    if (writer_idle_ && !out_.empty())
+        wake_writer_.cancel();
+}
+
 void redis_connection::fail_pending(error_code ec)
 {
     auto failed = std::move(pending_);
     pending_.clear();
     out_.clear();
+    for (auto& cmd : waiting_)
+        failed.push_back(std::move(cmd));
+    waiting_.clear();
     // writing_ may still be referenced by an aborted write; the next writer clears it.
     for (auto& cmd : failed) {
         if (cmd->abandoned)

@@ -80,6 +80,7 @@ private:
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
     void fail_pending(boost::system::error_code ec);
+    void send_waiting();
     void check_stall();
     void do_shutdown();
 
@@ -91,11 +92,13 @@ private:
     boost::asio::steady_timer backoff_;
     boost::asio::steady_timer connect_deadline_;
     std::deque<std::shared_ptr<pending_command>> pending_;  // awaiting replies, in send order
+    std::deque<std::shared_ptr<pending_command>> waiting_;  // queued during a connect attempt
     std::string out_;      // formatted commands not yet handed to the writer
     std::string writing_;  // the writer's current batch
     std::uint64_t generation_ = 0;  // bumped per connection; stale reader/writer coroutines exit
     bool connected_ = false;        // socket open, reader and writer running
     bool up_ = false;               // connected_ and handshake done
+    bool connecting_ = false;       // a connect attempt (connect + handshake) is under way
     bool writer_idle_ = false;
     bool stopped_ = false;
 };

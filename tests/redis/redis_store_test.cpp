@@ -521,3 +521,13 @@ TEST_CASE("an evicting maxmemory-policy is warned about at start-up")
     CHECK(logged.find("maxmemory-policy is not noeviction") != std::string::npos);
     CHECK(logged.find("\"maxmemory_policy\":\"volatile-lru\"") != std::string::npos);
 }
+
+TEST_CASE("a command issued while the first connection is being made waits for it instead of failing")
+{
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()), false);
+    auto r = f.reserve("", "early", in_flight_record("owner-a"));  // no wait for ready()
+    CHECK_FALSE(r.ec);
+    CHECK(r.acquired);
+    CHECK(f.backend->ready());
+}
