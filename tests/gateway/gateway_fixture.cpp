@@ -85,6 +85,22 @@ gateway_fixture::gateway_fixture(gateway_options options) : store(make_store())
     // A port that was free a moment ago and that nothing here listens on: connect is refused.
     auto dead_port = free_port();
     gateway = std::make_unique<gateway_process>(gateway_yaml(store, upstream.port(), dead_port, options));
+    // "listening" means the sockets are bound; a remote store may still be connecting. Ready
+    // is the event tests need: poll /readyz (bounded) rather than sleep.
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    for (;;) {
+        int status = 0;
+        try {
+            status = http_request(gateway->admin_port(), "GET", "/readyz", {}, {}, 1s).status;
+        } catch (const std::exception&) {
+        }
+        if (status == 200)
+            break;
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("idemgate /readyz did not answer 200 within 10 s (last status " +
+                                     std::to_string(status) + ")");
+        std::this_thread::sleep_for(10ms);
+    }
 }
 
 http_response gateway_fixture::post(const std::string& path, const std::string& key, const std::string& body,

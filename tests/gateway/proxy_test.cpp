@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <sstream>
+#include <thread>
 
 using namespace idemgate::test;
 
@@ -172,13 +173,29 @@ TEST_CASE("admin port answers healthz, readyz and metrics by outcome")
     REQUIRE(f.post("/api/orders", key, R"({"other":1})").status == 409);
     REQUIRE(f.post("/api/orders", "", "{}").status == 201);
 
-    auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
-    REQUIRE(metrics.status == 200);
+    // Outcomes are counted when a request finishes, which may be just after its response
+    // reached us: poll /metrics (bounded) until every counter shows up.
+    const std::vector<std::string> outcomes{"executed", "replayed", "mismatch", "pass_through"};
+    http_response metrics;
+    auto all_counted = [&] {
+        for (auto& o : outcomes)
+            if (metric_value(metrics.body, "idemgate_requests_total{outcome=\"" + o + "\"}") < 1)
+                return false;
+        return true;
+    };
+    auto deadline = std::chrono::steady_clock::now() + 3s;
+    do {
+        metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
+        REQUIRE(metrics.status == 200);
+        if (!all_counted())
+            std::this_thread::sleep_for(10ms);  // poll cadence
+    } while (!all_counted() && std::chrono::steady_clock::now() < deadline);
     INFO(metrics.body);
-    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="executed"})") >= 1);
-    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="replayed"})") >= 1);
-    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="mismatch"})") >= 1);
-    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="pass_through"})") >= 1);
+    for (auto& o : outcomes) {
+        CAPTURE(o);
+        CHECK(metric_value(metrics.body, "idemgate_requests_total{outcome=\"" + o + "\"}") >= 1);
+    }
+    CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="conflict"})") == 0);
 }
 
 TEST_CASE("access log has one JSON line per request with its outcome and tenant")
