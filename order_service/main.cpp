@@ -1,19 +1,17 @@
 // order-service: the sample upstream behind idemgate, with the domain payment guard and the
 // message inbox (the seed's second and third layers). See order_service/README.md.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <csignal>
+#include <cstdio>
+#include <exception>
 #include <idemgate/common/log.hpp>
 #include <idemgate/order_service/http_api.hpp>
 #include <idemgate/order_service/options.hpp>
 #include <idemgate/order_service/order_store.hpp>
 #include <idemgate/order_service/stream_consumer.hpp>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/thread_pool.hpp>
-
-#include <csignal>
-#include <cstdio>
-#include <exception>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -45,7 +43,8 @@ int main(int argc, char** argv)
         boost::system::error_code ec;
         auto address = asio::ip::make_address(options->listen_host, ec);
         if (ec) {
-            std::fprintf(stderr, "order-service: --listen: \"%s\" is not an IP address\n", options->listen_host.c_str());
+            std::fprintf(stderr, "order-service: --listen: \"%s\" is not an IP address\n",
+                         options->listen_host.c_str());
             return 2;
         }
         http_server server(ioc, db_pool, handler, {address, options->listen_port});

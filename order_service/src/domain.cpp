@@ -1,5 +1,4 @@
 #include <idemgate/order_service/domain.hpp>
-
 #include <limits>
 
 namespace idemgate::order_service {
@@ -58,8 +57,7 @@ payment_decision decide_payment(const order& o, const payment_request& p) noexce
         if (p.amount_cents != o.total_cents)
             return payment_decision::amount_mismatch;
         return payment_decision::record_payment;
-    case order_status::cancelled:
-        return payment_decision::invalid_state;
+    case order_status::cancelled: return payment_decision::invalid_state;
     }
     return payment_decision::invalid_state;
 }

@@ -1,10 +1,7 @@
-#include <idemgate/order_service/http_api.hpp>
-
-#include <idemgate/common/log.hpp>
-
 #include <boost/json.hpp>
-
 #include <exception>
+#include <idemgate/common/log.hpp>
+#include <idemgate/order_service/http_api.hpp>
 
 namespace idemgate::order_service {
 namespace {
@@ -103,8 +100,8 @@ bool string_member(const json::object& obj, std::string_view name, std::size_t m
 {
     const auto* v = obj.if_contains(name);
     if (v == nullptr || !v->is_string() || v->as_string().empty() || v->as_string().size() > max_len) {
-        error = bad_request(std::string(name) + " must be a non-empty string of at most " + std::to_string(max_len) +
-                                " characters",
+        error = bad_request(std::string(name) + " must be a non-empty string of at most " +
+                                std::to_string(max_len) + " characters",
                             req.version());
         return false;
     }
@@ -131,7 +128,8 @@ http_response api::handle(const http_request& req)
     } catch (const std::exception& e) {
         // Nothing a client sends should get here; a failure to open a database connection can.
         log::error("handler_exception", {{"error", e.what()}, {"target", std::string_view(req.target())}});
-        return problem(500, "about:blank", "Internal Server Error", "the order service failed", req.version());
+        return problem(500, "about:blank", "Internal Server Error", "the order service failed",
+                       req.version());
     }
 }
 
@@ -191,7 +189,8 @@ http_response api::route(const http_request& req)
         std::string_view rest = target.substr(orders_prefix.size() + 1);
         auto slash = rest.find('/');
         std::string_view id = rest.substr(0, slash);
-        std::string_view action = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+        std::string_view action =
+            slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
         if (action.empty()) {
             if (method != http::verb::get)
                 return problem(405, "about:blank", "Method Not Allowed", "use GET", req.version());
@@ -217,7 +216,8 @@ http_response api::create_order(const http_request& req)
     const auto* items_value = body.if_contains("items");
     if (items_value == nullptr || !items_value->is_array() || items_value->as_array().empty() ||
         items_value->as_array().size() > max_items)
-        return bad_request("items must be a non-empty array of at most 1000 {sku, qty, price_cents}", req.version());
+        return bad_request("items must be a non-empty array of at most 1000 {sku, qty, price_cents}",
+                           req.version());
     std::vector<line_item> items;
     for (const auto& v : items_value->as_array()) {
         const auto* obj = v.if_object();
@@ -249,9 +249,10 @@ http_response api::create_order(const http_request& req)
     order created;
     if (auto ec = store_.create_order(std::move(items), total, "create_order", created))
         return storage_failure(ec, req.version());
-    auto res = json_response(http::status::created,
-                             {{"id", created.id}, {"status", to_string(created.status)}, {"total_cents", created.total_cents}},
-                             req.version());
+    auto res = json_response(
+        http::status::created,
+        {{"id", created.id}, {"status", to_string(created.status)}, {"total_cents", created.total_cents}},
+        req.version());
     res.set(http::field::location, std::string(orders_prefix) + "/" + created.id);
     return res;
 }
@@ -295,16 +296,16 @@ http_response api::pay(const http_request& req, std::string_view order_id, bool 
     case payment_decision::record_payment:
     case payment_decision::already_paid: {
         bool first = result.decision == payment_decision::record_payment;
-        json::object out{{"result", to_string(result.decision)},
-                         {"payment", to_json(*result.recorded)},
-                         {"order", {{"id", o.id}, {"status", to_string(o.status)}, {"total_cents", o.total_cents}}}};
+        json::object out{
+            {"result", to_string(result.decision)},
+            {"payment", to_json(*result.recorded)},
+            {"order", {{"id", o.id}, {"status", to_string(o.status)}, {"total_cents", o.total_cents}}}};
         return json_response(first ? http::status::created : http::status::ok, out, req.version());
     }
     case payment_decision::ref_conflict:
         return problem(409, "urn:idemgate:order-service:payment-conflict", "Payment conflict",
-                       "order " + o.id + " is " + std::string(to_string(o.status)) +
-                           " and provider_ref " + request.provider_ref +
-                           " is not its payment (or is already used by another order)",
+                       "order " + o.id + " is " + std::string(to_string(o.status)) + " and provider_ref " +
+                           request.provider_ref + " is not its payment (or is already used by another order)",
                        req.version());
     case payment_decision::invalid_state:
         return problem(409, "urn:idemgate:order-service:invalid-state", "Invalid order state",
@@ -341,7 +342,8 @@ http_response api::stats(const http_request& req)
         return storage_failure(ec, req.version());
     json::object executions;
     // Always present, so a client can read them without checking.
-    for (const char* name : {"create_order", "pay", "webhook", "inbox_applied", "inbox_duplicate", "inbox_failed"})
+    for (const char* name :
+         {"create_order", "pay", "webhook", "inbox_applied", "inbox_duplicate", "inbox_failed"})
         executions[name] = 0;
     for (const auto& [name, count] : s.executions)
         executions[name] = count;

@@ -1,7 +1,3 @@
-#include <idemgate/order_service/http_api.hpp>
-
-#include <idemgate/common/log.hpp>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -13,8 +9,9 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-
 #include <exception>
+#include <idemgate/common/log.hpp>
+#include <idemgate/order_service/http_api.hpp>
 
 namespace idemgate::order_service {
 namespace {
@@ -48,8 +45,8 @@ asio::awaitable<http_response> run_blocking(asio::thread_pool& pool, Work work)
             });
         });
     };
-    auto result = asio::async_initiate<decltype(asio::use_awaitable), void(http_response)>(std::move(initiate),
-                                                                                          asio::use_awaitable);
+    auto result = asio::async_initiate<decltype(asio::use_awaitable), void(http_response)>(
+        std::move(initiate), asio::use_awaitable);
     http_response res = co_await std::move(result);
     co_return res;
 }
@@ -122,7 +119,8 @@ asio::awaitable<void> http_server::serve(tcp::socket socket)
         } else if (rec == http::error::body_limit) {
             res = problem(413, "about:blank", "Content Too Large", "the request body exceeds the limit");
         } else if (rec == http::error::header_limit) {
-            res = problem(431, "about:blank", "Request Header Fields Too Large", "the request header is too large");
+            res = problem(431, "about:blank", "Request Header Fields Too Large",
+                          "the request header is too large");
         } else if (rec) {
             res = problem(400, "about:blank", "Bad Request", "malformed HTTP request: " + rec.message());
         } else {

@@ -1,6 +1,5 @@
-#include <idemgate/order_service/options.hpp>
-
 #include <charconv>
+#include <idemgate/order_service/options.hpp>
 #include <string_view>
 #include <unistd.h>
 
@@ -40,7 +39,8 @@ const char* usage()
            "  --claim-idle-ms N       XAUTOCLAIM entries pending longer than N ms (default 30000)\n"
            "  --io-threads N          HTTP I/O threads (default 1)\n"
            "  --db-threads N          threads running handlers against SQLite (default 4)\n"
-           "  --crash-after-effect    test hook: exit(1) after the first committed stream effect, before XACK\n"
+           "  --crash-after-effect    test hook: exit(1) after the first committed stream effect, before "
+           "XACK\n"
            "  --help\n";
 }
 

@@ -1,12 +1,8 @@
-#include <idemgate/order_service/order_store.hpp>
-
-#include <idemgate/common/log.hpp>
-
 #include <boost/json.hpp>
-
-#include <sqlite3.h>
-
+#include <idemgate/common/log.hpp>
+#include <idemgate/order_service/order_store.hpp>
 #include <random>
+#include <sqlite3.h>
 
 namespace idemgate::order_service {
 namespace {
@@ -111,7 +107,8 @@ boost::system::error_code load_order(connection& conn, std::string_view id, std:
 {
     out.reset();
     statement st;
-    if (auto ec = conn.prepare("SELECT id, status, total_cents, items, created_at FROM orders WHERE id = ?", st))
+    if (auto ec =
+            conn.prepare("SELECT id, status, total_cents, items, created_at FROM orders WHERE id = ?", st))
         return ec;
     st.bind(1, id);
     bool row = false;
@@ -176,7 +173,8 @@ boost::system::error_code order_store::create_order(std::vector<line_item> items
     o.total_cents = total_cents;
     o.created_at_ms = log::now_unix_ms();
     statement st;
-    if (auto ec = conn->prepare("INSERT INTO orders(id, status, total_cents, items, created_at) VALUES (?,?,?,?,?)", st))
+    if (auto ec = conn->prepare(
+            "INSERT INTO orders(id, status, total_cents, items, created_at) VALUES (?,?,?,?,?)", st))
         return ec;
     st.bind(1, o.id).bind(2, to_string(o.status)).bind(3, o.total_cents).bind(4, items_to_json(o.items));
     st.bind(5, o.created_at_ms);
@@ -246,16 +244,22 @@ payment_result order_store::mark_paid_in(connection& conn, std::string_view orde
     p.source = std::string(to_string(source));
     p.created_at_ms = log::now_unix_ms();
     statement ins;
-    if ((result.ec = conn.prepare("INSERT INTO payments(order_id, amount_cents, provider_ref, source, created_at) "
-                                  "VALUES (?,?,?,?,?)",
-                                  ins)))
+    if ((result.ec =
+             conn.prepare("INSERT INTO payments(order_id, amount_cents, provider_ref, source, created_at) "
+                          "VALUES (?,?,?,?,?)",
+                          ins)))
         return result;
-    ins.bind(1, p.order_id).bind(2, p.amount_cents).bind(3, p.provider_ref).bind(4, p.source).bind(5, p.created_at_ms);
+    ins.bind(1, p.order_id)
+        .bind(2, p.amount_cents)
+        .bind(3, p.provider_ref)
+        .bind(4, p.source)
+        .bind(5, p.created_at_ms);
     auto ec = ins.run();
     if (!ec) {
         p.id = conn.last_insert_rowid();
         statement upd;
-        ec = conn.prepare("UPDATE orders SET status = 'PAID' WHERE id = ? AND status = 'INVENTORY_RESERVED'", upd);
+        ec = conn.prepare("UPDATE orders SET status = 'PAID' WHERE id = ? AND status = 'INVENTORY_RESERVED'",
+                          upd);
         if (!ec)
             ec = upd.bind(1, order_id).run();
         if (!ec && conn.changes() != 1)
@@ -345,7 +349,8 @@ inbox_result order_store::handle_once(std::string_view message_id, const inbox_h
             // The primary key is the last line of defence: an insert that collides fails the
             // whole transaction, effect included.
             statement mark;
-            if ((result.ec = conn->prepare("INSERT INTO inbox(message_id, result, processed_at) VALUES (?,?,?)", mark)))
+            if ((result.ec = conn->prepare(
+                     "INSERT INTO inbox(message_id, result, processed_at) VALUES (?,?,?)", mark)))
                 return result;
             mark.bind(1, message_id).bind(2, handler_result).bind(3, log::now_unix_ms());
             if ((result.ec = mark.run()))

@@ -1,7 +1,5 @@
 #include <idemgate/order_service/sqlite.hpp>
-
 #include <sqlite3.h>
-
 #include <stdexcept>
 
 namespace idemgate::order_service {
@@ -111,7 +109,8 @@ connection::connection(const std::string& path, int busy_timeout_ms)
     sqlite3_busy_timeout(db_, busy_timeout_ms);
     // synchronous=NORMAL in WAL mode: a committed transaction survives a process crash
     // (the crash-before-XACK test relies on that); only an OS crash may lose the last commits.
-    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
+    for (const char* pragma :
+         {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON"}) {
         if (auto ec = exec(pragma))
             throw std::runtime_error(std::string("database ") + path + ": " + pragma + ": " + ec.message());
     }
@@ -187,7 +186,8 @@ void write_transaction::rollback()
 
 // ---- connection_pool ----
 
-connection_pool::connection_pool(std::string path, std::size_t max_idle) : path_(std::move(path)), max_idle_(max_idle)
+connection_pool::connection_pool(std::string path, std::size_t max_idle)
+    : path_(std::move(path)), max_idle_(max_idle)
 {
 }
 

@@ -1,11 +1,8 @@
-#include <idemgate/order_service/stream_consumer.hpp>
-
-#include <idemgate/common/log.hpp>
-
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
 #include <charconv>
+#include <hiredis/hiredis.h>
+#include <idemgate/common/log.hpp>
+#include <idemgate/order_service/stream_consumer.hpp>
 #include <memory>
 #include <unistd.h>
 #include <vector>
@@ -47,8 +44,8 @@ timeval to_timeval(std::chrono::milliseconds ms)
 
 std::string text(const redisReply* r)
 {
-    if (r == nullptr || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS &&
-                         r->type != REDIS_REPLY_ERROR))
+    if (r == nullptr ||
+        (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_ERROR))
         return {};
     return std::string(r->str, r->len);
 }
@@ -98,27 +95,29 @@ bool fail_this_time(const stream_message& message)
 
 inbox_result apply_payment_event(order_store& store, const stream_message& message)
 {
-    return store.handle_once(message.id, [&](connection& conn, std::string& result) -> boost::system::error_code {
-        if (fail_this_time(message))
-            return make_error_code(boost::system::errc::resource_unavailable_try_again);
-        auto field = [&](const char* name) -> std::string {
-            auto it = message.fields.find(name);
-            return it == message.fields.end() ? std::string() : it->second;
-        };
-        payment_request request;
-        std::string order_id = field("order_id");
-        request.provider_ref = field("provider_ref");
-        if (order_id.empty() || request.provider_ref.empty() || !parse_int64(field("amount_cents"), request.amount_cents)) {
-            // A malformed event will never succeed: mark it (so it is not redelivered forever) and log.
-            result = "rejected_malformed";
+    return store.handle_once(
+        message.id, [&](connection& conn, std::string& result) -> boost::system::error_code {
+            if (fail_this_time(message))
+                return make_error_code(boost::system::errc::resource_unavailable_try_again);
+            auto field = [&](const char* name) -> std::string {
+                auto it = message.fields.find(name);
+                return it == message.fields.end() ? std::string() : it->second;
+            };
+            payment_request request;
+            std::string order_id = field("order_id");
+            request.provider_ref = field("provider_ref");
+            if (order_id.empty() || request.provider_ref.empty() ||
+                !parse_int64(field("amount_cents"), request.amount_cents)) {
+                // A malformed event will never succeed: mark it (so it is not redelivered forever) and log.
+                result = "rejected_malformed";
+                return {};
+            }
+            auto paid = order_store::mark_paid_in(conn, order_id, request, payment_source::stream);
+            if (paid.ec)
+                return paid.ec;
+            result = paid.order_found ? std::string(to_string(paid.decision)) : "order_not_found";
             return {};
-        }
-        auto paid = order_store::mark_paid_in(conn, order_id, request, payment_source::stream);
-        if (paid.ec)
-            return paid.ec;
-        result = paid.order_found ? std::string(to_string(paid.decision)) : "order_not_found";
-        return {};
-    });
+        });
 }
 
 stream_consumer::stream_consumer(order_store& store, consumer_options options)
@@ -172,7 +171,8 @@ void stream_consumer::run()
         redisSetTimeout(ctx.get(), to_timeval(block + 2000ms));
 
         // ID 0: entries added before the group existed are delivered too.
-        auto created = command(ctx.get(), {"XGROUP", "CREATE", options_.stream, options_.group, "0", "MKSTREAM"});
+        auto created =
+            command(ctx.get(), {"XGROUP", "CREATE", options_.stream, options_.group, "0", "MKSTREAM"});
         if (!created) {
             log::warn("consumer_connection_lost", {{"error", ctx->errstr}});
             pause(backoff);
@@ -197,7 +197,7 @@ void stream_consumer::run()
             for (const auto& message : batch) {
                 inbox_result r;
                 if (message.fields.empty())
-                    r.outcome = inbox_outcome::duplicate;  // deleted while pending: nothing to apply
+                    r.outcome = inbox_outcome::duplicate; // deleted while pending: nothing to apply
                 else
                     r = apply_payment_event(store_, message);
                 boost::json::object fields{{"id", message.id},
@@ -233,10 +233,9 @@ void stream_consumer::run()
                 // failed ones). Bounded rounds per pass.
                 std::string cursor = "0-0";
                 for (int round = 0; round < 16 && healthy && !stopping_; ++round) {
-                    auto claimed = command(ctx.get(), {"XAUTOCLAIM", options_.stream, options_.group,
-                                                       options_.consumer,
-                                                       std::to_string(options_.claim_min_idle.count()), cursor,
-                                                       "COUNT", count});
+                    auto claimed = command(
+                        ctx.get(), {"XAUTOCLAIM", options_.stream, options_.group, options_.consumer,
+                                    std::to_string(options_.claim_min_idle.count()), cursor, "COUNT", count});
                     if (!claimed) {
                         healthy = false;
                         break;
@@ -256,8 +255,8 @@ void stream_consumer::run()
                     break;
             }
 
-            auto read = command(ctx.get(), {"XREADGROUP", "GROUP", options_.group, options_.consumer, "COUNT", count,
-                                            "BLOCK", block_ms, "STREAMS", options_.stream, ">"});
+            auto read = command(ctx.get(), {"XREADGROUP", "GROUP", options_.group, options_.consumer, "COUNT",
+                                            count, "BLOCK", block_ms, "STREAMS", options_.stream, ">"});
             if (!read) {
                 healthy = false;
                 break;
@@ -268,7 +267,7 @@ void stream_consumer::run()
                 break;
             }
             if (read->type != REDIS_REPLY_ARRAY)
-                continue;  // nil: BLOCK timed out with nothing new
+                continue; // nil: BLOCK timed out with nothing new
             std::vector<stream_message> batch;
             for (std::size_t i = 0; i < read->elements; ++i) {
                 const redisReply* stream = read->element[i];

@@ -3,7 +3,6 @@
 #include "fixture.hpp"
 
 #include <doctest/doctest.h>
-
 #include <stdexcept>
 #include <thread>
 
@@ -18,9 +17,13 @@ std::string gateway_yaml(const std::string& redis_address, std::uint16_t order_s
            "threads: 2\n"
            "store:\n"
            "  type: redis\n"
-           "  redis: { address: \"" + redis_address + "\" }\n"
+           "  redis: { address: \"" +
+           redis_address +
+           "\" }\n"
            "upstreams:\n"
-           "  orders: { address: \"127.0.0.1:" + std::to_string(order_service_port) + "\" }\n"
+           "  orders: { address: \"127.0.0.1:" +
+           std::to_string(order_service_port) +
+           "\" }\n"
            "routes:\n"
            "  - path_prefix: \"/api/\"\n"
            "    upstream: orders\n"
@@ -82,8 +85,9 @@ TEST_CASE_FIXTURE(stack_fixture, "duplicate request runs the handler once")
     CHECK_FALSE(first.raw.has_header("idempotent-replayed"));
     CHECK(executions(direct(), "create_order") == 1);
 
-    auto conflict = call(gw(), "POST", "/api/v1/orders", R"({"items":[{"sku":"pen","qty":1,"price_cents":100}]})",
-                         {{"Idempotency-Key", "key-1"}});
+    auto conflict =
+        call(gw(), "POST", "/api/v1/orders", R"({"items":[{"sku":"pen","qty":1,"price_cents":100}]})",
+             {{"Idempotency-Key", "key-1"}});
     CHECK(conflict.status == 409);
     CHECK(executions(direct(), "create_order") == 1);
 }
@@ -92,9 +96,11 @@ TEST_CASE_FIXTURE(stack_fixture, "duplicate request runs the handler once")
 // (X-Fail-Once, which the gateway forwards like any end-to-end header).
 TEST_CASE_FIXTURE(stack_fixture, "server error is not cached")
 {
-    auto first = call(gw(), "POST", "/api/v1/orders", order_body, {{"Idempotency-Key", "key-1"}, {"X-Fail-Once", "boom"}});
+    auto first = call(gw(), "POST", "/api/v1/orders", order_body,
+                      {{"Idempotency-Key", "key-1"}, {"X-Fail-Once", "boom"}});
     CHECK(first.status == 500);
-    auto second = call(gw(), "POST", "/api/v1/orders", order_body, {{"Idempotency-Key", "key-1"}, {"X-Fail-Once", "boom"}});
+    auto second = call(gw(), "POST", "/api/v1/orders", order_body,
+                       {{"Idempotency-Key", "key-1"}, {"X-Fail-Once", "boom"}});
     CHECK(second.status == 201);
     CHECK_FALSE(second.raw.has_header("idempotent-replayed"));
     CHECK(executions(direct(), "create_order") == 2);
@@ -116,19 +122,20 @@ TEST_CASE_FIXTURE(stack_fixture, "a client retry of a payment is answered by the
     CHECK(retry.status == 201);
     CHECK(retry.raw.header("idempotent-replayed") == "true");
     CHECK(retry.raw.body == first.raw.body);
-    CHECK(executions(direct(), "pay") == 1);  // the service saw it once
+    CHECK(executions(direct(), "pay") == 1); // the service saw it once
     CHECK(payment_count(direct()) == 1);
 }
 
-TEST_CASE_FIXTURE(stack_fixture, "the same payment with a new Idempotency-Key passes the gateway and the guard stops it")
+TEST_CASE_FIXTURE(stack_fixture,
+                  "the same payment with a new Idempotency-Key passes the gateway and the guard stops it")
 {
     std::string id = create_order(direct(), 1000);
     const std::string path = "/api/v1/orders/" + id + "/payments";
     REQUIRE(call(gw(), "POST", path, payment_body(1000, "ref-1"), {{"Idempotency-Key", "K1"}}).status == 201);
     auto again = call(gw(), "POST", path, payment_body(1000, "ref-1"), {{"Idempotency-Key", "K2"}});
     CHECK(again.status == 200);
-    CHECK_FALSE(again.raw.has_header("idempotent-replayed"));  // the gateway did not stop it...
-    CHECK(member(again.body, "result") == "already_paid");     // ...the domain guard did
+    CHECK_FALSE(again.raw.has_header("idempotent-replayed")); // the gateway did not stop it...
+    CHECK(member(again.body, "result") == "already_paid");    // ...the domain guard did
     CHECK(executions(direct(), "pay") == 2);
     CHECK(payment_count(direct()) == 1);
 }
@@ -156,7 +163,8 @@ TEST_CASE_FIXTURE(stack_fixture, "stream events: a redelivery is skipped by the 
     // The provider's event for the same payment arrives on the stream: a new message, so the
     // inbox lets it through and the guard answers already_paid.
     INFO("order-service output:\n" << output(service.process()));
-    std::string event = xadd(redis, "payments", {"order_id", id, "amount_cents", "1000", "provider_ref", "ref-1"});
+    std::string event =
+        xadd(redis, "payments", {"order_id", id, "amount_cents", "1000", "provider_ref", "ref-1"});
     auto line = service.wait_for_message(event, "applied");
     REQUIRE(line);
     CHECK(line->find("\"result\":\"already_paid\"") != std::string::npos);
@@ -165,14 +173,16 @@ TEST_CASE_FIXTURE(stack_fixture, "stream events: a redelivery is skipped by the 
     // Redelivery of one message ID (a broker's at-least-once): a second event is applied and
     // acknowledged, then made pending again as if the broker had delivered it to a consumer that
     // died, and the service reclaims it.
-    std::string again_id = xadd(redis, "payments", {"order_id", id, "amount_cents", "1000", "provider_ref", "ref-1"});
+    std::string again_id =
+        xadd(redis, "payments", {"order_id", id, "amount_cents", "1000", "provider_ref", "ref-1"});
     auto applied = service.wait_for_message(again_id, "applied");
     REQUIRE(applied);
     // Wait for its XACK (it follows the log line), or the XCLAIM below could race it.
     REQUIRE(wait_pending(redis, "payments", "order-service", 0) == 0);
     // Put it back in the pending list under a consumer that never acknowledges, as a broker does
     // after a consumer crash: XCLAIM with FORCE re-creates the pending entry.
-    std::string claimed = redis.command({"XCLAIM", "payments", "order-service", "ghost", "0", again_id, "FORCE"});
+    std::string claimed =
+        redis.command({"XCLAIM", "payments", "order-service", "ghost", "0", again_id, "FORCE"});
     REQUIRE(claimed.find(again_id) != std::string::npos);
     auto skipped = service.wait_for_message(again_id, "duplicate");
     REQUIRE(skipped);

@@ -1,13 +1,11 @@
 // The domain layer: the payment guard (the seed's MarkPaid) as a pure rule and against the
 // SQLite store, including the race the seed says a unique constraint must back.
-#include <idemgate/order_service/domain.hpp>
-#include <idemgate/order_service/order_store.hpp>
-
 #include "idemgate/test/harness.hpp"
 
-#include <doctest/doctest.h>
-
 #include <atomic>
+#include <doctest/doctest.h>
+#include <idemgate/order_service/domain.hpp>
+#include <idemgate/order_service/order_store.hpp>
 #include <thread>
 #include <vector>
 
@@ -63,7 +61,7 @@ TEST_CASE("domain guard makes payment idempotent")
 
     auto first = store.mark_paid(id, p, payment_source::api, "pay");
     REQUIRE_FALSE(first.ec);
-    CHECK(first.decision == payment_decision::record_payment);  // not "already paid"
+    CHECK(first.decision == payment_decision::record_payment); // not "already paid"
 
     auto repeat = store.mark_paid(id, p, payment_source::api, "pay");
     REQUIRE_FALSE(repeat.ec);
@@ -76,7 +74,7 @@ TEST_CASE("domain guard makes payment idempotent")
     other.provider_ref = "ref-2";
     auto conflict = store.mark_paid(id, other, payment_source::api, "pay");
     REQUIRE_FALSE(conflict.ec);
-    CHECK(conflict.decision == payment_decision::ref_conflict);  // the seed's ErrInvalidState
+    CHECK(conflict.decision == payment_decision::ref_conflict); // the seed's ErrInvalidState
 
     store_stats stats;
     REQUIRE_FALSE(store.stats(stats));
@@ -123,14 +121,15 @@ TEST_CASE("a provider reference already used on another order is a conflict (UNI
     order_store store(dir.path() + "/orders.db");
     std::string a = new_order(store, 1000);
     std::string b = new_order(store, 1000);
-    CHECK(store.mark_paid(a, {1000, "ref-1"}, payment_source::api, "pay").decision == payment_decision::record_payment);
+    CHECK(store.mark_paid(a, {1000, "ref-1"}, payment_source::api, "pay").decision ==
+          payment_decision::record_payment);
     auto r = store.mark_paid(b, {1000, "ref-1"}, payment_source::api, "pay");
     REQUIRE_FALSE(r.ec);
     CHECK(r.decision == payment_decision::ref_conflict);
     std::optional<order> after;
     REQUIRE_FALSE(store.find_order(b, after));
     REQUIRE(after);
-    CHECK(after->status == order_status::inventory_reserved);  // the savepoint undid the attempt
+    CHECK(after->status == order_status::inventory_reserved); // the savepoint undid the attempt
     store_stats stats;
     REQUIRE_FALSE(store.stats(stats));
     CHECK(stats.payments == 1);

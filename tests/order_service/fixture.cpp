@@ -21,8 +21,9 @@ order_service_process::order_service_process(const service_flags& flags)
 {
     std::vector<std::string> args{"--listen", "127.0.0.1:0", "--db", flags.db_path};
     if (!flags.redis.empty()) {
-        for (const std::string& a : {std::string("--redis"), flags.redis, std::string("--consumer"), flags.consumer,
-                                     std::string("--claim-idle-ms"), std::to_string(flags.claim_idle_ms)})
+        for (const std::string& a :
+             {std::string("--redis"), flags.redis, std::string("--consumer"), flags.consumer,
+              std::string("--claim-idle-ms"), std::to_string(flags.claim_idle_ms)})
             args.push_back(a);
     }
     if (flags.crash_after_effect)
@@ -36,14 +37,16 @@ order_service_process::order_service_process(const service_flags& flags)
     port_ = static_cast<std::uint16_t>(std::stoul(line->substr(pos + 10)));
     if (!flags.redis.empty()) {
         auto ready = proc_->wait_for_line(
-            [](const std::string& l) { return l.find("\"msg\":\"consumer_ready\"") != std::string::npos; }, 10s);
+            [](const std::string& l) { return l.find("\"msg\":\"consumer_ready\"") != std::string::npos; },
+            10s);
         if (!ready)
             throw std::runtime_error("order-service consumer did not get ready; output:\n" + joined(*proc_));
     }
 }
 
 std::optional<std::string> order_service_process::wait_for_message(const std::string& message_id,
-                                                                    const std::string& outcome, milliseconds timeout)
+                                                                   const std::string& outcome,
+                                                                   milliseconds timeout)
 {
     const std::string id_field = "\"id\":\"" + message_id + "\"";
     const std::string outcome_field = "\"outcome\":\"" + outcome + "\"";
@@ -55,8 +58,8 @@ std::optional<std::string> order_service_process::wait_for_message(const std::st
         timeout);
 }
 
-json_reply call(std::uint16_t port, const std::string& method, const std::string& path, const std::string& body,
-                const std::vector<std::pair<std::string, std::string>>& headers)
+json_reply call(std::uint16_t port, const std::string& method, const std::string& path,
+                const std::string& body, const std::vector<std::pair<std::string, std::string>>& headers)
 {
     auto all_headers = headers;
     if (!body.empty())
@@ -73,8 +76,8 @@ json_reply call(std::uint16_t port, const std::string& method, const std::string
 
 std::string create_order(std::uint16_t port, std::int64_t total_cents)
 {
-    boost::json::object body{
-        {"items", boost::json::array{boost::json::object{{"sku", "sku-1"}, {"qty", 1}, {"price_cents", total_cents}}}}};
+    boost::json::object body{{"items", boost::json::array{boost::json::object{
+                                           {"sku", "sku-1"}, {"qty", 1}, {"price_cents", total_cents}}}}};
     auto reply = call(port, "POST", "/api/v1/orders", boost::json::serialize(body));
     if (reply.status != 201)
         throw std::runtime_error("create order answered " + reply.raw.raw);
@@ -111,7 +114,8 @@ std::string member(const boost::json::value& v, const std::string& name)
 
 std::string payment_body(std::int64_t amount_cents, const std::string& provider_ref)
 {
-    return boost::json::serialize(boost::json::object{{"amount_cents", amount_cents}, {"provider_ref", provider_ref}});
+    return boost::json::serialize(
+        boost::json::object{{"amount_cents", amount_cents}, {"provider_ref", provider_ref}});
 }
 
 std::string xadd(redis_server& redis, const std::string& stream, const std::vector<std::string>& fields)

@@ -4,11 +4,10 @@
 #include "idemgate/test/harness.hpp"
 
 #include <boost/json.hpp>
-
 #include <csignal>
 #include <cstdint>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +19,7 @@ using namespace idemgate::test;
 // is non-empty the stream consumer is on and the constructor also waits for "consumer_ready".
 struct service_flags {
     std::string db_path;
-    std::string redis;           // host:port, "" = no consumer
+    std::string redis; // host:port, "" = no consumer
     std::string consumer = "c1";
     long claim_idle_ms = 30000;
     bool crash_after_effect = false;
@@ -42,12 +41,13 @@ private:
 
 struct json_reply {
     int status = 0;
-    boost::json::value body;  // null when the body is not JSON
+    boost::json::value body; // null when the body is not JSON
     http_response raw;
 };
 
 json_reply call(std::uint16_t port, const std::string& method, const std::string& path,
-                const std::string& body = {}, const std::vector<std::pair<std::string, std::string>>& headers = {});
+                const std::string& body = {},
+                const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // Creates an order of `total_cents` (one item) through `port`; returns its id.
 std::string create_order(std::uint16_t port, std::int64_t total_cents);

@@ -1,12 +1,10 @@
 // The message layer: the inbox dedupes by message ID, in the same transaction as the effect.
-#include <idemgate/order_service/order_store.hpp>
-#include <idemgate/order_service/stream_consumer.hpp>
-
 #include "idemgate/test/harness.hpp"
 
-#include <doctest/doctest.h>
-
 #include <atomic>
+#include <doctest/doctest.h>
+#include <idemgate/order_service/order_store.hpp>
+#include <idemgate/order_service/stream_consumer.hpp>
 #include <thread>
 #include <vector>
 
@@ -21,21 +19,21 @@ TEST_CASE("inbox skips redelivery and retries failures")
     std::atomic<int> calls{0};
     order_store::inbox_handler handle = [&](connection&, std::string& result) -> boost::system::error_code {
         if (calls.fetch_add(1) + 1 == 1)
-            return make_error_code(boost::system::errc::io_error);  // "handler failed"
+            return make_error_code(boost::system::errc::io_error); // "handler failed"
         result = "done";
         return {};
     };
 
     auto failed = store.handle_once("m-1", handle);
-    CHECK(failed.outcome == inbox_outcome::failed);  // not delivered
+    CHECK(failed.outcome == inbox_outcome::failed); // not delivered
     CHECK(failed.ec);
 
     auto retry = store.handle_once("m-1", handle);
-    CHECK(retry.outcome == inbox_outcome::applied);  // delivered
+    CHECK(retry.outcome == inbox_outcome::applied); // delivered
     CHECK_FALSE(retry.ec);
 
     auto redelivery = store.handle_once("m-1", handle);
-    CHECK(redelivery.outcome == inbox_outcome::duplicate);  // not delivered again
+    CHECK(redelivery.outcome == inbox_outcome::duplicate); // not delivered again
     CHECK(redelivery.result == "done");
     CHECK(calls == 2);
 }
@@ -46,12 +44,13 @@ TEST_CASE("a failed handler leaves none of its writes behind")
     order_store store(dir.path() + "/orders.db");
     order created;
     REQUIRE_FALSE(store.create_order({{"sku-1", 1, 1000}}, 1000, "create_order", created));
-    auto r = store.handle_once("m-1", [&](connection& conn, std::string& result) -> boost::system::error_code {
-        auto paid = order_store::mark_paid_in(conn, created.id, {1000, "ref-1"}, payment_source::stream);
-        REQUIRE(paid.decision == payment_decision::record_payment);
-        result = "paid";
-        return make_error_code(boost::system::errc::io_error);  // fails after its effect
-    });
+    auto r =
+        store.handle_once("m-1", [&](connection& conn, std::string& result) -> boost::system::error_code {
+            auto paid = order_store::mark_paid_in(conn, created.id, {1000, "ref-1"}, payment_source::stream);
+            REQUIRE(paid.decision == payment_decision::record_payment);
+            result = "paid";
+            return make_error_code(boost::system::errc::io_error); // fails after its effect
+        });
     CHECK(r.outcome == inbox_outcome::failed);
     std::optional<order> after;
     REQUIRE_FALSE(store.find_order(created.id, after));
@@ -73,11 +72,12 @@ TEST_CASE("32 concurrent redeliveries of one message apply it once")
         order_store setup(path);
         REQUIRE_FALSE(setup.create_order({{"sku-1", 2, 500}}, 1000, "create_order", created));
     }
-    stream_message message{"1700000000000-0",
-                           {{"order_id", created.id}, {"amount_cents", "1000"}, {"provider_ref", "ref-stream"}}};
+    stream_message message{
+        "1700000000000-0",
+        {{"order_id", created.id}, {"amount_cents", "1000"}, {"provider_ref", "ref-stream"}}};
 
     constexpr int n = 32;
-    std::vector<std::unique_ptr<order_store>> stores;  // separate connections, like separate consumers
+    std::vector<std::unique_ptr<order_store>> stores; // separate connections, like separate consumers
     for (int i = 0; i < n; ++i)
         stores.push_back(std::make_unique<order_store>(path, 1));
     std::atomic<int> applied{0}, duplicate{0}, failed{0};
@@ -122,8 +122,8 @@ TEST_CASE("a new message ID with the same content is a new message that the doma
     auto second = apply_payment_event(store, {"2-0", fields});
     CHECK(first.outcome == inbox_outcome::applied);
     CHECK(first.result == "paid");
-    CHECK(second.outcome == inbox_outcome::applied);  // the inbox does not know it
-    CHECK(second.result == "already_paid");           // the guard does
+    CHECK(second.outcome == inbox_outcome::applied); // the inbox does not know it
+    CHECK(second.result == "already_paid");          // the guard does
     store_stats stats;
     REQUIRE_FALSE(store.stats(stats));
     CHECK(stats.payments == 1);
@@ -134,7 +134,8 @@ TEST_CASE("a malformed payment event is marked rejected instead of being redeliv
 {
     temp_dir dir;
     order_store store(dir.path() + "/orders.db");
-    auto r = apply_payment_event(store, {"1-0", {{"order_id", "o"}, {"amount_cents", "ten"}, {"provider_ref", "r"}}});
+    auto r = apply_payment_event(
+        store, {"1-0", {{"order_id", "o"}, {"amount_cents", "ten"}, {"provider_ref", "r"}}});
     CHECK(r.outcome == inbox_outcome::applied);
     CHECK(r.result == "rejected_malformed");
     CHECK(apply_payment_event(store, {"1-0", {}}).outcome == inbox_outcome::duplicate);

@@ -1,9 +1,8 @@
 // The order service over real sockets: its HTTP API and the domain guard behind every door.
 #include "fixture.hpp"
 
-#include <doctest/doctest.h>
-
 #include <atomic>
+#include <doctest/doctest.h>
 #include <thread>
 
 using namespace idemgate::order_service_test;
@@ -32,8 +31,9 @@ void check_problem(const json_reply& reply, int status)
 
 TEST_CASE_FIXTURE(service_fixture, "an order is created in INVENTORY_RESERVED and can be read back")
 {
-    auto created = call(port(), "POST", "/api/v1/orders",
-                        R"({"items":[{"sku":"a","qty":2,"price_cents":250},{"sku":"b","qty":1,"price_cents":500}]})");
+    auto created =
+        call(port(), "POST", "/api/v1/orders",
+             R"({"items":[{"sku":"a","qty":2,"price_cents":250},{"sku":"b","qty":1,"price_cents":500}]})");
     REQUIRE(created.status == 201);
     std::string id = member(created.body, "id");
     CHECK_FALSE(id.empty());
@@ -52,19 +52,23 @@ TEST_CASE_FIXTURE(service_fixture, "bad requests get RFC 9457 problems")
 {
     check_problem(call(port(), "POST", "/api/v1/orders", "{not json"), 400);
     check_problem(call(port(), "POST", "/api/v1/orders", R"({"items":[]})"), 400);
-    check_problem(call(port(), "POST", "/api/v1/orders", R"({"items":[{"sku":"a","qty":0,"price_cents":1}]})"), 400);
-    check_problem(call(port(), "POST", "/api/v1/orders", R"({"items":[{"sku":"a","qty":1,"price_cents":100}],"total_cents":99})"),
+    check_problem(
+        call(port(), "POST", "/api/v1/orders", R"({"items":[{"sku":"a","qty":0,"price_cents":1}]})"), 400);
+    check_problem(call(port(), "POST", "/api/v1/orders",
+                       R"({"items":[{"sku":"a","qty":1,"price_cents":100}],"total_cents":99})"),
                   422);
     check_problem(call(port(), "GET", "/api/v1/orders/ord_missing"), 404);
     check_problem(call(port(), "POST", "/api/v1/orders/ord_missing/payments", payment_body(1, "r")), 404);
-    check_problem(call(port(), "POST", "/webhooks/payments", R"({"order_id":"ord_missing","amount_cents":1,"provider_ref":"r"})"),
+    check_problem(call(port(), "POST", "/webhooks/payments",
+                       R"({"order_id":"ord_missing","amount_cents":1,"provider_ref":"r"})"),
                   404);
     std::string id = create_order(port(), 1000);
     check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments", "[1,2]"), 400);
-    check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments", R"({"amount_cents":"1000","provider_ref":"r"})"),
+    check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments",
+                       R"({"amount_cents":"1000","provider_ref":"r"})"),
                   400);
     check_problem(call(port(), "GET", "/no/such/path"), 404);
-    CHECK(executions(port(), "create_order") == 1);  // the invalid ones never reached the store
+    CHECK(executions(port(), "create_order") == 1); // the invalid ones never reached the store
     CHECK(payment_count(port()) == 0);
 }
 
@@ -105,7 +109,8 @@ TEST_CASE_FIXTURE(service_fixture, "a cancelled order refuses payment with 409")
 {
     std::string id = create_order(port(), 1000);
     REQUIRE(call(port(), "POST", "/api/v1/orders/" + id + "/cancel").status == 200);
-    check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1")), 409);
+    check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1")),
+                  409);
     CHECK(payment_count(port()) == 0);
 }
 
@@ -121,7 +126,8 @@ TEST_CASE_FIXTURE(service_fixture, "32 concurrent identical payments make exactl
             while (!go.load())
                 std::this_thread::yield();
             try {
-                auto r = call(port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-race"));
+                auto r = call(port(), "POST", "/api/v1/orders/" + id + "/payments",
+                              payment_body(1000, "ref-race"));
                 if (r.status == 201)
                     ++created;
                 else if (r.status == 200 && member(r.body, "result") == "already_paid")
@@ -146,7 +152,8 @@ TEST_CASE_FIXTURE(service_fixture, "32 concurrent identical payments make exactl
 TEST_CASE_FIXTURE(service_fixture, "a webhook after the API payment is recognised as already paid")
 {
     std::string id = create_order(port(), 1000);
-    REQUIRE(call(port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1")).status == 201);
+    REQUIRE(call(port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1")).status ==
+            201);
     auto hook = call(port(), "POST", "/webhooks/payments",
                      R"({"order_id":")" + id + R"(","amount_cents":1000,"provider_ref":"ref-1"})");
     CHECK(hook.status == 200);
@@ -164,7 +171,7 @@ TEST_CASE_FIXTURE(service_fixture, "X-Fail-Once fails the first request with a t
     auto ok = call(port(), "POST", "/api/v1/orders", R"({"items":[{"sku":"a","qty":1,"price_cents":1}]})",
                    {{"X-Fail-Once", "t-1"}});
     CHECK(ok.status == 201);
-    CHECK(executions(port(), "create_order") == 2);  // both ran; only the second had an effect
+    CHECK(executions(port(), "create_order") == 2); // both ran; only the second had an effect
     CHECK(call(port(), "GET", "/stats").body.as_object().at("orders").as_int64() == 1);
 }
 
@@ -175,13 +182,14 @@ TEST_CASE("the service keeps its data across a restart on the same database")
     {
         order_service_process first({dir.path() + "/orders.db"});
         id = create_order(first.port(), 1000);
-        REQUIRE(call(first.port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1")).status ==
-                201);
+        REQUIRE(call(first.port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1"))
+                    .status == 201);
         first.process().signal(SIGTERM);
         CHECK(first.process().wait_exit() == 0);
     }
     order_service_process second({dir.path() + "/orders.db"});
-    auto repeat = call(second.port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1"));
+    auto repeat =
+        call(second.port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "ref-1"));
     CHECK(repeat.status == 200);
     CHECK(member(repeat.body, "result") == "already_paid");
 }

@@ -66,7 +66,7 @@ TEST_CASE("stream: a consumer killed after the effect but before XACK does not a
     auto redelivered = second.wait_for_message(id, "duplicate");
     REQUIRE(redelivered);
     CHECK(redelivered->find("\"delivery\":\"claimed\"") != std::string::npos);
-    CHECK(redelivered->find("\"result\":\"paid\"") != std::string::npos);  // the first result, not a new one
+    CHECK(redelivered->find("\"result\":\"paid\"") != std::string::npos); // the first result, not a new one
     CHECK(wait_pending(redis, stream, group, 0) == 0);
     CHECK(payment_count(second.port()) == 1);
     CHECK(executions(second.port(), "inbox_applied") == 1);
@@ -98,8 +98,9 @@ TEST_CASE("stream: a payment event for an order paid through the API is already 
     temp_dir dir;
     order_service_process service({dir.path() + "/orders.db", redis.address(), "c1", 200});
     std::string order_id = create_order(service.port(), 1000);
-    REQUIRE(call(service.port(), "POST", "/api/v1/orders/" + order_id + "/payments", payment_body(1000, "ref-1")).status ==
-            201);
+    REQUIRE(
+        call(service.port(), "POST", "/api/v1/orders/" + order_id + "/payments", payment_body(1000, "ref-1"))
+            .status == 201);
     std::string id = xadd(redis, stream, payment_fields(order_id, "ref-1"));
     auto line = service.wait_for_message(id, "applied");
     REQUIRE(line);

@@ -29,7 +29,7 @@ struct payment {
     std::int64_t id = 0;
     std::string order_id;
     std::int64_t amount_cents = 0;
-    std::string provider_ref;  // the payment provider's reference: the business natural key
+    std::string provider_ref; // the payment provider's reference: the business natural key
     std::string source;
     std::int64_t created_at_ms = 0;
 };
@@ -51,11 +51,11 @@ struct payment_request {
 
 // What the guard decides for a payment request against the order as it is now.
 enum class payment_decision {
-    record_payment,   // INVENTORY_RESERVED and the amount matches: take it, order becomes PAID
-    already_paid,     // PAID with this provider_ref: the same business fact again; no new payment
-    ref_conflict,     // PAID with another provider_ref: state conflict (409)
-    invalid_state,    // any other state (e.g. CANCELLED): 409
-    amount_mismatch,  // amount differs from the order total: 422
+    record_payment,  // INVENTORY_RESERVED and the amount matches: take it, order becomes PAID
+    already_paid,    // PAID with this provider_ref: the same business fact again; no new payment
+    ref_conflict,    // PAID with another provider_ref: state conflict (409)
+    invalid_state,   // any other state (e.g. CANCELLED): 409
+    amount_mismatch, // amount differs from the order total: 422
 };
 
 std::string_view to_string(payment_decision d) noexcept;

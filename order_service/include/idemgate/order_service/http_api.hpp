@@ -1,16 +1,14 @@
 #pragma once
 // The order service's HTTP API: a blocking request -> response function (runs on the database
 // thread pool) and the Beast/Asio coroutine server that carries requests to it.
-#include <idemgate/order_service/order_store.hpp>
-
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-
 #include <chrono>
+#include <idemgate/order_service/order_store.hpp>
 #include <mutex>
 #include <string>
 #include <unordered_set>

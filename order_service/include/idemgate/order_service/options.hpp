@@ -1,8 +1,7 @@
 #pragma once
 // The order-service command line.
-#include <idemgate/order_service/stream_consumer.hpp>
-
 #include <cstdint>
+#include <idemgate/order_service/stream_consumer.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -11,9 +10,9 @@ namespace idemgate::order_service {
 
 struct service_options {
     std::string listen_host = "127.0.0.1";
-    std::uint16_t listen_port = 8081;      // 0 = any free port (the bound one is logged)
+    std::uint16_t listen_port = 8081; // 0 = any free port (the bound one is logged)
     std::string db_path = "order-service.db";
-    bool consume = false;                  // true when --redis is given
+    bool consume = false; // true when --redis is given
     consumer_options consumer;
     unsigned io_threads = 1;
     unsigned db_threads = 4;

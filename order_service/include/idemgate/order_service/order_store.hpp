@@ -2,13 +2,11 @@
 // Orders, payments, the message inbox and the execution counters, persisted in SQLite.
 // Every method blocks (SQLite is synchronous): call them from a thread that may block,
 // never from an io_context thread.
-#include <idemgate/order_service/domain.hpp>
-#include <idemgate/order_service/sqlite.hpp>
-
 #include <boost/system/error_code.hpp>
-
 #include <cstdint>
 #include <functional>
+#include <idemgate/order_service/domain.hpp>
+#include <idemgate/order_service/sqlite.hpp>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,24 +16,24 @@ namespace idemgate::order_service {
 
 // The answer of the payment guard once it has run against the stored order.
 struct payment_result {
-    boost::system::error_code ec;         // storage failed: nothing was decided or written
+    boost::system::error_code ec; // storage failed: nothing was decided or written
     bool order_found = false;
     payment_decision decision = payment_decision::invalid_state;
-    std::optional<payment> recorded;      // the new payment (paid) or the existing one (already_paid)
-    order current;                        // the order after the decision
+    std::optional<payment> recorded; // the new payment (paid) or the existing one (already_paid)
+    order current;                   // the order after the decision
 };
 
 enum class inbox_outcome {
-    applied,    // first delivery of this message ID: the handler ran and its effect committed
-    duplicate,  // this message ID was already applied: the handler did not run
-    failed,     // the handler (or storage) failed: nothing was marked, a redelivery will retry
+    applied,   // first delivery of this message ID: the handler ran and its effect committed
+    duplicate, // this message ID was already applied: the handler did not run
+    failed,    // the handler (or storage) failed: nothing was marked, a redelivery will retry
 };
 std::string_view to_string(inbox_outcome o) noexcept;
 
 struct inbox_result {
     inbox_outcome outcome = inbox_outcome::failed;
-    boost::system::error_code ec;  // set when outcome == failed
-    std::string result;            // what the handler recorded (for a duplicate: the first result)
+    boost::system::error_code ec; // set when outcome == failed
+    std::string result;           // what the handler recorded (for a duplicate: the first result)
 };
 
 // Execution counters and totals shown by GET /stats.
@@ -65,8 +63,8 @@ public:
 
     // The same guard inside a transaction the caller already holds on `conn` (the inbox uses it
     // so that the effect and the inbox mark commit together).
-    static payment_result mark_paid_in(connection& conn, std::string_view order_id, const payment_request& request,
-                                       payment_source source);
+    static payment_result mark_paid_in(connection& conn, std::string_view order_id,
+                                       const payment_request& request, payment_source source);
 
     // INVENTORY_RESERVED -> CANCELLED. `found`/`cancelled` say what happened.
     boost::system::error_code cancel_order(std::string_view order_id, bool& found, bool& cancelled);

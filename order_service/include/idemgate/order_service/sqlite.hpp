@@ -2,14 +2,13 @@
 // A thin RAII layer over the SQLite C API: one connection per thread at a time, prepared
 // statements, and SQLite result codes as boost::system::error_code (no exceptions on the data path).
 #include <boost/system/error_code.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -95,7 +94,9 @@ public:
 
     class lease {
     public:
-        lease(connection_pool& pool, std::unique_ptr<connection> conn) : pool_(&pool), conn_(std::move(conn)) {}
+        lease(connection_pool& pool, std::unique_ptr<connection> conn) : pool_(&pool), conn_(std::move(conn))
+        {
+        }
         lease(lease&&) noexcept = default;
         lease& operator=(lease&&) noexcept = default;
         ~lease();

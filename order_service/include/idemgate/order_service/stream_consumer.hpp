@@ -1,11 +1,10 @@
 #pragma once
 // The message layer: payment events read from a Redis Stream with a consumer group, applied
 // through the inbox (message ID dedupe) and the domain guard, acknowledged after commit.
-#include <idemgate/order_service/order_store.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <idemgate/order_service/order_store.hpp>
 #include <map>
 #include <mutex>
 #include <set>
@@ -20,10 +19,10 @@ struct consumer_options {
     std::string stream = "payments";
     std::string group = "order-service";
     std::string consumer = "order-service-1";
-    std::chrono::milliseconds claim_min_idle{30000};  // XAUTOCLAIM pending entries idle this long
-    std::chrono::milliseconds block{1000};            // XREADGROUP BLOCK (bounds stop latency)
+    std::chrono::milliseconds claim_min_idle{30000}; // XAUTOCLAIM pending entries idle this long
+    std::chrono::milliseconds block{1000};           // XREADGROUP BLOCK (bounds stop latency)
     std::chrono::milliseconds connect_timeout{1000};
-    std::size_t batch = 16;                           // COUNT per read/claim
+    std::size_t batch = 16; // COUNT per read/claim
     // Test hook: _exit(1) right after the first committed effect, before XACK, as a crash would.
     bool crash_after_effect = false;
 };
