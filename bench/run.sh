@@ -105,12 +105,17 @@ start() {
 pid_of() { local v="pid_${1//-/_}"; echo "${!v}"; }
 
 declare -A taken_ports=()
+# Ports come from below the kernel's ephemeral range: a port there can be held by an outgoing
+# connection (refusing connects yet failing bind), and wrk opens many.
+read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || ephemeral_low=32768
+port_base=10000 port_span=$((ephemeral_low - 10000))
+((port_span >= 1000)) || port_base=61000 port_span=4000
 # pick_port VAR: sets VAR to a loopback port nothing listens on (a connect is refused) and that
 # was not handed out before. Not a subshell, so taken_ports remembers it.
 pick_port() {
     local port i
     for ((i = 0; i < 200; i++)); do
-        port=$((20000 + RANDOM % 40000))
+        port=$((port_base + RANDOM % port_span))
         [[ -n ${taken_ports[$port]:-} ]] && continue
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
             taken_ports[$port]=1
@@ -234,7 +239,7 @@ declare -A sanity=() # target -> "ok" or the reason it is not
 body='{"item":"book","qty":1}'
 post() { # port key -> headers+body of the answer
     curl -s -i --max-time 5 -X POST -H 'Content-Type: application/json' -H "Idempotency-Key: $2" \
-        --data-binary "$body" "http://127.0.0.1:$1/api/orders"
+        --data-binary "$body" "http://127.0.0.1:$1/api/orders" || echo "curl failed with status $?"
 }
 check_replay() { # target port replay_header_regex
     local target=$1 port=$2 marker=$3 first second key="sanity-$run_id"
@@ -338,6 +343,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
             verdict="FAIL: $upstream_delta replays reached the upstream"
         elif [[ $scenario = first_execution || $scenario = proxy ]] && ((upstream_delta < reqs)); then
             verdict="FAIL: upstream served $upstream_delta of $reqs requests"
+        elif [[ $scenario = mixed_* ]] && ((upstream_delta > reqs / 5)); then
+            verdict="FAIL: upstream served $upstream_delta of $reqs requests (10 % expected)"
         elif ((socket_errors > reqs / 1000)); then
             verdict="FAIL: $socket_errors socket errors"
         fi
@@ -531,7 +538,7 @@ json=$RESULTS_DIR/$stamp.json
 if command -v gnuplot >/dev/null; then
     awk -F'\t' '$8 == "ok" { printf "\"%s\\n%s\" %s\n", $1, $2, $3 }' "$summary" >"$work/chart.dat"
     gnuplot <<EOF 2>"$work/gnuplot.err" || say "gnuplot failed: $(cat "$work/gnuplot.err")"
-set terminal svg size 1100,520 dynamic font "sans,11" background rgb "white"
+set terminal svg size 1100,520 dynamic noenhanced font "sans,11" background rgb "white"
 set output "$RESULTS_DIR/latest.svg"
 set title "idemgate bench $stamp: req/s, median of $ROUNDS (wrk -t$WRK_THREADS -c$CONNECTIONS, $(nproc) cores)"
 set style data histograms
@@ -544,7 +551,7 @@ set key off
 set ylabel "requests / second"
 set yrange [0:*]
 set bmargin 7
-plot "$work/chart.dat" using 2:xtic(1) lc rgb "#3b6ea8"
+plot "$work/chart.dat" using 2:xtic(1) notitle lc rgb "#3b6ea8"
 EOF
 fi
 
