@@ -1,6 +1,9 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/record_codec.hpp>
 
+#include <boost/beast/http/status.hpp>
+
+#include <array>
 #include <cstdint>
 #include <limits>
 
@@ -36,14 +39,81 @@ int hex_value(char c)
     return -1;  // upper case is not packed: it would not round-trip
 }
 
-bool is_packable_hex(std::string_view s)
+bool is_lower_hex(std::string_view s)
 {
-    if (s.size() != 2 * packed_hex_size)
-        return false;
     for (char c : s)
         if (hex_value(c) < 0)
             return false;
     return true;
+}
+
+bool is_packable_hex(std::string_view s)
+{
+    return s.size() == 2 * packed_hex_size && is_lower_hex(s);
+}
+
+void put_packed_hex(std::string& out, std::string_view hex)
+{
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+        out.push_back(static_cast<char>(hex_value(hex[i]) << 4 | hex_value(hex[i + 1])));
+}
+
+void expand_hex(std::string_view packed, std::string& out)
+{
+    static constexpr char digits[] = "0123456789abcdef";
+    out.resize(2 * packed.size());
+    for (std::size_t i = 0; i < packed.size(); ++i) {
+        auto b = static_cast<unsigned char>(packed[i]);
+        out[2 * i] = digits[b >> 4];
+        out[2 * i + 1] = digits[b & 0xf];
+    }
+}
+
+// The owner token: varint(n << 1 | 1) + n packed bytes when it is lower-case hex of even
+// length (the gateway's tokens), else varint(len << 1) + the bytes. Deterministic, so the
+// owner prefix of a token is always the same bytes.
+void put_token(std::string& out, std::string_view token)
+{
+    if (!token.empty() && token.size() % 2 == 0 && is_lower_hex(token)) {
+        put_varint(out, (token.size() / 2) << 1 | 1);
+        put_packed_hex(out, token);
+    } else {
+        put_varint(out, token.size() << 1);
+        out.append(token);
+    }
+}
+
+// Header names seen on almost every response are one byte: varint(index << 1 | 1). Others are
+// varint(len << 1) + the bytes. Names are stored exactly as received, so both spellings are
+// listed. Append only: the index is part of the stored format.
+constexpr std::array<std::string_view, 40> common_header_names{
+    "Content-Type", "Content-Length", "Date", "Server", "Location", "ETag", "Cache-Control",
+    "Set-Cookie", "Last-Modified", "Vary", "Content-Encoding", "Content-Language", "Expires",
+    "X-Request-Id", "X-Request-ID", "Link", "Retry-After", "Strict-Transport-Security",
+    "Access-Control-Allow-Origin", "X-Content-Type-Options",
+    "content-type", "content-length", "date", "server", "location", "etag", "cache-control",
+    "set-cookie", "last-modified", "vary", "content-encoding", "content-language", "expires",
+    "x-request-id", "x-correlation-id", "link", "retry-after", "strict-transport-security",
+    "access-control-allow-origin", "x-content-type-options"};
+
+void put_header_name(std::string& out, std::string_view name)
+{
+    for (std::size_t i = 0; i < common_header_names.size(); ++i)
+        if (common_header_names[i] == name) {
+            put_varint(out, i << 1 | 1);
+            return;
+        }
+    put_varint(out, name.size() << 1);
+    out.append(name);
+}
+
+// The reason phrase is omitted when it is the standard one for the status.
+std::string_view standard_reason(unsigned status)
+{
+    namespace http = boost::beast::http;
+    if (status > 999 || http::int_to_status(status) == http::status::unknown)
+        return {};
+    return http::obsolete_reason(http::int_to_status(status));
 }
 
 // Reads from a byte range; every read checks the remaining size first.
@@ -86,6 +156,45 @@ public:
         return true;
     }
 
+    // varint(n << 1 | packed) then n bytes; packed bytes are expanded to lower-case hex.
+    bool token(std::string& out)
+    {
+        std::uint64_t v = 0;
+        std::string_view bytes;
+        if (!varint(v) || !raw_checked(v >> 1, bytes))
+            return false;
+        if (v & 1)
+            expand_hex(bytes, out);
+        else
+            out.assign(bytes);
+        return true;
+    }
+
+    bool header_name(std::string& out)
+    {
+        std::uint64_t v = 0;
+        if (!varint(v))
+            return false;
+        if (v & 1) {
+            if ((v >> 1) >= common_header_names.size())
+                return false;
+            out.assign(common_header_names[v >> 1]);
+            return true;
+        }
+        std::string_view bytes;
+        if (!raw_checked(v >> 1, bytes))
+            return false;
+        out.assign(bytes);
+        return true;
+    }
+
+    bool raw_checked(std::uint64_t n, std::string_view& out)
+    {
+        if (n > rest_.size())
+            return false;
+        return raw(static_cast<std::size_t>(n), out);
+    }
+
     bool raw(std::size_t n, std::string_view& out)
     {
         if (n > rest_.size())
@@ -108,7 +217,7 @@ bool decode_into(std::string_view bytes, record& r)
     unsigned char version = 0;
     if (!in.byte(version) || version != record_codec_version)
         return false;
-    if (!in.bytes(r.owner_token))
+    if (!in.token(r.owner_token))
         return false;
 
     unsigned char state = 0;
@@ -134,13 +243,7 @@ bool decode_into(std::string_view bytes, record& r)
         std::string_view packed;
         if (!in.raw(packed_hex_size, packed))
             return false;
-        static constexpr char digits[] = "0123456789abcdef";
-        r.fingerprint.resize(2 * packed_hex_size);
-        for (std::size_t i = 0; i < packed_hex_size; ++i) {
-            auto b = static_cast<unsigned char>(packed[i]);
-            r.fingerprint[2 * i] = digits[b >> 4];
-            r.fingerprint[2 * i + 1] = digits[b & 0xf];
-        }
+        expand_hex(packed, r.fingerprint);
     } else {
         return false;
     }
@@ -149,12 +252,19 @@ bool decode_into(std::string_view bytes, record& r)
     if (r.state == record_state::in_flight)
         return in.done();
 
-    std::uint64_t status = 0;
-    if (!in.varint(status) || status > std::numeric_limits<unsigned>::max())
+    std::uint64_t status_and_flag = 0;
+    if (!in.varint(status_and_flag) || (status_and_flag >> 1) > std::numeric_limits<unsigned>::max())
         return false;
-    r.response.status = static_cast<unsigned>(status);
-    if (!in.bytes(r.response.reason))
-        return false;
+    r.response.status = static_cast<unsigned>(status_and_flag >> 1);
+    if (status_and_flag & 1) {
+        if (!in.bytes(r.response.reason))
+            return false;
+    } else {
+        auto reason = standard_reason(r.response.status);
+        if (reason.empty())
+            return false;  // the encoder never omits a reason it cannot restore
+        r.response.reason.assign(reason);
+    }
     std::uint64_t count = 0;
     // Each header costs at least two bytes, so a count above remaining/2 is garbage: this
     // bounds the reserve() below by the input size.
@@ -162,7 +272,7 @@ bool decode_into(std::string_view bytes, record& r)
         return false;
     r.response.headers.resize(static_cast<std::size_t>(count));
     for (auto& h : r.response.headers)
-        if (!in.bytes(h.name) || !in.bytes(h.value))
+        if (!in.header_name(h.name) || !in.bytes(h.value))
             return false;
     if (!in.bytes(r.response.body))
         return false;
@@ -182,24 +292,26 @@ void encode_record(const record& r, std::string& out)
     out.reserve(out.size() + size_hint);
 
     out.push_back(static_cast<char>(record_codec_version));
-    put_bytes(out, r.owner_token);
+    put_token(out, r.owner_token);
     out.push_back(static_cast<char>(r.state));
     put_varint(out, static_cast<std::uint64_t>(r.created_unix_ms));
     if (is_packable_hex(r.fingerprint)) {
         out.push_back(static_cast<char>(fingerprint_packed_hex));
-        for (std::size_t i = 0; i < packed_hex_size; ++i)
-            out.push_back(static_cast<char>(hex_value(r.fingerprint[2 * i]) << 4 | hex_value(r.fingerprint[2 * i + 1])));
+        put_packed_hex(out, r.fingerprint);
     } else {
         out.push_back(static_cast<char>(fingerprint_raw));
         put_bytes(out, r.fingerprint);
     }
     if (r.state != record_state::completed)
         return;
-    put_varint(out, r.response.status);
-    put_bytes(out, r.response.reason);
+    auto reason = standard_reason(r.response.status);
+    bool custom_reason = reason.empty() || r.response.reason != reason;
+    put_varint(out, static_cast<std::uint64_t>(r.response.status) << 1 | (custom_reason ? 1 : 0));
+    if (custom_reason)
+        put_bytes(out, r.response.reason);
     put_varint(out, r.response.headers.size());
     for (const auto& h : r.response.headers) {
-        put_bytes(out, h.name);
+        put_header_name(out, h.name);
         put_bytes(out, h.value);
     }
     put_bytes(out, r.response.body);
@@ -225,7 +337,7 @@ std::string owner_prefix(std::string_view owner_token)
 {
     std::string out;
     out.push_back(static_cast<char>(record_codec_version));
-    put_bytes(out, owner_token);
+    put_token(out, owner_token);
     return out;
 }
 

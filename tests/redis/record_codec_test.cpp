@@ -84,6 +84,8 @@ TEST_CASE("an in-flight record round-trips and carries no response")
     CHECK(decoded(bytes) == r);
     // version + token + state + created + packed fingerprint: small by design (issue 5).
     CHECK(bytes.size() <= 1 + 1 + 3 + 1 + 1 + 1 + 32);
+    r.owner_token = "0123456789abcdef0123456789abcdef";  // the gateway's tokens pack to 16 bytes
+    CHECK(encode_record(r).size() <= 1 + 1 + 16 + 1 + 1 + 1 + 32);
 }
 
 TEST_CASE("empty body, empty headers and binary headers round-trip")
@@ -110,6 +112,49 @@ TEST_CASE("a hex fingerprint is packed and an upper-case or odd one is kept as i
     CHECK(decoded(encode_record(r)) == r);
 }
 
+TEST_CASE("tokens, reasons and header names round-trip in every spelling")
+{
+    auto r = sample_completed();
+    for (const std::string& token : std::vector<std::string>{"", "0", "00", "abcdef", "ABCDEF", "abcdeg", std::string(300, 'a'), std::string("\0a", 2)}) {
+        r.owner_token = token;
+        CHECK(decoded(encode_record(r)) == r);
+        CHECK(encode_record(r).starts_with(owner_prefix(token)));
+    }
+    for (std::string reason : {"Created", "created", "", "Whatever", "OK"}) {
+        r.response.reason = reason;
+        CHECK(decoded(encode_record(r)) == r);
+    }
+    for (unsigned status : {0u, 99u, 200u, 299u, 599u, 1000u, 4000000000u}) {
+        r.response.status = status;
+        r.response.reason = "";
+        CHECK(decoded(encode_record(r)) == r);
+        r.response.reason = "OK";
+        CHECK(decoded(encode_record(r)) == r);
+    }
+    r.response.headers = {{"Content-Type", "a"}, {"content-type", "b"}, {"CONTENT-TYPE", "c"},
+                          {"x-correlation-id", "d"}, {"", ""}, {"Date", "Sun, 29 Nov 2026 12:00:00 GMT"}};
+    CHECK(decoded(encode_record(r)) == r);
+}
+
+TEST_CASE("a header name index beyond the table and a dropped unknown reason are record_corrupt")
+{
+    record out;
+    auto r = sample_completed();
+    r.response.reason = "Created";
+    r.response.headers = {{"Content-Type", "v"}};
+    r.response.body = "";
+    auto bytes = encode_record(r);
+    // ... | varint count=1 | name index (1 byte) | value len 1 | 'v' | body len 0
+    auto name_pos = bytes.size() - 4;
+    REQUIRE(bytes[name_pos] == '\x01');  // index 0, tagged
+    bytes[name_pos] = '\x7f';             // index 63: beyond the table
+    CHECK(decode_record(bytes, out) == error::record_corrupt);
+
+    r.response.status = 299;  // no standard phrase: the reason must be stored
+    r.response.reason = "Whatever";
+    CHECK(decoded(encode_record(r)) == r);
+}
+
 TEST_CASE("negative and extreme timestamps round-trip")
 {
     auto r = sample_completed();
@@ -127,8 +172,9 @@ TEST_CASE("completed record overhead beyond the response bytes is small")
     for (const auto& h : r.response.headers)
         response_bytes += h.name.size() + h.value.size();
     auto overhead = encode_record(r).size() - response_bytes;
-    // Fixed part ~50 bytes (packed fingerprint 32) + token + two length bytes per header.
-    CHECK(overhead <= 56 + r.owner_token.size() + 2 * r.response.headers.size());
+    // Fixed part ~60 bytes (packed token 16, packed fingerprint 32) + two bytes per header;
+    // "Created" and "content-type" are not stored at all.
+    CHECK(overhead <= 60 + 2 * r.response.headers.size());
 }
 
 TEST_CASE("the owner prefix starts every encoding of a record with that token")

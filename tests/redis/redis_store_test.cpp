@@ -531,3 +531,70 @@ TEST_CASE("a command issued while the first connection is being made waits for i
     CHECK(r.acquired);
     CHECK(f.backend->ready());
 }
+
+TEST_CASE("a stored record costs Redis at most its response size plus 200 bytes")
+{
+    // issue 5: "Redis memory per stored record <= response size + 200 bytes", measured by
+    // bench/run.sh with INFO memory over many records against the bench upstream's answer
+    // (nginx `return 201` with a small JSON body; response size = the bytes curl -i shows).
+    // Same here, with the headers the gateway keeps and UUID-sized keys.
+    redis_server redis;
+    store_fixture f(redis_config_for(redis.port()));
+    constexpr int n = 20000;
+    auto used_memory = [&] {
+        auto info = redis.command({"INFO", "memory"});
+        auto pos = info.find("used_memory:");
+        REQUIRE(pos != std::string::npos);
+        return std::stoll(info.substr(pos + 12));
+    };
+    store::stored_response response;
+    response.status = 201;
+    response.reason = "Created";
+    response.headers = {{"Server", "nginx/1.22.1"},
+                        {"Date", "Sun, 29 Nov 2026 12:00:00 GMT"},
+                        {"Content-Type", "application/json"},
+                        {"Content-Length", "33"}};
+    response.body = R"({"id":"ord_1","status":"created"})";
+    std::string on_the_wire = "HTTP/1.1 201 Created\r\n";
+    for (const auto& h : response.headers)
+        on_the_wire += h.name + ": " + h.value + "\r\n";
+    on_the_wire += "Connection: keep-alive\r\n\r\n" + response.body;
+    const std::size_t response_size = on_the_wire.size();
+
+    auto before = used_memory();
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; ++i) {
+        char uuid[40];
+        std::snprintf(uuid, sizeof uuid, "%08x-1111-4222-8333-%012x", i * 2654435761u, i);
+        keys.push_back(uuid);
+    }
+    constexpr int batch = 500;
+    for (int start = 0; start < n; start += batch) {
+        std::vector<std::future<boost::system::error_code>> futures;
+        for (int i = start; i < start + batch; ++i)
+            futures.push_back(asio::co_spawn(
+                f.io.context(),
+                [&, i]() -> asio::awaitable<boost::system::error_code> {
+                    store::scope s{"", keys[i]};
+                    auto token = "0123456789abcdef0123456789ab" + std::to_string(10000 + i).substr(1);
+                    auto rec = in_flight_record(token, fingerprint_of(keys[i]));
+                    auto r = co_await f.session->reserve(s, rec, 30s);
+                    if (r.ec || !r.acquired)
+                        co_return r.ec ? r.ec : make_error_code(error::not_owner);
+                    rec.state = record_state::completed;
+                    rec.response = response;
+                    co_return co_await f.session->complete(s, rec, 3600s);
+                },
+                asio::use_future));
+        int ok = 0;
+        for (auto& fut : futures) {
+            REQUIRE(fut.wait_for(10s) == std::future_status::ready);
+            ok += !fut.get();
+        }
+        REQUIRE(ok == batch);
+    }
+    auto per_record = static_cast<double>(used_memory() - before) / n;
+    MESSAGE("redis bytes per record: " << per_record << ", response size: " << response_size
+                                       << ", overhead: " << per_record - static_cast<double>(response_size));
+    CHECK(per_record <= static_cast<double>(response_size) + 200);
+}
