@@ -8,7 +8,7 @@
 
 namespace idemgate::test {
 
-store_under_test make_store()
+store_under_test make_store(const gateway_options& options)
 {
     store_under_test store;
     const char* choice = std::getenv("IDEMGATE_TEST_STORE");
@@ -17,16 +17,16 @@ store_under_test make_store()
         store.redis = std::make_unique<redis_server>();
         store.yaml = "store:\n"
                      "  type: redis\n"
-                     "  on_failure: reject\n"
+                     "  on_failure: " + options.on_failure + "\n"
                      "  redis:\n"
                      "    address: \"" + store.redis->address() + "\"\n"
                      "    key_prefix: idemgate-test\n";
     } else if (kind == "memory") {
         store.yaml = "store:\n"
                      "  type: memory\n"
-                     "  on_failure: reject\n"
+                     "  on_failure: " + options.on_failure + "\n"
                      "  memory:\n"
-                     "    max_entries: 10000\n";
+                     "    max_entries: " + std::to_string(options.memory_max_entries) + "\n";
     } else {
         throw std::runtime_error("IDEMGATE_TEST_STORE must be memory or redis, not " + kind);
     }
@@ -54,8 +54,8 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
             "    idempotency:\n"
             "      methods: [POST, PATCH]\n"
             "      key_header: Idempotency-Key\n"
-            "      lock_ttl: 30s\n"
-            "      record_ttl: 24h\n";
+            "      lock_ttl: " + options.lock_ttl + "\n"
+            "      record_ttl: " + options.record_ttl + "\n";
     yaml += options.idempotency_extra;
     yaml += "  - path_prefix: \"/tenant/\"\n"
             "    upstream: orders\n"
@@ -80,7 +80,7 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
     return yaml;
 }
 
-gateway_fixture::gateway_fixture(gateway_options options) : store(make_store())
+gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(options))
 {
     // A port that was free a moment ago and that nothing here listens on: connect is refused.
     auto dead_port = free_port();
@@ -128,6 +128,18 @@ http_response gateway_request(std::uint16_t port, const std::string& method, con
                               const std::string& body)
 {
     return http_request(port, method, path, headers, body, io_timeout);
+}
+
+std::string gateway_fixture::break_store()
+{
+    if (store.redis) {
+        store.redis->stop(true);
+        return "redis-server killed";
+    }
+    auto filler = post("/api/orders", unique_key("filler"), "{}");
+    if (filler.status != 201)
+        throw std::runtime_error("break_store: filling the memory store answered " + filler.raw);
+    return "memory store full (max_entries 1)";
 }
 
 bool is_problem(const http_response& res, int status)

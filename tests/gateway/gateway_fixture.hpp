@@ -16,11 +16,12 @@ struct store_under_test {
     std::string yaml;  // top-level "store:" block, newline-terminated
 };
 
-// memory, or redis when IDEMGATE_TEST_STORE=redis.
-store_under_test make_store();
-
 // Knobs a test may turn; each string is a block of YAML lines inserted as described.
 struct gateway_options {
+    std::string on_failure = "reject";      // store.on_failure
+    std::size_t memory_max_entries = 10000; // store.memory.max_entries (memory store only)
+    std::string lock_ttl = "30s";           // /api/ route
+    std::string record_ttl = "24h";         // /api/ route
     std::string idempotency_extra;  // extra keys for the /api/ route's idempotency block (6-space indent)
     std::string limits;             // keys under limits: (2-space indent)
     std::string timeouts;           // keys under timeouts: (2-space indent)
@@ -33,6 +34,9 @@ struct gateway_options {
 //   /strict/  -> upstream, idempotency with required: true
 //   /down/    -> an upstream address nobody listens on, idempotency on
 //   /plain/   -> upstream, no idempotency
+// memory, or redis when IDEMGATE_TEST_STORE=redis.
+store_under_test make_store(const gateway_options& options = {});
+
 std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port,
                          std::uint16_t dead_port, const gateway_options& options);
 
@@ -53,6 +57,9 @@ public:
                        std::vector<std::pair<std::string, std::string>> headers = {});
     // Waits (bounded) until the upstream has executed `count` requests; false on timeout.
     bool wait_for_executions(long count, milliseconds timeout = 5s);
+    // Makes the store fail from now on: stops redis, or fills a memory store created with
+    // memory_max_entries = 1 (one recorded key); returns a description for messages.
+    std::string break_store();
 };
 
 // Socket timeout for every client call in these tests: the gateway answers in milliseconds, so

@@ -1,0 +1,180 @@
+// Failure paths: TTLs, store failures, slow or stalled clients, oversized upstream answers.
+#include "gateway_fixture.hpp"
+
+#include <doctest/doctest.h>
+
+#include <thread>
+
+using namespace idemgate::test;
+
+TEST_SUITE("resilience")
+{
+
+TEST_CASE("a record expires after record_ttl and the key runs again")
+{
+    gateway_options options;
+    options.record_ttl = "500ms";
+    gateway_fixture f(options);
+    const std::string key = unique_key("ttl");
+    auto first = f.post("/api/orders", key, "{}");
+    REQUIRE(first.status == 201);
+    auto start = std::chrono::steady_clock::now();
+    CHECK(f.post("/api/orders", key, "{}").header("idempotent-replayed") == "true");
+
+    // Bounded wait for the expiry itself (the event is the passing of record_ttl).
+    http_response later;
+    auto deadline = start + 5s;
+    do {
+        std::this_thread::sleep_for(100ms);
+        later = f.post("/api/orders", key, "{}");
+    } while (later.header("idempotent-replayed") == "true" && std::chrono::steady_clock::now() < deadline);
+    CHECK(later.status == 201);
+    CHECK(later.header("idempotent-replayed") != "true");
+    CHECK(std::chrono::steady_clock::now() - start >= 400ms);
+    CHECK(f.executions() == 2);
+}
+
+TEST_CASE("a reservation expires after lock_ttl and a late writer cannot overwrite the new record")
+{
+    gateway_options options;
+    options.lock_ttl = "300ms";
+    gateway_fixture f(options);
+    const std::string key = unique_key("lock");
+
+    // The first call holds the lock far longer than lock_ttl.
+    http_response slow;
+    std::thread slow_client([&] {
+        try {
+            slow = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "1500"}});
+        } catch (const std::exception&) {
+        }
+    });
+    REQUIRE(f.wait_for_executions(1));
+
+    // While the lock lives: 409. After it expires a retry takes the key and runs.
+    http_response retry;
+    auto deadline = std::chrono::steady_clock::now() + 1200ms;
+    do {
+        retry = f.post("/api/orders", key, "{}");
+        if (retry.status == 409)
+            std::this_thread::sleep_for(50ms);
+    } while (retry.status == 409 && std::chrono::steady_clock::now() < deadline);
+    CHECK(retry.status == 201);
+    CHECK(retry.header("x-upstream-execution") == "2");
+    slow_client.join();
+
+    // The first call finished after losing its lock: its completion must not replace the record.
+    auto replay = f.post("/api/orders", key, "{}");
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay.header("x-upstream-execution") == "2");
+    CHECK(replay.body == retry.body);
+    CHECK(f.executions() == 2);
+}
+
+TEST_CASE("store failure with on_failure reject answers 503 without calling the upstream")
+{
+    gateway_options options;
+    options.on_failure = "reject";
+    options.memory_max_entries = 1;
+    gateway_fixture f(options);
+    auto how = f.break_store();
+    CAPTURE(how);
+    auto before = f.executions();
+
+    auto res = f.post("/api/orders", unique_key("nostore"), "{}");
+    CHECK(is_problem(res, 503));
+    CHECK(f.executions() == before);
+
+    // Requests that never touch the store are unaffected.
+    CHECK(f.post("/api/orders", "", "{}").status == 201);
+    CHECK(f.executions() == before + 1);
+}
+
+TEST_CASE("store failure with on_failure pass_through forwards unprotected")
+{
+    gateway_options options;
+    options.on_failure = "pass_through";
+    options.memory_max_entries = 1;
+    gateway_fixture f(options);
+    auto how = f.break_store();
+    CAPTURE(how);
+    auto before = f.executions();
+
+    const std::string key = unique_key("bypass");
+    auto a = f.post("/api/orders", key, "{}");
+    auto b = f.post("/api/orders", key, "{}");
+    CHECK(a.status == 201);
+    CHECK(b.status == 201);
+    CHECK(b.header("idempotent-replayed") != "true");
+    CHECK(f.executions() == before + 2);
+}
+
+TEST_CASE("upstream answer above max_response_body is a 502 and is not recorded")
+{
+    gateway_options options;
+    options.limits = "  max_response_body: 4KiB\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("huge");
+    auto huge = f.post("/api/orders", key, "{}", {{"X-Test-Body-Size", "20000"}});
+    CHECK(huge.status == 502);
+    CHECK(is_problem(huge, 502));
+
+    auto retry = f.post("/api/orders", key, "{}", {{"X-Test-Body-Size", "100"}});
+    CHECK(retry.status == 201);
+    CHECK(retry.header("idempotent-replayed") != "true");
+    CHECK(retry.body == std::string(100, 'x'));
+    CHECK(f.executions() == 2);
+}
+
+TEST_CASE("a client that stalls inside the header is cut off after header_read")
+{
+    gateway_options options;
+    options.timeouts = "  header_read: 300ms\n";
+    gateway_fixture f(options);
+    http_connection conn(f.port(), io_timeout);
+    auto start = std::chrono::steady_clock::now();
+    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: stall\r\n");
+    CHECK(conn.closed_by_peer(3s));
+    CHECK(std::chrono::steady_clock::now() - start >= 250ms);
+    CHECK(f.executions() == 0);
+}
+
+TEST_CASE("a client that stalls inside the body is cut off and its key is not held")
+{
+    gateway_options options;
+    options.timeouts = "  body_read: 300ms\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("stall-body");
+    {
+        http_connection conn(f.port(), io_timeout);
+        conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                      "\r\nContent-Length: 10\r\n\r\n{}");
+        CHECK(conn.closed_by_peer(3s));
+    }
+    CHECK(f.executions() == 0);
+    auto ok = f.post("/api/orders", key, "0123456789");
+    CHECK(ok.status == 201);
+    CHECK(ok.header("idempotent-replayed") != "true");
+}
+
+TEST_CASE("an idle keep-alive connection is closed after timeouts.idle")
+{
+    gateway_options options;
+    options.timeouts = "  idle: 300ms\n";
+    gateway_fixture f(options);
+    http_connection conn(f.port(), io_timeout);
+    CHECK(conn.request("GET", "/api/orders/1").status == 201);
+    auto start = std::chrono::steady_clock::now();
+    CHECK(conn.closed_by_peer(3s));
+    CHECK(std::chrono::steady_clock::now() - start >= 200ms);
+}
+
+TEST_CASE("a path no route matches gets a 404 problem and reaches no upstream")
+{
+    gateway_fixture f;
+    auto res = f.post("/nowhere", unique_key("404"), "{}");
+    CHECK(is_problem(res, 404));
+    CHECK(f.executions() == 0);
+}
+
+} // TEST_SUITE
