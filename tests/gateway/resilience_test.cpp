@@ -45,7 +45,7 @@ TEST_CASE("a reservation expires after lock_ttl and a late writer cannot overwri
     http_response slow;
     std::thread slow_client([&] {
         try {
-            slow = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "1500"}});
+            slow = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "2500"}});
         } catch (const std::exception&) {
         }
     });
@@ -53,7 +53,7 @@ TEST_CASE("a reservation expires after lock_ttl and a late writer cannot overwri
 
     // While the lock lives: 409. After it expires a retry takes the key and runs.
     http_response retry;
-    auto deadline = std::chrono::steady_clock::now() + 1200ms;
+    auto deadline = std::chrono::steady_clock::now() + 2000ms;
     do {
         retry = f.post("/api/orders", key, "{}");
         if (retry.status == 409)
