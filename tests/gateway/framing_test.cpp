@@ -10,30 +10,31 @@ namespace {
 
 struct smuggling_shape {
     const char* name;
-    std::string head;  // request line + header lines, without the final CRLF
+    std::string head; // request line + header lines, without the final CRLF
     std::string body;
     bool allow_501 = false;
 };
 
 } // namespace
 
-TEST_SUITE("framing")
-{
+TEST_SUITE_BEGIN("framing");
 
 TEST_CASE("every request smuggling shape gets 400 and the connection is closed")
 {
     gateway_fixture f;
     const std::string key = unique_key("smuggle");
-    const std::string start = "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key + "\r\n";
+    const std::string start =
+        "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key + "\r\n";
     const std::string chunked_body = "5\r\nhello\r\n0\r\n\r\n";
     std::vector<smuggling_shape> shapes{
         {"Content-Length then Transfer-Encoding",
          start + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", chunked_body},
         {"Transfer-Encoding then Content-Length",
          start + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", chunked_body},
-        {"Transfer-Encoding gzip, chunked", start + "Transfer-Encoding: gzip, chunked\r\n", chunked_body, true},
-        {"Transfer-Encoding chunked, chunked", start + "Transfer-Encoding: chunked, chunked\r\n", chunked_body,
+        {"Transfer-Encoding gzip, chunked", start + "Transfer-Encoding: gzip, chunked\r\n", chunked_body,
          true},
+        {"Transfer-Encoding chunked, chunked", start + "Transfer-Encoding: chunked, chunked\r\n",
+         chunked_body, true},
         {"Transfer-Encoding on two lines",
          start + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", chunked_body, true},
         {"Transfer-Encoding identity", start + "Transfer-Encoding: identity\r\n", "hello", true},
@@ -79,7 +80,8 @@ TEST_CASE("a smuggled second request is never forwarded")
     gateway_fixture f;
     http_connection conn(f.port(), io_timeout);
     // Classic CL.TE: a front end trusting Content-Length would forward the tail as a request.
-    const std::string smuggled = "0\r\n\r\nPOST /api/smuggled HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+    const std::string smuggled =
+        "0\r\n\r\nPOST /api/smuggled HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
     std::string error;
     http_response res;
     try {
@@ -111,8 +113,8 @@ TEST_CASE("oversize body gets 413 before anything is reserved")
     {
         http_connection conn(f.port(), io_timeout);
         conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
-                      "\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" + std::string(1024, 'b') + "\r\n400\r\n" +
-                      std::string(1024, 'b') + "\r\n0\r\n\r\n");
+                      "\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" + std::string(1024, 'b') +
+                      "\r\n400\r\n" + std::string(1024, 'b') + "\r\n0\r\n\r\n");
         CHECK(is_problem(conn.read_response(), 413));
     }
     SUBCASE("without a key")
@@ -144,4 +146,4 @@ TEST_CASE("big header gets 431 before anything is reserved")
     CHECK(f.executions() == 1);
 }
 
-} // TEST_SUITE
+TEST_SUITE_END();

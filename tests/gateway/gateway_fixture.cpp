@@ -13,71 +13,72 @@ store_under_test make_store(const gateway_options& options)
     store_under_test store;
     const char* choice = std::getenv("IDEMGATE_TEST_STORE");
     std::string kind = choice ? choice : "memory";
+    std::string& y = store.yaml;
+    y = "store:\n";
+    y += "  type: " + kind + "\n";
+    y += "  on_failure: " + options.on_failure + "\n";
     if (kind == "redis") {
         store.redis = std::make_unique<redis_server>();
-        store.yaml = "store:\n"
-                     "  type: redis\n"
-                     "  on_failure: " + options.on_failure + "\n"
-                     "  redis:\n"
-                     "    address: \"" + store.redis->address() + "\"\n"
-                     "    key_prefix: idemgate-test\n";
+        y += "  redis:\n";
+        y += "    address: \"" + store.redis->address() + "\"\n";
+        y += "    key_prefix: idemgate-test\n";
     } else if (kind == "memory") {
-        store.yaml = "store:\n"
-                     "  type: memory\n"
-                     "  on_failure: " + options.on_failure + "\n"
-                     "  memory:\n"
-                     "    max_entries: " + std::to_string(options.memory_max_entries) + "\n";
+        y += "  memory:\n";
+        y += "    max_entries: " + std::to_string(options.memory_max_entries) + "\n";
     } else {
         throw std::runtime_error("IDEMGATE_TEST_STORE must be memory or redis, not " + kind);
     }
     return store;
 }
 
-std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port,
-                         std::uint16_t dead_port, const gateway_options& options)
+std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port, std::uint16_t dead_port,
+                         const gateway_options& options)
 {
-    std::string up = "\"127.0.0.1:" + std::to_string(upstream_port) + "\"";
-    std::string yaml = "listen: \"${LISTEN}\"\n"
-                       "admin_listen: \"${ADMIN}\"\n"
-                       "threads: 2\n"
-                       "access_log: true\n";
-    yaml += options.top_level;
-    yaml += store.yaml;
-    yaml += "upstreams:\n"
-            "  orders:\n"
-            "    address: " + up + "\n"
-            "  nowhere:\n"
-            "    address: \"127.0.0.1:" + std::to_string(dead_port) + "\"\n";
-    yaml += "routes:\n"
-            "  - path_prefix: \"/api/\"\n"
-            "    upstream: orders\n"
-            "    idempotency:\n"
-            "      methods: [POST, PATCH]\n"
-            "      key_header: Idempotency-Key\n"
-            "      lock_ttl: " + options.lock_ttl + "\n"
-            "      record_ttl: " + options.record_ttl + "\n";
-    yaml += options.idempotency_extra;
-    yaml += "  - path_prefix: \"/tenant/\"\n"
-            "    upstream: orders\n"
-            "    idempotency:\n"
-            "      methods: [POST]\n"
-            "      tenant_header: X-Tenant-ID\n"
-            "  - path_prefix: \"/strict/\"\n"
-            "    upstream: orders\n"
-            "    idempotency:\n"
-            "      methods: [POST]\n"
-            "      required: true\n"
-            "  - path_prefix: \"/down/\"\n"
-            "    upstream: nowhere\n"
-            "    idempotency:\n"
-            "      methods: [POST]\n"
-            "  - path_prefix: \"/plain/\"\n"
-            "    upstream: orders\n";
+    std::string y;
+    y += "listen: \"${LISTEN}\"\n";
+    y += "admin_listen: \"${ADMIN}\"\n";
+    y += "threads: 2\n";
+    y += "access_log: true\n";
+    y += options.top_level;
+    y += store.yaml;
+
+    y += "upstreams:\n";
+    y += "  orders:\n";
+    y += "    address: \"127.0.0.1:" + std::to_string(upstream_port) + "\"\n";
+    y += "  nowhere:\n";
+    y += "    address: \"127.0.0.1:" + std::to_string(dead_port) + "\"\n";
+
+    y += "routes:\n";
+    y += "  - path_prefix: \"/api/\"\n";
+    y += "    upstream: orders\n";
+    y += "    idempotency:\n";
+    y += "      methods: [POST, PATCH]\n";
+    y += "      key_header: Idempotency-Key\n";
+    y += "      lock_ttl: " + options.lock_ttl + "\n";
+    y += "      record_ttl: " + options.record_ttl + "\n";
+    y += options.idempotency_extra;
+    y += "  - path_prefix: \"/tenant/\"\n";
+    y += "    upstream: orders\n";
+    y += "    idempotency:\n";
+    y += "      methods: [POST]\n";
+    y += "      tenant_header: X-Tenant-ID\n";
+    y += "  - path_prefix: \"/strict/\"\n";
+    y += "    upstream: orders\n";
+    y += "    idempotency:\n";
+    y += "      methods: [POST]\n";
+    y += "      required: true\n";
+    y += "  - path_prefix: \"/down/\"\n";
+    y += "    upstream: nowhere\n";
+    y += "    idempotency:\n";
+    y += "      methods: [POST]\n";
+    y += "  - path_prefix: \"/plain/\"\n";
+    y += "    upstream: orders\n";
+
     if (!options.limits.empty())
-        yaml += "limits:\n" + options.limits;
+        y += "limits:\n" + options.limits;
     if (!options.timeouts.empty())
-        yaml += "timeouts:\n" + options.timeouts;
-    return yaml;
+        y += "timeouts:\n" + options.timeouts;
+    return y;
 }
 
 gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(options))
@@ -118,7 +119,7 @@ bool gateway_fixture::wait_for_executions(long count, milliseconds timeout)
     while (std::chrono::steady_clock::now() < deadline) {
         if (upstream.executions() >= count)
             return true;
-        std::this_thread::sleep_for(5ms);  // polling the upstream's counter for the event
+        std::this_thread::sleep_for(5ms); // polling the upstream's counter for the event
     }
     return upstream.executions() >= count;
 }
@@ -144,9 +145,9 @@ std::string gateway_fixture::break_store()
 
 bool is_problem(const http_response& res, int status)
 {
-    return res.status == status &&
-           res.header("content-type").rfind("application/problem+json", 0) == 0 &&
-           res.body.find("\"type\"") != std::string::npos && res.body.find("\"title\"") != std::string::npos &&
+    return res.status == status && res.header("content-type").rfind("application/problem+json", 0) == 0 &&
+           res.body.find("\"type\"") != std::string::npos &&
+           res.body.find("\"title\"") != std::string::npos &&
            res.body.find("\"status\":" + std::to_string(status)) != std::string::npos &&
            res.body.find("\"detail\"") != std::string::npos;
 }

@@ -13,7 +13,7 @@ namespace idemgate::test {
 // The `store:` block of the YAML plus the server behind it, if any.
 struct store_under_test {
     std::unique_ptr<redis_server> redis;
-    std::string yaml;  // top-level "store:" block, newline-terminated
+    std::string yaml; // top-level "store:" block, newline-terminated
 };
 
 // Knobs a test may turn; each string is a block of YAML lines inserted as described.
@@ -22,10 +22,10 @@ struct gateway_options {
     std::size_t memory_max_entries = 10000; // store.memory.max_entries (memory store only)
     std::string lock_ttl = "30s";           // /api/ route
     std::string record_ttl = "24h";         // /api/ route
-    std::string idempotency_extra;  // extra keys for the /api/ route's idempotency block (6-space indent)
-    std::string limits;             // keys under limits: (2-space indent)
-    std::string timeouts;           // keys under timeouts: (2-space indent)
-    std::string top_level;          // extra top-level keys
+    std::string idempotency_extra; // extra keys for the /api/ route's idempotency block (6-space indent)
+    std::string limits;            // keys under limits: (2-space indent)
+    std::string timeouts;          // keys under timeouts: (2-space indent)
+    std::string top_level;         // extra top-level keys
 };
 
 // Routes of the generated config:
@@ -37,8 +37,8 @@ struct gateway_options {
 // memory, or redis when IDEMGATE_TEST_STORE=redis.
 store_under_test make_store(const gateway_options& options = {});
 
-std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port,
-                         std::uint16_t dead_port, const gateway_options& options);
+std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port, std::uint16_t dead_port,
+                         const gateway_options& options);
 
 class gateway_fixture {
 public:

@@ -2,15 +2,13 @@
 #include "gateway_fixture.hpp"
 
 #include <doctest/doctest.h>
-
 #include <latch>
 #include <mutex>
 #include <thread>
 
 using namespace idemgate::test;
 
-TEST_SUITE("idempotency")
-{
+TEST_SUITE_BEGIN("idempotency");
 
 TEST_CASE("duplicate request runs the upstream once")
 {
@@ -125,10 +123,11 @@ TEST_CASE("64 concurrent duplicates of one key run the upstream exactly once")
         threads.emplace_back([&, i] {
             start.arrive_and_wait();
             try {
-                responses[i] = connections[i]->request(
-                    "POST", "/api/orders",
-                    {{"Idempotency-Key", key}, {"Content-Type", "application/json"}, {"X-Test-Delay-Ms", "200"}},
-                    body);
+                responses[i] = connections[i]->request("POST", "/api/orders",
+                                                       {{"Idempotency-Key", key},
+                                                        {"Content-Type", "application/json"},
+                                                        {"X-Test-Delay-Ms", "200"}},
+                                                       body);
             } catch (const std::exception& e) {
                 errors[i] = e.what();
             }
@@ -244,14 +243,26 @@ TEST_CASE("invalid idempotency keys get 400 before the upstream is called")
                       "\r\n{}");
         return conn.read_response();
     };
-    SUBCASE("empty") { CHECK(is_problem(send("Idempotency-Key: \r\n"), 400)); }
+    SUBCASE("empty")
+    {
+        CHECK(is_problem(send("Idempotency-Key: \r\n"), 400));
+    }
     SUBCASE("longer than 255 characters")
     {
         CHECK(is_problem(send("Idempotency-Key: " + std::string(256, 'k') + "\r\n"), 400));
     }
-    SUBCASE("contains a space") { CHECK(is_problem(send("Idempotency-Key: a b\r\n"), 400)); }
-    SUBCASE("contains a non-ASCII byte") { CHECK(is_problem(send("Idempotency-Key: caf\xc3\xa9\r\n"), 400)); }
-    SUBCASE("contains a control character") { CHECK(is_problem(send("Idempotency-Key: a\x01z\r\n"), 400)); }
+    SUBCASE("contains a space")
+    {
+        CHECK(is_problem(send("Idempotency-Key: a b\r\n"), 400));
+    }
+    SUBCASE("contains a non-ASCII byte")
+    {
+        CHECK(is_problem(send("Idempotency-Key: caf\xc3\xa9\r\n"), 400));
+    }
+    SUBCASE("contains a control character")
+    {
+        CHECK(is_problem(send("Idempotency-Key: a\x01z\r\n"), 400));
+    }
     SUBCASE("two header lines")
     {
         CHECK(is_problem(send("Idempotency-Key: one\r\nIdempotency-Key: two\r\n"), 400));
@@ -344,8 +355,9 @@ TEST_CASE("chunked request body gets the same fingerprint as a Content-Length bo
         return std::string(buf);
     };
     conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
-                  "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + hex(part1.size()) +
-                  "\r\n" + part1 + "\r\n" + hex(part2.size()) + "\r\n" + part2 + "\r\n0\r\n\r\n");
+                  "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                  hex(part1.size()) + "\r\n" + part1 + "\r\n" + hex(part2.size()) + "\r\n" + part2 +
+                  "\r\n0\r\n\r\n");
     auto second = conn.read_response();
     CHECK(second.status == 201);
     CHECK(second.header("idempotent-replayed") == "true");
@@ -357,8 +369,9 @@ TEST_CASE("chunked request body is re-framed with Content-Length for the upstrea
 {
     gateway_fixture f;
     http_connection conn(f.port(), io_timeout);
-    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + unique_key("reframe") +
-                  "\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+    conn.send_raw(
+        "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + unique_key("reframe") +
+        "\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
     auto res = conn.read_response();
     REQUIRE(res.status == 201);
     CHECK(res.body.find(R"("body":"abcde")") != std::string::npos);
@@ -439,4 +452,4 @@ TEST_CASE("upstream timeout gives 504 and the retry runs")
     CHECK(f.executions() == 2);
 }
 
-} // TEST_SUITE
+TEST_SUITE_END();

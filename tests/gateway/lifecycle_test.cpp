@@ -2,7 +2,6 @@
 #include "gateway_fixture.hpp"
 
 #include <doctest/doctest.h>
-
 #include <signal.h>
 #include <thread>
 
@@ -28,18 +27,20 @@ run_result run_idemgate(std::vector<std::string> args)
 
 std::string valid_yaml(std::uint16_t upstream_port)
 {
-    return "listen: \"127.0.0.1:0\"\n"
-           "admin_listen: \"127.0.0.1:0\"\n"
-           "store:\n"
-           "  type: memory\n"
-           "upstreams:\n"
-           "  orders: { address: \"127.0.0.1:" + std::to_string(upstream_port) + "\" }\n"
-           "routes:\n"
-           "  - path_prefix: \"/api/\"\n"
-           "    upstream: orders\n"
-           "    idempotency:\n"
-           "      methods: [POST, PATCH]\n"
-           "      record_ttl: 24h\n";
+    std::string y;
+    y += "listen: \"127.0.0.1:0\"\n";
+    y += "admin_listen: \"127.0.0.1:0\"\n";
+    y += "store:\n";
+    y += "  type: memory\n";
+    y += "upstreams:\n";
+    y += "  orders: { address: \"127.0.0.1:" + std::to_string(upstream_port) + "\" }\n";
+    y += "routes:\n";
+    y += "  - path_prefix: \"/api/\"\n";
+    y += "    upstream: orders\n";
+    y += "    idempotency:\n";
+    y += "      methods: [POST, PATCH]\n";
+    y += "      record_ttl: 24h\n";
+    return y;
 }
 
 void replace(std::string& text, const std::string& from, const std::string& to)
@@ -51,8 +52,7 @@ void replace(std::string& text, const std::string& from, const std::string& to)
 
 } // namespace
 
-TEST_SUITE("lifecycle")
-{
+TEST_SUITE_BEGIN("lifecycle");
 
 TEST_CASE("client disconnects while the upstream works: the answer is recorded and the retry replays it")
 {
@@ -75,7 +75,7 @@ TEST_CASE("client disconnects while the upstream works: the answer is recorded a
         if (retry.status != 409 || std::chrono::steady_clock::now() > deadline)
             break;
         CHECK_FALSE(retry.header("retry-after").empty());
-        std::this_thread::sleep_for(20ms);  // retry cadence of a well-behaved client
+        std::this_thread::sleep_for(20ms); // retry cadence of a well-behaved client
     }
     CHECK(retry.status == 201);
     CHECK(retry.header("idempotent-replayed") == "true");
@@ -86,8 +86,14 @@ TEST_CASE("client disconnects while the upstream works: the answer is recorded a
 TEST_CASE("SIGTERM lets the in-flight request finish, then the process exits 0")
 {
     int sig = SIGTERM;
-    SUBCASE("SIGTERM") { sig = SIGTERM; }
-    SUBCASE("SIGINT") { sig = SIGINT; }
+    SUBCASE("SIGTERM")
+    {
+        sig = SIGTERM;
+    }
+    SUBCASE("SIGINT")
+    {
+        sig = SIGINT;
+    }
     CAPTURE(sig);
     gateway_fixture f;
     http_connection conn(f.port(), io_timeout);
@@ -125,7 +131,8 @@ TEST_CASE("while draining, new requests never reach the upstream")
         std::this_thread::sleep_for(50ms);
         ++attempts;
         try {
-            auto res = gateway_request(f.port(), "POST", "/api/orders", {{"Idempotency-Key", unique_key("late")}}, "{}");
+            auto res = gateway_request(f.port(), "POST", "/api/orders",
+                                       {{"Idempotency-Key", unique_key("late")}}, "{}");
             if (res.status != 503)
                 ++forwarded;
         } catch (const std::exception&) {
@@ -229,4 +236,4 @@ TEST_CASE("--help and --version answer and exit 0")
     CHECK(version.output.find("0.1") != std::string::npos);
 }
 
-} // TEST_SUITE
+TEST_SUITE_END();

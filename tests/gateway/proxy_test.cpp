@@ -3,7 +3,6 @@
 #include "gateway_fixture.hpp"
 
 #include <doctest/doctest.h>
-
 #include <sstream>
 #include <thread>
 
@@ -41,8 +40,7 @@ double metric_value(const std::string& text, const std::string& series)
 
 } // namespace
 
-TEST_SUITE("proxy")
-{
+TEST_SUITE_BEGIN("proxy");
 
 TEST_CASE("keep-alive serves several requests on one client connection")
 {
@@ -110,7 +108,10 @@ TEST_CASE("hop-by-hop request headers are not forwarded and forwarding headers a
         {"Proxy-Connection", "keep-alive"},
         {"X-End-To-End", "kept"},
     };
-    SUBCASE("keyless pass-through") { check_forwarded(gateway_request(f.port(), "POST", "/api/orders", headers, "{}")); }
+    SUBCASE("keyless pass-through")
+    {
+        check_forwarded(gateway_request(f.port(), "POST", "/api/orders", headers, "{}"));
+    }
     SUBCASE("keyed request")
     {
         auto keyed = headers;
@@ -188,7 +189,7 @@ TEST_CASE("admin port answers healthz, readyz and metrics by outcome")
         metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
         REQUIRE(metrics.status == 200);
         if (!all_counted())
-            std::this_thread::sleep_for(10ms);  // poll cadence
+            std::this_thread::sleep_for(10ms); // poll cadence
     } while (!all_counted() && std::chrono::steady_clock::now() < deadline);
     INFO(metrics.body);
     for (auto& o : outcomes) {
@@ -208,9 +209,11 @@ TEST_CASE("access log has one JSON line per request with its outcome and tenant"
     REQUIRE(f.post("/api/orders", "", "{}").status == 201);
 
     auto has = [&](const std::string& outcome) {
-        return f.process().wait_for_line([&](const std::string& l) {
-            return l.rfind("{", 0) == 0 && l.find("\"outcome\":\"" + outcome + "\"") != std::string::npos;
-        }, 5s);
+        return f.process().wait_for_line(
+            [&](const std::string& l) {
+                return l.rfind("{", 0) == 0 && l.find("\"outcome\":\"" + outcome + "\"") != std::string::npos;
+            },
+            5s);
     };
     auto executed = has("executed");
     auto replayed = has("replayed");
@@ -224,4 +227,4 @@ TEST_CASE("access log has one JSON line per request with its outcome and tenant"
     CHECK(replayed->find("latency") != std::string::npos);
 }
 
-} // TEST_SUITE
+TEST_SUITE_END();

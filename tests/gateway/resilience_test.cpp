@@ -2,13 +2,11 @@
 #include "gateway_fixture.hpp"
 
 #include <doctest/doctest.h>
-
 #include <thread>
 
 using namespace idemgate::test;
 
-TEST_SUITE("resilience")
-{
+TEST_SUITE_BEGIN("resilience");
 
 TEST_CASE("a record expires after record_ttl and the key runs again")
 {
@@ -177,4 +175,4 @@ TEST_CASE("a path no route matches gets a 404 problem and reaches no upstream")
     CHECK(f.executions() == 0);
 }
 
-} // TEST_SUITE
+TEST_SUITE_END();

@@ -2,12 +2,11 @@
 #include "idemgate/test/harness.hpp"
 
 #include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sys/types.h>
 #include <signal.h>
+#include <sys/types.h>
 
 using namespace idemgate::test;
 
@@ -86,8 +85,10 @@ TEST_CASE("test upstream answers as scripted and counts executions")
 
     // Same connection (keep-alive): status, chunked body, body size, cookie.
     auto chunked = conn.request("POST", "/x",
-                                {{"X-Test-Status", "503"}, {"X-Test-Chunked", "1"},
-                                 {"X-Test-Body-Size", "3000"}, {"X-Test-Set-Cookie", "1"}});
+                                {{"X-Test-Status", "503"},
+                                 {"X-Test-Chunked", "1"},
+                                 {"X-Test-Body-Size", "3000"},
+                                 {"X-Test-Set-Cookie", "1"}});
     CHECK(chunked.status == 503);
     CHECK(chunked.header("transfer-encoding") == "chunked");
     CHECK(chunked.body == std::string(3000, 'x'));

@@ -15,6 +15,7 @@
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
 //   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
 //   The default body echoes {"execution","method","target","body","headers"}.
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -26,8 +27,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
-
-#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -85,7 +84,8 @@ http::response<http::string_body> control_answer(const http::request<http::strin
     return res;
 }
 
-asio::awaitable<http::response<http::string_body>> scripted_answer(const http::request<http::string_body>& req)
+asio::awaitable<http::response<http::string_body>>
+scripted_answer(const http::request<http::string_body>& req)
 {
     long execution = ++executions;
 
@@ -150,7 +150,8 @@ asio::awaitable<void> session(tcp::socket socket)
         parser.header_limit(256 * 1024);
         parser.body_limit(64 * 1024 * 1024);
         stream.expires_after(std::chrono::seconds(60));
-        auto [read_ec, read_n] = co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+        auto [read_ec, read_n] =
+            co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
         if (read_ec)
             break;
         auto req = parser.release();
@@ -164,7 +165,8 @@ asio::awaitable<void> session(tcp::socket socket)
         }
         bool close = !req.keep_alive() || (!control && header_is_one(req, "X-Test-Close"));
         stream.expires_after(std::chrono::seconds(10));
-        auto [write_ec, write_n] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
+        auto [write_ec, write_n] =
+            co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
         if (write_ec || close)
             break;
     }

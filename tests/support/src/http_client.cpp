@@ -2,18 +2,17 @@
 // every socket call (SO_RCVTIMEO / SO_SNDTIMEO).
 #include "idemgate/test/harness.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdexcept>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace idemgate::test {
 
@@ -72,7 +71,10 @@ http_connection::http_connection(std::uint16_t port, milliseconds timeout)
 {
 }
 
-http_connection::~http_connection() { close(); }
+http_connection::~http_connection()
+{
+    close();
+}
 
 void http_connection::close()
 {
@@ -168,8 +170,8 @@ http_response http_connection::read_response(bool head_request)
             continue;
         }
 
-        bool no_body = head_request || res.status == 204 || res.status == 304 ||
-                       (res.status >= 100 && res.status < 200);
+        bool no_body =
+            head_request || res.status == 204 || res.status == 304 || (res.status >= 100 && res.status < 200);
         std::string te = detail::to_lower(res.header("transfer-encoding"));
         if (no_body) {
             // nothing
@@ -268,7 +270,7 @@ bool http_connection::closed_by_peer(milliseconds wait)
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
                 continue;
-            return true;  // ECONNRESET and friends: the peer is gone
+            return true; // ECONNRESET and friends: the peer is gone
         }
         // A response (e.g. the 400 before the close) may still arrive first: keep it.
         buffer_.append(chunk, static_cast<std::size_t>(n));

@@ -2,33 +2,35 @@
 #include "idemgate/test/harness.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 extern char** environ;
 
 namespace idemgate::test {
 
-std::string bin_dir() { return IDEMGATE_BIN_DIR; }
+std::string bin_dir()
+{
+    return IDEMGATE_BIN_DIR;
+}
 
 std::uint16_t free_port()
 {
@@ -221,8 +223,8 @@ child_process::~child_process()
     ::close(impl_->read_fd);
 }
 
-std::optional<std::string>
-child_process::wait_for_line(const std::function<bool(const std::string&)>& pred, milliseconds timeout)
+std::optional<std::string> child_process::wait_for_line(const std::function<bool(const std::string&)>& pred,
+                                                        milliseconds timeout)
 {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     std::unique_lock lock(impl_->mutex);
@@ -264,7 +266,7 @@ std::optional<int> child_process::wait_exit(milliseconds timeout)
         pid_t r = ::waitpid(pid_, &status, WNOHANG);
         if (r == pid_) {
             impl_->reaped = true;
-            impl_->exit_status = WIFEXITED(status) ? WEXITSTATUS(status)
+            impl_->exit_status = WIFEXITED(status)     ? WEXITSTATUS(status)
                                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                                        : -1;
             // Let the reader drain what the child wrote before it exited.

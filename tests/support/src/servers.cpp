@@ -2,15 +2,14 @@
 #include "idemgate/test/harness.hpp"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 namespace idemgate::test {
 
@@ -41,8 +40,7 @@ std::size_t resp_complete(const std::string& buf, std::size_t pos)
     switch (type) {
     case '+':
     case '-':
-    case ':':
-        return after_line - pos;
+    case ':': return after_line - pos;
     case '$': {
         long len = std::stol(buf.substr(pos + 1, eol - pos - 1));
         if (len < 0)
@@ -61,8 +59,7 @@ std::size_t resp_complete(const std::string& buf, std::size_t pos)
         }
         return cur - pos;
     }
-    default:
-        throw std::runtime_error("redis_server: unexpected RESP type in: " + buf);
+    default: throw std::runtime_error("redis_server: unexpected RESP type in: " + buf);
     }
 }
 
@@ -119,15 +116,18 @@ redis_server::redis_server(std::vector<std::string> extra_args)
     }
 }
 
-redis_server::~redis_server() { stop(true); }
+redis_server::~redis_server()
+{
+    stop(true);
+}
 
 void redis_server::start()
 {
     if (proc_)
         return;
-    std::vector<std::string> args{"--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no", "--dir", dir_.path(),
-                                  "--daemonize", "no"};
+    std::vector<std::string> args{
+        "--port", std::to_string(port_), "--bind",      "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--dir",  dir_.path(),           "--daemonize", "no"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     proc_ = std::make_unique<child_process>("redis-server", args);
 
@@ -146,7 +146,7 @@ void redis_server::start()
         } catch (const std::exception& e) {
             last_error = e.what();
         }
-        std::this_thread::sleep_for(10ms);  // connect retry backoff, not a readiness sleep
+        std::this_thread::sleep_for(10ms); // connect retry backoff, not a readiness sleep
     }
     std::string log = joined_lines(*proc_);
     proc_.reset();
@@ -202,9 +202,8 @@ gateway_process::gateway_process(const std::string& yaml,
     replace_all(text, "${LISTEN}", "127.0.0.1:0");
     replace_all(text, "${ADMIN}", "127.0.0.1:0");
     config_path_ = dir_.write_file("idemgate.yaml", text);
-    proc_ = std::make_unique<child_process>(bin_dir() + "/idemgate",
-                                            std::vector<std::string>{"--config", config_path_},
-                                            std::move(extra_env));
+    proc_ = std::make_unique<child_process>(
+        bin_dir() + "/idemgate", std::vector<std::string>{"--config", config_path_}, std::move(extra_env));
     auto line = proc_->wait_for_line(
         [](const std::string& l) { return l.find("\"msg\":\"listening\"") != std::string::npos; }, 10s);
     if (!line)
