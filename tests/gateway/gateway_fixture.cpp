@@ -143,13 +143,26 @@ std::string gateway_fixture::break_store()
     return "memory store full (max_entries 1)";
 }
 
+boost::json::object parse_object(const std::string& text)
+{
+    boost::system::error_code ec;
+    auto value = boost::json::parse(text, ec);
+    if (ec || !value.is_object())
+        return {};
+    return value.as_object();
+}
+
 bool is_problem(const http_response& res, int status)
 {
-    return res.status == status && res.header("content-type").rfind("application/problem+json", 0) == 0 &&
-           res.body.find("\"type\"") != std::string::npos &&
-           res.body.find("\"title\"") != std::string::npos &&
-           res.body.find("\"status\":" + std::to_string(status)) != std::string::npos &&
-           res.body.find("\"detail\"") != std::string::npos;
+    if (res.status != status || res.header("content-type").rfind("application/problem+json", 0) != 0)
+        return false;
+    auto problem = parse_object(res.body);
+    auto* type = problem.if_contains("type");
+    auto* title = problem.if_contains("title");
+    auto* code = problem.if_contains("status");
+    auto* detail = problem.if_contains("detail");
+    return type && type->is_string() && !type->as_string().empty() && title && title->is_string() && code &&
+           code->is_int64() && code->as_int64() == status && detail && detail->is_string();
 }
 
 std::string unique_key(const std::string& stem)

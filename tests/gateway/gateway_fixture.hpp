@@ -4,6 +4,7 @@
 // runs unchanged against each store.
 #include "idemgate/test/harness.hpp"
 
+#include <boost/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ http_response gateway_request(std::uint16_t port, const std::string& method, con
                               const std::string& body = {});
 
 // Assertion helpers shared by the test files.
+// The JSON object in `text`, or an empty object when it is not one.
+boost::json::object parse_object(const std::string& text);
+// An RFC 9457 answer: this status, application/problem+json, string type/title/detail, numeric status.
 bool is_problem(const http_response& res, int status);
 std::string unique_key(const std::string& stem);
 

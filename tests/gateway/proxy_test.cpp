@@ -11,19 +11,23 @@ using namespace idemgate::test;
 namespace {
 
 // The upstream echoes the headers it received as "headers":{"name":"value",...}.
+boost::json::object echoed_headers(const http_response& echo)
+{
+    auto body = parse_object(echo.body);
+    auto* headers = body.if_contains("headers");
+    return headers && headers->is_object() ? headers->as_object() : boost::json::object{};
+}
+
 bool forwarded(const http_response& echo, const std::string& lower_name)
 {
-    return echo.body.find("\"" + lower_name + "\":") != std::string::npos;
+    return echoed_headers(echo).contains(lower_name);
 }
 
 std::string forwarded_value(const http_response& echo, const std::string& lower_name)
 {
-    auto needle = "\"" + lower_name + "\":\"";
-    auto pos = echo.body.find(needle);
-    if (pos == std::string::npos)
-        return {};
-    pos += needle.size();
-    return echo.body.substr(pos, echo.body.find('"', pos) - pos);
+    auto headers = echoed_headers(echo);
+    auto* value = headers.if_contains(lower_name);
+    return value && value->is_string() ? std::string(value->as_string()) : std::string{};
 }
 
 // Value of the Prometheus sample `name{labels}`, or -1 when absent.
@@ -207,24 +211,41 @@ TEST_CASE("access log has one JSON line per request with its outcome and tenant"
     REQUIRE(f.post("/tenant/orders", key, "{}", {{"X-Tenant-ID", "acme"}}).header("idempotent-replayed") ==
             "true");
     REQUIRE(f.post("/api/orders", "", "{}").status == 201);
+    REQUIRE(f.post("/tenant/orders", key, R"({"x":1})", {{"X-Tenant-ID", "acme"}}).status == 409);
+    REQUIRE(f.post("/tenant/orders", "bad key", "{}", {{"X-Tenant-ID", "acme"}}).status == 400);
 
-    auto has = [&](const std::string& outcome) {
-        return f.process().wait_for_line(
+    // Every access line is a JSON object; find the first with each outcome.
+    auto access_line = [&](const std::string& outcome) -> boost::json::object {
+        auto line = f.process().wait_for_line(
             [&](const std::string& l) {
-                return l.rfind("{", 0) == 0 && l.find("\"outcome\":\"" + outcome + "\"") != std::string::npos;
+                auto obj = parse_object(l);
+                auto* o = obj.if_contains("outcome");
+                return o && o->is_string() && o->as_string() == outcome;
             },
             5s);
+        return line ? parse_object(*line) : boost::json::object{};
     };
-    auto executed = has("executed");
-    auto replayed = has("replayed");
-    auto pass = has("pass_through");
-    REQUIRE(executed);
-    REQUIRE(replayed);
-    REQUIRE(pass);
-    CHECK(executed->find("acme") != std::string::npos);
-    CHECK(replayed->find("acme") != std::string::npos);
-    CHECK(executed->find("\"tenant\"") != std::string::npos);
-    CHECK(replayed->find("latency") != std::string::npos);
+    auto executed = access_line("executed");
+    auto replayed = access_line("replayed");
+    auto pass = access_line("pass_through");
+    auto mismatch = access_line("mismatch");
+    auto rejected = access_line("rejected");
+    REQUIRE_FALSE(executed.empty());
+    REQUIRE_FALSE(replayed.empty());
+    REQUIRE_FALSE(pass.empty());
+    REQUIRE_FALSE(mismatch.empty());
+    REQUIRE_FALSE(rejected.empty());
+    CHECK(executed["tenant"] == "acme");
+    CHECK(replayed["tenant"] == "acme");
+    CHECK(mismatch["tenant"] == "acme");
+    CHECK(executed["status"] == 201);
+    CHECK(replayed["status"] == 201);
+    CHECK(mismatch["status"] == 409);
+    CHECK(rejected["status"] == 400);
+    bool has_latency = false;
+    for (auto& field : replayed)
+        has_latency = has_latency || field.key().starts_with("latency");
+    CHECK(has_latency);
 }
 
 TEST_SUITE_END();
