@@ -206,6 +206,7 @@ run_id=$(date -u +%Y%m%d%H%M%S)-$$
 
 # ---------------------------------------------------------------- start the targets
 say "work dir $work"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 pick_port upstream_port
 port_upstream=$upstream_port
 start_nginx upstream upstream.conf "$upstream_port"
@@ -410,13 +411,20 @@ fi
 # ---------------------------------------------------------------- report
 mkdir -p "$RESULTS_DIR"
 stamp=$(date -u +%Y-%m-%dT%H%MZ)
-load=$(cut -d' ' -f1-3 /proc/loadavg)
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [[ -z $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] || commit+="+dirty"
 # Medians per target+scenario (the middle run of ROUNDS, mean of the middle two when even);
 # any failed round fails the pair.
 summary=$work/summary.tsv
 awk -F'\t' '
+function sorted(list, a,   n, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return n
+}
+function lowest(list,   a) { sorted(list, a); return a[1] }
+function highest(list,   a) { return a[sorted(list, a)] }
 function median(list,   n, a, i, j, t) {
     n = split(list, a, " ")
     for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
@@ -431,8 +439,8 @@ function median(list,   n, a, i, j, t) {
 END {
     for (i = 1; i <= count; i++) {
         k = order[i]
-        printf "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\n", k, median(rps[k]), median(p50[k]), median(p99[k]),
-            median(cpu[k]), median(rcpu[k]), (k in verdict) ? verdict[k] : "ok"
+        printf "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\n", k, median(rps[k]), median(p50[k]), median(p99[k]),
+            median(cpu[k]), median(rcpu[k]), (k in verdict) ? verdict[k] : "ok", lowest(rps[k]), highest(rps[k])
     }
 }' "$runs" >"$summary"
 
@@ -478,19 +486,21 @@ md=$RESULTS_DIR/latest.md
     echo
     echo "Commit $commit, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')."
     echo "Command: \`bench/run.sh\` (DURATION=${DURATION}s per run, ROUNDS=$ROUNDS interleaved, wrk -t$WRK_THREADS -c$CONNECTIONS," \
-        "servers with $THREADS threads/workers, $(nproc) cores, load average at the end: $load)."
+        "servers with $THREADS threads/workers, $(nproc) cores)."
+    echo "Load average (1, 5, 15 min) before the runs: $load_start; at the end: $load_end. The bench itself keeps"
+    echo "about 2-3 runnable; more means other work shared the cores during the runs."
     echo "Medians over $ROUNDS rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
     echo "The machine is shared: other processes (builds) running at the same time lower every figure; compare ratios."
     echo
-    echo "| target | scenario | req/s (median) | p50 µs | p99 µs | gateway CPU µs/req | redis CPU µs/req | check |"
-    echo "|---|---|---:|---:|---:|---:|---:|---|"
-    while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v; do
+    echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | gateway CPU µs/req | redis CPU µs/req | check |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
+    while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
         [[ $t = idemgate-* ]] || cpu="" rcpu=""
         [[ $t = idemgate-redis ]] || rcpu=""
         if [[ $v = ok ]]; then
-            echo "| $t | $s | $r | $p50 | $p99 | $cpu | $rcpu | ok |"
+            echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
         else
-            echo "| $t | $s | FAIL | | | | | $v |"
+            echo "| $t | $s | FAIL | | | | | | $v |"
         fi
     done <"$summary"
     if ((${#storm_results[@]})); then
@@ -521,10 +531,10 @@ md=$RESULTS_DIR/latest.md
 
 json=$RESULTS_DIR/$stamp.json
 {
-    printf '{"date":"%s","commit":"%s","command":"bench/run.sh","duration_s":%s,"rounds":%s,"wrk_threads":%s,"connections":%s,"server_threads":%s,"cores":%s,"loadavg_end":"%s",\n' \
-        "$stamp" "$commit" "$DURATION" "$ROUNDS" "$WRK_THREADS" "$CONNECTIONS" "$THREADS" "$(nproc)" "$load"
+    printf '{"date":"%s","commit":"%s","command":"bench/run.sh","duration_s":%s,"rounds":%s,"wrk_threads":%s,"connections":%s,"server_threads":%s,"cores":%s,"loadavg_start":"%s","loadavg_end":"%s",\n' \
+        "$stamp" "$commit" "$DURATION" "$ROUNDS" "$WRK_THREADS" "$CONNECTIONS" "$THREADS" "$(nproc)" "$load_start" "$load_end"
     echo '"medians":['
-    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"gateway_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\"}", sep, $1, $2, $3, $4, $5, $6, $7, $8; sep = ",\n" }' "$summary"
+    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"gateway_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\",\"rps_min\":%s,\"rps_max\":%s}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10; sep = ",\n" }' "$summary"
     echo '],'
     echo '"runs":['
     awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"round\":%s,\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"requests\":%s,\"non_2xx\":%s,\"socket_errors\":%s,\"upstream_requests\":%s,\"gateway_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\"}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13; sep = ",\n" }' "$runs"
