@@ -34,6 +34,9 @@ int main(int argc, char** argv)
         return 0;
     }
 
+    // hiredis writes with write(2): a Redis that went away must be an error code, not SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
+
     try {
         order_store store(options->db_path);
         asio::io_context ioc(static_cast<int>(options->io_threads));

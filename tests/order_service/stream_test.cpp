@@ -116,3 +116,24 @@ TEST_CASE("stream: the consumer stops promptly on SIGTERM")
     service.process().signal(SIGTERM);
     CHECK(service.process().wait_exit(5s) == 0);
 }
+
+TEST_CASE("stream: the consumer reconnects after Redis restarts and keeps applying events")
+{
+    redis_server redis;
+    temp_dir dir;
+    order_service_process service({dir.path() + "/orders.db", redis.address(), "c1", 200});
+    std::string order_id = create_order(service.port(), 1000);
+
+    redis.stop(true);
+    // Wait for the consumer to notice (its blocking read fails), so the restart is really a reconnect.
+    REQUIRE(service.process().wait_for_line(
+        [](const std::string& l) { return l.find("\"msg\":\"consumer_connection_lost\"") != std::string::npos; }));
+    redis.start();  // same port, empty data: the consumer must re-create its group
+
+    std::string id = xadd(redis, stream, payment_fields(order_id, "ref-1"));
+    auto line = service.wait_for_message(id, "applied", 15s);
+    REQUIRE(line);
+    CHECK(line->find("\"result\":\"paid\"") != std::string::npos);
+    CHECK(service.process().running());
+    CHECK(payment_count(service.port()) == 1);
+}
