@@ -167,6 +167,30 @@ TEST_CASE("an idle keep-alive connection is closed after timeouts.idle")
     CHECK(std::chrono::steady_clock::now() - start >= 200ms);
 }
 
+TEST_CASE(
+    "an upstream that drops the connection without answering gets 502 and is not sent the request twice")
+{
+    gateway_fixture f;
+    // One client connection stays on one I/O thread: its GET leaves an idle upstream connection
+    // in that thread's pool, and the POST goes out on it. That is the case where a proxy is
+    // tempted to retry when the connection dies without an answer.
+    http_connection conn(f.port(), io_timeout);
+    REQUIRE(conn.request("GET", "/plain/warm").status == 201);
+    auto before = f.executions();
+    const std::string key = unique_key("abort");
+    auto res = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Abort", "1"}}, "{}");
+    CHECK(is_problem(res, 502));
+    // RFC 9110 9.2.2: a proxy must not automatically retry a non-idempotent request; the
+    // upstream may have run it (here it did).
+    CHECK(f.executions() == before + 1);
+
+    // Nothing was recorded: the client's retry runs (and this time gets an answer).
+    auto retry = f.post("/api/orders", key, "{}");
+    CHECK(retry.status == 201);
+    CHECK(retry.header("idempotent-replayed") != "true");
+    CHECK(f.executions() == before + 2);
+}
+
 TEST_CASE("a path no route matches gets a 404 problem and reaches no upstream")
 {
     gateway_fixture f;

@@ -101,7 +101,10 @@ TEST_CASE("test upstream answers as scripted and counts executions")
     CHECK(delayed.status == 201);
     CHECK(conn.closed_by_peer());
 
-    CHECK(upstream.executions() == 3);
+    http_connection aborted(upstream.port());
+    CHECK_THROWS(aborted.request("POST", "/x", {{"X-Test-Abort", "1"}}, "{}"));
+
+    CHECK(upstream.executions() == 4);
     CHECK(http_request(upstream.port(), "POST", "/__reset").status == 200);
     CHECK(upstream.executions() == 0);
 }

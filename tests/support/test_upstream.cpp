@@ -10,6 +10,7 @@
 //     X-Test-Delay-Ms: N    wait N ms (asynchronous timer) before answering
 //     X-Test-Chunked: 1     chunked response body
 //     X-Test-Close: 1       Connection: close after the response
+//     X-Test-Abort: 1       count it, then close the connection without answering
 //     X-Test-Body-Size: N   body of N 'x' bytes instead of the JSON echo
 //     X-Test-Set-Cookie: 1  adds Set-Cookie: session=abc
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
@@ -163,6 +164,9 @@ asio::awaitable<void> session(tcp::socket socket)
         } else {
             res = co_await scripted_answer(req);
         }
+        // The request ran but its answer is lost: what a crash after commit looks like.
+        if (!control && header_is_one(req, "X-Test-Abort"))
+            break;
         bool close = !req.keep_alive() || (!control && header_is_one(req, "X-Test-Close"));
         stream.expires_after(std::chrono::seconds(10));
         auto [write_ec, write_n] =
