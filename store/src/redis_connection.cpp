@@ -48,6 +48,7 @@ void reply_deleter::operator()(redisReply* r) const noexcept
 namespace {
 
 constexpr auto initial_backoff = std::chrono::milliseconds(25);
+constexpr auto min_backoff = std::chrono::milliseconds(5);
 constexpr std::size_t read_chunk = 16 * 1024;
 
 struct reader_deleter {
@@ -57,6 +58,14 @@ struct reader_deleter {
 void bump(std::atomic<std::uint64_t>& counter) noexcept
 {
     counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+// What the server said (an error reply's text) or what went wrong.
+std::string reply_text(const command_result& r)
+{
+    if (r.reply && r.reply->str)
+        return std::string(r.reply->str, r.reply->len);
+    return r.ec.message();
 }
 
 void log_spawn_failure(std::exception_ptr e)
@@ -115,7 +124,9 @@ void redis_connection::do_shutdown()
 
 asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> self)
 {
-    auto backoff = std::min<std::chrono::milliseconds>(initial_backoff, shared_->cfg.reconnect_backoff_max);
+    // Never below a few milliseconds: a zero backoff would spin on a dead server.
+    const auto backoff_max = std::max<std::chrono::milliseconds>(shared_->cfg.reconnect_backoff_max, min_backoff);
+    auto backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
     bool first_attempt = true;
     bool reported_down = false;  // log a failure streak once, not every attempt
     while (!stopped_) {
@@ -137,12 +148,12 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                 send_waiting();
                 bump(shared_->stats.connects);
                 shared_->stats.connections_up.fetch_add(1, std::memory_order_relaxed);
-                backoff = std::min<std::chrono::milliseconds>(initial_backoff, shared_->cfg.reconnect_backoff_max);
+                backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
                 if (reported_down)
                     log::info("redis reconnected", {{"address", shared_->cfg.address.to_string()}});
                 reported_down = false;
                 if (!shared_->policy_checked.exchange(true))
-                    asio::co_spawn(ex_, check_eviction_policy(self), log_spawn_failure);
+                    asio::co_spawn(ex_, check_server(self), log_spawn_failure);
 
                 while (connected_ && !stopped_) {
                     lost_.expires_at(clock::time_point::max());
@@ -157,9 +168,13 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             }
         }
         if (ec && !stopped_ && !reported_down) {
-            log::warn("redis unreachable", {{"address", shared_->cfg.address.to_string()}, {"error", ec.message()}});
+            // Once per failure streak; AUTH/SELECT/PING failures say what the server answered.
+            auto why = handshake_error_.empty() ? ec.message() : handshake_error_;
+            log::error("redis unreachable; retrying with backoff",
+                       {{"address", shared_->cfg.address.to_string()}, {"error", why}});
             reported_down = true;
         }
+        handshake_error_.clear();
         connecting_ = false;
         on_lost(generation_, "reconnect", {});
         fail_pending(make_error_code(error::store_unavailable));
@@ -167,7 +182,7 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             break;
         backoff_.expires_after(backoff);
         co_await backoff_.async_wait(as_tuple(use_awaitable));
-        backoff = std::min<std::chrono::milliseconds>(backoff * 2, shared_->cfg.reconnect_backoff_max);
+        backoff = std::min<std::chrono::milliseconds>(backoff * 2, backoff_max);
     }
 }
 
@@ -220,8 +235,7 @@ asio::awaitable<error_code> redis_connection::handshake()
         std::array<std::string_view, 2> args{"AUTH", cfg.password};
         auto r = co_await enqueue(args, true);
         if (r.ec) {
-            std::string why = r.reply && r.reply->str ? std::string(r.reply->str, r.reply->len) : r.ec.message();
-            log::error("redis AUTH failed", {{"address", cfg.address.to_string()}, {"error", why}});
+            handshake_error_ = "AUTH: " + reply_text(r);
             co_return r.ec;
         }
     }
@@ -230,8 +244,7 @@ asio::awaitable<error_code> redis_connection::handshake()
         std::array<std::string_view, 2> args{"SELECT", db};
         auto r = co_await enqueue(args, true);
         if (r.ec) {
-            std::string why = r.reply && r.reply->str ? std::string(r.reply->str, r.reply->len) : r.ec.message();
-            log::error("redis SELECT failed", {{"address", cfg.address.to_string()}, {"db", cfg.db}, {"error", why}});
+            handshake_error_ = "SELECT " + db + ": " + reply_text(r);
             co_return r.ec;
         }
     }
@@ -242,17 +255,37 @@ asio::awaitable<error_code> redis_connection::handshake()
     if (!r.ec && r.reply->type != REDIS_REPLY_STATUS)
         r.ec = make_error_code(error::store_protocol);
     if (r.ec) {
-        std::string why = r.reply && r.reply->str ? std::string(r.reply->str, r.reply->len) : r.ec.message();
-        log::error("redis PING failed", {{"address", cfg.address.to_string()}, {"error", why}});
+        handshake_error_ = "PING: " + reply_text(r);
         co_return r.ec;
     }
     co_return error_code{};
 }
 
-asio::awaitable<void> redis_connection::check_eviction_policy(std::shared_ptr<redis_connection>)
+asio::awaitable<void> redis_connection::check_server(std::shared_ptr<redis_connection>)
 {
+    // reserve is SET ... NX PX ... GET, which needs Redis 7.0 (6.2 refuses NX with GET).
+    std::array<std::string_view, 2> info{"INFO", "server"};
+    auto server = co_await execute(info);
+    if (stopped_)
+        co_return;
+    if (!server.ec && server.reply->type == REDIS_REPLY_STRING) {
+        std::string_view text(server.reply->str, server.reply->len);
+        auto pos = text.find("redis_version:");
+        if (pos != std::string_view::npos) {
+            auto version = text.substr(pos + 14, text.find_first_of("\r\n", pos) - pos - 14);
+            int major = 0;
+            for (char c : version.substr(0, version.find('.')))
+                major = c >= '0' && c <= '9' ? major * 10 + (c - '0') : major;
+            if (major < 7)
+                log::error("redis 7.0 or newer is required (reserve uses SET NX GET); every reserve will fail",
+                           {{"address", shared_->cfg.address.to_string()}, {"redis_version", version}});
+        }
+    }
+
     std::array<std::string_view, 3> args{"CONFIG", "GET", "maxmemory-policy"};
     auto r = co_await execute(args);
+    if (stopped_)
+        co_return;
     if (r.ec || !r.reply || r.reply->type != REDIS_REPLY_ARRAY || r.reply->elements != 2 ||
         r.reply->element[1]->type != REDIS_REPLY_STRING) {
         // CONFIG may be renamed or disabled (managed Redis): say so, it is not fatal.

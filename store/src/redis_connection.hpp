@@ -48,7 +48,7 @@ struct redis_shared {
     explicit redis_shared(config::redis_config c) : cfg(std::move(c)) {}
     const config::redis_config cfg;
     redis_stats stats;
-    std::atomic<bool> policy_checked{false};  // CONFIG GET maxmemory-policy done once
+    std::atomic<bool> policy_checked{false};  // check_server done once per backend
     std::size_t max_pending = 100000;               // commands queued or awaiting a reply
     std::size_t max_pending_bytes = 256u << 20;     // bytes queued but not yet written
 };
@@ -75,7 +75,8 @@ private:
     boost::asio::awaitable<boost::system::error_code> handshake();
     boost::asio::awaitable<void> read_loop(std::shared_ptr<redis_connection> self, std::uint64_t gen);
     boost::asio::awaitable<void> write_loop(std::shared_ptr<redis_connection> self, std::uint64_t gen);
-    boost::asio::awaitable<void> check_eviction_policy(std::shared_ptr<redis_connection> self);
+    // Start-up checks, logged: Redis version (>= 7) and maxmemory-policy (noeviction).
+    boost::asio::awaitable<void> check_server(std::shared_ptr<redis_connection> self);
     boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake);
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
@@ -95,6 +96,7 @@ private:
     std::deque<std::shared_ptr<pending_command>> waiting_;  // queued during a connect attempt
     std::string out_;      // formatted commands not yet handed to the writer
     std::string writing_;  // the writer's current batch
+    std::string handshake_error_;   // what AUTH / SELECT / PING answered, for the log
     std::uint64_t generation_ = 0;  // bumped per connection; stale reader/writer coroutines exit
     bool connected_ = false;        // socket open, reader and writer running
     bool up_ = false;               // connected_ and handshake done

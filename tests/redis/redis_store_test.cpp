@@ -521,6 +521,7 @@ TEST_CASE("an evicting maxmemory-policy is warned about at start-up")
     }
     CHECK(logged.find("maxmemory-policy is not noeviction") != std::string::npos);
     CHECK(logged.find("\"maxmemory_policy\":\"volatile-lru\"") != std::string::npos);
+    CHECK(logged.find("redis 7.0 or newer is required") == std::string::npos);  // this is 7.x
 }
 
 TEST_CASE("a command issued while the first connection is being made waits for it instead of failing")
@@ -598,4 +599,26 @@ TEST_CASE("a stored record costs Redis at most its response size plus 200 bytes"
     MESSAGE("redis bytes per record: " << per_record << ", response size: " << response_size
                                        << ", overhead: " << per_record - static_cast<double>(response_size));
     CHECK(per_record <= static_cast<double>(response_size) + 200);
+}
+
+TEST_CASE("a Redis older than 7.0 is reported at start-up")
+{
+    fake_redis fake([&](const std::vector<std::string>& cmd, int) -> std::string {
+        if (cmd[0] == "PING")
+            return "+PONG\r\n";
+        if (cmd[0] == "INFO")
+            return resp_bulk("# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n");
+        if (cmd[0] == "CONFIG")
+            return resp_noeviction;
+        return "-ERR unknown command\r\n";
+    });
+    std::string logged;
+    {
+        stdout_capture capture;
+        store_fixture f(redis_config_for(fake.port()));
+        eventually([&] { return capture.text().find("redis 7.0 or newer is required") != std::string::npos; }, 5s);
+        logged = capture.text();
+    }
+    CHECK(logged.find("redis 7.0 or newer is required") != std::string::npos);
+    CHECK(logged.find("\"redis_version\":\"6.2.14\"") != std::string::npos);
 }
