@@ -285,6 +285,33 @@ TEST_CASE("a key of exactly 255 visible characters is accepted and replayed")
     CHECK(f.executions() == 1);
 }
 
+TEST_CASE("the key header name is case-insensitive")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("case");
+    auto a = gateway_request(f.port(), "POST", "/api/orders", {{"idempotency-key", key}}, "{}");
+    auto b = gateway_request(f.port(), "POST", "/api/orders", {{"IDEMPOTENCY-KEY", key}}, "{}");
+    CHECK(a.status == 201);
+    CHECK(b.header("idempotent-replayed") == "true");
+    CHECK(f.executions() == 1);
+}
+
+TEST_CASE("a 204 answer is replayed as 204 without a body")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("nocontent");
+    http_connection conn(f.port(), io_timeout);
+    auto a = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Status", "204"}}, "{}");
+    auto b = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}}, "{}");
+    CHECK(a.status == 204);
+    CHECK(b.status == 204);
+    CHECK(b.header("idempotent-replayed") == "true");
+    CHECK(b.body.empty());
+    // Still in step on the same connection after two bodiless answers.
+    CHECK(conn.request("GET", "/api/orders/1").status == 201);
+    CHECK(f.executions() == 2);
+}
+
 TEST_CASE("requests without a key pass through and are never stored")
 {
     gateway_fixture f;

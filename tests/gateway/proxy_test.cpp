@@ -69,6 +69,77 @@ TEST_CASE("keep-alive serves several requests on one client connection")
     CHECK_FALSE(conn.closed_by_peer(100ms));
 }
 
+TEST_CASE("pipelined requests on one connection are answered in order")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    const std::string key = unique_key("pipe");
+    auto keyed = [&](const std::string& body) {
+        return "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    };
+    // One write, three requests: executed, replayed, then a keyless GET.
+    conn.send_raw(keyed("{}") + keyed("{}") + "GET /api/orders/9 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    auto r1 = conn.read_response();
+    auto r2 = conn.read_response();
+    auto r3 = conn.read_response();
+    CHECK(r1.status == 201);
+    CHECK(r1.header("idempotent-replayed") != "true");
+    CHECK(r2.header("idempotent-replayed") == "true");
+    CHECK(r2.body == r1.body);
+    CHECK(r3.status == 201);
+    CHECK(r3.body.find(R"("target":"/api/orders/9")") != std::string::npos);
+    CHECK(f.executions() == 2);
+}
+
+TEST_CASE("an HTTP/1.0 request is answered and the connection closed")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    conn.send_raw("POST /api/orders HTTP/1.0\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + unique_key("h10") +
+                  "\r\nContent-Length: 2\r\n\r\n{}");
+    auto res = conn.read_response();
+    CHECK(res.status == 201);
+    CHECK(conn.closed_by_peer());
+    CHECK(f.executions() == 1);
+}
+
+TEST_CASE("HEAD passes through without a body")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    auto head = conn.request("HEAD", "/api/orders/1", {{"Idempotency-Key", unique_key("head")}});
+    CHECK(head.status == 201);
+    CHECK(head.body.empty());
+    // The connection is still usable: the HEAD answer carried no stray body bytes.
+    auto next = conn.request("GET", "/api/orders/2");
+    CHECK(next.status == 201);
+    CHECK(next.body.find(R"("target":"/api/orders/2")") != std::string::npos);
+    CHECK(f.executions() == 2);
+}
+
+TEST_CASE("connections above max_connections are turned away and the others keep working")
+{
+    gateway_options options;
+    options.limits = "  max_connections: 2\n";
+    gateway_fixture f(options);
+    http_connection a(f.port(), io_timeout), b(f.port(), io_timeout);
+    REQUIRE(a.request("GET", "/api/orders/a").status == 201);
+    REQUIRE(b.request("GET", "/api/orders/b").status == 201);
+
+    bool turned_away = false;
+    try {
+        http_connection c(f.port(), io_timeout);
+        auto res = c.request("GET", "/api/orders/c");
+        turned_away = res.status == 503;
+    } catch (const std::exception&) {
+        turned_away = true; // accepted then closed, or reset
+    }
+    CHECK(turned_away);
+    CHECK(a.request("GET", "/api/orders/a2").status == 201);
+    CHECK(f.executions() == 3);
+}
+
 TEST_CASE("keep-alive survives an upstream that closes its connection")
 {
     gateway_fixture f;

@@ -66,6 +66,17 @@ TEST_CASE("redis_server starts, answers PING and commands, stops and restarts")
     CHECK(redis.command({"PING"}) == "+PONG\r\n");
 }
 
+namespace {
+http_response head_then_get(std::uint16_t port)
+{
+    http_connection conn(port);
+    auto res = conn.request("HEAD", "/x");
+    // In step afterwards: no stray body bytes.
+    CHECK(conn.request("GET", "/y").status == 201);
+    return res;
+}
+} // namespace
+
 TEST_CASE("test upstream answers as scripted and counts executions")
 {
     test_upstream_process upstream;
@@ -101,10 +112,15 @@ TEST_CASE("test upstream answers as scripted and counts executions")
     CHECK(delayed.status == 201);
     CHECK(conn.closed_by_peer());
 
+    auto head = head_then_get(upstream.port());
+    CHECK(head.status == 201);
+    CHECK(head.body.empty());
+    CHECK(std::stoul(head.header("content-length")) > 0);
+
     http_connection aborted(upstream.port());
     CHECK_THROWS(aborted.request("POST", "/x", {{"X-Test-Abort", "1"}}, "{}"));
 
-    CHECK(upstream.executions() == 4);
+    CHECK(upstream.executions() == 6);
     CHECK(http_request(upstream.port(), "POST", "/__reset").status == 200);
     CHECK(upstream.executions() == 0);
 }

@@ -139,6 +139,12 @@ scripted_answer(const http::request<http::string_body>& req)
         res.chunked(true);
     else
         res.prepare_payload();
+    // A HEAD answer announces the GET body's length but carries no body (RFC 9110 9.3.2).
+    if (req.method() == http::verb::head && !res.chunked()) {
+        auto length = res.body().size();
+        res.body().clear();
+        res.content_length(length);
+    }
     co_return res;
 }
 
