@@ -84,8 +84,13 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
 gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(options))
 {
     // A port that was free a moment ago and that nothing here listens on: connect is refused.
-    auto dead_port = free_port();
-    gateway = std::make_unique<gateway_process>(gateway_yaml(store, upstream.port(), dead_port, options));
+    yaml_ = gateway_yaml(store, upstream.port(), free_port(), options);
+    start_gateway();
+}
+
+void gateway_fixture::start_gateway()
+{
+    gateway = std::make_unique<gateway_process>(yaml_);
     // "listening" means the sockets are bound; a remote store may still be connecting. Ready
     // is the event tests need: poll /readyz (bounded) rather than sleep.
     auto deadline = std::chrono::steady_clock::now() + 10s;

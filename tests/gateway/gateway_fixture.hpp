@@ -61,6 +61,12 @@ public:
     // Makes the store fail from now on: stops redis, or fills a memory store created with
     // memory_max_entries = 1 (one recorded key); returns a description for messages.
     std::string break_store();
+    // Starts a new gateway process (same config, same store) in place of the current one,
+    // which must have exited or will be killed; waits until it is ready.
+    void start_gateway();
+
+private:
+    std::string yaml_;
 };
 
 // Socket timeout for every client call in these tests: the gateway answers in milliseconds, so

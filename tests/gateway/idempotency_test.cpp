@@ -216,6 +216,19 @@ TEST_CASE("tenant isolation: the same key under two tenants is two requests")
     CHECK(f.executions() == 3);
 }
 
+TEST_CASE("tenant and key boundaries cannot be forged with separators")
+{
+    gateway_fixture f;
+    // If the scope were tenant + ":" + key unescaped, these two would be the same record.
+    auto a = f.post("/tenant/orders", "c", "{}", {{"X-Tenant-ID", "a:b"}});
+    auto b = f.post("/tenant/orders", "b:c", "{}", {{"X-Tenant-ID", "a"}});
+    CHECK(a.status == 201);
+    CHECK(b.status == 201);
+    CHECK(b.header("idempotent-replayed") != "true");
+    CHECK(b.header("x-upstream-execution") == "2");
+    CHECK(f.executions() == 2);
+}
+
 TEST_CASE("keyed request without the tenant header gets 400")
 {
     gateway_fixture f;

@@ -109,6 +109,34 @@ TEST_CASE("SIGTERM lets the in-flight request finish, then the process exits 0")
     CHECK(f.process().wait_exit(10s) == 0);
 }
 
+TEST_CASE("a request finished during the drain is recorded for the next gateway process")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("drain-record");
+    http_connection conn(f.port(), io_timeout);
+    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                  "\r\nX-Test-Delay-Ms: 400\r\nContent-Length: 2\r\n\r\n{}");
+    REQUIRE(f.wait_for_executions(1));
+    f.process().signal(SIGTERM);
+    auto first = conn.read_response();
+    REQUIRE(first.status == 201);
+    REQUIRE(f.process().wait_exit(10s) == 0);
+
+    f.start_gateway();
+    auto again = f.post("/api/orders", key, "{}");
+    CHECK(again.status == 201);
+    if (f.store.redis) {
+        // Redis outlives the gateway: the drained request's record is there.
+        CHECK(again.header("idempotent-replayed") == "true");
+        CHECK(again.body == first.body);
+        CHECK(f.executions() == 1);
+    } else {
+        // The memory store dies with its process (documented): the key runs again.
+        CHECK(again.header("idempotent-replayed") != "true");
+        CHECK(f.executions() == 2);
+    }
+}
+
 TEST_CASE("while draining, new requests never reach the upstream")
 {
     gateway_fixture f;
