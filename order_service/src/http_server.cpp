@@ -1,3 +1,4 @@
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -144,6 +145,17 @@ asio::awaitable<void> http_server::serve(tcp::socket socket)
     }
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    // Lingering close: a request refused before its body was read (413, 431, 400) may still be
+    // arriving; closing with unread input sends a RST that can destroy our answer in flight.
+    // Read and drop what comes for a bounded time and size, as nginx's lingering_close does.
+    stream.expires_after(std::chrono::seconds(2));
+    std::array<char, 16 * 1024> sink;
+    for (std::size_t dropped = 0; dropped < 8 * limits_.max_body;) {
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), use_tuple);
+        if (ec)
+            break;
+        dropped += n;
+    }
 }
 
 } // namespace idemgate::order_service

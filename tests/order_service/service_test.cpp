@@ -72,6 +72,14 @@ TEST_CASE_FIXTURE(service_fixture, "bad requests get RFC 9457 problems")
     CHECK(payment_count(port()) == 0);
 }
 
+TEST_CASE_FIXTURE(service_fixture, "an oversized body is refused with 413 before any handler runs")
+{
+    std::string huge(2 * 1024 * 1024, 'x');
+    auto reply = call(port(), "POST", "/api/v1/orders", huge);
+    CHECK(reply.status == 413);
+    CHECK(executions(port(), "create_order") == 0);
+}
+
 // The seed's TestDomainGuardMakesPaymentIdempotent, through the service's HTTP API.
 TEST_CASE_FIXTURE(service_fixture, "domain guard makes payment idempotent over HTTP")
 {

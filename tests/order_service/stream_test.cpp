@@ -126,9 +126,10 @@ TEST_CASE("stream: the consumer reconnects after Redis restarts and keeps applyi
 
     redis.stop(true);
     // Wait for the consumer to notice (its blocking read fails), so the restart is really a reconnect.
-    REQUIRE(service.process().wait_for_line(
-        [](const std::string& l) { return l.find("\"msg\":\"consumer_connection_lost\"") != std::string::npos; }));
-    redis.start();  // same port, empty data: the consumer must re-create its group
+    REQUIRE(service.process().wait_for_line([](const std::string& l) {
+        return l.find("\"msg\":\"consumer_connection_lost\"") != std::string::npos;
+    }));
+    redis.start(); // same port, empty data: the consumer must re-create its group
 
     std::string id = xadd(redis, stream, payment_fields(order_id, "ref-1"));
     auto line = service.wait_for_message(id, "applied", 15s);
