@@ -3,7 +3,7 @@
 # run, all measured in one run on this machine (absolute figures drift 10-25 % between runs on a
 # shared box; the ratios are the result).
 #
-# One command, unattended, under 10 minutes: installs wrk, nginx-light, haproxy, sysstat and
+# One command, unattended, under 10 minutes: installs wrk, nginx-light, haproxy and
 # gnuplot-nox if missing, builds (scripts/build.sh into $BUILD_DIR), starts every server on free
 # loopback ports inside a temp dir, runs the scenarios interleaved (A B A B ...) over $ROUNDS
 # rounds, checks correctness, stops everything it started, and writes
@@ -40,7 +40,7 @@ die() { say "error: $*"; exit 1; }
 install_packages() {
     bash "$root/scripts/install-deps.sh"
     local missing=() p
-    for p in wrk nginx-light haproxy sysstat gnuplot-nox; do
+    for p in wrk nginx-light haproxy gnuplot-nox; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
     done
     ((${#missing[@]} == 0)) && return 0
@@ -197,9 +197,19 @@ port_of() { local v="port_${1//-/_}"; echo "${!v}"; }
 upstream_served() { # requests the upstream nginx has served so far
     curl -s --max-time 2 "http://127.0.0.1:$upstream_port/__nginx_status" | awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ {print $3}'
 }
-cpu_ticks() { # utime+stime of a process, all threads, in clock ticks
-    [[ -n ${1:-} && -r /proc/$1/stat ]] || { echo 0; return; }
-    awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat"
+cpu_ticks() { # utime+stime of processes (all threads; the same figures pidstat reads), in clock ticks
+    local pid total=0 t
+    for pid in "$@"; do
+        [[ -r /proc/$pid/stat ]] || continue
+        t=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        total=$((total + ${t:-0}))
+    done
+    echo "$total"
+}
+server_pids() { # the target's own processes: nginx master and its workers, or the one process
+    local pid
+    pid=$(pid_of "$1")
+    echo "$pid" $(pgrep -P "$pid" 2>/dev/null || true)
 }
 clk_tck=$(getconf CLK_TCK)
 run_id=$(date -u +%Y%m%d%H%M%S)-$$
@@ -315,18 +325,17 @@ for ((round = 1; round <= ROUNDS; round++)); do
         IFS=: read -r target scenario script <<<"$entry"
         n=$((n + 1))
         port=$(port_of "$target")
-        gw_pid=""
-        [[ $target = idemgate-* ]] && gw_pid=$(pid_of "$target")
+        gw_pid=$(server_pids "$target")
         redis_pid=""
         [[ $target = idemgate-redis ]] && redis_pid=$(pid_of redis)
         served0=$(upstream_served)
-        gw0=$(cpu_ticks "$gw_pid")
-        rd0=$(cpu_ticks "$redis_pid")
+        gw0=$(cpu_ticks $gw_pid)
+        rd0=$(cpu_ticks $redis_pid)
         out=$(BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" BENCH_KEYS=$WARM_KEYS \
             wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 5s \
             -s "$bench_dir/$script.lua" "http://127.0.0.1:$port/api/orders" 2>&1) || true
-        gw1=$(cpu_ticks "$gw_pid")
-        rd1=$(cpu_ticks "$redis_pid")
+        gw1=$(cpu_ticks $gw_pid)
+        rd1=$(cpu_ticks $redis_pid)
         served1=$(upstream_served)
         result=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed 's/^BENCH_RESULT //' || true)
         if [[ -z $result ]]; then
@@ -455,6 +464,10 @@ add_ratio() { # name value target_text met
     ratio_lines+=("| $1 | $2 | $3 | $4 |")
     ratio_json+=("{\"name\":\"$1\",\"value\":\"$2\",\"target\":\"$3\",\"met\":\"$4\"}")
 }
+cpu_of() { # server + redis CPU µs per request of a pair
+    awk -v a="$(get "$1" "$2" 6)" -v b="$(get "$1" "$2" 7)" 'BEGIN { if (a != "") printf "%.2f", a + b }'
+}
+cpu_ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }' || echo n/a; }
 met() { [[ $1 = n/a ]] && echo n/a || awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "yes" : "no" }'; }
 lat_met() { [[ -z $1 ]] && echo n/a || awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "yes" : "no" }'; }
 bare=$(ok_rps bare-beast static)
@@ -470,6 +483,14 @@ if ((have_gateway)); then
         r=$(ratio "$rep10k" "$cache10k"); add_ratio "$g replay 10k keys / nginx cache hit 10k keys" "$r" ">= 1.5" "$(met "$r" 1.5)"
         r=$(ratio "$first" "$nproxy"); add_ratio "$g first execution / nginx proxy" "$r" ">= 0.8" "$(met "$r" 0.8)"
         r=$(ratio "$first" "$hproxy"); add_ratio "$g first execution / haproxy" "$r" "(info)" "-"
+        r=$(cpu_ratio "$(cpu_of $g replay_one)" "$(cpu_of bare-beast static)")
+        add_ratio "$g CPU per replay / bare Beast CPU per answer" "$r" "(info: lower is cheaper)" "-"
+        r=$(cpu_ratio "$(cpu_of $g replay_one)" "$(cpu_of nginx-cache replay_one)")
+        add_ratio "$g CPU per replay / nginx cache CPU per hit" "$r" "(info: lower is cheaper)" "-"
+        r=$(cpu_ratio "$(cpu_of $g first_execution)" "$(cpu_of nginx-proxy proxy)")
+        add_ratio "$g CPU per first execution / nginx proxy CPU per request" "$r" "(info: lower is cheaper)" "-"
+        r=$(cpu_ratio "$(cpu_of $g first_execution)" "$(cpu_of haproxy proxy)")
+        add_ratio "$g CPU per first execution / haproxy CPU per request" "$r" "(info: lower is cheaper)" "-"
         p=$(get $g replay_one 5); add_ratio "$g replay p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 5" "$(lat_met "$p" 5000)"
         p=$(get $g first_execution 5); add_ratio "$g first execution p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 8" "$(lat_met "$p" 8000)"
     done
@@ -492,10 +513,9 @@ md=$RESULTS_DIR/latest.md
     echo "Medians over $ROUNDS rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
     echo "The machine is shared: other processes (builds) running at the same time lower every figure; compare ratios."
     echo
-    echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | gateway CPU µs/req | redis CPU µs/req | check |"
+    echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
-        [[ $t = idemgate-* ]] || cpu="" rcpu=""
         [[ $t = idemgate-redis ]] || rcpu=""
         if [[ $v = ok ]]; then
             echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
@@ -521,8 +541,10 @@ md=$RESULTS_DIR/latest.md
         printf '%s\n' "${ratio_lines[@]}"
     fi
     echo
-    echo "Gateway CPU per request: utime+stime of the gateway process (all threads) from /proc over a run, divided by"
-    echo "the requests wrk completed. Redis memory: INFO used_memory delta over $RECORDS records created through the gateway."
+    echo "Server CPU per request: utime+stime of the target's own processes (the gateway; nginx master and workers;"
+    echo "haproxy; not the upstream behind a proxy), all threads, read from /proc (what pidstat reads) before and"
+    echo "after a run, divided by the requests wrk completed. It depends far less on other load than req/s does."
+    echo "Redis CPU is the redis-server behind idemgate-redis; the CPU ratios count it with the gateway. Redis memory: INFO used_memory delta over $RECORDS records created through the gateway."
     echo
     echo "Sanity checks before the runs:"
     for t in "${!sanity[@]}"; do echo "- $t: ${sanity[$t]}"; done | sort
@@ -534,10 +556,10 @@ json=$RESULTS_DIR/$stamp.json
     printf '{"date":"%s","commit":"%s","command":"bench/run.sh","duration_s":%s,"rounds":%s,"wrk_threads":%s,"connections":%s,"server_threads":%s,"cores":%s,"loadavg_start":"%s","loadavg_end":"%s",\n' \
         "$stamp" "$commit" "$DURATION" "$ROUNDS" "$WRK_THREADS" "$CONNECTIONS" "$THREADS" "$(nproc)" "$load_start" "$load_end"
     echo '"medians":['
-    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"gateway_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\",\"rps_min\":%s,\"rps_max\":%s}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10; sep = ",\n" }' "$summary"
+    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"server_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\",\"rps_min\":%s,\"rps_max\":%s}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10; sep = ",\n" }' "$summary"
     echo '],'
     echo '"runs":['
-    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"round\":%s,\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"requests\":%s,\"non_2xx\":%s,\"socket_errors\":%s,\"upstream_requests\":%s,\"gateway_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\"}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13; sep = ",\n" }' "$runs"
+    awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"round\":%s,\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"requests\":%s,\"non_2xx\":%s,\"socket_errors\":%s,\"upstream_requests\":%s,\"server_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\"}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13; sep = ",\n" }' "$runs"
     echo '],'
     echo '"storm":['
     sep=""
