@@ -2,6 +2,7 @@
 // the order-service (domain guard + inbox), Redis as the gateway's store and the payment stream.
 #include "fixture.hpp"
 
+#include <atomic>
 #include <doctest/doctest.h>
 #include <stdexcept>
 #include <thread>
@@ -110,6 +111,43 @@ TEST_CASE_FIXTURE(stack_fixture, "server error is not cached")
     CHECK(third.raw.header("idempotent-replayed") == "true");
     CHECK(third.raw.body == second.raw.body);
     CHECK(executions(direct(), "create_order") == 2);
+}
+
+TEST_CASE_FIXTURE(stack_fixture, "32 concurrent duplicates of one payment reach the service once")
+{
+    std::string id = create_order(direct(), 1000);
+    const std::string path = "/api/v1/orders/" + id + "/payments";
+    constexpr int n = 32;
+    std::atomic<int> executed{0}, replayed{0}, in_flight{0}, other{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&] {
+            while (!go.load())
+                std::this_thread::yield();
+            try {
+                auto r = call(gw(), "POST", path, payment_body(1000, "ref-1"), {{"Idempotency-Key", "K1"}});
+                if (r.status == 201 && r.raw.header("idempotent-replayed") == "true")
+                    ++replayed;
+                else if (r.status == 201)
+                    ++executed;
+                else if (r.status == 409)
+                    ++in_flight; // the first one was still running: retry later
+                else
+                    ++other;
+            } catch (...) {
+                ++other;
+            }
+        });
+    }
+    go = true;
+    for (auto& t : threads)
+        t.join();
+    CHECK(executed == 1);
+    CHECK(replayed + in_flight == n - 1);
+    CHECK(other == 0);
+    CHECK(executions(direct(), "pay") == 1);
+    CHECK(payment_count(direct()) == 1);
 }
 
 TEST_CASE_FIXTURE(stack_fixture, "a client retry of a payment is answered by the gateway's replay")
