@@ -352,7 +352,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
         gw_cpu_us=$(awk -v d=$((gw1 - gw0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
         rd_cpu_us=$(awk -v d=$((rd1 - rd0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
         verdict=ok
-        if ((status_errors > 0)); then
+        if ! kill -0 "$(pid_of "$target")" 2>/dev/null; then
+            verdict="FAIL: $target exited during the run (KEEP_WORK=1 keeps its log)"
+        elif ((status_errors > 0)); then
             verdict="FAIL: $status_errors non-2xx answers"
         elif [[ $scenario = replay_* ]] && ((upstream_delta > 0)); then
             verdict="FAIL: $upstream_delta replays reached the upstream"
