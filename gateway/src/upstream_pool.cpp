@@ -19,6 +19,23 @@ namespace beast = boost::beast;
 using boost::system::error_code;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+namespace {
+
+bool is_idempotent(http::verb v)
+{
+    switch (v) {
+    case http::verb::get:
+    case http::verb::head:
+    case http::verb::options:
+    case http::verb::trace:
+    case http::verb::put:
+    case http::verb::delete_: return true;
+    default: return false;
+    }
+}
+
+} // namespace
+
 upstream_pool::upstream_pool(asio::any_io_executor ex, std::vector<tcp::endpoint> endpoints, std::size_t max_idle,
                              const config::config& cfg, metrics& m)
     : executor_(std::move(ex)), endpoints_(std::move(endpoints)), max_idle_(max_idle), config_(cfg), metrics_(m)
@@ -91,8 +108,10 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
             parser.skip(true);
         auto [rec, read] = co_await http::async_read(stream, buffer, parser, use_tuple);
         if (rec) {
+            // Only an idempotent request may be sent again once it was written (RFC 9110 9.2.2):
+            // the upstream may have run a POST that died without an answer.
             bool nothing_received = !parser.got_some() && buffer.size() == 0;
-            if (reused && nothing_received &&
+            if (reused && nothing_received && is_idempotent(req.method()) &&
                 (rec == http::error::end_of_stream || rec == asio::error::eof ||
                  rec == asio::error::connection_reset))
                 continue;

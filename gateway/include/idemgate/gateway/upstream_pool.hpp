@@ -29,8 +29,9 @@ public:
                   const config::config& cfg, metrics& m);
 
     // Sends `req` (already re-framed) and reads the full response with the configured deadlines.
-    // A reused connection that turns out closed before any response byte is retried once on a
-    // fresh connection (the race every keep-alive proxy has with the upstream's idle close).
+    // A reused connection whose write fails is retried once on a fresh connection (the race every
+    // keep-alive proxy has with the upstream's idle close); one that dies after the request was
+    // written is retried only for idempotent methods (RFC 9110 9.2.2).
     boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req, bool head_request);
 
     std::size_t idle_count() const noexcept { return idle_.size(); }
