@@ -49,7 +49,7 @@ namespace {
 
 constexpr auto initial_backoff = std::chrono::milliseconds(25);
 constexpr auto min_backoff = std::chrono::milliseconds(5);
-constexpr std::size_t read_chunk = 16 * 1024;
+constexpr std::size_t read_chunk = 64 * 1024;  // one read takes a whole pipelined batch of replies
 
 struct reader_deleter {
     void operator()(redisReader* r) const noexcept { redisReaderFree(r); }
