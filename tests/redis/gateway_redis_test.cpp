@@ -216,3 +216,41 @@ TEST_CASE("a gateway killed mid-request leaves a lock: 409 until lock_ttl, then 
 }
 
 } // TEST_SUITE
+
+TEST_SUITE("gateway over redis")
+{
+
+TEST_CASE("a late complete after the lock expired does not overwrite the next owner's record")
+{
+    redis_server redis;
+    test_upstream_process upstream;
+    auto yaml = redis_gateway_yaml(redis, upstream, "1s");
+    auto slow_gw = start_gateway(yaml);
+    auto other_gw = start_gateway(yaml);
+    auto key = unique_key("late");
+    auto redis_key = "gw::" + key;
+
+    http_response slow;
+    std::thread slow_client([&] {
+        try {
+            slow = post(*slow_gw, key, "{}", {{"X-Test-Delay-Ms", "2500"}});
+        } catch (const std::exception&) {
+        }
+    });
+    REQUIRE(eventually([&] { return upstream.executions() == 1; }, 5s));
+    // The slow request's reservation expires while its upstream call is still running.
+    REQUIRE(eventually([&] { return redis.command({"EXISTS", redis_key}) == ":0\r\n"; }, 5s));
+    auto next = post(*other_gw, key, "{}");
+    CHECK(next.status == 201);
+    CHECK(next.header("idempotent-replayed") != "true");
+    slow_client.join();
+    CHECK(slow.status == 201);  // the slow client still gets its upstream's answer
+
+    auto replay = post(*other_gw, key, "{}");
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay.body == next.body);  // the record is the second owner's, not the late one
+    CHECK(replay.body != slow.body);
+    CHECK(upstream.executions() == 2);
+}
+
+} // TEST_SUITE
