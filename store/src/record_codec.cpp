@@ -1,10 +1,8 @@
+#include <array>
+#include <boost/beast/http/status.hpp>
+#include <cstdint>
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/record_codec.hpp>
-
-#include <boost/beast/http/status.hpp>
-
-#include <array>
-#include <cstdint>
 #include <limits>
 
 namespace idemgate::store {
@@ -13,7 +11,7 @@ namespace {
 
 constexpr unsigned char fingerprint_raw = 0;
 constexpr unsigned char fingerprint_packed_hex = 1;
-constexpr std::size_t packed_hex_size = 32;  // hex SHA-256: 64 chars -> 32 bytes
+constexpr std::size_t packed_hex_size = 32; // hex SHA-256: 64 chars -> 32 bytes
 
 void put_varint(std::string& out, std::uint64_t v)
 {
@@ -36,7 +34,7 @@ int hex_value(char c)
         return c - '0';
     if (c >= 'a' && c <= 'f')
         return c - 'a' + 10;
-    return -1;  // upper case is not packed: it would not round-trip
+    return -1; // upper case is not packed: it would not round-trip
 }
 
 bool is_lower_hex(std::string_view s)
@@ -86,15 +84,46 @@ void put_token(std::string& out, std::string_view token)
 // Header names seen on almost every response are one byte: varint(index << 1 | 1). Others are
 // varint(len << 1) + the bytes. Names are stored exactly as received, so both spellings are
 // listed. Append only: the index is part of the stored format.
-constexpr std::array<std::string_view, 40> common_header_names{
-    "Content-Type", "Content-Length", "Date", "Server", "Location", "ETag", "Cache-Control",
-    "Set-Cookie", "Last-Modified", "Vary", "Content-Encoding", "Content-Language", "Expires",
-    "X-Request-Id", "X-Request-ID", "Link", "Retry-After", "Strict-Transport-Security",
-    "Access-Control-Allow-Origin", "X-Content-Type-Options",
-    "content-type", "content-length", "date", "server", "location", "etag", "cache-control",
-    "set-cookie", "last-modified", "vary", "content-encoding", "content-language", "expires",
-    "x-request-id", "x-correlation-id", "link", "retry-after", "strict-transport-security",
-    "access-control-allow-origin", "x-content-type-options"};
+constexpr std::array<std::string_view, 40> common_header_names{"Content-Type",
+                                                               "Content-Length",
+                                                               "Date",
+                                                               "Server",
+                                                               "Location",
+                                                               "ETag",
+                                                               "Cache-Control",
+                                                               "Set-Cookie",
+                                                               "Last-Modified",
+                                                               "Vary",
+                                                               "Content-Encoding",
+                                                               "Content-Language",
+                                                               "Expires",
+                                                               "X-Request-Id",
+                                                               "X-Request-ID",
+                                                               "Link",
+                                                               "Retry-After",
+                                                               "Strict-Transport-Security",
+                                                               "Access-Control-Allow-Origin",
+                                                               "X-Content-Type-Options",
+                                                               "content-type",
+                                                               "content-length",
+                                                               "date",
+                                                               "server",
+                                                               "location",
+                                                               "etag",
+                                                               "cache-control",
+                                                               "set-cookie",
+                                                               "last-modified",
+                                                               "vary",
+                                                               "content-encoding",
+                                                               "content-language",
+                                                               "expires",
+                                                               "x-request-id",
+                                                               "x-correlation-id",
+                                                               "link",
+                                                               "retry-after",
+                                                               "strict-transport-security",
+                                                               "access-control-allow-origin",
+                                                               "x-content-type-options"};
 
 void put_header_name(std::string& out, std::string_view name)
 {
@@ -138,7 +167,7 @@ public:
             if (!byte(b))
                 return false;
             if (shift == 63 && (b & 0x7e))
-                return false;  // more than 64 bits
+                return false; // more than 64 bits
             v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
             if (!(b & 0x80))
                 return true;
@@ -262,7 +291,7 @@ bool decode_into(std::string_view bytes, record& r)
     } else {
         auto reason = standard_reason(r.response.status);
         if (reason.empty())
-            return false;  // the encoder never omits a reason it cannot restore
+            return false; // the encoder never omits a reason it cannot restore
         r.response.reason.assign(reason);
     }
     std::uint64_t count = 0;

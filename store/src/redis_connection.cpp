@@ -1,21 +1,18 @@
 #include "redis_connection.hpp"
 
-#include <idemgate/common/error.hpp>
-#include <idemgate/common/log.hpp>
-
+#include <algorithm>
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-
-#include <hiredis/hiredis.h>
-
-#include <algorithm>
-#include <array>
 #include <exception>
+#include <hiredis/hiredis.h>
+#include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
 #include <vector>
 
 namespace idemgate::store {
@@ -35,9 +32,9 @@ void redis_stats::record_latency(std::uint64_t us) noexcept
 namespace idemgate::store::detail {
 
 namespace asio = boost::asio;
-using boost::system::error_code;
 using asio::as_tuple;
 using asio::use_awaitable;
+using boost::system::error_code;
 using clock = std::chrono::steady_clock;
 
 void reply_deleter::operator()(redisReply* r) const noexcept
@@ -49,7 +46,7 @@ namespace {
 
 constexpr auto initial_backoff = std::chrono::milliseconds(25);
 constexpr auto min_backoff = std::chrono::milliseconds(5);
-constexpr std::size_t read_chunk = 64 * 1024;  // one read takes a whole pipelined batch of replies
+constexpr std::size_t read_chunk = 64 * 1024; // one read takes a whole pipelined batch of replies
 
 struct reader_deleter {
     void operator()(redisReader* r) const noexcept { redisReaderFree(r); }
@@ -85,18 +82,18 @@ void log_spawn_failure(std::exception_ptr e)
 
 struct redis_connection::pending_command {
     explicit pending_command(const asio::any_io_executor& ex) : event(ex) {}
-    asio::steady_timer event;  // deadline; cancelled by the reader when the reply arrives
+    asio::steady_timer event; // deadline; cancelled by the reader when the reply arrives
     clock::time_point sent;
-    std::string payload;  // formatted command, kept only while waiting for a connection
+    std::string payload; // formatted command, kept only while waiting for a connection
     error_code ec;
     reply_ptr reply;
-    bool done = false;       // ec/reply are final
-    bool abandoned = false;  // the caller gave up (timeout): its reply is read and dropped
+    bool done = false;      // ec/reply are final
+    bool abandoned = false; // the caller gave up (timeout): its reply is read and dropped
 };
 
 redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared)
-    : ex_(std::move(ex)), shared_(std::move(shared)), socket_(ex_), wake_writer_(ex_), lost_(ex_), backoff_(ex_),
-      connect_deadline_(ex_)
+    : ex_(std::move(ex)), shared_(std::move(shared)), socket_(ex_), wake_writer_(ex_), lost_(ex_),
+      backoff_(ex_), connect_deadline_(ex_)
 {
 }
 
@@ -125,10 +122,11 @@ void redis_connection::do_shutdown()
 asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> self)
 {
     // Never below a few milliseconds: a zero backoff would spin on a dead server.
-    const auto backoff_max = std::max<std::chrono::milliseconds>(shared_->cfg.reconnect_backoff_max, min_backoff);
+    const auto backoff_max =
+        std::max<std::chrono::milliseconds>(shared_->cfg.reconnect_backoff_max, min_backoff);
     auto backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
     bool first_attempt = true;
-    bool reported_down = false;  // log a failure streak once, not every attempt
+    bool reported_down = false; // log a failure streak once, not every attempt
     while (!stopped_) {
         if (!first_attempt)
             bump(shared_->stats.reconnect_attempts);
@@ -200,8 +198,9 @@ asio::awaitable<error_code> redis_connection::connect()
         endpoints.emplace_back(ip, addr.port);
     } else {
         asio::ip::tcp::resolver resolver(ex_);
-        auto resolved = co_await (resolver.async_resolve(addr.host, std::to_string(addr.port), as_tuple(use_awaitable)) ||
-                                  connect_deadline_.async_wait(as_tuple(use_awaitable)));
+        auto resolved =
+            co_await (resolver.async_resolve(addr.host, std::to_string(addr.port), as_tuple(use_awaitable)) ||
+                      connect_deadline_.async_wait(as_tuple(use_awaitable)));
         if (resolved.index() == 1)
             co_return make_error_code(asio::error::timed_out);
         auto [rec, results] = std::get<0>(std::move(resolved));
@@ -277,8 +276,9 @@ asio::awaitable<void> redis_connection::check_server(std::shared_ptr<redis_conne
             for (char c : version.substr(0, version.find('.')))
                 major = c >= '0' && c <= '9' ? major * 10 + (c - '0') : major;
             if (major < 7)
-                log::error("redis 7.0 or newer is required (reserve uses SET NX GET); every reserve will fail",
-                           {{"address", shared_->cfg.address.to_string()}, {"redis_version", version}});
+                log::error(
+                    "redis 7.0 or newer is required (reserve uses SET NX GET); every reserve will fail",
+                    {{"address", shared_->cfg.address.to_string()}, {"redis_version", version}});
         }
     }
 
@@ -290,7 +290,8 @@ asio::awaitable<void> redis_connection::check_server(std::shared_ptr<redis_conne
         r.reply->element[1]->type != REDIS_REPLY_STRING) {
         // CONFIG may be renamed or disabled (managed Redis): say so, it is not fatal.
         log::warn("could not read redis maxmemory-policy; make sure it is noeviction",
-                  {{"address", shared_->cfg.address.to_string()}, {"error", r.ec ? r.ec.message() : "unexpected reply"}});
+                  {{"address", shared_->cfg.address.to_string()},
+                   {"error", r.ec ? r.ec.message() : "unexpected reply"}});
         co_return;
     }
     std::string_view policy(r.reply->element[1]->str, r.reply->element[1]->len);
@@ -309,16 +310,18 @@ asio::awaitable<command_result> redis_connection::execute(std::span<const std::s
     return enqueue(args, false);
 }
 
-asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::string_view> args, bool handshake)
+asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::string_view> args,
+                                                          bool handshake)
 {
-    auto self = shared_from_this();  // the connection outlives this command
+    auto self = shared_from_this(); // the connection outlives this command
     auto& stats = shared_->stats;
     // While a connect attempt is under way (start-up, or right after a loss) a command waits
     // for it within its own deadline rather than failing; otherwise down means fail fast.
     bool send_now = connected_ && (up_ || handshake);
     bool wait_for_connect = !send_now && connecting_ && !handshake;
     if (stopped_ || (!send_now && !wait_for_connect) ||
-        pending_.size() + waiting_.size() >= shared_->max_pending || out_.size() >= shared_->max_pending_bytes) {
+        pending_.size() + waiting_.size() >= shared_->max_pending ||
+        out_.size() >= shared_->max_pending_bytes) {
         bump(stats.errors_unavailable);
         co_return command_result{make_error_code(error::store_unavailable), nullptr};
     }
@@ -337,7 +340,7 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
     char* formatted = nullptr;
     int len = redisFormatCommandArgv(&formatted, static_cast<int>(args.size()), argv.data(), argvlen.data());
     if (len < 0 || !formatted) {
-        bump(stats.errors_unavailable);  // out of memory
+        bump(stats.errors_unavailable); // out of memory
         co_return command_result{make_error_code(error::store_unavailable), nullptr};
     }
     auto cmd = std::make_shared<pending_command>(ex_);
@@ -377,8 +380,8 @@ void redis_connection::check_stall()
     // it is): reconnect rather than let every command wait out its deadline.
     auto limit = std::max<clock::duration>(shared_->cfg.connect_timeout, 4 * shared_->cfg.command_timeout);
     if (connected_ && !pending_.empty() && clock::now() - pending_.front()->sent > limit) {
-        log::warn("redis not answering; reconnecting", {{"address", shared_->cfg.address.to_string()},
-                                                        {"pending", pending_.size()}});
+        log::warn("redis not answering; reconnecting",
+                  {{"address", shared_->cfg.address.to_string()}, {"pending", pending_.size()}});
         on_lost(generation_, "stalled", {});
     }
 }
@@ -417,7 +420,8 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
             reply_ptr reply(static_cast<redisReply*>(raw));
             if (pending_.empty()) {
                 bump(stats.errors_protocol);
-                log::warn("unexpected reply from redis; reconnecting", {{"address", shared_->cfg.address.to_string()}});
+                log::warn("unexpected reply from redis; reconnecting",
+                          {{"address", shared_->cfg.address.to_string()}});
                 on_lost(gen, "protocol", {});
                 co_return;
             }
@@ -448,8 +452,8 @@ asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connect
                 co_return;
             writer_idle_ = false;
         }
-        writing_.clear();     // a stale batch of a lost connection is dropped
-        writing_.swap(out_);  // one write for everything queued so far
+        writing_.clear();    // a stale batch of a lost connection is dropped
+        writing_.swap(out_); // one write for everything queued so far
         auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(writing_), as_tuple(use_awaitable));
         if (gen != generation_ || !connected_)
             co_return;
@@ -478,7 +482,7 @@ void redis_connection::send_waiting()
 {
     for (auto& cmd : waiting_) {
         if (cmd->abandoned)
-            continue;  // timed out before it was sent: it never ran
+            continue; // timed out before it was sent: it never ran
         out_.append(cmd->payload);
         cmd->payload.clear();
         pending_.push_back(std::move(cmd));

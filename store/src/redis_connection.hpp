@@ -9,19 +9,17 @@
 //
 // Everything here runs on the connection's executor (one I/O thread); only shutdown() may be
 // called from elsewhere.
-#include <idemgate/config/config.hpp>
-#include <idemgate/store/redis_store.hpp>
-
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <idemgate/config/config.hpp>
+#include <idemgate/store/redis_store.hpp>
 #include <memory>
 #include <span>
 #include <string>
@@ -48,9 +46,9 @@ struct redis_shared {
     explicit redis_shared(config::redis_config c) : cfg(std::move(c)) {}
     const config::redis_config cfg;
     redis_stats stats;
-    std::atomic<bool> policy_checked{false};  // check_server done once per backend
-    std::size_t max_pending = 100000;               // commands queued or awaiting a reply
-    std::size_t max_pending_bytes = 256u << 20;     // bytes queued but not yet written
+    std::atomic<bool> policy_checked{false};    // check_server done once per backend
+    std::size_t max_pending = 100000;           // commands queued or awaiting a reply
+    std::size_t max_pending_bytes = 256u << 20; // bytes queued but not yet written
 };
 
 class redis_connection : public std::enable_shared_from_this<redis_connection> {
@@ -88,19 +86,19 @@ private:
     boost::asio::any_io_executor ex_;
     std::shared_ptr<redis_shared> shared_;
     boost::asio::ip::tcp::socket socket_;
-    boost::asio::steady_timer wake_writer_;  // cancelled to wake an idle writer
-    boost::asio::steady_timer lost_;         // cancelled when the connection is lost
+    boost::asio::steady_timer wake_writer_; // cancelled to wake an idle writer
+    boost::asio::steady_timer lost_;        // cancelled when the connection is lost
     boost::asio::steady_timer backoff_;
     boost::asio::steady_timer connect_deadline_;
-    std::deque<std::shared_ptr<pending_command>> pending_;  // awaiting replies, in send order
-    std::deque<std::shared_ptr<pending_command>> waiting_;  // queued during a connect attempt
-    std::string out_;      // formatted commands not yet handed to the writer
-    std::string writing_;  // the writer's current batch
-    std::string handshake_error_;   // what AUTH / SELECT / PING answered, for the log
-    std::uint64_t generation_ = 0;  // bumped per connection; stale reader/writer coroutines exit
-    bool connected_ = false;        // socket open, reader and writer running
-    bool up_ = false;               // connected_ and handshake done
-    bool connecting_ = false;       // a connect attempt (connect + handshake) is under way
+    std::deque<std::shared_ptr<pending_command>> pending_; // awaiting replies, in send order
+    std::deque<std::shared_ptr<pending_command>> waiting_; // queued during a connect attempt
+    std::string out_;                                      // formatted commands not yet handed to the writer
+    std::string writing_;                                  // the writer's current batch
+    std::string handshake_error_;                          // what AUTH / SELECT / PING answered, for the log
+    std::uint64_t generation_ = 0; // bumped per connection; stale reader/writer coroutines exit
+    bool connected_ = false;       // socket open, reader and writer running
+    bool up_ = false;              // connected_ and handshake done
+    bool connecting_ = false;      // a connect attempt (connect + handshake) is under way
     bool writer_idle_ = false;
     bool stopped_ = false;
 };

@@ -1,14 +1,12 @@
 #include "redis_connection.hpp"
 
+#include <array>
+#include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/store/record_codec.hpp>
 #include <idemgate/store/redis_store.hpp>
-
-#include <hiredis/hiredis.h>
 #include <openssl/sha.h>
-
-#include <array>
 
 namespace idemgate::store {
 
@@ -45,22 +43,20 @@ namespace {
 // KEYS[1] key, ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed record,
 // ARGV[3] record_ttl in ms. The owner token sits right after the version byte of every
 // encoding, so ownership is a prefix comparison.
-constexpr std::string_view complete_script =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-    "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
+constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1])\n"
+                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                             "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+                                             "  return 1\n"
+                                             "end\n"
+                                             "return 0\n";
 
 // KEYS[1] key, ARGV[1] owner prefix.
-constexpr std::string_view release_script =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-    "  redis.call('DEL', KEYS[1])\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
+constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
+                                            "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                            "  redis.call('DEL', KEYS[1])\n"
+                                            "  return 1\n"
+                                            "end\n"
+                                            "return 0\n";
 
 std::string sha1_hex(std::string_view text)
 {
@@ -94,7 +90,7 @@ const lua_script& release_lua()
 
 std::string ttl_ms(duration ttl)
 {
-    return std::to_string(std::max<duration::rep>(ttl.count(), 1));  // PX 0 is an error
+    return std::to_string(std::max<duration::rep>(ttl.count(), 1)); // PX 0 is an error
 }
 
 bool is_noscript(const detail::command_result& r)
@@ -105,7 +101,8 @@ bool is_noscript(const detail::command_result& r)
 
 class redis_session final : public session {
 public:
-    redis_session(std::shared_ptr<detail::redis_connection> conn, std::shared_ptr<detail::redis_shared> shared)
+    redis_session(std::shared_ptr<detail::redis_connection> conn,
+                  std::shared_ptr<detail::redis_shared> shared)
         : conn_(std::move(conn)), shared_(std::move(shared))
     {
     }

@@ -1,10 +1,8 @@
 // The Redis record encoding: any bytes round-trip; broken input is record_corrupt, never a crash.
+#include <doctest/doctest.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/record_codec.hpp>
 #include <idemgate/store/redis_store.hpp>
-
-#include <doctest/doctest.h>
-
 #include <random>
 #include <set>
 
@@ -84,7 +82,7 @@ TEST_CASE("an in-flight record round-trips and carries no response")
     CHECK(decoded(bytes) == r);
     // version + token + state + created + packed fingerprint: small by design (issue 5).
     CHECK(bytes.size() <= 1 + 1 + 3 + 1 + 1 + 1 + 32);
-    r.owner_token = "0123456789abcdef0123456789abcdef";  // the gateway's tokens pack to 16 bytes
+    r.owner_token = "0123456789abcdef0123456789abcdef"; // the gateway's tokens pack to 16 bytes
     CHECK(encode_record(r).size() <= 1 + 1 + 16 + 1 + 1 + 1 + 32);
 }
 
@@ -115,7 +113,8 @@ TEST_CASE("a hex fingerprint is packed and an upper-case or odd one is kept as i
 TEST_CASE("tokens, reasons and header names round-trip in every spelling")
 {
     auto r = sample_completed();
-    for (const std::string& token : std::vector<std::string>{"", "0", "00", "abcdef", "ABCDEF", "abcdeg", std::string(300, 'a'), std::string("\0a", 2)}) {
+    for (const std::string& token : std::vector<std::string>{"", "0", "00", "abcdef", "ABCDEF", "abcdeg",
+                                                             std::string(300, 'a'), std::string("\0a", 2)}) {
         r.owner_token = token;
         CHECK(decoded(encode_record(r)) == r);
         CHECK(encode_record(r).starts_with(owner_prefix(token)));
@@ -131,8 +130,12 @@ TEST_CASE("tokens, reasons and header names round-trip in every spelling")
         r.response.reason = "OK";
         CHECK(decoded(encode_record(r)) == r);
     }
-    r.response.headers = {{"Content-Type", "a"}, {"content-type", "b"}, {"CONTENT-TYPE", "c"},
-                          {"x-correlation-id", "d"}, {"", ""}, {"Date", "Sun, 29 Nov 2026 12:00:00 GMT"}};
+    r.response.headers = {{"Content-Type", "a"},
+                          {"content-type", "b"},
+                          {"CONTENT-TYPE", "c"},
+                          {"x-correlation-id", "d"},
+                          {"", ""},
+                          {"Date", "Sun, 29 Nov 2026 12:00:00 GMT"}};
     CHECK(decoded(encode_record(r)) == r);
 }
 
@@ -146,11 +149,11 @@ TEST_CASE("a header name index beyond the table and a dropped unknown reason are
     auto bytes = encode_record(r);
     // ... | varint count=1 | name index (1 byte) | value len 1 | 'v' | body len 0
     auto name_pos = bytes.size() - 4;
-    REQUIRE(bytes[name_pos] == '\x01');  // index 0, tagged
-    bytes[name_pos] = '\x7f';             // index 63: beyond the table
+    REQUIRE(bytes[name_pos] == '\x01'); // index 0, tagged
+    bytes[name_pos] = '\x7f';           // index 63: beyond the table
     CHECK(decode_record(bytes, out) == error::record_corrupt);
 
-    r.response.status = 299;  // no standard phrase: the reason must be stored
+    r.response.status = 299; // no standard phrase: the reason must be stored
     r.response.reason = "Whatever";
     CHECK(decoded(encode_record(r)) == r);
 }

@@ -2,22 +2,18 @@
 // a real one cannot show: a reply after the command timeout, and garbage.
 #include "redis_test_support.hpp"
 
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <fstream>
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/backend_factory.hpp>
 #include <idemgate/store/record_codec.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <idemgate/test/harness.hpp>
-
-#include <doctest/doctest.h>
-
-#include <boost/asio/use_awaitable.hpp>
-
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
 #include <iterator>
+#include <unistd.h>
 
 using namespace idemgate;
 using namespace idemgate::test;
@@ -62,7 +58,8 @@ struct store_fixture {
         });
     }
 
-    boost::system::error_code release(const std::string& tenant, const std::string& key, const std::string& token)
+    boost::system::error_code release(const std::string& tenant, const std::string& key,
+                                      const std::string& token)
     {
         return io.run([&]() -> asio::awaitable<boost::system::error_code> {
             store::scope s{tenant, key};
@@ -300,7 +297,7 @@ TEST_CASE("AUTH with the configured password; a wrong password never becomes rea
         CHECK(f.reserve("", "k2", in_flight_record("owner-a")).ec == error::store_unavailable);
     }
     {
-        auto cfg = redis_config_for(redis.port());  // no password at all: PING gets NOAUTH
+        auto cfg = redis_config_for(redis.port()); // no password at all: PING gets NOAUTH
         store_fixture f(cfg, false);
         CHECK(eventually([&] { return f.stats().reconnect_attempts.load() >= 2; }, 5s));
         CHECK_FALSE(f.backend->ready());
@@ -358,13 +355,14 @@ TEST_CASE("make_backend picks the memory or the redis store")
     cfg.redis = redis_config_for(free_port());
     auto backend = store::make_backend(cfg);
     CHECK(backend->kind() == "redis");
-    CHECK_FALSE(backend->ready());  // no session, no connection
+    CHECK_FALSE(backend->ready()); // no session, no connection
 }
 
 // ---------------------------------------------------------------------------------------------
 // Fake server: faults a real Redis cannot be made to show.
 
-TEST_CASE("a reply after the command timeout is store_timeout and is discarded, not given to the next command")
+TEST_CASE(
+    "a reply after the command timeout is store_timeout and is discarded, not given to the next command")
 {
     std::atomic<int> sets{0};
     std::atomic<bool> late_reply_sent{false};
@@ -375,7 +373,7 @@ TEST_CASE("a reply after the command timeout is store_timeout and is discarded, 
             return resp_noeviction;
         if (cmd[0] == "SET") {
             if (sets++ == 0) {
-                std::this_thread::sleep_for(1000ms);  // the fault: a slow server
+                std::this_thread::sleep_for(1000ms); // the fault: a slow server
                 late_reply_sent = true;
                 return resp_bulk(store::encode_record(completed_record("someone-else", "late")));
             }
@@ -384,8 +382,8 @@ TEST_CASE("a reply after the command timeout is store_timeout and is discarded, 
         return "-ERR unknown command\r\n";
     });
     auto cfg = redis_config_for(fake.port());
-    cfg.command_timeout = 300ms;   // generous: the machine is shared, PING must not time out
-    cfg.connect_timeout = 2000ms;  // keeps the stalled-server detector (>= 2 s) out of this test
+    cfg.command_timeout = 300ms;  // generous: the machine is shared, PING must not time out
+    cfg.connect_timeout = 2000ms; // keeps the stalled-server detector (>= 2 s) out of this test
     store_fixture f(cfg);
 
     auto started = std::chrono::steady_clock::now();
@@ -431,7 +429,7 @@ TEST_CASE("a well-formed reply of the wrong type is store_protocol without a rec
         if (cmd[0] == "PING")
             return "+PONG\r\n";
         if (cmd[0] == "CONFIG")
-            return "-ERR unknown command 'CONFIG'\r\n";  // CONFIG disabled: tolerated
+            return "-ERR unknown command 'CONFIG'\r\n"; // CONFIG disabled: tolerated
         if (cmd[0] == "SET")
             return ":5\r\n";
         if (cmd[0] == "EVALSHA")
@@ -450,7 +448,7 @@ TEST_CASE("a server that stops answering is abandoned and reconnected")
     std::atomic<bool> hung{false};
     fake_redis fake([&](const std::vector<std::string>& cmd, int connection) -> std::string {
         if (connection == 0 && (hung || cmd[0] == "SET")) {
-            hung = true;  // the first connection hangs at its first SET: nothing after is answered
+            hung = true; // the first connection hangs at its first SET: nothing after is answered
             return {};
         }
         if (cmd[0] == "PING")
@@ -521,19 +519,21 @@ TEST_CASE("an evicting maxmemory-policy is warned about at start-up")
     {
         stdout_capture capture;
         store_fixture f(redis_config_for(redis.port()));
-        eventually([&] { return capture.text().find("maxmemory-policy is not noeviction") != std::string::npos; }, 5s);
+        eventually(
+            [&] { return capture.text().find("maxmemory-policy is not noeviction") != std::string::npos; },
+            5s);
         logged = capture.text();
     }
     CHECK(logged.find("maxmemory-policy is not noeviction") != std::string::npos);
     CHECK(logged.find("\"maxmemory_policy\":\"volatile-lru\"") != std::string::npos);
-    CHECK(logged.find("redis 7.0 or newer is required") == std::string::npos);  // this is 7.x
+    CHECK(logged.find("redis 7.0 or newer is required") == std::string::npos); // this is 7.x
 }
 
 TEST_CASE("a command issued while the first connection is being made waits for it instead of failing")
 {
     redis_server redis;
     store_fixture f(redis_config_for(redis.port()), false);
-    auto r = f.reserve("", "early", in_flight_record("owner-a"));  // no wait for ready()
+    auto r = f.reserve("", "early", in_flight_record("owner-a")); // no wait for ready()
     CHECK_FALSE(r.ec);
     CHECK(r.acquired);
     CHECK(f.backend->ready());
@@ -621,7 +621,8 @@ TEST_CASE("a Redis older than 7.0 is reported at start-up")
     {
         stdout_capture capture;
         store_fixture f(redis_config_for(fake.port()));
-        eventually([&] { return capture.text().find("redis 7.0 or newer is required") != std::string::npos; }, 5s);
+        eventually([&] { return capture.text().find("redis 7.0 or newer is required") != std::string::npos; },
+                   5s);
         logged = capture.text();
     }
     CHECK(logged.find("redis 7.0 or newer is required") != std::string::npos);

@@ -1,14 +1,12 @@
 #include "redis_test_support.hpp"
 
-#include <idemgate/store/record_codec.hpp>
-
 #include <arpa/inet.h>
+#include <cstring>
+#include <idemgate/store/record_codec.hpp>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <cstring>
 
 namespace idemgate::test {
 
@@ -45,7 +43,7 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
             return true;
         if (std::chrono::steady_clock::now() >= deadline)
             return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // poll interval of the event
+        std::this_thread::sleep_for(std::chrono::milliseconds(5)); // poll interval of the event
     }
 }
 
@@ -83,7 +81,8 @@ store::record in_flight_record(const std::string& token, const std::string& fing
     return r;
 }
 
-store::record completed_record(const std::string& token, const std::string& body, const std::string& fingerprint)
+store::record completed_record(const std::string& token, const std::string& body,
+                               const std::string& fingerprint)
 {
     auto r = in_flight_record(token, fingerprint);
     r.state = store::record_state::completed;
@@ -112,7 +111,8 @@ fake_redis::fake_redis(answer_fn answer) : answer_(std::move(answer))
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = 0;
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 16) != 0)
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 16) != 0)
         throw std::runtime_error("fake_redis: bind/listen failed");
     socklen_t len = sizeof addr;
     ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -123,7 +123,7 @@ fake_redis::fake_redis(answer_fn answer) : answer_(std::move(answer))
 fake_redis::~fake_redis()
 {
     stopping_ = true;
-    acceptor_.join();  // no new threads after this; each serving thread sees stopping_ in 20 ms
+    acceptor_.join(); // no new threads after this; each serving thread sees stopping_ in 20 ms
     for (auto& t : threads_)
         t.join();
     ::close(listen_fd_);

@@ -1,19 +1,17 @@
 #pragma once
 // Helpers for the Redis store tests: an I/O thread to run sessions on, bounded waits, and a
 // fake Redis for the faults a real one cannot show (late replies, garbage).
-#include <idemgate/config/config.hpp>
-#include <idemgate/store/store.hpp>
-
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
-
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
+#include <idemgate/config/config.hpp>
+#include <idemgate/store/store.hpp>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -55,7 +53,8 @@ private:
 };
 
 // Polls `pred` every few milliseconds until it holds or `timeout` passes.
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+bool eventually(const std::function<bool()>& pred,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // A redis_config for a server on 127.0.0.1:port with test-friendly timeouts.
 config::redis_config redis_config_for(std::uint16_t port);
@@ -64,7 +63,8 @@ config::redis_config redis_config_for(std::uint16_t port);
 std::string fingerprint_of(const std::string& seed);
 
 // An in-flight record owned by `token`.
-store::record in_flight_record(const std::string& token, const std::string& fingerprint = fingerprint_of("fp"));
+store::record in_flight_record(const std::string& token,
+                               const std::string& fingerprint = fingerprint_of("fp"));
 
 // A completed record owned by `token` with the given body.
 store::record completed_record(const std::string& token, const std::string& body,

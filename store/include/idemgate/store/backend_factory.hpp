@@ -2,7 +2,6 @@
 // Picks the store backend named by the configuration.
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/store.hpp>
-
 #include <memory>
 
 namespace idemgate::store {

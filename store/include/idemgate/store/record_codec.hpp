@@ -16,10 +16,8 @@
 // check ownership by comparing a prefix (owner_prefix) without decoding the rest. Packing the
 // token, fingerprint, reason and common header names keeps the per-record overhead small
 // (issue 5: Redis memory per record <= response size + 200 bytes).
-#include <idemgate/store/store.hpp>
-
 #include <boost/system/error_code.hpp>
-
+#include <idemgate/store/store.hpp>
 #include <string>
 #include <string_view>
 

@@ -6,12 +6,11 @@
 //   reserve:  SET key <in-flight record> NX PX lock_ttl GET
 //   complete: EVALSHA (owner-checked SET ... PX record_ttl)
 //   release:  EVALSHA (owner-checked DEL)
-#include <idemgate/config/config.hpp>
-#include <idemgate/store/store.hpp>
-
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <idemgate/config/config.hpp>
+#include <idemgate/store/store.hpp>
 #include <memory>
 #include <string>
 
@@ -20,19 +19,20 @@ namespace idemgate::store {
 // Counters for /metrics; all monotonic except connections_up. Relaxed atomics.
 struct redis_stats {
     // Upper bounds (microseconds) of the command latency buckets; the last bucket is +Inf.
-    static constexpr std::array<std::uint64_t, 11> latency_bounds_us{
-        100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000};
+    static constexpr std::array<std::uint64_t, 11> latency_bounds_us{100,   250,   500,   1000,   2500,  5000,
+                                                                     10000, 25000, 50000, 100000, 250000};
 
     std::atomic<std::uint64_t> commands_sent{0};
-    std::atomic<std::uint64_t> replies{0};            // replies handed to a waiting command
-    std::atomic<std::uint64_t> errors_unavailable{0};  // failed fast: not connected, queue full, connection lost
-    std::atomic<std::uint64_t> errors_timeout{0};      // no reply within command_timeout (outcome unknown)
-    std::atomic<std::uint64_t> errors_reply{0};        // error replies (OOM, READONLY, ...)
-    std::atomic<std::uint64_t> errors_protocol{0};     // unexpected reply type or unparsable bytes
-    std::atomic<std::uint64_t> errors_corrupt{0};      // a stored record did not decode
-    std::atomic<std::uint64_t> connects{0};            // connections established (handshake done)
-    std::atomic<std::uint64_t> reconnect_attempts{0};  // connect attempts after the first per session
-    std::atomic<std::int64_t> connections_up{0};       // sessions whose connection is up now
+    std::atomic<std::uint64_t> replies{0}; // replies handed to a waiting command
+    std::atomic<std::uint64_t> errors_unavailable{
+        0};                                        // failed fast: not connected, queue full, connection lost
+    std::atomic<std::uint64_t> errors_timeout{0};  // no reply within command_timeout (outcome unknown)
+    std::atomic<std::uint64_t> errors_reply{0};    // error replies (OOM, READONLY, ...)
+    std::atomic<std::uint64_t> errors_protocol{0}; // unexpected reply type or unparsable bytes
+    std::atomic<std::uint64_t> errors_corrupt{0};  // a stored record did not decode
+    std::atomic<std::uint64_t> connects{0};        // connections established (handshake done)
+    std::atomic<std::uint64_t> reconnect_attempts{0}; // connect attempts after the first per session
+    std::atomic<std::int64_t> connections_up{0};      // sessions whose connection is up now
     // Latency of answered commands (enqueue to reply): histogram + sum, Prometheus style.
     std::array<std::atomic<std::uint64_t>, latency_bounds_us.size() + 1> latency_buckets{};
     std::atomic<std::uint64_t> latency_sum_us{0};
