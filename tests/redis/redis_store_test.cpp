@@ -81,6 +81,18 @@ long long resp_integer(const std::string& reply)
     return std::stoll(reply.substr(1));
 }
 
+// The store's start-up checks (INFO, CONFIG GET) go through the same pipeline; a test that
+// scripts a fault waits until they were asked so they cannot land behind the fault.
+void wait_for_start_up_checks(const fake_redis& fake)
+{
+    REQUIRE(eventually([&] {
+        for (const auto& cmd : fake.commands())
+            if (cmd[0] == "CONFIG")
+                return true;
+        return false;
+    }));
+}
+
 std::string key_of(const std::string& tenant, const std::string& key)
 {
     store::scope s{tenant, key};
@@ -385,6 +397,7 @@ TEST_CASE(
     cfg.command_timeout = 300ms;  // generous: the machine is shared, PING must not time out
     cfg.connect_timeout = 2000ms; // keeps the stalled-server detector (>= 2 s) out of this test
     store_fixture f(cfg);
+    wait_for_start_up_checks(fake);
 
     auto started = std::chrono::steady_clock::now();
     auto slow = f.reserve("", "k1", in_flight_record("owner-a"));
@@ -413,6 +426,7 @@ TEST_CASE("a garbage reply is store_protocol, resets the connection, and the sto
         return "-ERR unknown command\r\n";
     });
     store_fixture f(redis_config_for(fake.port()));
+    wait_for_start_up_checks(fake);
 
     auto bad = f.reserve("", "k", in_flight_record("owner-a"));
     CHECK(bad.ec == error::store_protocol);
@@ -437,6 +451,7 @@ TEST_CASE("a well-formed reply of the wrong type is store_protocol without a rec
         return "-ERR unknown command\r\n";
     });
     store_fixture f(redis_config_for(fake.port()));
+    wait_for_start_up_checks(fake);
     CHECK(f.reserve("", "k", in_flight_record("owner-a")).ec == error::store_protocol);
     CHECK(f.complete("", "k", completed_record("owner-a", "x")) == error::store_protocol);
     CHECK(f.reserve("", "k", in_flight_record("owner-a")).ec == error::store_protocol);
@@ -463,6 +478,7 @@ TEST_CASE("a server that stops answering is abandoned and reconnected")
     cfg.command_timeout = 50ms;
     cfg.connect_timeout = 200ms;
     store_fixture f(cfg);
+    wait_for_start_up_checks(fake);
 
     CHECK(f.reserve("", "k", in_flight_record("owner-a")).ec == error::store_timeout);
     // Each timed-out command checks how long the oldest one has waited; past
