@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::string redis_gateway_yaml(const redis_server& redis, const test_upstream_process& upstream,
-                               const std::string& lock_ttl = "30s")
+                               const std::string& lock_ttl = "30s", const std::string& on_failure = "reject")
 {
     return "listen: \"${LISTEN}\"\n"
            "admin_listen: \"${ADMIN}\"\n"
@@ -25,7 +25,9 @@ std::string redis_gateway_yaml(const redis_server& redis, const test_upstream_pr
            "access_log: false\n"
            "store:\n"
            "  type: redis\n"
-           "  on_failure: reject\n"
+           "  on_failure: " +
+           on_failure +
+           "\n"
            "  redis:\n"
            "    address: \"" +
            redis.address() +
@@ -254,6 +256,45 @@ TEST_SUITE("gateway over redis")
         CHECK(replay.body == next.body); // the record is the second owner's, not the late one
         CHECK(replay.body != slow.body);
         CHECK(upstream.executions() == 2);
+    }
+
+} // TEST_SUITE
+
+TEST_SUITE("gateway over redis")
+{
+
+    TEST_CASE("Redis answering OOM at reserve: 503 without calling the upstream, then normal again")
+    {
+        redis_server redis;
+        test_upstream_process upstream;
+        auto gw = start_gateway(redis_gateway_yaml(redis, upstream));
+        REQUIRE(post(*gw, unique_key("before"), "{}").status == 201);
+
+        REQUIRE(redis.command({"CONFIG", "SET", "maxmemory", "1"}) == "+OK\r\n");
+        auto refused = post(*gw, unique_key("oom"), "{}");
+        CHECK(refused.status == 503);
+        CHECK(refused.header("content-type").find("problem+json") != std::string::npos);
+        CHECK(upstream.executions() == 1);
+
+        REQUIRE(redis.command({"CONFIG", "SET", "maxmemory", "0"}) == "+OK\r\n");
+        CHECK(post(*gw, unique_key("after"), "{}").status == 201);
+        CHECK(upstream.executions() == 2);
+    }
+
+    TEST_CASE("on_failure pass_through forwards unprotected while Redis is down and counts it")
+    {
+        redis_server redis;
+        test_upstream_process upstream;
+        auto gw = start_gateway(redis_gateway_yaml(redis, upstream, "30s", "pass_through"));
+        redis.stop(true);
+        REQUIRE(eventually([&] { return readyz(*gw) == 503; }, 5s));
+
+        auto key = unique_key("bypass");
+        CHECK(post(*gw, key, "{}").status == 201);
+        CHECK(post(*gw, key, "{}").status == 201); // unprotected: the duplicate runs too
+        CHECK(upstream.executions() == 2);
+        auto metrics = http_request(gw->admin_port(), "GET", "/metrics", {}, {}, 2s);
+        CHECK(metrics.body.find("idemgate_store_bypassed_total 2") != std::string::npos);
     }
 
 } // TEST_SUITE
