@@ -22,17 +22,23 @@ struct redis_stats {
     static constexpr std::array<std::uint64_t, 11> latency_bounds_us{100,   250,   500,   1000,   2500,  5000,
                                                                      10000, 25000, 50000, 100000, 250000};
 
+    // Commands written to Redis, and replies handed to a waiting command.
     std::atomic<std::uint64_t> commands_sent{0};
-    std::atomic<std::uint64_t> replies{0}; // replies handed to a waiting command
-    std::atomic<std::uint64_t> errors_unavailable{
-        0};                                        // failed fast: not connected, queue full, connection lost
-    std::atomic<std::uint64_t> errors_timeout{0};  // no reply within command_timeout (outcome unknown)
-    std::atomic<std::uint64_t> errors_reply{0};    // error replies (OOM, READONLY, ...)
-    std::atomic<std::uint64_t> errors_protocol{0}; // unexpected reply type or unparsable bytes
-    std::atomic<std::uint64_t> errors_corrupt{0};  // a stored record did not decode
-    std::atomic<std::uint64_t> connects{0};        // connections established (handshake done)
-    std::atomic<std::uint64_t> reconnect_attempts{0}; // connect attempts after the first per session
-    std::atomic<std::int64_t> connections_up{0};      // sessions whose connection is up now
+    std::atomic<std::uint64_t> replies{0};
+    // Errors by kind. unavailable: failed fast (not connected, queue full, connection lost);
+    // timeout: no reply within command_timeout, outcome unknown; reply: error replies (OOM,
+    // READONLY, WRONGTYPE...); protocol: unexpected reply type or unparsable bytes; corrupt: a
+    // stored record did not decode.
+    std::atomic<std::uint64_t> errors_unavailable{0};
+    std::atomic<std::uint64_t> errors_timeout{0};
+    std::atomic<std::uint64_t> errors_reply{0};
+    std::atomic<std::uint64_t> errors_protocol{0};
+    std::atomic<std::uint64_t> errors_corrupt{0};
+    // Connections established (handshake done), connect attempts after each session's first,
+    // and sessions whose connection is up now.
+    std::atomic<std::uint64_t> connects{0};
+    std::atomic<std::uint64_t> reconnect_attempts{0};
+    std::atomic<std::int64_t> connections_up{0};
     // Latency of answered commands (enqueue to reply): histogram + sum, Prometheus style.
     std::array<std::atomic<std::uint64_t>, latency_bounds_us.size() + 1> latency_buckets{};
     std::atomic<std::uint64_t> latency_sum_us{0};
