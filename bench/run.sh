@@ -578,14 +578,19 @@ json=$RESULTS_DIR/$stamp.json
 } >"$json"
 
 if command -v gnuplot >/dev/null; then
-    awk -F'\t' '$8 == "ok" { printf "\"%s\\n%s\" %s\n", $1, $2, $3 }' "$summary" >"$work/chart.dat"
+    # label, req/s, colour: anchors blue, idemgate-redis orange, idemgate-memory green
+    awk -F'\t' '$8 == "ok" {
+        colour = $1 == "idemgate-redis" ? 14254635 : ($1 == "idemgate-memory" ? 4168786 : 3894952)
+        printf "\"%s\\n%s\" %s %s\n", $1, $2, $3, colour
+    }' "$summary" >"$work/chart.dat"
+    bars=$(wc -l <"$work/chart.dat")
     gnuplot <<EOF 2>"$work/gnuplot.err" || say "gnuplot failed: $(cat "$work/gnuplot.err")"
 set terminal svg size 1100,520 dynamic noenhanced font "sans,11" background rgb "white"
 set output "$RESULTS_DIR/latest.svg"
-set title "idemgate bench $stamp: req/s, median of $ROUNDS (wrk -t$WRK_THREADS -c$CONNECTIONS, $(nproc) cores)"
-set style data histograms
-set style fill solid 0.8 border -1
-set boxwidth 0.8
+set title "idemgate bench $stamp: req/s, median of $ROUNDS (wrk -t$WRK_THREADS -c$CONNECTIONS, $(nproc) cores)\nblue: anchors, orange: idemgate with Redis, green: idemgate with the memory store"
+set style fill solid 0.85 border -1
+set boxwidth 0.75
+set xrange [-0.6:$bars - 0.4]
 set xtics rotate by -40 font ",9" nomirror
 set ytics nomirror
 set grid ytics
@@ -593,7 +598,8 @@ set key off
 set ylabel "requests / second"
 set yrange [0:*]
 set bmargin 7
-plot "$work/chart.dat" using 2:xtic(1) notitle lc rgb "#3b6ea8"
+plot "$work/chart.dat" using 0:2:3:xtic(1) with boxes notitle lc rgb variable, \
+     "" using 0:2:(sprintf("%.1fk", \$2 / 1000)) with labels offset 0,0.7 font ",9" notitle
 EOF
 fi
 
