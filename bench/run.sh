@@ -603,5 +603,22 @@ plot "$work/chart.dat" using 0:2:3:xtic(1) with boxes notitle lc rgb variable, \
 EOF
 fi
 
+# READMEs that carry the markers get the latest table between them (bench/README.md does).
+for readme in "$root/README.md" "$bench_dir/README.md"; do
+    [[ $RESULTS_DIR = "$bench_dir/results" ]] || break # a scratch RESULTS_DIR leaves the READMEs alone
+    grep -q '^<!-- bench:latest:start -->$' "$readme" 2>/dev/null || continue
+    grep -q '^<!-- bench:latest:end -->$' "$readme" || continue
+    awk -v md="$md" '
+        /^<!-- bench:latest:start -->$/ {
+            print
+            while ((getline line < md) > 0) print (line ~ /^# / ? "###" substr(line, 2) : line)
+            skip = 1
+            next
+        }
+        /^<!-- bench:latest:end -->$/ { skip = 0 }
+        !skip { print }' "$readme" >"$work/readme.new" && cat "$work/readme.new" >"$readme"
+    say "updated the latest table in $readme"
+done
+
 cat "$md"
 say "wrote $md and $json"
