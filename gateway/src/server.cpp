@@ -7,6 +7,7 @@
 #include <idemgate/gateway/problem.hpp>
 #include <idemgate/gateway/server.hpp>
 #include <idemgate/gateway/upstream_pool.hpp>
+#include <idemgate/gateway/wire.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -280,6 +281,7 @@ struct server::impl {
         }
         beast::tcp_stream stream(std::move(socket));
         beast::flat_buffer buffer;
+        std::string scratch;  // rendered message heads, reused for every message on this connection
 
         for (;;) {
             // Wait for the first byte of the next request under the idle timeout; the header
@@ -361,11 +363,11 @@ struct server::impl {
 
             request_type req = parser.release();
             bool keep_alive = req.keep_alive() && !draining.load(std::memory_order_relaxed);
-            handled h = co_await handle_request(w, req, client_ip);
+            handled h = co_await handle_request(w, req, client_ip, scratch);
             if (h.close_after)
                 keep_alive = false;
             h.response.keep_alive(keep_alive);
-            auto wec = co_await write_response(stream, h.response, cfg.timeouts.client_write);
+            auto wec = co_await write_message(stream, h.response, scratch, cfg.timeouts.client_write);
             auto elapsed = clock_type::now() - started;
             stats.request_latency.observe(elapsed);
             stats.count(h.result);
@@ -410,7 +412,8 @@ struct server::impl {
 
     // ---- one request ----------------------------------------------------------------------
 
-    asio::awaitable<handled> handle_request(worker& w, request_type& req, const std::string& client_ip)
+    asio::awaitable<handled> handle_request(worker& w, request_type& req, const std::string& client_ip,
+                                            std::string& scratch)
     {
         handled h;
         unsigned version = req.version();
@@ -436,7 +439,7 @@ struct server::impl {
         switch (classify(policy, facts)) {
         case request_verdict::pass_through: {
             h.result = outcome::pass_through;
-            co_await forward(w, *route, req, client_ip, h);
+            co_await forward(w, *route, req, client_ip, h, scratch);
             co_return h;
         }
         case request_verdict::reject_missing_key:
@@ -516,13 +519,13 @@ struct server::impl {
         case reserve_action::pass_through_store_failure:
             stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
             h.result = outcome::pass_through;
-            co_await forward(w, *route, req, client_ip, h);
+            co_await forward(w, *route, req, client_ip, h, scratch);
             co_return h;
         case reserve_action::forward_and_record: break;
         }
 
         h.result = outcome::executed;
-        bool answered = co_await forward(w, *route, req, client_ip, h);
+        bool answered = co_await forward(w, *route, req, client_ip, h, scratch);
         if (decide_after_upstream(answered, h.response.result_int()) == completion_action::record) {
             store::record done;
             done.state = store::record_state::completed;
@@ -563,7 +566,7 @@ struct server::impl {
     // Forwards to the route's upstream; fills h.response. Returns true when the upstream
     // answered (any status), false when the gateway answered 502/504 itself.
     asio::awaitable<bool> forward(worker& w, const config::route_config& route, request_type& req,
-                                  const std::string& client_ip, handled& h)
+                                  const std::string& client_ip, handled& h, std::string& scratch)
     {
         unsigned client_version = req.version();
         bool head = req.method() == http::verb::head;
@@ -584,7 +587,7 @@ struct server::impl {
             req.method() == http::verb::patch)
             req.content_length(req.body().size());
 
-        upstream_result result = co_await w.pools[route.upstream_index]->exchange(req, head);
+        upstream_result result = co_await w.pools[route.upstream_index]->exchange(req, head, scratch);
         if (result.ec) {
             bool timed_out = result.ec == make_error_code(error::upstream_timeout);
             h.response = make_problem(timed_out ? problems::gateway_timeout : problems::bad_gateway,

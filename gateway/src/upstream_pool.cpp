@@ -1,5 +1,6 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/gateway/upstream_pool.hpp>
+#include <idemgate/gateway/wire.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
@@ -62,7 +63,7 @@ std::optional<beast::tcp_stream> upstream_pool::take_idle()
 }
 
 asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<http::string_body>& req,
-                                                         bool head_request)
+                                                         bool head_request, std::string& scratch)
 {
     upstream_result result;
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -85,8 +86,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
             metrics_.upstream_connections_opened.fetch_add(1, std::memory_order_relaxed);
         }
 
-        stream.expires_after(config_.timeouts.upstream_response);
-        auto [wec, written] = co_await http::async_write(stream, req, use_tuple);
+        auto wec = co_await write_message(stream, req, scratch, config_.timeouts.upstream_response);
         if (wec) {
             if (reused)
                 continue;
@@ -100,6 +100,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
             co_return result;
         }
 
+        stream.expires_after(config_.timeouts.upstream_response);
         beast::flat_buffer buffer;
         http::response_parser<http::string_body> parser;
         parser.body_limit(config_.limits.max_response_body);

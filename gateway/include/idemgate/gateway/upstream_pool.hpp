@@ -10,6 +10,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace idemgate::gateway {
@@ -32,7 +33,8 @@ public:
     // A reused connection whose write fails is retried once on a fresh connection (the race every
     // keep-alive proxy has with the upstream's idle close); one that dies after the request was
     // written is retried only for idempotent methods (RFC 9110 9.2.2).
-    boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req, bool head_request);
+    boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req, bool head_request,
+                                                     std::string& scratch);
 
     std::size_t idle_count() const noexcept { return idle_.size(); }
 

@@ -1,0 +1,88 @@
+#include <idemgate/gateway/wire.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <charconv>
+
+namespace idemgate::gateway {
+
+namespace asio = boost::asio;
+
+namespace {
+
+void append_version(unsigned version, std::string& out)
+{
+    out.append(version == 10 ? "HTTP/1.0" : "HTTP/1.1");
+}
+
+void append_fields(const http::fields& f, std::string& out)
+{
+    for (const auto& field : f) {
+        out.append(field.name_string());
+        out.append(": ");
+        out.append(field.value());
+        out.append("\r\n");
+    }
+    out.append("\r\n");
+}
+
+template<class Message>
+asio::awaitable<boost::system::error_code> send(boost::beast::tcp_stream& stream, const Message& msg,
+                                                std::string& scratch, std::chrono::milliseconds timeout,
+                                                bool send_body)
+{
+    scratch.clear();
+    render_head(msg.base(), scratch);
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(scratch),
+                                              asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
+    stream.expires_after(timeout);
+    auto [ec, n] = co_await asio::async_write(stream, buffers, asio::as_tuple(asio::use_awaitable));
+    co_return ec;
+}
+
+} // namespace
+
+void render_head(const http::request_header<>& h, std::string& out)
+{
+    out.append(h.method_string());
+    out.push_back(' ');
+    out.append(h.target());
+    out.push_back(' ');
+    append_version(h.version(), out);
+    out.append("\r\n");
+    append_fields(h, out);
+}
+
+void render_head(const http::response_header<>& h, std::string& out)
+{
+    append_version(h.version(), out);
+    char code[8];
+    auto [end, ec] = std::to_chars(code, code + sizeof code, h.result_int());
+    out.push_back(' ');
+    out.append(code, end);
+    out.push_back(' ');
+    out.append(h.reason());
+    out.append("\r\n");
+    append_fields(h, out);
+}
+
+asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
+                                                         const http::request<http::string_body>& msg,
+                                                         std::string& scratch, std::chrono::milliseconds timeout)
+{
+    return send(stream, msg, scratch, timeout, true);
+}
+
+asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
+                                                         const http::response<http::string_body>& msg,
+                                                         std::string& scratch, std::chrono::milliseconds timeout,
+                                                         bool send_body)
+{
+    return send(stream, msg, scratch, timeout, send_body);
+}
+
+} // namespace idemgate::gateway
