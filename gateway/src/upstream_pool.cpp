@@ -44,22 +44,22 @@ upstream_pool::upstream_pool(asio::any_io_executor ex, std::vector<tcp::endpoint
     idle_.reserve(max_idle_);
 }
 
-std::optional<beast::tcp_stream> upstream_pool::take_idle()
+std::unique_ptr<beast::tcp_stream> upstream_pool::take_idle()
 {
     while (!idle_.empty()) {
-        beast::tcp_stream s = std::move(idle_.back());
+        std::unique_ptr<beast::tcp_stream> s = std::move(idle_.back());
         idle_.pop_back();
         // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
         // something unasked; either way the connection is not safe to reuse.
         char c;
-        auto n = ::recv(s.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        auto n = ::recv(s->socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            return std::optional<beast::tcp_stream>(std::move(s));
+            return s;
         }
         error_code ignored;
-        s.socket().close(ignored);
+        s->socket().close(ignored);
     }
-    return std::nullopt;
+    return nullptr;
 }
 
 asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<http::string_body>& req,
@@ -67,10 +67,12 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
 {
     upstream_result result;
     for (int attempt = 0; attempt < 2; ++attempt) {
-        std::optional<beast::tcp_stream> idle = attempt == 0 ? take_idle() : std::nullopt;
-        bool reused = idle.has_value();
-        beast::tcp_stream stream = reused ? std::move(*idle) : beast::tcp_stream(executor_);
-        idle.reset();
+        // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
+        std::unique_ptr<beast::tcp_stream> conn = attempt == 0 ? take_idle() : nullptr;
+        bool reused = conn != nullptr;
+        if (!reused)
+            conn = std::make_unique<beast::tcp_stream>(executor_);
+        beast::tcp_stream& stream = *conn;
         if (reused) {
             metrics_.upstream_connections_reused.fetch_add(1, std::memory_order_relaxed);
         } else {
@@ -131,7 +133,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
         result.response = parser.release();
         if (result.response.keep_alive() && buffer.size() == 0 && idle_.size() < max_idle_) {
             stream.expires_never();
-            idle_.push_back(std::move(stream));
+            idle_.push_back(std::move(conn));
         } else {
             error_code ignored;
             stream.socket().shutdown(tcp::socket::shutdown_both, ignored);

@@ -9,7 +9,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,14 +39,14 @@ public:
     std::size_t idle_count() const noexcept { return idle_.size(); }
 
 private:
-    std::optional<boost::beast::tcp_stream> take_idle();
+    std::unique_ptr<boost::beast::tcp_stream> take_idle();
 
     boost::asio::any_io_executor executor_;
     std::vector<tcp::endpoint> endpoints_;
     std::size_t max_idle_;
     const config::config& config_;
     metrics& metrics_;
-    std::vector<boost::beast::tcp_stream> idle_;
+    std::vector<std::unique_ptr<boost::beast::tcp_stream>> idle_;
 };
 
 } // namespace idemgate::gateway
