@@ -349,8 +349,10 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
     if (send_now) {
         out_.append(formatted, static_cast<std::size_t>(len));
         pending_.push_back(cmd);
-        if (writer_idle_)
+        if (writer_idle_) {
+            writer_idle_ = false; // one wake-up per batch
             wake_writer_.cancel();
+        }
         bump(stats.commands_sent);
     } else {
         cmd->payload.assign(formatted, static_cast<std::size_t>(len));
@@ -489,8 +491,10 @@ void redis_connection::send_waiting()
         bump(shared_->stats.commands_sent);
     }
     waiting_.clear();
-    if (writer_idle_ && !out_.empty())
+    if (writer_idle_ && !out_.empty()) {
+        writer_idle_ = false;
         wake_writer_.cancel();
+    }
 }
 
 void redis_connection::fail_pending(error_code ec)
