@@ -28,32 +28,36 @@ void put_bytes(std::string& out, std::string_view bytes)
     out.append(bytes);
 }
 
-int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1; // upper case is not packed: it would not round-trip
-}
+// -1 for anything but 0-9 a-f: upper case is not packed, it would not round-trip.
+constexpr std::array<signed char, 256> hex_table = [] {
+    std::array<signed char, 256> t{};
+    t.fill(-1);
+    for (int c = '0'; c <= '9'; ++c)
+        t[static_cast<std::size_t>(c)] = static_cast<signed char>(c - '0');
+    for (int c = 'a'; c <= 'f'; ++c)
+        t[static_cast<std::size_t>(c)] = static_cast<signed char>(c - 'a' + 10);
+    return t;
+}();
 
-bool is_lower_hex(std::string_view s)
+// Appends the bytes `hex` (even length) spells if it is all lower-case hex; otherwise leaves
+// `out` as it was and returns false. One pass: this runs for every reserve and complete.
+bool try_put_packed_hex(std::string& out, std::string_view hex)
 {
-    for (char c : s)
-        if (hex_value(c) < 0)
-            return false;
+    auto start = out.size();
+    out.resize(start + hex.size() / 2);
+    char* p = out.data() + start;
+    int invalid = 0;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+        int hi = hex_table[static_cast<unsigned char>(hex[i])];
+        int lo = hex_table[static_cast<unsigned char>(hex[i + 1])];
+        invalid |= hi | lo; // negative once any digit is not hex
+        *p++ = static_cast<char>((hi & 0xf) << 4 | (lo & 0xf));
+    }
+    if (invalid < 0) {
+        out.resize(start);
+        return false;
+    }
     return true;
-}
-
-bool is_packable_hex(std::string_view s)
-{
-    return s.size() == 2 * packed_hex_size && is_lower_hex(s);
-}
-
-void put_packed_hex(std::string& out, std::string_view hex)
-{
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-        out.push_back(static_cast<char>(hex_value(hex[i]) << 4 | hex_value(hex[i + 1])));
 }
 
 void expand_hex(std::string_view packed, std::string& out)
@@ -72,13 +76,15 @@ void expand_hex(std::string_view packed, std::string& out)
 // owner prefix of a token is always the same bytes.
 void put_token(std::string& out, std::string_view token)
 {
-    if (!token.empty() && token.size() % 2 == 0 && is_lower_hex(token)) {
+    if (!token.empty() && token.size() % 2 == 0) {
+        auto start = out.size();
         put_varint(out, (token.size() / 2) << 1 | 1);
-        put_packed_hex(out, token);
-    } else {
-        put_varint(out, token.size() << 1);
-        out.append(token);
+        if (try_put_packed_hex(out, token))
+            return;
+        out.resize(start);
     }
+    put_varint(out, token.size() << 1);
+    out.append(token);
 }
 
 // Header names seen on almost every response are one byte: varint(index << 1 | 1). Others are
@@ -324,11 +330,9 @@ void encode_record(const record& r, std::string& out)
     put_token(out, r.owner_token);
     out.push_back(static_cast<char>(r.state));
     put_varint(out, static_cast<std::uint64_t>(r.created_unix_ms));
-    if (is_packable_hex(r.fingerprint)) {
-        out.push_back(static_cast<char>(fingerprint_packed_hex));
-        put_packed_hex(out, r.fingerprint);
-    } else {
-        out.push_back(static_cast<char>(fingerprint_raw));
+    out.push_back(static_cast<char>(fingerprint_packed_hex));
+    if (r.fingerprint.size() != 2 * packed_hex_size || !try_put_packed_hex(out, r.fingerprint)) {
+        out.back() = static_cast<char>(fingerprint_raw);
         put_bytes(out, r.fingerprint);
     }
     if (r.state != record_state::completed)

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <charconv>
 #include <exception>
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
@@ -55,6 +56,26 @@ struct reader_deleter {
 void bump(std::atomic<std::uint64_t>& counter) noexcept
 {
     counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Appends one command in RESP (an array of bulk strings) straight into the output buffer.
+// hiredis' redisFormatCommandArgv does the same through a malloc and sprintf per command, which
+// showed up in the replay profile; hiredis still parses every reply.
+void append_command(std::string& out, std::span<const std::string_view> args)
+{
+    auto put_header = [&out](char tag, std::size_t n) {
+        char digits[24];
+        auto [end, ec] = std::to_chars(digits, digits + sizeof digits, n);
+        out.push_back(tag);
+        out.append(digits, end);
+        out.append("\r\n", 2);
+    };
+    put_header('*', args.size());
+    for (auto arg : args) {
+        put_header('$', arg.size());
+        out.append(arg);
+        out.append("\r\n", 2);
+    }
 }
 
 // What the server said (an error reply's text) or what went wrong.
@@ -326,28 +347,11 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
         co_return command_result{make_error_code(error::store_unavailable), nullptr};
     }
 
-    constexpr std::size_t max_args = 16;
-    std::array<const char*, max_args> argv{};
-    std::array<std::size_t, max_args> argvlen{};
-    if (args.size() > max_args) {
-        bump(stats.errors_protocol);
-        co_return command_result{make_error_code(error::store_protocol), nullptr};
-    }
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        argv[i] = args[i].data();
-        argvlen[i] = args[i].size();
-    }
-    char* formatted = nullptr;
-    int len = redisFormatCommandArgv(&formatted, static_cast<int>(args.size()), argv.data(), argvlen.data());
-    if (len < 0 || !formatted) {
-        bump(stats.errors_unavailable); // out of memory
-        co_return command_result{make_error_code(error::store_unavailable), nullptr};
-    }
     auto cmd = std::make_shared<pending_command>(ex_);
     cmd->sent = clock::now();
     cmd->event.expires_after(shared_->cfg.command_timeout);
     if (send_now) {
-        out_.append(formatted, static_cast<std::size_t>(len));
+        append_command(out_, args);
         pending_.push_back(cmd);
         if (writer_idle_) {
             writer_idle_ = false; // one wake-up per batch
@@ -355,10 +359,9 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
         }
         bump(stats.commands_sent);
     } else {
-        cmd->payload.assign(formatted, static_cast<std::size_t>(len));
+        append_command(cmd->payload, args);
         waiting_.push_back(cmd);
     }
-    redisFreeCommand(formatted);
 
     co_await cmd->event.async_wait(as_tuple(use_awaitable));
     if (cmd->done) {

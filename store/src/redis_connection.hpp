@@ -1,8 +1,8 @@
 #pragma once
 // One pipelined Redis connection, private to the store library.
 //
-// hiredis only formats commands (redisFormatCommandArgv) and parses replies (redisReader);
-// Asio owns the socket. Commands are appended to an output buffer and to a FIFO of pending
+// hiredis only parses replies (redisReader); commands are written in RESP straight into the
+// output buffer; Asio owns the socket. Commands are appended to an output buffer and to a FIFO of pending
 // commands; one writer coroutine writes everything queued in one write, one reader coroutine
 // hands replies to the FIFO's front in order. Each command waits on its own steady_timer,
 // which is both its deadline and its "reply arrived" event (the reader cancels it).

@@ -1,6 +1,6 @@
 #pragma once
-// The Redis store: one pipelined connection per I/O thread (session), hiredis as RESP
-// formatter and parser only, Asio for the socket. See issue 3.
+// The Redis store: one pipelined connection per I/O thread (session), hiredis' reply parser,
+// Asio for the socket. See issue 3.
 //
 // Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key). Operations, one round trip each:
 //   reserve:  SET key <in-flight record> NX PX lock_ttl GET
