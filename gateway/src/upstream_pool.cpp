@@ -104,12 +104,28 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
 
         stream.expires_after(config_.timeouts.upstream_response);
         beast::flat_buffer buffer;
-        http::response_parser<http::string_body> parser;
-        parser.body_limit(config_.limits.max_response_body);
-        parser.header_limit(64 * 1024);
-        if (head_request)
-            parser.skip(true);
-        auto [rec, read] = co_await http::async_read(stream, buffer, parser, use_tuple);
+        // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
+        // final (RFC 9110 15.2); the deadline covers them all.
+        std::optional<http::response_parser<http::string_body>> parser_storage;
+        error_code rec;
+        for (int interim = 0; interim < 8; ++interim) {
+            auto& p = parser_storage.emplace();
+            p.body_limit(config_.limits.max_response_body);
+            p.header_limit(64 * 1024);
+            if (head_request)
+                p.skip(true);
+            auto [read_ec, read] = co_await http::async_read(stream, buffer, p, use_tuple);
+            rec = read_ec;
+            unsigned status = p.get().result_int();
+            if (rec || status >= 200)
+                break;
+            if (status == 101 || interim == 7) {
+                // No Upgrade was forwarded, so a 101 (or an endless run of 1xx) is a protocol error.
+                rec = http::error::bad_version;
+                break;
+            }
+        }
+        auto& parser = *parser_storage;
         if (rec) {
             // Only an idempotent request may be sent again once it was written (RFC 9110 9.2.2):
             // the upstream may have run a POST that died without an answer.

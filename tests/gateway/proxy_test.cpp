@@ -152,6 +152,22 @@ TEST_CASE("keep-alive survives an upstream that closes its connection")
     CHECK(f.executions() == 4);
 }
 
+TEST_CASE("an interim 103 from the upstream is not taken for the final answer, and the final one is recorded")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    const std::string key = unique_key("interim");
+    auto first = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Interim", "1"}}, "{}");
+    CHECK(first.status == 201);
+    CHECK(first.raw.find("103") == std::string::npos);
+    // The connection is still in step: the next answer on it is the replay, not a leftover.
+    auto replay = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Interim", "1"}}, "{}");
+    CHECK(replay.status == 201);
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay.body == first.body);
+    CHECK(f.executions() == 1);
+}
+
 TEST_CASE("hop-by-hop request headers are not forwarded and forwarding headers are added")
 {
     gateway_fixture f;

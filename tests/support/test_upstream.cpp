@@ -13,6 +13,7 @@
 //     X-Test-Abort: 1       count it, then close the connection without answering
 //     X-Test-Body-Size: N   body of N 'x' bytes instead of the JSON echo
 //     X-Test-Set-Cookie: 1  adds Set-Cookie: session=abc
+//     X-Test-Interim: 1     sends "103 Early Hints" (with a Link header) before the answer
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
 //   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
 //   The default body echoes {"execution","method","target","body","headers"}.
@@ -24,6 +25,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -175,6 +177,13 @@ asio::awaitable<void> session(tcp::socket socket)
             break;
         bool close = !req.keep_alive() || (!control && header_is_one(req, "X-Test-Close"));
         stream.expires_after(std::chrono::seconds(10));
+        if (!control && header_is_one(req, "X-Test-Interim")) {
+            static constexpr std::string_view hints = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+            auto [hint_ec, hint_n] = co_await asio::async_write(stream, asio::buffer(hints.data(), hints.size()),
+                                                                asio::as_tuple(asio::use_awaitable));
+            if (hint_ec)
+                break;
+        }
         auto [write_ec, write_n] =
             co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
         if (write_ec || close)
