@@ -466,8 +466,9 @@ private:
         }
         load_redis(map, store.redis);
 
-        map_view memory(*this, child(map, "memory"), "store.memory", {"max_entries"});
+        map_view memory(*this, child(map, "memory"), "store.memory", {"max_entries", "max_bytes"});
         read_int(memory, "max_entries", store.memory.max_entries, 1, std::numeric_limits<std::size_t>::max());
+        read_size(memory, "max_bytes", store.memory.max_bytes, false);
     }
 
     void load_redis(const map_view& store, redis_config& redis)

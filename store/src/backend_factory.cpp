@@ -12,6 +12,7 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg)
     }
     memory_options options;
     options.max_entries = cfg.memory.max_entries;
+    options.max_bytes = cfg.memory.max_bytes;
     return make_memory_backend(std::move(options));
 }
 

@@ -16,6 +16,15 @@ std::string scope_map_key(scope s)
     return k;
 }
 
+std::size_t charged_bytes(std::string_view map_key, const record& r) noexcept
+{
+    std::size_t n = 160 + map_key.size() + r.fingerprint.size() + r.owner_token.size() + r.response.reason.size() +
+                    r.response.body.size();
+    for (const auto& h : r.response.headers)
+        n += 64 + h.name.size() + h.value.size();
+    return n;
+}
+
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -59,14 +68,16 @@ public:
         if (it != entries_.end()) {
             if (it->second.expires > now)
                 return {{}, false, it->second.rec};
-            entries_.erase(it);
+            erase(it);
         }
-        if (entries_.size() >= options_.max_entries) {
+        std::size_t charge = charged_bytes(k, in_flight);
+        if (full(charge)) {
             sweep_expired(now);
-            if (entries_.size() >= options_.max_entries)
+            if (full(charge))
                 return {make_error_code(error::store_full), false, std::nullopt};
         }
-        entries_.emplace(std::move(k), entry{in_flight, now + ttl});
+        bytes_ += charge;
+        entries_.emplace(std::move(k), entry{in_flight, now + ttl, charge});
         return {{}, true, std::nullopt};
     }
 
@@ -78,6 +89,11 @@ public:
         if (it == entries_.end() || it->second.expires <= now ||
             it->second.rec.owner_token != completed.owner_token)
             return make_error_code(error::not_owner);
+        // Always recorded, even past max_bytes: refusing would lose an answer the upstream gave;
+        // the bound then holds back new reservations until records expire.
+        std::size_t charge = charged_bytes(it->first, completed);
+        bytes_ = bytes_ - it->second.charge + charge;
+        it->second.charge = charge;
         it->second.rec = completed;
         it->second.expires = now + ttl;
         return {};
@@ -90,7 +106,7 @@ public:
         auto it = entries_.find(scope_map_key(s));
         if (it == entries_.end() || it->second.expires <= now || it->second.rec.owner_token != owner_token)
             return make_error_code(error::not_owner);
-        entries_.erase(it);
+        erase(it);
         return {};
     }
 
@@ -98,16 +114,38 @@ private:
     struct entry {
         record rec;
         clock::time_point expires;
+        std::size_t charge = 0;  // bytes counted against max_bytes
     };
+    using map_type = std::unordered_map<std::string, entry>;
+
+    bool full(std::size_t incoming) const
+    {
+        return entries_.size() >= options_.max_entries || bytes_ + incoming > options_.max_bytes;
+    }
+
+    void erase(map_type::iterator it)
+    {
+        bytes_ -= it->second.charge;
+        entries_.erase(it);
+    }
 
     void sweep_expired(clock::time_point now)
     {
-        std::erase_if(entries_, [now](const auto& kv) { return kv.second.expires <= now; });
+        for (auto it = entries_.begin(); it != entries_.end();) {
+            if (it->second.expires <= now) {
+                bytes_ -= it->second.charge;
+                it = entries_.erase(it);
+            } else {
+                ++it;
+            }
+        }
     }
+
 
     memory_options options_;
     std::mutex mutex_;
-    std::unordered_map<std::string, entry> entries_;
+    map_type entries_;
+    std::size_t bytes_ = 0;
 };
 
 boost::asio::awaitable<reserve_result> memory_session::reserve(scope s, const record& in_flight, duration lock_ttl)

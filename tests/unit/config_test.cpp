@@ -222,6 +222,7 @@ store:
     reconnect_backoff_max: 1m
   memory:
     max_entries: 42
+    max_bytes: 64MiB
 upstreams:
   orders: { address: "127.0.0.1:8081", max_idle_connections: 8 }
   billing:
@@ -272,6 +273,7 @@ timeouts:
     CHECK(c.store.redis.connect_timeout == 2s);
     CHECK(c.store.redis.reconnect_backoff_max == 1min);
     CHECK(c.store.memory.max_entries == 42);
+    CHECK(c.store.memory.max_bytes == 64u * 1024 * 1024);
 
     REQUIRE(c.upstreams.size() == 2);
     CHECK(c.upstreams[0].name == "orders");
@@ -333,6 +335,7 @@ TEST_CASE("absent keys take the documented defaults")
     CHECK(c.store.redis.connect_timeout == 1s);
     CHECK(c.store.redis.reconnect_backoff_max == 2s);
     CHECK(c.store.memory.max_entries == 100000);
+    CHECK(c.store.memory.max_bytes == 256u * 1024 * 1024);
     REQUIRE(c.upstreams.size() == 1);
     CHECK(c.upstreams[0].max_idle_connections == 64);
     REQUIRE(c.routes.size() == 1);

@@ -49,10 +49,11 @@ struct fixture {
     boost::asio::io_context ioc;
     std::shared_ptr<store::backend> backend;
     std::unique_ptr<store::session> s;
-    explicit fixture(std::size_t max_entries = 100)
+    explicit fixture(std::size_t max_entries = 100, std::size_t max_bytes = 1 << 20)
     {
         store::memory_options o;
         o.max_entries = max_entries;
+        o.max_bytes = max_bytes;
         o.now = [this] { return clock.now; };
         backend = store::make_memory_backend(o);
         s = backend->open_session(ioc.get_executor());
@@ -144,4 +145,28 @@ TEST_CASE("memory store: the bound refuses new keys but evicts expired ones firs
     f.clock.now += 11s;
     CHECK(run(f.ioc, f.s->reserve({"", "3"}, in_flight("t"), 30s)).acquired);
     CHECK_FALSE(run(f.ioc, f.s->reserve({"", "2"}, in_flight("t"), 30s)).acquired);
+}
+
+TEST_CASE("memory store: the byte bound counts bodies, refuses new keys, and frees bytes on expiry and release")
+{
+    auto one_key = store::charged_bytes(store::scope_map_key({"", "1"}), in_flight("t1"));
+    auto big = completed("t1", std::string(4000, 'b'));
+    auto big_charge = store::charged_bytes(store::scope_map_key({"", "1"}), big);
+    REQUIRE(big_charge > 4000);
+    // Room for the big record plus one more in-flight key, not two.
+    fixture f(100, big_charge + one_key + one_key / 2);
+    CHECK(run(f.ioc, f.s->reserve({"", "1"}, in_flight("t1"), 10s)).acquired);
+    // A finished response is always recorded, even though the entry grows.
+    CHECK_FALSE(run(f.ioc, f.s->complete({"", "1"}, big, 10s)));
+    CHECK(run(f.ioc, f.s->reserve({"", "2"}, in_flight("t2"), 30s)).acquired);
+    auto full = run(f.ioc, f.s->reserve({"", "3"}, in_flight("t3"), 30s));
+    CHECK(full.ec == make_error_code(error::store_full));
+    // Releasing key 2 gives its bytes back.
+    CHECK_FALSE(run(f.ioc, f.s->release({"", "2"}, "t2")));
+    CHECK(run(f.ioc, f.s->reserve({"", "3"}, in_flight("t3"), 30s)).acquired);
+    CHECK(run(f.ioc, f.s->reserve({"", "4"}, in_flight("t4"), 30s)).ec == make_error_code(error::store_full));
+    // The big record expires: its bytes are swept and new keys fit again.
+    f.clock.now += 11s;
+    CHECK(run(f.ioc, f.s->reserve({"", "4"}, in_flight("t4"), 30s)).acquired);
+    CHECK(run(f.ioc, f.s->reserve({"", "5"}, in_flight("t5"), 30s)).acquired);
 }

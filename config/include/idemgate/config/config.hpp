@@ -35,7 +35,8 @@ struct redis_config {
 };
 
 struct memory_config {
-    std::size_t max_entries = 100000;  // bound; expired entries are evicted first
+    std::size_t max_entries = 100000;         // bound on keys; expired entries are evicted first
+    std::size_t max_bytes = 256 * 1024 * 1024; // bound on stored bytes (keys, records, bodies)
 };
 
 struct store_config {
