@@ -1,15 +1,14 @@
 // idemgate: a reverse-proxy idempotency gateway. Thin entry point over idemgate::gateway.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
 #include <idemgate/common/log.hpp>
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/gateway/server.hpp>
 #include <idemgate/store/backend_factory.hpp>
 #include <idemgate/store/redis_store.hpp>
-
-#include <cstdio>
-#include <cstring>
-#include <exception>
-#include <functional>
 #include <string>
 
 namespace {
@@ -76,7 +75,9 @@ int main(int argc, char** argv)
         auto backend = idemgate::store::make_backend(cfg.store);
         std::function<void(std::string&)> extra;
         if (auto redis = std::dynamic_pointer_cast<idemgate::store::redis_backend>(backend))
-            extra = [redis](std::string& out) { idemgate::gateway::render_redis_metrics(redis->stats(), out); };
+            extra = [redis](std::string& out) {
+                idemgate::gateway::render_redis_metrics(redis->stats(), out);
+            };
         idemgate::gateway::server srv(std::move(cfg), backend, std::move(extra));
         srv.bind();
         return srv.run();

@@ -1,5 +1,4 @@
 #include <idemgate/common/error.hpp>
-
 #include <string>
 
 namespace idemgate {

@@ -1,9 +1,7 @@
-#include <idemgate/common/log.hpp>
-
 #include <boost/json/serialize.hpp>
-
 #include <chrono>
 #include <cstdio>
+#include <idemgate/common/log.hpp>
 #include <string>
 
 namespace idemgate::log {

@@ -1,6 +1,5 @@
-#include <idemgate/gateway/decision.hpp>
-
 #include <algorithm>
+#include <idemgate/gateway/decision.hpp>
 
 namespace idemgate::gateway {
 

@@ -1,16 +1,15 @@
-#include <idemgate/gateway/fingerprint.hpp>
-
-#include <openssl/evp.h>
-
 #include <array>
+#include <idemgate/gateway/fingerprint.hpp>
 #include <memory>
+#include <openssl/evp.h>
 
 namespace idemgate::gateway {
 
 std::string fingerprint(std::string_view method, std::string_view target, std::string_view body)
 {
     // One context per thread, reused: EVP_MD_CTX_new per request is an avoidable allocation.
-    thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+    thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                             &EVP_MD_CTX_free);
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
     unsigned int len = 0;
     EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);

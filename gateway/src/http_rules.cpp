@@ -1,7 +1,5 @@
-#include <idemgate/gateway/http_rules.hpp>
-
 #include <boost/beast/core/string.hpp>
-
+#include <idemgate/gateway/http_rules.hpp>
 #include <string>
 #include <vector>
 
@@ -17,8 +15,10 @@ std::string_view describe(framing_violation v) noexcept
         return "a request must not carry both Content-Length and Transfer-Encoding";
     case framing_violation::transfer_encoding_not_chunked:
         return "Transfer-Encoding must be exactly \"chunked\"";
-    case framing_violation::transfer_encoding_in_http10: return "HTTP/1.0 requests must not use Transfer-Encoding";
-    case framing_violation::conflicting_content_length: return "Content-Length must appear once with one value";
+    case framing_violation::transfer_encoding_in_http10:
+        return "HTTP/1.0 requests must not use Transfer-Encoding";
+    case framing_violation::conflicting_content_length:
+        return "Content-Length must appear once with one value";
     case framing_violation::missing_host: return "an HTTP/1.1 request needs exactly one Host header";
     case framing_violation::bad_target: return "the request target must be an absolute path (origin-form)";
     }
@@ -63,8 +63,8 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
         return framing_violation::content_length_and_transfer_encoding;
     if (transfer_encoding_lines > 0 && version < 11)
         return framing_violation::transfer_encoding_in_http10;
-    if (transfer_encoding_lines > 1 || (transfer_encoding_lines == 1 &&
-                                        !beast::iequals(trim(transfer_encoding), "chunked")))
+    if (transfer_encoding_lines > 1 ||
+        (transfer_encoding_lines == 1 && !beast::iequals(trim(transfer_encoding), "chunked")))
         return framing_violation::transfer_encoding_not_chunked;
     if (content_length_lines > 1 || content_length.find(',') != std::string_view::npos)
         return framing_violation::conflicting_content_length;
@@ -79,8 +79,8 @@ void strip_hop_by_hop(http::fields& fields, bool also_expect)
 {
     // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1).
     std::vector<std::string> named;
-    for (auto it = fields.find(http::field::connection); it != fields.end() && it->name() == http::field::connection;
-         ++it) {
+    for (auto it = fields.find(http::field::connection);
+         it != fields.end() && it->name() == http::field::connection; ++it) {
         std::string_view list = it->value();
         while (!list.empty()) {
             auto comma = list.find(',');
@@ -117,9 +117,18 @@ header_lookup find_header(const http::fields& fields, std::string_view name)
 
 bool excluded_from_record(std::string_view name) noexcept
 {
-    static constexpr std::string_view excluded[] = {
-        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te",
-        "trailer", "transfer-encoding", "upgrade", "content-length", "set-cookie", "idempotent-replayed"};
+    static constexpr std::string_view excluded[] = {"connection",
+                                                    "keep-alive",
+                                                    "proxy-connection",
+                                                    "proxy-authenticate",
+                                                    "proxy-authorization",
+                                                    "te",
+                                                    "trailer",
+                                                    "transfer-encoding",
+                                                    "upgrade",
+                                                    "content-length",
+                                                    "set-cookie",
+                                                    "idempotent-replayed"};
     for (auto e : excluded)
         if (beast::iequals(name, e))
             return true;

@@ -1,7 +1,6 @@
+#include <cstdio>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/store/redis_store.hpp>
-
-#include <cstdio>
 
 namespace idemgate::gateway {
 
@@ -55,7 +54,8 @@ void latency_histogram::render(std::string& out, std::string_view name, std::str
         cumulative += buckets_[i].load(std::memory_order_relaxed);
         char le[32];
         std::snprintf(le, sizeof le, "%g", bounds[i]);
-        line(out, std::string(name) + "_bucket", prefix + "le=\"" + le + "\"", static_cast<double>(cumulative));
+        line(out, std::string(name) + "_bucket", prefix + "le=\"" + le + "\"",
+             static_cast<double>(cumulative));
     }
     cumulative += buckets_[bounds.size()].load(std::memory_order_relaxed);
     line(out, std::string(name) + "_bucket", prefix + "le=\"+Inf\"", static_cast<double>(cumulative));
@@ -72,11 +72,13 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
         line(out, "idemgate_requests_total",
              "outcome=\"" + std::string(to_string(static_cast<outcome>(i))) + "\"",
              static_cast<double>(requests[i].load()));
-    header(out, "idemgate_request_duration_seconds", "histogram", "Time from request header to response sent.");
+    header(out, "idemgate_request_duration_seconds", "histogram",
+           "Time from request header to response sent.");
     request_latency.render(out, "idemgate_request_duration_seconds", "");
     header(out, "idemgate_store_duration_seconds", "histogram", "Store operation latency.");
     for (int i = 0; i < store_op_count; ++i)
-        store_latency[i].render(out, "idemgate_store_duration_seconds", std::string("op=\"") + op_name(i) + "\"");
+        store_latency[i].render(out, "idemgate_store_duration_seconds",
+                                std::string("op=\"") + op_name(i) + "\"");
     header(out, "idemgate_store_errors_total", "counter", "Store operations that failed.");
     for (int i = 0; i < store_op_count; ++i)
         line(out, "idemgate_store_errors_total", std::string("op=\"") + op_name(i) + "\"",
@@ -88,11 +90,14 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
            "Responses sent to the client but not recorded (complete failed); the lock expires by lock_ttl.");
     line(out, "idemgate_records_lost_total", "", static_cast<double>(records_lost.load()));
     header(out, "idemgate_upstream_errors_total", "counter", "Upstream failures by kind.");
-    line(out, "idemgate_upstream_errors_total", "kind=\"connect\"", static_cast<double>(upstream_connect_errors.load()));
-    line(out, "idemgate_upstream_errors_total", "kind=\"timeout\"", static_cast<double>(upstream_timeouts.load()));
+    line(out, "idemgate_upstream_errors_total", "kind=\"connect\"",
+         static_cast<double>(upstream_connect_errors.load()));
+    line(out, "idemgate_upstream_errors_total", "kind=\"timeout\"",
+         static_cast<double>(upstream_timeouts.load()));
     line(out, "idemgate_upstream_errors_total", "kind=\"bad_response\"",
          static_cast<double>(upstream_bad_responses.load()));
-    line(out, "idemgate_upstream_errors_total", "kind=\"status_5xx\"", static_cast<double>(upstream_5xx.load()));
+    line(out, "idemgate_upstream_errors_total", "kind=\"status_5xx\"",
+         static_cast<double>(upstream_5xx.load()));
     header(out, "idemgate_upstream_connections_total", "counter", "Upstream connections opened and reused.");
     line(out, "idemgate_upstream_connections_total", "kind=\"opened\"",
          static_cast<double>(upstream_connections_opened.load()));
@@ -100,7 +105,8 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
          static_cast<double>(upstream_connections_reused.load()));
     header(out, "idemgate_connections_active", "gauge", "Open client connections.");
     line(out, "idemgate_connections_active", "", static_cast<double>(connections_active.load()));
-    header(out, "idemgate_connections_refused_total", "counter", "Client connections closed at limits.max_connections.");
+    header(out, "idemgate_connections_refused_total", "counter",
+           "Client connections closed at limits.max_connections.");
     line(out, "idemgate_connections_refused_total", "", static_cast<double>(connections_refused.load()));
     header(out, "idemgate_requests_in_flight", "gauge", "Requests between header read and response sent.");
     line(out, "idemgate_requests_in_flight", "", static_cast<double>(requests_in_flight.load()));
@@ -129,7 +135,8 @@ void render_redis_metrics(const store::redis_stats& s, std::string& out)
             double(s.reconnect_attempts.load()));
     header(out, "idemgate_redis_connections_up", "gauge", "I/O threads whose Redis connection is up.");
     line(out, "idemgate_redis_connections_up", "", double(s.connections_up.load()));
-    header(out, "idemgate_redis_command_duration_seconds", "histogram", "Redis command latency, enqueue to reply.");
+    header(out, "idemgate_redis_command_duration_seconds", "histogram",
+           "Redis command latency, enqueue to reply.");
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < s.latency_bounds_us.size(); ++i) {
         cumulative += s.latency_buckets[i].load();

@@ -1,14 +1,13 @@
-#include <idemgate/gateway/problem.hpp>
-
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
-
+#include <idemgate/gateway/problem.hpp>
 #include <string>
 
 namespace idemgate::gateway {
 
 http::response<http::string_body> make_problem(const problem& p, std::string_view detail, unsigned version,
-                                               bool keep_alive, std::string_view instance, unsigned status_override)
+                                               bool keep_alive, std::string_view instance,
+                                               unsigned status_override)
 {
     unsigned status = status_override ? status_override : static_cast<unsigned>(p.status);
     boost::json::object body;

@@ -1,14 +1,4 @@
-#include <idemgate/common/error.hpp>
-#include <idemgate/common/log.hpp>
-#include <idemgate/gateway/decision.hpp>
-#include <idemgate/gateway/fingerprint.hpp>
-#include <idemgate/gateway/http_rules.hpp>
-#include <idemgate/gateway/metrics.hpp>
-#include <idemgate/gateway/problem.hpp>
-#include <idemgate/gateway/server.hpp>
-#include <idemgate/gateway/upstream_pool.hpp>
-#include <idemgate/gateway/wire.hpp>
-
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -29,8 +19,16 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
-
-#include <atomic>
+#include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
+#include <idemgate/gateway/decision.hpp>
+#include <idemgate/gateway/fingerprint.hpp>
+#include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/metrics.hpp>
+#include <idemgate/gateway/problem.hpp>
+#include <idemgate/gateway/server.hpp>
+#include <idemgate/gateway/upstream_pool.hpp>
+#include <idemgate/gateway/wire.hpp>
 #include <iterator>
 #include <random>
 #include <sstream>
@@ -52,7 +50,7 @@ struct worker {
     asio::io_context ioc{1};
     tcp::acceptor acceptor{ioc};
     std::unique_ptr<store::session> store;
-    std::vector<std::unique_ptr<upstream_pool>> pools;  // index = config upstream index
+    std::vector<std::unique_ptr<upstream_pool>> pools; // index = config upstream index
     std::mt19937_64 rng{std::random_device{}()};
     std::thread thread;
 
@@ -108,7 +106,7 @@ void reframe(response_type& res, bool head_request)
         return;
     }
     if (head_request)
-        return;  // keep the upstream's Content-Length: the body was not sent
+        return; // keep the upstream's Content-Length: the body was not sent
     res.content_length(res.body().size());
 }
 
@@ -205,9 +203,9 @@ struct server::impl {
                 ep = w->acceptor.local_endpoint();
             w->store = backend->open_session(w->ioc.get_executor());
             for (std::size_t u = 0; u < cfg.upstreams.size(); ++u)
-                w->pools.push_back(std::make_unique<upstream_pool>(w->ioc.get_executor(), upstream_endpoints[u],
-                                                                   cfg.upstreams[u].max_idle_connections, cfg,
-                                                                   stats));
+                w->pools.push_back(
+                    std::make_unique<upstream_pool>(w->ioc.get_executor(), upstream_endpoints[u],
+                                                    cfg.upstreams[u].max_idle_connections, cfg, stats));
             workers.push_back(std::move(w));
         }
         listen_ep = ep;
@@ -251,8 +249,8 @@ struct server::impl {
     }
 
     // Answers a request the gateway could not read, then the connection closes.
-    asio::awaitable<void> answer_and_close(beast::tcp_stream& stream, const problem& p, std::string_view detail,
-                                           unsigned version)
+    asio::awaitable<void> answer_and_close(beast::tcp_stream& stream, const problem& p,
+                                           std::string_view detail, unsigned version)
     {
         auto res = make_problem(p, detail, version ? version : 11, false);
         co_await write_response(stream, res, cfg.timeouts.client_write);
@@ -281,7 +279,7 @@ struct server::impl {
         }
         beast::tcp_stream stream(std::move(socket));
         beast::flat_buffer buffer;
-        std::string scratch;  // rendered message heads, reused for every message on this connection
+        std::string scratch; // rendered message heads, reused for every message on this connection
 
         for (;;) {
             // Wait for the first byte of the next request under the idle timeout; the header
@@ -308,7 +306,8 @@ struct server::impl {
                                               "the request body exceeds limits.max_request_body", 11);
                 else if (hec == beast::error::timeout)
                     co_await answer_and_close(stream, problems::request_timeout,
-                                              "the request header did not arrive within timeouts.header_read", 11);
+                                              "the request header did not arrive within timeouts.header_read",
+                                              11);
                 else if (hec != http::error::end_of_stream && hec != asio::error::eof &&
                          hec != asio::error::connection_reset)
                     co_await answer_and_close(stream, problems::bad_request, hec.message(), 11);
@@ -329,8 +328,8 @@ struct server::impl {
                 if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                     static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
                     stream.expires_after(cfg.timeouts.client_write);
-                    auto [cec, cn] = co_await asio::async_write(stream, asio::buffer(cont.data(), cont.size()),
-                                                                use_tuple);
+                    auto [cec, cn] =
+                        co_await asio::async_write(stream, asio::buffer(cont.data(), cont.size()), use_tuple);
                     if (cec)
                         break;
                 }
@@ -342,7 +341,8 @@ struct server::impl {
                 if (bec) {
                     if (bec == http::error::body_limit)
                         co_await answer_and_close(stream, problems::body_too_large,
-                                                  "the request body exceeds limits.max_request_body", version);
+                                                  "the request body exceeds limits.max_request_body",
+                                                  version);
                     else if (bec == beast::error::timeout)
                         co_await answer_and_close(stream, problems::request_timeout,
                                                   "the request body did not arrive within timeouts.body_read",
@@ -450,17 +450,16 @@ struct server::impl {
             h.result = outcome::rejected;
             co_return h;
         case request_verdict::reject_invalid_key:
-            h.response = make_problem(problems::invalid_key,
-                                      policy.key_header +
-                                          " must appear once, with 1 to 255 visible ASCII characters",
-                                      version, true);
+            h.response =
+                make_problem(problems::invalid_key,
+                             policy.key_header + " must appear once, with 1 to 255 visible ASCII characters",
+                             version, true);
             h.result = outcome::rejected;
             co_return h;
         case request_verdict::reject_missing_tenant:
-            h.response = make_problem(problems::missing_tenant,
-                                      "a request with " + policy.key_header + " must carry " +
-                                          policy.tenant_header,
-                                      version, true);
+            h.response = make_problem(
+                problems::missing_tenant,
+                "a request with " + policy.key_header + " must carry " + policy.tenant_header, version, true);
             h.result = outcome::rejected;
             co_return h;
         case request_verdict::reject_invalid_tenant:
@@ -488,7 +487,8 @@ struct server::impl {
         stats.store_latency[static_cast<int>(store_op::reserve)].observe(clock_type::now() - t0);
         if (reserved.ec) {
             stats.store_errors[static_cast<int>(store_op::reserve)].fetch_add(1, std::memory_order_relaxed);
-            log::warn("store reserve failed", {{"error", reserved.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
+            log::warn("store reserve failed",
+                      {{"error", reserved.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
         }
 
         switch (decide_after_reserve(reserved, in_flight.fingerprint, cfg.store.on_failure)) {
@@ -497,22 +497,22 @@ struct server::impl {
             h.result = outcome::replayed;
             co_return h;
         case reserve_action::in_flight_conflict:
-            h.response = make_problem(problems::in_flight,
-                                      "the first request with this key has not finished; retry later", version,
-                                      true);
+            h.response =
+                make_problem(problems::in_flight,
+                             "the first request with this key has not finished; retry later", version, true);
             h.response.set(http::field::retry_after, "1");
             h.result = outcome::conflict;
             co_return h;
         case reserve_action::fingerprint_mismatch:
-            h.response = make_problem(problems::mismatch,
-                                      "this key was first used with another method, path or body", version, true,
-                                      {}, policy.mismatch_status);
+            h.response =
+                make_problem(problems::mismatch, "this key was first used with another method, path or body",
+                             version, true, {}, policy.mismatch_status);
             h.result = outcome::mismatch;
             co_return h;
         case reserve_action::reject_store_failure:
             h.response = make_problem(problems::store_unavailable,
-                                      "the request was not forwarded because its key cannot be reserved", version,
-                                      true);
+                                      "the request was not forwarded because its key cannot be reserved",
+                                      version, true);
             h.response.set(http::field::retry_after, "1");
             h.result = outcome::store_error;
             co_return h;
@@ -544,7 +544,8 @@ struct server::impl {
             stats.store_latency[static_cast<int>(store_op::complete)].observe(clock_type::now() - t1);
             h.response.body() = std::move(done.response.body);
             if (ec) {
-                stats.store_errors[static_cast<int>(store_op::complete)].fetch_add(1, std::memory_order_relaxed);
+                stats.store_errors[static_cast<int>(store_op::complete)].fetch_add(1,
+                                                                                   std::memory_order_relaxed);
                 stats.records_lost.fetch_add(1, std::memory_order_relaxed);
                 log::warn("store complete failed; the response was sent but not recorded",
                           {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
@@ -555,7 +556,8 @@ struct server::impl {
             auto ec = co_await w.store->release(scope, in_flight.owner_token);
             stats.store_latency[static_cast<int>(store_op::release)].observe(clock_type::now() - t1);
             if (ec) {
-                stats.store_errors[static_cast<int>(store_op::release)].fetch_add(1, std::memory_order_relaxed);
+                stats.store_errors[static_cast<int>(store_op::release)].fetch_add(1,
+                                                                                  std::memory_order_relaxed);
                 log::warn("store release failed; the key stays locked until lock_ttl",
                           {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
             }
@@ -591,8 +593,8 @@ struct server::impl {
         if (result.ec) {
             bool timed_out = result.ec == make_error_code(error::upstream_timeout);
             h.response = make_problem(timed_out ? problems::gateway_timeout : problems::bad_gateway,
-                                      "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version,
-                                      true);
+                                      "upstream \"" + route.upstream + "\": " + result.ec.message(),
+                                      client_version, true);
             co_return false;
         }
         if (result.response.result_int() >= 500)
@@ -634,7 +636,8 @@ struct server::impl {
             auto path = req.target().substr(0, req.target().find('?'));
             res.set(http::field::content_type, "text/plain; charset=utf-8");
             if (req.method() != http::verb::get && req.method() != http::verb::head) {
-                res = make_problem(problems::bad_request, "the admin port answers GET only", req.version(), true);
+                res = make_problem(problems::bad_request, "the admin port answers GET only", req.version(),
+                                   true);
                 res.result(http::status::method_not_allowed);
                 res.set(http::field::allow, "GET, HEAD");
             } else if (path == "/healthz") {
@@ -642,15 +645,16 @@ struct server::impl {
             } else if (path == "/readyz") {
                 bool ok = ready();
                 res.result(ok ? http::status::ok : http::status::service_unavailable);
-                res.body() = ok ? "ready\n"
-                                : (draining.load() ? "draining\n"
-                                                   : "store " + std::string(backend->kind()) + " unavailable\n");
+                res.body() =
+                    ok ? "ready\n"
+                       : (draining.load() ? "draining\n"
+                                          : "store " + std::string(backend->kind()) + " unavailable\n");
             } else if (path == "/metrics") {
                 res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
                 res.body() = stats.render(ready(), metrics_extra);
             } else {
-                res = make_problem(problems::no_route, "admin paths: /healthz, /readyz, /metrics", req.version(),
-                                   true);
+                res = make_problem(problems::no_route, "admin paths: /healthz, /readyz, /metrics",
+                                   req.version(), true);
             }
             res.keep_alive(req.keep_alive());
             res.prepare_payload();
@@ -753,10 +757,22 @@ server::~server()
     }
 }
 
-void server::bind() { impl_->bind(); }
-tcp::endpoint server::listen_endpoint() const { return impl_->listen_ep; }
-tcp::endpoint server::admin_endpoint() const { return impl_->admin_ep; }
-int server::run() { return impl_->run(); }
+void server::bind()
+{
+    impl_->bind();
+}
+tcp::endpoint server::listen_endpoint() const
+{
+    return impl_->listen_ep;
+}
+tcp::endpoint server::admin_endpoint() const
+{
+    return impl_->admin_ep;
+}
+int server::run()
+{
+    return impl_->run();
+}
 
 void server::request_stop()
 {

@@ -1,7 +1,3 @@
-#include <idemgate/common/error.hpp>
-#include <idemgate/gateway/upstream_pool.hpp>
-#include <idemgate/gateway/wire.hpp>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -10,7 +6,9 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-
+#include <idemgate/common/error.hpp>
+#include <idemgate/gateway/upstream_pool.hpp>
+#include <idemgate/gateway/wire.hpp>
 #include <sys/socket.h>
 
 namespace idemgate::gateway {
@@ -37,9 +35,10 @@ bool is_idempotent(http::verb v)
 
 } // namespace
 
-upstream_pool::upstream_pool(asio::any_io_executor ex, std::vector<tcp::endpoint> endpoints, std::size_t max_idle,
-                             const config::config& cfg, metrics& m)
-    : executor_(std::move(ex)), endpoints_(std::move(endpoints)), max_idle_(max_idle), config_(cfg), metrics_(m)
+upstream_pool::upstream_pool(asio::any_io_executor ex, std::vector<tcp::endpoint> endpoints,
+                             std::size_t max_idle, const config::config& cfg, metrics& m)
+    : executor_(std::move(ex)), endpoints_(std::move(endpoints)), max_idle_(max_idle), config_(cfg),
+      metrics_(m)
 {
     idle_.reserve(max_idle_);
 }

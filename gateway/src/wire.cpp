@@ -1,12 +1,10 @@
-#include <idemgate/gateway/wire.hpp>
-
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-
-#include <array>
 #include <charconv>
+#include <idemgate/gateway/wire.hpp>
 
 namespace idemgate::gateway {
 
@@ -37,8 +35,8 @@ asio::awaitable<boost::system::error_code> send(boost::beast::tcp_stream& stream
 {
     scratch.clear();
     render_head(msg.base(), scratch);
-    std::array<asio::const_buffer, 2> buffers{asio::buffer(scratch),
-                                              asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
+    std::array<asio::const_buffer, 2> buffers{
+        asio::buffer(scratch), asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
     stream.expires_after(timeout);
     auto [ec, n] = co_await asio::async_write(stream, buffers, asio::as_tuple(asio::use_awaitable));
     co_return ec;
@@ -72,15 +70,16 @@ void render_head(const http::response_header<>& h, std::string& out)
 
 asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
                                                          const http::request<http::string_body>& msg,
-                                                         std::string& scratch, std::chrono::milliseconds timeout)
+                                                         std::string& scratch,
+                                                         std::chrono::milliseconds timeout)
 {
     return send(stream, msg, scratch, timeout, true);
 }
 
 asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
                                                          const http::response<http::string_body>& msg,
-                                                         std::string& scratch, std::chrono::milliseconds timeout,
-                                                         bool send_body)
+                                                         std::string& scratch,
+                                                         std::chrono::milliseconds timeout, bool send_body)
 {
     return send(stream, msg, scratch, timeout, send_body);
 }

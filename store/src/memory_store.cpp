@@ -1,6 +1,5 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/memory_store.hpp>
-
 #include <mutex>
 #include <unordered_map>
 
@@ -18,8 +17,8 @@ std::string scope_map_key(scope s)
 
 std::size_t charged_bytes(std::string_view map_key, const record& r) noexcept
 {
-    std::size_t n = 160 + map_key.size() + r.fingerprint.size() + r.owner_token.size() + r.response.reason.size() +
-                    r.response.body.size();
+    std::size_t n = 160 + map_key.size() + r.fingerprint.size() + r.owner_token.size() +
+                    r.response.reason.size() + r.response.body.size();
     for (const auto& h : r.response.headers)
         n += 64 + h.name.size() + h.value.size();
     return n;
@@ -35,9 +34,10 @@ class memory_session final : public session {
 public:
     explicit memory_session(std::shared_ptr<memory_backend> b) : backend_(std::move(b)) {}
 
-    boost::asio::awaitable<reserve_result> reserve(scope s, const record& in_flight, duration lock_ttl) override;
-    boost::asio::awaitable<boost::system::error_code>
-    complete(scope s, const record& completed, duration record_ttl) override;
+    boost::asio::awaitable<reserve_result> reserve(scope s, const record& in_flight,
+                                                   duration lock_ttl) override;
+    boost::asio::awaitable<boost::system::error_code> complete(scope s, const record& completed,
+                                                               duration record_ttl) override;
     boost::asio::awaitable<boost::system::error_code> release(scope s, std::string_view owner_token) override;
 
 private:
@@ -114,7 +114,7 @@ private:
     struct entry {
         record rec;
         clock::time_point expires;
-        std::size_t charge = 0;  // bytes counted against max_bytes
+        std::size_t charge = 0; // bytes counted against max_bytes
     };
     using map_type = std::unordered_map<std::string, entry>;
 
@@ -141,25 +141,26 @@ private:
         }
     }
 
-
     memory_options options_;
     std::mutex mutex_;
     map_type entries_;
     std::size_t bytes_ = 0;
 };
 
-boost::asio::awaitable<reserve_result> memory_session::reserve(scope s, const record& in_flight, duration lock_ttl)
+boost::asio::awaitable<reserve_result> memory_session::reserve(scope s, const record& in_flight,
+                                                               duration lock_ttl)
 {
     co_return backend_->reserve(s, in_flight, lock_ttl);
 }
 
-boost::asio::awaitable<boost::system::error_code>
-memory_session::complete(scope s, const record& completed, duration record_ttl)
+boost::asio::awaitable<boost::system::error_code> memory_session::complete(scope s, const record& completed,
+                                                                           duration record_ttl)
 {
     co_return backend_->complete(s, completed, record_ttl);
 }
 
-boost::asio::awaitable<boost::system::error_code> memory_session::release(scope s, std::string_view owner_token)
+boost::asio::awaitable<boost::system::error_code> memory_session::release(scope s,
+                                                                          std::string_view owner_token)
 {
     co_return backend_->release(s, owner_token);
 }

@@ -157,11 +157,13 @@ TEST_CASE("an interim 103 from the upstream is not taken for the final answer, a
     gateway_fixture f;
     http_connection conn(f.port(), io_timeout);
     const std::string key = unique_key("interim");
-    auto first = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Interim", "1"}}, "{}");
+    auto first =
+        conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Interim", "1"}}, "{}");
     CHECK(first.status == 201);
     CHECK(first.raw.find("103") == std::string::npos);
     // The connection is still in step: the next answer on it is the replay, not a leftover.
-    auto replay = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Interim", "1"}}, "{}");
+    auto replay =
+        conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"X-Test-Interim", "1"}}, "{}");
     CHECK(replay.status == 201);
     CHECK(replay.header("idempotent-replayed") == "true");
     CHECK(replay.body == first.body);

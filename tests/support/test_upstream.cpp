@@ -178,9 +178,10 @@ asio::awaitable<void> session(tcp::socket socket)
         bool close = !req.keep_alive() || (!control && header_is_one(req, "X-Test-Close"));
         stream.expires_after(std::chrono::seconds(10));
         if (!control && header_is_one(req, "X-Test-Interim")) {
-            static constexpr std::string_view hints = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
-            auto [hint_ec, hint_n] = co_await asio::async_write(stream, asio::buffer(hints.data(), hints.size()),
-                                                                asio::as_tuple(asio::use_awaitable));
+            static constexpr std::string_view hints =
+                "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+            auto [hint_ec, hint_n] = co_await asio::async_write(
+                stream, asio::buffer(hints.data(), hints.size()), asio::as_tuple(asio::use_awaitable));
             if (hint_ec)
                 break;
         }

@@ -1,6 +1,5 @@
-#include <idemgate/gateway/fingerprint.hpp>
-
 #include <doctest/doctest.h>
+#include <idemgate/gateway/fingerprint.hpp>
 
 using idemgate::gateway::fingerprint;
 

@@ -1,7 +1,5 @@
-#include <idemgate/gateway/http_rules.hpp>
-
 #include <doctest/doctest.h>
-
+#include <idemgate/gateway/http_rules.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,26 +29,61 @@ TEST_CASE("strict framing: every smuggling shape is refused")
     };
     const row rows[] = {
         {"plain Content-Length", {{"Host", "h"}, {"Content-Length", "3"}}, 11, "/a", framing_violation::none},
-        {"plain chunked", {{"Host", "h"}, {"Transfer-Encoding", "chunked"}}, 11, "/a", framing_violation::none},
-        {"chunked any case", {{"Host", "h"}, {"Transfer-Encoding", "Chunked"}}, 11, "/a", framing_violation::none},
-        {"CL then TE", {{"Host", "h"}, {"Content-Length", "3"}, {"Transfer-Encoding", "chunked"}}, 11, "/a",
+        {"plain chunked",
+         {{"Host", "h"}, {"Transfer-Encoding", "chunked"}},
+         11,
+         "/a",
+         framing_violation::none},
+        {"chunked any case",
+         {{"Host", "h"}, {"Transfer-Encoding", "Chunked"}},
+         11,
+         "/a",
+         framing_violation::none},
+        {"CL then TE",
+         {{"Host", "h"}, {"Content-Length", "3"}, {"Transfer-Encoding", "chunked"}},
+         11,
+         "/a",
          framing_violation::content_length_and_transfer_encoding},
-        {"TE then CL", {{"Host", "h"}, {"Transfer-Encoding", "chunked"}, {"Content-Length", "3"}}, 11, "/a",
+        {"TE then CL",
+         {{"Host", "h"}, {"Transfer-Encoding", "chunked"}, {"Content-Length", "3"}},
+         11,
+         "/a",
          framing_violation::content_length_and_transfer_encoding},
-        {"TE gzip, chunked", {{"Host", "h"}, {"Transfer-Encoding", "gzip, chunked"}}, 11, "/a",
+        {"TE gzip, chunked",
+         {{"Host", "h"}, {"Transfer-Encoding", "gzip, chunked"}},
+         11,
+         "/a",
          framing_violation::transfer_encoding_not_chunked},
-        {"TE identity", {{"Host", "h"}, {"Transfer-Encoding", "identity"}}, 11, "/a",
+        {"TE identity",
+         {{"Host", "h"}, {"Transfer-Encoding", "identity"}},
+         11,
+         "/a",
          framing_violation::transfer_encoding_not_chunked},
-        {"TE twice", {{"Host", "h"}, {"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "chunked"}}, 11, "/a",
+        {"TE twice",
+         {{"Host", "h"}, {"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "chunked"}},
+         11,
+         "/a",
          framing_violation::transfer_encoding_not_chunked},
-        {"TE chunked with junk", {{"Host", "h"}, {"Transfer-Encoding", "chunkedx"}}, 11, "/a",
+        {"TE chunked with junk",
+         {{"Host", "h"}, {"Transfer-Encoding", "chunkedx"}},
+         11,
+         "/a",
          framing_violation::transfer_encoding_not_chunked},
-        {"HTTP/1.0 with TE", {{"Transfer-Encoding", "chunked"}}, 10, "/a",
+        {"HTTP/1.0 with TE",
+         {{"Transfer-Encoding", "chunked"}},
+         10,
+         "/a",
          framing_violation::transfer_encoding_in_http10},
         {"HTTP/1.0 without Host is fine", {{"Content-Length", "0"}}, 10, "/a", framing_violation::none},
-        {"two equal Content-Length lines", {{"Host", "h"}, {"Content-Length", "3"}, {"Content-Length", "3"}}, 11,
-         "/a", framing_violation::conflicting_content_length},
-        {"Content-Length list", {{"Host", "h"}, {"Content-Length", "3, 4"}}, 11, "/a",
+        {"two equal Content-Length lines",
+         {{"Host", "h"}, {"Content-Length", "3"}, {"Content-Length", "3"}},
+         11,
+         "/a",
+         framing_violation::conflicting_content_length},
+        {"Content-Length list",
+         {{"Host", "h"}, {"Content-Length", "3, 4"}},
+         11,
+         "/a",
          framing_violation::conflicting_content_length},
         {"no Host in 1.1", {{"Content-Length", "0"}}, 11, "/a", framing_violation::missing_host},
         {"two Host lines", {{"Host", "a"}, {"Host", "b"}}, 11, "/a", framing_violation::missing_host},
@@ -111,8 +144,8 @@ TEST_CASE("find_header counts lines case-insensitively and returns the first val
 
 TEST_CASE("a replay record never keeps Set-Cookie, framing or hop-by-hop headers")
 {
-    for (auto n : {"Set-Cookie", "set-cookie", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-                   "Upgrade", "Trailer", "TE", "Idempotent-Replayed"}) {
+    for (auto n : {"Set-Cookie", "set-cookie", "Content-Length", "Transfer-Encoding", "Connection",
+                   "Keep-Alive", "Upgrade", "Trailer", "TE", "Idempotent-Replayed"}) {
         CAPTURE(n);
         CHECK(excluded_from_record(n));
     }

@@ -1,10 +1,9 @@
-#include <idemgate/common/error.hpp>
-#include <idemgate/store/memory_store.hpp>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <doctest/doctest.h>
+#include <idemgate/common/error.hpp>
+#include <idemgate/store/memory_store.hpp>
 
 using namespace idemgate;
 using namespace std::chrono_literals;
@@ -147,7 +146,8 @@ TEST_CASE("memory store: the bound refuses new keys but evicts expired ones firs
     CHECK_FALSE(run(f.ioc, f.s->reserve({"", "2"}, in_flight("t"), 30s)).acquired);
 }
 
-TEST_CASE("memory store: the byte bound counts bodies, refuses new keys, and frees bytes on expiry and release")
+TEST_CASE(
+    "memory store: the byte bound counts bodies, refuses new keys, and frees bytes on expiry and release")
 {
     auto one_key = store::charged_bytes(store::scope_map_key({"", "1"}), in_flight("t1"));
     auto big = completed("t1", std::string(4000, 'b'));

@@ -1,7 +1,6 @@
 #pragma once
 // idemgate's own error codes for the data path (STYLE.md: error_code, no exceptions).
 #include <boost/system/error_code.hpp>
-
 #include <type_traits>
 
 namespace idemgate {
@@ -31,4 +30,5 @@ inline boost::system::error_code make_error_code(error e) noexcept
 } // namespace idemgate
 
 template<>
-struct boost::system::is_error_code_enum<idemgate::error> : std::true_type {};
+struct boost::system::is_error_code_enum<idemgate::error> : std::true_type {
+};

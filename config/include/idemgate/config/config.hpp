@@ -25,17 +25,17 @@ enum class failure_mode { reject, pass_through };
 
 struct redis_config {
     endpoint address{"127.0.0.1", 6379};
-    std::string password_env;             // name of the env var holding the password ("" = no AUTH)
-    std::string password;                 // resolved from password_env at load time, never from YAML
-    int db = 0;                           // SELECT db
-    std::string key_prefix = "idemgate";  // keys are <prefix>:<tenant>:<key> (escaped)
-    duration command_timeout{250};        // per command; a timeout means "outcome unknown"
+    std::string password_env;            // name of the env var holding the password ("" = no AUTH)
+    std::string password;                // resolved from password_env at load time, never from YAML
+    int db = 0;                          // SELECT db
+    std::string key_prefix = "idemgate"; // keys are <prefix>:<tenant>:<key> (escaped)
+    duration command_timeout{250};       // per command; a timeout means "outcome unknown"
     duration connect_timeout{1000};
-    duration reconnect_backoff_max{2000};  // reconnect with exponential backoff up to this
+    duration reconnect_backoff_max{2000}; // reconnect with exponential backoff up to this
 };
 
 struct memory_config {
-    std::size_t max_entries = 100000;         // bound on keys; expired entries are evicted first
+    std::size_t max_entries = 100000;          // bound on keys; expired entries are evicted first
     std::size_t max_bytes = 256 * 1024 * 1024; // bound on stored bytes (keys, records, bodies)
 };
 
@@ -49,18 +49,18 @@ struct store_config {
 struct upstream_config {
     std::string name;
     endpoint address;
-    std::size_t max_idle_connections = 64;  // keep-alive pool per I/O thread
+    std::size_t max_idle_connections = 64; // keep-alive pool per I/O thread
 };
 
 struct idempotency_config {
-    bool enabled = false;                          // true when the route has an idempotency block
-    std::vector<std::string> methods{"POST", "PATCH"};  // upper-case
+    bool enabled = false;                              // true when the route has an idempotency block
+    std::vector<std::string> methods{"POST", "PATCH"}; // upper-case
     std::string key_header = "Idempotency-Key";
     bool required = false;
     duration lock_ttl{30000};
     duration record_ttl{24LL * 3600 * 1000};
-    std::string tenant_header;                     // "" = single default scope
-    unsigned mismatch_status = 409;                // 409 (seed) or 422 (IETF draft)
+    std::string tenant_header;      // "" = single default scope
+    unsigned mismatch_status = 409; // 409 (seed) or 422 (IETF draft)
 };
 
 struct route_config {
@@ -73,18 +73,18 @@ struct route_config {
 struct limits_config {
     std::size_t max_request_body = 1024 * 1024;
     std::size_t max_response_body = 8 * 1024 * 1024;
-    std::size_t max_header_bytes = 16 * 1024;  // 431 above it
-    std::size_t max_connections = 10000;       // client connections, all threads
+    std::size_t max_header_bytes = 16 * 1024; // 431 above it
+    std::size_t max_connections = 10000;      // client connections, all threads
 };
 
 struct timeouts_config {
-    duration header_read{10000};        // from first byte of a request to end of its header
+    duration header_read{10000}; // from first byte of a request to end of its header
     duration body_read{30000};
-    duration idle{60000};               // keep-alive wait for the next request
+    duration idle{60000}; // keep-alive wait for the next request
     duration client_write{30000};
     duration upstream_connect{2000};
-    duration upstream_response{30000};  // write request + read full response
-    duration drain{30000};              // SIGTERM: how long in-flight requests may finish
+    duration upstream_response{30000}; // write request + read full response
+    duration drain{30000};             // SIGTERM: how long in-flight requests may finish
 };
 
 struct config {

@@ -3,20 +3,19 @@
 // at each step (classify -> reserve -> forward -> record/release) and carries the answer out.
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/store.hpp>
-
 #include <string_view>
 
 namespace idemgate::gateway {
 
 // What happened to one request; the access log's "outcome" and the metrics label.
 enum class outcome {
-    executed,     // first request for a key: forwarded and recorded
-    replayed,     // finished duplicate: answered from the record
-    conflict,     // duplicate while the first is still in flight: 409
-    mismatch,     // same key, other fingerprint: 409 or 422
-    rejected,     // bad request answered by the gateway (4xx before the store)
-    store_error,  // store failed and on_failure: reject -> 503
-    pass_through, // not guarded (no key, method not listed) or store failed with pass_through
+    executed,      // first request for a key: forwarded and recorded
+    replayed,      // finished duplicate: answered from the record
+    conflict,      // duplicate while the first is still in flight: 409
+    mismatch,      // same key, other fingerprint: 409 or 422
+    rejected,      // bad request answered by the gateway (4xx before the store)
+    store_error,   // store failed and on_failure: reject -> 503
+    pass_through,  // not guarded (no key, method not listed) or store failed with pass_through
     upstream_error // guarded or not: the upstream failed (502/504) or answered 5xx
 };
 std::string_view to_string(outcome o) noexcept;
@@ -60,8 +59,8 @@ reserve_action decide_after_reserve(const store::reserve_result& result, std::st
                                     config::failure_mode on_failure) noexcept;
 
 enum class completion_action {
-    record,  // the upstream gave a settled answer (< 500): keep it for replay
-    release  // 5xx, unreachable (502) or timed out (504): free the key so a retry really runs
+    record, // the upstream gave a settled answer (< 500): keep it for replay
+    release // 5xx, unreachable (502) or timed out (504): free the key so a retry really runs
 };
 
 // Phase 3: after the upstream call. `upstream_answered` is false for connect/timeout/protocol errors.

@@ -2,7 +2,6 @@
 // HTTP/1.1 rules the gateway enforces itself: strict request framing (Beast 1.81's parser lets
 // some smuggling shapes through) and hop-by-hop header removal (RFC 9110 7.6.1).
 #include <boost/beast/http/fields.hpp>
-
 #include <optional>
 #include <string_view>
 
@@ -24,7 +23,8 @@ enum class framing_violation {
 std::string_view describe(framing_violation v) noexcept;
 
 // Checks the header as parsed. `version` is 10 or 11.
-framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target);
+framing_violation check_request_framing(const http::fields& fields, unsigned version,
+                                        std::string_view target);
 
 // Removes Connection and every header it names, and the fixed hop-by-hop set
 // (Keep-Alive, Proxy-Connection, Proxy-Authorization, TE, Trailer, Transfer-Encoding, Upgrade).

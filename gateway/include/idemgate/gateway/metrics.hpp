@@ -1,12 +1,11 @@
 #pragma once
 // Process-wide counters and histograms, exposed as Prometheus text on the admin port.
-#include <idemgate/gateway/decision.hpp>
-
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/gateway/decision.hpp>
 #include <string>
 
 namespace idemgate::store {
@@ -37,14 +36,14 @@ struct metrics {
     latency_histogram request_latency;
     std::array<latency_histogram, store_op_count> store_latency;
     std::array<std::atomic<std::uint64_t>, store_op_count> store_errors{};
-    std::atomic<std::uint64_t> store_bypassed{0};  // forwarded unprotected (on_failure: pass_through)
+    std::atomic<std::uint64_t> store_bypassed{0}; // forwarded unprotected (on_failure: pass_through)
     std::atomic<std::uint64_t> upstream_connect_errors{0};
     std::atomic<std::uint64_t> upstream_timeouts{0};
     std::atomic<std::uint64_t> upstream_bad_responses{0};
     std::atomic<std::uint64_t> upstream_5xx{0};
     std::atomic<std::uint64_t> upstream_connections_opened{0};
     std::atomic<std::uint64_t> upstream_connections_reused{0};
-    std::atomic<std::uint64_t> records_lost{0};  // complete failed: the answer was sent but not recorded
+    std::atomic<std::uint64_t> records_lost{0}; // complete failed: the answer was sent but not recorded
     std::atomic<std::int64_t> connections_active{0};
     std::atomic<std::uint64_t> connections_refused{0};
     std::atomic<std::int64_t> requests_in_flight{0};

@@ -2,7 +2,6 @@
 // RFC 9457 problem details for every error the gateway itself produces.
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-
 #include <string_view>
 
 namespace idemgate::gateway {
@@ -23,7 +22,8 @@ inline constexpr problem missing_key{http::status::bad_request, "missing-idempot
                                      "Idempotency-Key is required"};
 inline constexpr problem invalid_key{http::status::bad_request, "invalid-idempotency-key",
                                      "Invalid Idempotency-Key"};
-inline constexpr problem missing_tenant{http::status::bad_request, "missing-tenant", "Tenant header is required"};
+inline constexpr problem missing_tenant{http::status::bad_request, "missing-tenant",
+                                        "Tenant header is required"};
 inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tenant", "Invalid tenant header"};
 inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
 inline constexpr problem in_flight{http::status::conflict, "request-in-flight",

@@ -1,12 +1,10 @@
 #pragma once
 // The gateway process: N I/O threads (one io_context each, SO_REUSEPORT listeners), an admin
 // listener and signal handling on the control thread, graceful drain on SIGTERM/SIGINT.
+#include <boost/asio/ip/tcp.hpp>
+#include <functional>
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/store.hpp>
-
-#include <boost/asio/ip/tcp.hpp>
-
-#include <functional>
 #include <memory>
 #include <string>
 

@@ -1,14 +1,12 @@
 #pragma once
 // One I/O thread's keep-alive connections to one upstream, and the request/response exchange.
-#include <idemgate/config/config.hpp>
-#include <idemgate/gateway/metrics.hpp>
-
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-
+#include <idemgate/config/config.hpp>
+#include <idemgate/gateway/metrics.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +17,7 @@ namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
 struct upstream_result {
-    boost::system::error_code ec;  // error::upstream_connect / _timeout / _protocol / _too_large
+    boost::system::error_code ec; // error::upstream_connect / _timeout / _protocol / _too_large
     http::response<http::string_body> response;
 };
 
@@ -33,8 +31,8 @@ public:
     // A reused connection whose write fails is retried once on a fresh connection (the race every
     // keep-alive proxy has with the upstream's idle close); one that dies after the request was
     // written is retried only for idempotent methods (RFC 9110 9.2.2).
-    boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req, bool head_request,
-                                                     std::string& scratch);
+    boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req,
+                                                     bool head_request, std::string& scratch);
 
     std::size_t idle_count() const noexcept { return idle_.size(); }
 

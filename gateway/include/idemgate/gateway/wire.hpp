@@ -7,7 +7,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-
 #include <chrono>
 #include <string>
 
@@ -22,9 +21,10 @@ void render_head(const http::response_header<>& h, std::string& out);
 
 // Writes head and body with a deadline. The message must already be framed (Content-Length
 // set, or no body). `scratch` is reused between calls to avoid an allocation per message.
-boost::asio::awaitable<boost::system::error_code>
-write_message(boost::beast::tcp_stream& stream, const http::request<http::string_body>& msg, std::string& scratch,
-              std::chrono::milliseconds timeout);
+boost::asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
+                                                                const http::request<http::string_body>& msg,
+                                                                std::string& scratch,
+                                                                std::chrono::milliseconds timeout);
 boost::asio::awaitable<boost::system::error_code>
 write_message(boost::beast::tcp_stream& stream, const http::response<http::string_body>& msg,
               std::string& scratch, std::chrono::milliseconds timeout, bool send_body = true);

@@ -1,10 +1,9 @@
 #pragma once
 // The embedded store: one process, TTLs, bounded size. Sessions share one map under a mutex
 // whose critical sections never do I/O.
-#include <idemgate/store/store.hpp>
-
 #include <cstddef>
 #include <functional>
+#include <idemgate/store/store.hpp>
 
 namespace idemgate::store {
 

@@ -7,7 +7,6 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -40,23 +39,23 @@ enum class record_state : std::uint8_t { in_flight = 1, completed = 2 };
 // What a key holds. An in-flight record has no response.
 struct record {
     record_state state = record_state::in_flight;
-    std::string fingerprint;  // hex SHA-256 of method \n path-with-query \n body
-    std::string owner_token;  // unique per reservation; complete/release compare it
+    std::string fingerprint; // hex SHA-256 of method \n path-with-query \n body
+    std::string owner_token; // unique per reservation; complete/release compare it
     std::int64_t created_unix_ms = 0;
-    stored_response response;  // meaningful only when state == completed
+    stored_response response; // meaningful only when state == completed
     friend bool operator==(const record&, const record&) = default;
 };
 
 // Where a key lives: the tenant scope plus the client's key. Two scopes never collide.
 struct scope {
-    std::string_view tenant;  // "" = the default scope
+    std::string_view tenant; // "" = the default scope
     std::string_view key;
 };
 
 struct reserve_result {
-    boost::system::error_code ec;     // set: the store failed, nothing is known about the key
-    bool acquired = false;            // true: the caller owns the key until lock_ttl
-    std::optional<record> existing;   // !acquired: what the key holds now
+    boost::system::error_code ec;   // set: the store failed, nothing is known about the key
+    bool acquired = false;          // true: the caller owns the key until lock_ttl
+    std::optional<record> existing; // !acquired: what the key holds now
 };
 
 // One thread's handle on the store. Not thread-safe: use it from its executor only.
@@ -66,17 +65,17 @@ public:
 
     // Atomically: if the key is free, store `in_flight` with lock_ttl and report acquired;
     // otherwise report what the key holds. One round trip.
-    virtual boost::asio::awaitable<reserve_result>
-    reserve(scope s, const record& in_flight, duration lock_ttl) = 0;
+    virtual boost::asio::awaitable<reserve_result> reserve(scope s, const record& in_flight,
+                                                           duration lock_ttl) = 0;
 
     // Store `completed` with record_ttl, only if the key still holds completed.owner_token.
     // error::not_owner if it does not (the lock expired and someone else took the key).
-    virtual boost::asio::awaitable<boost::system::error_code>
-    complete(scope s, const record& completed, duration record_ttl) = 0;
+    virtual boost::asio::awaitable<boost::system::error_code> complete(scope s, const record& completed,
+                                                                       duration record_ttl) = 0;
 
     // Delete the key, only if it still holds owner_token (error::not_owner otherwise).
-    virtual boost::asio::awaitable<boost::system::error_code>
-    release(scope s, std::string_view owner_token) = 0;
+    virtual boost::asio::awaitable<boost::system::error_code> release(scope s,
+                                                                      std::string_view owner_token) = 0;
 };
 
 // The process-wide store.

@@ -125,10 +125,10 @@ private:
 struct http_response {
     int status = 0;
     std::string reason;
-    std::multimap<std::string, std::string> headers;  // names lower-cased
+    std::multimap<std::string, std::string> headers; // names lower-cased
     std::string body;
-    std::string raw;  // bytes as received (status line through end of body)
-    std::string header(const std::string& lower_name) const;  // first value or ""
+    std::string raw; // bytes as received (status line through end of body)
+    std::string header(const std::string& lower_name) const; // first value or ""
     bool has_header(const std::string& lower_name) const { return headers.count(lower_name) > 0; }
 };
 
