@@ -666,6 +666,31 @@ struct server::impl {
         stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
     }
 
+    // Logs every change of the store's readiness (first connection, loss, recovery), so an
+    // operator sees "store unavailable" in the log and not only on /readyz.
+    asio::awaitable<void> watch_store()
+    {
+        asio::steady_timer timer(control);
+        bool was_ready = false;
+        bool first = true;
+        for (;;) {
+            bool now_ready = backend->ready();
+            if (now_ready != was_ready || first) {
+                if (now_ready)
+                    log::info("store ready", {{"store", backend->kind()}});
+                else if (!first)
+                    log::error("store unavailable: guarded requests follow store.on_failure",
+                               {{"store", backend->kind()}});
+                was_ready = now_ready;
+                first = false;
+            }
+            timer.expires_after(std::chrono::milliseconds(now_ready ? 250 : 20));
+            auto [ec] = co_await timer.async_wait(use_tuple);
+            if (ec || drain_started.load())
+                co_return;
+        }
+    }
+
     // ---- drain ----------------------------------------------------------------------------
 
     void begin_drain(const char* why)
@@ -712,6 +737,7 @@ struct server::impl {
             asio::co_spawn(w->ioc, accept_loop(*w), asio::detached);
         }
         asio::co_spawn(control, admin_accept_loop(), asio::detached);
+        asio::co_spawn(control, watch_store(), asio::detached);
         asio::signal_set signals(control, SIGINT, SIGTERM);
         signals.async_wait([this](const error_code& ec, int sig) {
             if (!ec)
