@@ -16,19 +16,6 @@
 #include <idemgate/common/log.hpp>
 #include <vector>
 
-namespace idemgate::store {
-
-void redis_stats::record_latency(std::uint64_t us) noexcept
-{
-    std::size_t i = 0;
-    while (i < latency_bounds_us.size() && us > latency_bounds_us[i])
-        ++i;
-    latency_buckets[i].fetch_add(1, std::memory_order_relaxed);
-    latency_sum_us.fetch_add(us, std::memory_order_relaxed);
-    latency_count.fetch_add(1, std::memory_order_relaxed);
-}
-
-} // namespace idemgate::store
 
 namespace idemgate::store::detail {
 
@@ -365,10 +352,8 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
 
     co_await cmd->event.async_wait(as_tuple(use_awaitable));
     if (cmd->done) {
-        if (cmd->reply) {
-            auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - cmd->sent).count();
-            stats.record_latency(static_cast<std::uint64_t>(us));
-        }
+        if (cmd->reply)
+            stats.latency.observe(clock::now() - cmd->sent);
         co_return command_result{cmd->ec, std::move(cmd->reply)};
     }
     // Deadline passed (or the caller was cancelled): the command may still run on the server,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/common/histogram.hpp>
 #include <idemgate/gateway/decision.hpp>
 #include <string>
 
@@ -14,19 +15,7 @@ struct redis_stats;
 
 namespace idemgate::gateway {
 
-// A fixed-bucket latency histogram (seconds), lock-free.
-class latency_histogram {
-public:
-    static constexpr std::array<double, 12> bounds{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                   0.05,   0.1,   0.25,   0.5,   1.0,  5.0};
-    void observe(std::chrono::nanoseconds d) noexcept;
-    void render(std::string& out, std::string_view name, std::string_view labels) const;
-
-private:
-    std::array<std::atomic<std::uint64_t>, bounds.size() + 1> buckets_{};
-    std::atomic<std::uint64_t> count_{0};
-    std::atomic<std::uint64_t> sum_ns_{0};
-};
+using idemgate::latency_histogram;
 
 enum class store_op { reserve, complete, release };
 inline constexpr int store_op_count = 3;

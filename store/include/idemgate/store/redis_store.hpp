@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <idemgate/common/histogram.hpp>
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
@@ -18,10 +19,6 @@ namespace idemgate::store {
 
 // Counters for /metrics; all monotonic except connections_up. Relaxed atomics.
 struct redis_stats {
-    // Upper bounds (microseconds) of the command latency buckets; the last bucket is +Inf.
-    static constexpr std::array<std::uint64_t, 11> latency_bounds_us{100,   250,   500,   1000,   2500,  5000,
-                                                                     10000, 25000, 50000, 100000, 250000};
-
     // Commands written to Redis, and replies handed to a waiting command.
     std::atomic<std::uint64_t> commands_sent{0};
     std::atomic<std::uint64_t> replies{0};
@@ -39,12 +36,8 @@ struct redis_stats {
     std::atomic<std::uint64_t> connects{0};
     std::atomic<std::uint64_t> reconnect_attempts{0};
     std::atomic<std::int64_t> connections_up{0};
-    // Latency of answered commands (enqueue to reply): histogram + sum, Prometheus style.
-    std::array<std::atomic<std::uint64_t>, latency_bounds_us.size() + 1> latency_buckets{};
-    std::atomic<std::uint64_t> latency_sum_us{0};
-    std::atomic<std::uint64_t> latency_count{0};
-
-    void record_latency(std::uint64_t us) noexcept;
+    // Latency of answered commands (enqueue to reply).
+    latency_histogram latency;
 };
 
 // The Redis backend; open_session() connects (and keeps reconnecting) in the background.
