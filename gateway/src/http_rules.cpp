@@ -1,5 +1,6 @@
 #include <boost/beast/core/string.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -77,11 +78,13 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
 
 void strip_hop_by_hop(http::fields& fields, bool also_expect)
 {
-    // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1).
+    // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). Connection lines need not
+    // be adjacent (fields keep arrival order), so every line is read.
     std::vector<std::string> named;
-    for (auto it = fields.find(http::field::connection);
-         it != fields.end() && it->name() == http::field::connection; ++it) {
-        std::string_view list = it->value();
+    for (const auto& f : fields) {
+        if (f.name() != http::field::connection)
+            continue;
+        std::string_view list = f.value();
         while (!list.empty()) {
             auto comma = list.find(',');
             auto token = trim(list.substr(0, comma));
@@ -90,18 +93,29 @@ void strip_hop_by_hop(http::fields& fields, bool also_expect)
             list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
         }
     }
-    for (const auto& n : named)
-        fields.erase(n);
-    fields.erase(http::field::connection);
-    fields.erase(http::field::keep_alive);
-    fields.erase(http::field::proxy_connection);
-    fields.erase(http::field::proxy_authorization);
-    fields.erase(http::field::te);
-    fields.erase(http::field::trailer);
-    fields.erase(http::field::transfer_encoding);
-    fields.erase(http::field::upgrade);
-    if (also_expect)
-        fields.erase(http::field::expect);
+    // One pass: the fixed set is matched by field enum, named ones by name.
+    for (auto it = fields.begin(); it != fields.end();) {
+        bool drop = false;
+        switch (it->name()) {
+        case http::field::connection:
+        case http::field::keep_alive:
+        case http::field::proxy_connection:
+        case http::field::proxy_authorization:
+        case http::field::te:
+        case http::field::trailer:
+        case http::field::transfer_encoding:
+        case http::field::upgrade: drop = true; break;
+        case http::field::expect: drop = also_expect; break;
+        default:
+            for (const auto& n : named)
+                if (beast::iequals(it->name_string(), n)) {
+                    drop = true;
+                    break;
+                }
+            break;
+        }
+        it = drop ? fields.erase(it) : std::next(it);
+    }
 }
 
 header_lookup find_header(const http::fields& fields, std::string_view name)

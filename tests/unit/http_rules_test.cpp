@@ -126,6 +126,23 @@ TEST_CASE("hop-by-hop headers are removed, and every header Connection names")
     CHECK(f["Idempotency-Key"] == "k");
 }
 
+TEST_CASE("every Connection line counts, even when other headers stand between them")
+{
+    auto f = make({{"Connection", "X-A"},
+                   {"Host", "h"},
+                   {"X-A", "1"},
+                   {"Connection", "X-B"},
+                   {"X-B", "2"},
+                   {"x-b", "3"},
+                   {"X-C", "4"}});
+    strip_hop_by_hop(f, false);
+    CHECK(f.count("X-A") == 0);
+    CHECK(f.count("X-B") == 0);
+    CHECK(f.count("Connection") == 0);
+    CHECK(f["X-C"] == "4");
+    CHECK(f["Host"] == "h");
+}
+
 TEST_CASE("Expect survives unless asked to strip it")
 {
     auto f = make({{"Expect", "100-continue"}});
