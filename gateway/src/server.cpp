@@ -239,21 +239,13 @@ struct server::impl {
         }
     }
 
-    template<class Response>
-    static asio::awaitable<error_code> write_response(beast::tcp_stream& stream, Response& res,
-                                                      std::chrono::milliseconds timeout)
-    {
-        stream.expires_after(timeout);
-        auto [ec, n] = co_await http::async_write(stream, res, use_tuple);
-        co_return ec;
-    }
-
     // Answers a request the gateway could not read, then the connection closes.
     asio::awaitable<void> answer_and_close(beast::tcp_stream& stream, const problem& p,
                                            std::string_view detail, unsigned version)
     {
         auto res = make_problem(p, detail, version ? version : 11, false);
-        co_await write_response(stream, res, cfg.timeouts.client_write);
+        std::string scratch;
+        co_await write_message(stream, res, scratch, cfg.timeouts.client_write);
         stats.count(outcome::rejected);
         if (cfg.access_log) {
             boost::json::object line;
@@ -412,17 +404,23 @@ struct server::impl {
 
     // ---- one request ----------------------------------------------------------------------
 
+    // A request the gateway answers itself with a 4xx before touching the store.
+    static handled rejected(const problem& p, std::string_view detail, unsigned version)
+    {
+        handled h;
+        h.response = make_problem(p, detail, version, true);
+        h.result = outcome::rejected;
+        return h;
+    }
+
     asio::awaitable<handled> handle_request(worker& w, request_type& req, const std::string& client_ip,
                                             std::string& scratch)
     {
         handled h;
         unsigned version = req.version();
         const auto* route = match_route(req.target());
-        if (!route) {
-            h.response = make_problem(problems::no_route, "no route matches this path", version, true);
-            h.result = outcome::rejected;
-            co_return h;
-        }
+        if (!route)
+            co_return rejected(problems::no_route, "no route matches this path", version);
         const auto& policy = route->idempotency;
         request_facts facts;
         facts.method = req.method_string();
@@ -443,32 +441,22 @@ struct server::impl {
             co_return h;
         }
         case request_verdict::reject_missing_key:
-            h.response = make_problem(problems::missing_key,
-                                      "this route requires the " + policy.key_header + " header on " +
-                                          std::string(facts.method) + " requests",
-                                      version, true);
-            h.result = outcome::rejected;
-            co_return h;
+            co_return rejected(problems::missing_key,
+                               "this route requires the " + policy.key_header + " header on " +
+                                   std::string(facts.method) + " requests",
+                               version);
         case request_verdict::reject_invalid_key:
-            h.response =
-                make_problem(problems::invalid_key,
-                             policy.key_header + " must appear once, with 1 to 255 visible ASCII characters",
-                             version, true);
-            h.result = outcome::rejected;
-            co_return h;
+            co_return rejected(
+                problems::invalid_key,
+                policy.key_header + " must appear once, with 1 to 255 visible ASCII characters", version);
         case request_verdict::reject_missing_tenant:
-            h.response = make_problem(
-                problems::missing_tenant,
-                "a request with " + policy.key_header + " must carry " + policy.tenant_header, version, true);
-            h.result = outcome::rejected;
-            co_return h;
+            co_return rejected(problems::missing_tenant,
+                               "a request with " + policy.key_header + " must carry " + policy.tenant_header,
+                               version);
         case request_verdict::reject_invalid_tenant:
-            h.response = make_problem(problems::invalid_tenant,
-                                      policy.tenant_header +
-                                          " must appear once, with 1 to 255 visible ASCII characters",
-                                      version, true);
-            h.result = outcome::rejected;
-            co_return h;
+            co_return rejected(
+                problems::invalid_tenant,
+                policy.tenant_header + " must appear once, with 1 to 255 visible ASCII characters", version);
         case request_verdict::guard: break;
         }
 
@@ -624,6 +612,7 @@ struct server::impl {
     {
         beast::tcp_stream stream(std::move(socket));
         beast::flat_buffer buffer;
+        std::string scratch;
         for (;;) {
             http::request_parser<http::empty_body> parser;
             parser.header_limit(8 * 1024);
@@ -658,7 +647,8 @@ struct server::impl {
             }
             res.keep_alive(req.keep_alive());
             res.prepare_payload();
-            auto wec = co_await write_response(stream, res, std::chrono::milliseconds(10000));
+            auto wec = co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000),
+                                              req.method() != http::verb::head);
             if (wec || !req.keep_alive())
                 break;
         }

@@ -5,18 +5,6 @@
 
 namespace idemgate::order_service_test {
 
-namespace {
-
-std::string joined(child_process& proc)
-{
-    std::string out;
-    for (auto& line : proc.lines())
-        out += "  " + line + "\n";
-    return out;
-}
-
-} // namespace
-
 order_service_process::order_service_process(const service_flags& flags)
 {
     std::vector<std::string> args{"--listen", "127.0.0.1:0", "--db", flags.db_path};
@@ -32,7 +20,7 @@ order_service_process::order_service_process(const service_flags& flags)
     auto line = proc_->wait_for_line(
         [](const std::string& l) { return l.find("\"msg\":\"listening\"") != std::string::npos; }, 10s);
     if (!line)
-        throw std::runtime_error("order-service did not log \"listening\"; output:\n" + joined(*proc_));
+        throw std::runtime_error("order-service did not log \"listening\"; output:\n" + proc_->output());
     auto pos = line->find("127.0.0.1:");
     port_ = static_cast<std::uint16_t>(std::stoul(line->substr(pos + 10)));
     if (!flags.redis.empty()) {
@@ -40,7 +28,7 @@ order_service_process::order_service_process(const service_flags& flags)
             [](const std::string& l) { return l.find("\"msg\":\"consumer_ready\"") != std::string::npos; },
             10s);
         if (!ready)
-            throw std::runtime_error("order-service consumer did not get ready; output:\n" + joined(*proc_));
+            throw std::runtime_error("order-service consumer did not get ready; output:\n" + proc_->output());
     }
 }
 

@@ -244,6 +244,14 @@ std::optional<std::string> child_process::wait_for_line(const std::function<bool
     }
 }
 
+std::string child_process::output() const
+{
+    std::string out;
+    for (const auto& line : lines())
+        out += "  " + line + "\n";
+    return out;
+}
+
 std::vector<std::string> child_process::lines() const
 {
     std::lock_guard lock(impl_->mutex);

@@ -19,14 +19,6 @@ int connect_loopback(std::uint16_t port, milliseconds timeout);
 
 namespace {
 
-std::string joined_lines(child_process& proc)
-{
-    std::string out;
-    for (auto& line : proc.lines())
-        out += "  " + line + "\n";
-    return out;
-}
-
 // Length of the first complete RESP reply in `buf` starting at `pos`, or 0 if incomplete.
 std::size_t resp_complete(const std::string& buf, std::size_t pos)
 {
@@ -136,7 +128,7 @@ void redis_server::start()
     std::string last_error;
     while (std::chrono::steady_clock::now() < deadline) {
         if (!proc_->running()) {
-            std::string log = joined_lines(*proc_);
+            std::string log = proc_->output();
             proc_.reset();
             throw std::runtime_error("redis-server exited before answering PING:\n" + log);
         }
@@ -148,7 +140,7 @@ void redis_server::start()
         }
         std::this_thread::sleep_for(10ms); // connect retry backoff, not a readiness sleep
     }
-    std::string log = joined_lines(*proc_);
+    std::string log = proc_->output();
     proc_.reset();
     throw std::runtime_error("redis-server did not answer PING within 10 s (" + last_error + "):\n" + log);
 }
@@ -208,7 +200,7 @@ gateway_process::gateway_process(const std::string& yaml,
         [](const std::string& l) { return l.find("\"msg\":\"listening\"") != std::string::npos; }, 10s);
     if (!line)
         throw std::runtime_error("idemgate did not log \"listening\" within 10 s; output:\n" +
-                                 joined_lines(*proc_) + "config:\n" + text);
+                                 proc_->output() + "config:\n" + text);
     port_ = json_endpoint_port(*line, "listen");
     admin_port_ = json_endpoint_port(*line, "admin_listen");
     if (port_ == 0)
@@ -224,7 +216,7 @@ test_upstream_process::test_upstream_process()
     const std::string prefix = "listening 127.0.0.1:";
     auto line = proc_->wait_for_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; }, 10s);
     if (!line)
-        throw std::runtime_error("idemgate-test-upstream did not start; output:\n" + joined_lines(*proc_));
+        throw std::runtime_error("idemgate-test-upstream did not start; output:\n" + proc_->output());
     port_ = static_cast<std::uint16_t>(std::stoul(line->substr(prefix.size())));
 }
 

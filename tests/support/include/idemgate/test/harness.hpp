@@ -53,6 +53,8 @@ public:
                                              milliseconds timeout = 10s);
     // Lines captured so far.
     std::vector<std::string> lines() const;
+    // Lines captured so far, each indented and newline-terminated (for failure messages).
+    std::string output() const;
     void signal(int sig);
     // Waits for exit; returns the exit status (WEXITSTATUS, or 128+signal), nullopt on timeout.
     std::optional<int> wait_exit(milliseconds timeout = 10s);
