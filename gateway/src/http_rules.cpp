@@ -22,6 +22,9 @@ std::string_view describe(framing_violation v) noexcept
         return "Content-Length must appear once with one value";
     case framing_violation::missing_host: return "an HTTP/1.1 request needs exactly one Host header";
     case framing_violation::bad_target: return "the request target must be an absolute path (origin-form)";
+    case framing_violation::non_canonical_method:
+        return "standard methods must be spelled in upper case (e.g. POST, not post)";
+    case framing_violation::connection_names_host: return "the Connection header must not name Host";
     }
     return "";
 }
@@ -37,9 +40,57 @@ std::string_view trim(std::string_view s)
     return s;
 }
 
+// Calls `on_token` for every token of every Connection line (lines need not be adjacent).
+template<class F>
+void for_each_connection_token(const http::fields& fields, F&& on_token)
+{
+    for (const auto& f : fields) {
+        if (f.name() != http::field::connection)
+            continue;
+        std::string_view list = f.value();
+        while (!list.empty()) {
+            auto comma = list.find(',');
+            auto token = trim(list.substr(0, comma));
+            if (!token.empty())
+                on_token(token);
+            list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+        }
+    }
+}
+
+bool is_non_canonical_method(std::string_view method)
+{
+    if (method.empty() || method.size() > 16)
+        return false;
+    std::string upper(method);
+    bool changed = false;
+    for (auto& c : upper)
+        if (c >= 'a' && c <= 'z') {
+            c = static_cast<char>(c - 'a' + 'A');
+            changed = true;
+        }
+    return changed && http::string_to_verb(upper) != http::verb::unknown;
+}
+
 } // namespace
 
-framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target)
+std::string_view connection_names(const http::fields& fields, std::span<const std::string_view> names)
+{
+    std::string_view found;
+    for_each_connection_token(fields, [&](std::string_view token) {
+        if (!found.empty())
+            return;
+        for (auto n : names)
+            if (!n.empty() && beast::iequals(token, n)) {
+                found = n;
+                return;
+            }
+    });
+    return found;
+}
+
+framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target,
+                                        std::string_view method)
 {
     int content_length_lines = 0;
     int transfer_encoding_lines = 0;
@@ -73,6 +124,11 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
         return framing_violation::missing_host;
     if (target.empty() || target.front() != '/')
         return framing_violation::bad_target;
+    if (is_non_canonical_method(method))
+        return framing_violation::non_canonical_method;
+    static constexpr std::string_view host[] = {"Host"};
+    if (!connection_names(fields, host).empty())
+        return framing_violation::connection_names_host;
     return framing_violation::none;
 }
 
@@ -81,18 +137,7 @@ void strip_hop_by_hop(http::fields& fields, bool also_expect)
     // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). Connection lines need not
     // be adjacent (fields keep arrival order), so every line is read.
     std::vector<std::string> named;
-    for (const auto& f : fields) {
-        if (f.name() != http::field::connection)
-            continue;
-        std::string_view list = f.value();
-        while (!list.empty()) {
-            auto comma = list.find(',');
-            auto token = trim(list.substr(0, comma));
-            if (!token.empty())
-                named.emplace_back(token);
-            list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-        }
-    }
+    for_each_connection_token(fields, [&](std::string_view token) { named.emplace_back(token); });
     // One pass: the fixed set is matched by field enum, named ones by name.
     for (auto it = fields.begin(); it != fields.end();) {
         bool drop = false;

@@ -9,6 +9,8 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/gateway/upstream_pool.hpp>
 #include <idemgate/gateway/wire.hpp>
+#include <iterator>
+#include <optional>
 #include <sys/socket.h>
 
 namespace idemgate::gateway {
@@ -31,6 +33,18 @@ bool is_idempotent(http::verb v)
     case http::verb::delete_: return true;
     default: return false;
     }
+}
+
+// Beast 1.81 appends a chunked response's trailer fields to the header fields. Trailers are
+// dropped: never recorded, never replayed, never sent to the client (the gateway re-frames the
+// body with Content-Length, which has no trailer section) - nginx does the same by default.
+void drop_trailer_fields(http::response<http::string_body>& res, std::size_t header_fields)
+{
+    auto it = res.begin();
+    for (std::size_t i = 0; i < header_fields && it != res.end(); ++i)
+        ++it;
+    while (it != res.end())
+        it = res.erase(it);
 }
 
 } // namespace
@@ -65,6 +79,10 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
                                                          bool head_request, std::string& scratch)
 {
     upstream_result result;
+    // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
+    // answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
+    // the end (issue 8). Connecting has its own deadline and is not counted.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
         std::unique_ptr<beast::tcp_stream> conn = attempt == 0 ? take_idle() : nullptr;
@@ -87,7 +105,12 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
             metrics_.upstream_connections_opened.fetch_add(1, std::memory_order_relaxed);
         }
 
-        auto wec = co_await write_message(stream, req, scratch, config_.timeouts.upstream_response);
+        if (!deadline)
+            deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_response;
+        auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+            *deadline - std::chrono::steady_clock::now());
+        auto wec =
+            co_await write_message(stream, req, scratch, std::max(remaining, std::chrono::milliseconds(1)));
         if (wec) {
             if (reused)
                 continue;
@@ -101,21 +124,29 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
             co_return result;
         }
 
-        stream.expires_after(config_.timeouts.upstream_response);
+        stream.expires_at(*deadline);
         beast::flat_buffer buffer;
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
         // final (RFC 9110 15.2); the deadline covers them all.
         std::optional<http::response_parser<http::string_body>> parser_storage;
         error_code rec;
+        std::size_t header_fields = 0;
         for (int interim = 0; interim < 8; ++interim) {
             auto& p = parser_storage.emplace();
             p.body_limit(config_.limits.max_response_body);
             p.header_limit(64 * 1024);
             if (head_request)
                 p.skip(true);
-            auto [read_ec, read] = co_await http::async_read(stream, buffer, p, use_tuple);
-            rec = read_ec;
+            auto [header_ec, header_read] = co_await http::async_read_header(stream, buffer, p, use_tuple);
+            rec = header_ec;
             unsigned status = p.get().result_int();
+            if (!rec && status >= 200) {
+                header_fields = static_cast<std::size_t>(std::distance(p.get().begin(), p.get().end()));
+                if (!p.is_done()) {
+                    auto [body_ec, body_read] = co_await http::async_read(stream, buffer, p, use_tuple);
+                    rec = body_ec;
+                }
+            }
             if (rec || status >= 200)
                 break;
             if (status == 101 || interim == 7) {
@@ -146,6 +177,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
             co_return result;
         }
         result.response = parser.release();
+        drop_trailer_fields(result.response, header_fields);
         if (result.response.keep_alive() && buffer.size() == 0 && idle_.size() < max_idle_) {
             stream.expires_never();
             idle_.push_back(std::move(conn));

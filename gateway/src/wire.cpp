@@ -28,20 +28,6 @@ void append_fields(const http::fields& f, std::string& out)
     out.append("\r\n");
 }
 
-template<class Message>
-asio::awaitable<boost::system::error_code> send(boost::beast::tcp_stream& stream, const Message& msg,
-                                                std::string& scratch, std::chrono::milliseconds timeout,
-                                                bool send_body)
-{
-    scratch.clear();
-    render_head(msg.base(), scratch);
-    std::array<asio::const_buffer, 2> buffers{
-        asio::buffer(scratch), asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
-    stream.expires_after(timeout);
-    auto [ec, n] = co_await asio::async_write(stream, buffers, asio::as_tuple(asio::use_awaitable));
-    co_return ec;
-}
-
 } // namespace
 
 void render_head(const http::request_header<>& h, std::string& out)
@@ -66,22 +52,6 @@ void render_head(const http::response_header<>& h, std::string& out)
     out.append(h.reason());
     out.append("\r\n");
     append_fields(h, out);
-}
-
-asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
-                                                         const http::request<http::string_body>& msg,
-                                                         std::string& scratch,
-                                                         std::chrono::milliseconds timeout)
-{
-    return send(stream, msg, scratch, timeout, true);
-}
-
-asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
-                                                         const http::response<http::string_body>& msg,
-                                                         std::string& scratch,
-                                                         std::chrono::milliseconds timeout, bool send_body)
-{
-    return send(stream, msg, scratch, timeout, send_body);
 }
 
 } // namespace idemgate::gateway

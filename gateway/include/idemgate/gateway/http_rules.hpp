@@ -3,6 +3,7 @@
 // some smuggling shapes through) and hop-by-hop header removal (RFC 9110 7.6.1).
 #include <boost/beast/http/fields.hpp>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace idemgate::gateway {
@@ -18,13 +19,22 @@ enum class framing_violation {
     conflicting_content_length,           // several Content-Length lines or a list
     missing_host,                         // RFC 9112 3.2: HTTP/1.1 needs exactly one Host
     bad_target,                           // only origin-form ("/...") is proxied
+    non_canonical_method,                 // "post", "Post": a standard method not spelled in upper case
+    connection_names_host,                // Connection: Host would strip Host on the way upstream
 };
 
 std::string_view describe(framing_violation v) noexcept;
 
-// Checks the header as parsed. `version` is 10 or 11.
-framing_violation check_request_framing(const http::fields& fields, unsigned version,
-                                        std::string_view target);
+// Checks the header as parsed. `version` is 10 or 11. `method` is the method as sent: methods
+// are case-sensitive (RFC 9110 9.1) but legacy upstreams often normalise them, so "post" could
+// run as POST while the gateway did not guard it; such spellings are refused (as nginx does).
+framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target,
+                                        std::string_view method = {});
+
+// The first of `names` (case-insensitive; empty names ignored) that a Connection header lists,
+// or "" when none. Host is always checked by check_request_framing; the idempotency filter
+// checks the headers that form the scope (key, tenant).
+std::string_view connection_names(const http::fields& fields, std::span<const std::string_view> names);
 
 // Removes Connection and every header it names, and the fixed hop-by-hop set
 // (Keep-Alive, Proxy-Connection, Proxy-Authorization, TE, Trailer, Transfer-Encoding, Upgrade).

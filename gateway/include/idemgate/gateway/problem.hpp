@@ -18,6 +18,8 @@ struct problem {
 namespace problems {
 inline constexpr problem bad_request{http::status::bad_request, "bad-request", "Malformed request"};
 inline constexpr problem bad_framing{http::status::bad_request, "bad-framing", "Ambiguous request framing"};
+inline constexpr problem bad_connection_header{http::status::bad_request, "bad-connection-header",
+                                               "Connection names a header the gateway needs"};
 inline constexpr problem missing_key{http::status::bad_request, "missing-idempotency-key",
                                      "Idempotency-Key is required"};
 inline constexpr problem invalid_key{http::status::bad_request, "invalid-idempotency-key",

@@ -3,7 +3,13 @@
 // views (about a quarter of the gateway's instructions in a callgrind profile of first
 // executions); the gateway's messages are always Content-Length framed string bodies, so it
 // renders the head into one reusable string and sends head + body in one gather write.
+#include <array>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -21,12 +27,22 @@ void render_head(const http::response_header<>& h, std::string& out);
 
 // Writes head and body with a deadline. The message must already be framed (Content-Length
 // set, or no body). `scratch` is reused between calls to avoid an allocation per message.
-boost::asio::awaitable<boost::system::error_code> write_message(boost::beast::tcp_stream& stream,
-                                                                const http::request<http::string_body>& msg,
-                                                                std::string& scratch,
-                                                                std::chrono::milliseconds timeout);
+// Stream is beast::tcp_stream or a stream layered over one (TLS): the deadline is set on the
+// lowest layer.
+template<class Stream, bool isRequest>
 boost::asio::awaitable<boost::system::error_code>
-write_message(boost::beast::tcp_stream& stream, const http::response<http::string_body>& msg,
-              std::string& scratch, std::chrono::milliseconds timeout, bool send_body = true);
+write_message(Stream& stream, const http::message<isRequest, http::string_body>& msg, std::string& scratch,
+              std::chrono::milliseconds timeout, bool send_body = true)
+{
+    scratch.clear();
+    render_head(msg.base(), scratch);
+    std::array<boost::asio::const_buffer, 2> buffers{
+        boost::asio::buffer(scratch),
+        boost::asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
+    boost::beast::get_lowest_layer(stream).expires_after(timeout);
+    auto [ec, n] =
+        co_await boost::asio::async_write(stream, buffers, boost::asio::as_tuple(boost::asio::use_awaitable));
+    co_return ec;
+}
 
 } // namespace idemgate::gateway

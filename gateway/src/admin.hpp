@@ -1,0 +1,41 @@
+#pragma once
+// The admin listener (GET /healthz, /readyz, /metrics) and the store-readiness watcher. Runs
+// on the control io_context, apart from the I/O threads. The admin API grows here.
+#include "context.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <functional>
+#include <string>
+
+namespace idemgate::gateway::detail {
+
+class admin {
+public:
+    // `metrics_extra` appends backend-specific Prometheus lines to /metrics (may be empty).
+    admin(gateway_context& ctx, boost::asio::io_context& control,
+          std::function<void(std::string&)> metrics_extra);
+
+    // Binds admin_listen (throws std::system_error naming the address on failure).
+    void bind(const tcp::endpoint& ep);
+    tcp::endpoint endpoint() const { return endpoint_; }
+
+    // Starts accepting and watching the store on the control context.
+    void start();
+    void stop();
+
+private:
+    boost::asio::awaitable<void> accept_loop();
+    boost::asio::awaitable<void> session(tcp::socket socket);
+    boost::asio::awaitable<void> watch_store();
+    response_type answer(const http::request<http::empty_body>& req);
+
+    gateway_context& ctx_;
+    boost::asio::io_context& control_;
+    std::function<void(std::string&)> metrics_extra_;
+    tcp::acceptor acceptor_;
+    tcp::endpoint endpoint_;
+    bool stopped_ = false;
+};
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,233 @@
+#include "idempotency_filter.hpp"
+
+#include "proxy.hpp"
+
+#include <array>
+#include <idemgate/common/log.hpp>
+#include <idemgate/gateway/fingerprint.hpp>
+#include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/problem.hpp>
+
+namespace idemgate::gateway::detail {
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+const config::route_config* match_route(const config::config& cfg, std::string_view target)
+{
+    auto path = target.substr(0, target.find('?'));
+    for (const auto& r : cfg.routes)
+        if (path.substr(0, r.path_prefix.size()) == r.path_prefix)
+            return &r;
+    return nullptr;
+}
+
+// A request the gateway answers itself with a 4xx before touching the store.
+handled rejected(const problem& p, std::string_view detail, unsigned version, bool close = false)
+{
+    handled h;
+    h.response = make_problem(p, detail, version, !close);
+    h.result = outcome::rejected;
+    h.close_after = close;
+    return h;
+}
+
+response_type replay_response(store::stored_response&& stored, unsigned version)
+{
+    response_type res{http::int_to_status(stored.status), version};
+    if (!stored.reason.empty())
+        res.reason(stored.reason);
+    for (auto& h : stored.headers)
+        res.insert(h.name, h.value);
+    res.set("Idempotent-Replayed", "true");
+    res.body() = std::move(stored.body);
+    reframe(res, false);
+    return res;
+}
+
+void observe(metrics& stats, store_op op, clock_type::time_point since)
+{
+    stats.store_latency[static_cast<int>(op)].observe(clock_type::now() - since);
+}
+
+void count_store_error(metrics& stats, store_op op)
+{
+    stats.store_errors[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed);
+}
+
+// Phase 1: which route, is the request guarded, and are its key and tenant well-formed?
+// Returns the rejection, or nothing with `facts` filled for a guarded or pass-through request.
+std::optional<handled> classify_request(const config::route_config& route, const request_type& req,
+                                        request_facts& facts, request_verdict& verdict)
+{
+    unsigned version = req.version();
+    const auto& policy = route.idempotency;
+    facts.method = req.method_string();
+    if (policy.enabled) {
+        // A Connection header naming the key or tenant header would strip it on the way
+        // upstream after the gateway recorded under it (RFC 9110 7.6.1 lets a client name any
+        // header there); a hop-by-hop scope is meaningless, so the request is refused.
+        std::array<std::string_view, 2> scope_headers{policy.key_header, policy.tenant_header};
+        auto named = connection_names(req, scope_headers);
+        if (!named.empty())
+            return rejected(problems::bad_connection_header,
+                            "the Connection header names " + std::string(named) +
+                                ", which the gateway needs end to end",
+                            version, true);
+        auto key = find_header(req, policy.key_header);
+        facts.key_count = key.count;
+        facts.key = key.value;
+        if (!policy.tenant_header.empty()) {
+            auto tenant = find_header(req, policy.tenant_header);
+            facts.tenant_count = tenant.count;
+            facts.tenant = tenant.value;
+        }
+    }
+    verdict = classify(policy, facts);
+    switch (verdict) {
+    case request_verdict::pass_through:
+    case request_verdict::guard: return std::nullopt;
+    case request_verdict::reject_missing_key:
+        return rejected(problems::missing_key,
+                        "this route requires the " + policy.key_header + " header on " +
+                            std::string(facts.method) + " requests",
+                        version);
+    case request_verdict::reject_invalid_key:
+        return rejected(problems::invalid_key,
+                        policy.key_header + " must appear once, with 1 to 255 visible ASCII characters",
+                        version);
+    case request_verdict::reject_missing_tenant:
+        return rejected(problems::missing_tenant,
+                        "a request with " + policy.key_header + " must carry " + policy.tenant_header,
+                        version);
+    case request_verdict::reject_invalid_tenant:
+        return rejected(problems::invalid_tenant,
+                        policy.tenant_header + " must appear once, with 1 to 255 visible ASCII characters",
+                        version);
+    }
+    return std::nullopt;
+}
+
+// Phase 3: the upstream answered (or did not); keep the answer for replay or free the key.
+asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope, store::record& in_flight,
+                             const config::idempotency_config& policy, bool answered, handled& h)
+{
+    if (decide_after_upstream(answered, h.response.result_int()) == completion_action::release) {
+        h.result = outcome::upstream_error;
+        auto t1 = clock_type::now();
+        auto ec = co_await w.store->release(scope, in_flight.owner_token);
+        observe(ctx.stats, store_op::release, t1);
+        if (ec) {
+            count_store_error(ctx.stats, store_op::release);
+            log::warn("store release failed; the key stays locked until lock_ttl",
+                      {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
+        }
+        co_return;
+    }
+    store::record done;
+    done.state = store::record_state::completed;
+    done.fingerprint = std::move(in_flight.fingerprint);
+    done.owner_token = std::move(in_flight.owner_token);
+    done.created_unix_ms = in_flight.created_unix_ms;
+    done.response.status = h.response.result_int();
+    done.response.reason = std::string(h.response.reason());
+    for (const auto& f : h.response)
+        if (!excluded_from_record(f.name_string()))
+            done.response.headers.push_back({std::string(f.name_string()), std::string(f.value())});
+    // Move the body into the record and back: no copy of the body on the hot path.
+    done.response.body = std::move(h.response.body());
+    auto t1 = clock_type::now();
+    auto ec = co_await w.store->complete(scope, done, policy.record_ttl);
+    observe(ctx.stats, store_op::complete, t1);
+    h.response.body() = std::move(done.response.body);
+    if (ec) {
+        count_store_error(ctx.stats, store_op::complete);
+        ctx.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
+        log::warn("store complete failed; the response was sent but not recorded",
+                  {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
+    }
+}
+
+} // namespace
+
+asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request_type& req,
+                                        const client_info& client, std::string& scratch)
+{
+    unsigned version = req.version();
+    const auto* route = match_route(ctx.cfg, req.target());
+    if (!route)
+        co_return rejected(problems::no_route, "no route matches this path", version);
+    const auto& policy = route->idempotency;
+    request_facts facts;
+    request_verdict verdict = request_verdict::pass_through;
+    if (auto rejection = classify_request(*route, req, facts, verdict))
+        co_return std::move(*rejection);
+
+    handled h;
+    if (verdict == request_verdict::pass_through) {
+        h.result = outcome::pass_through;
+        co_await forward(ctx, w, *route, req, client, h, scratch);
+        co_return h;
+    }
+
+    // Copies: forwarding may erase header lines these views point into.
+    h.key = std::string(facts.key);
+    h.tenant = std::string(facts.tenant);
+    store::scope scope{h.tenant, h.key};
+    store::record in_flight;
+    in_flight.state = store::record_state::in_flight;
+    in_flight.fingerprint = fingerprint(req.method_string(), req.target(), req.body());
+    in_flight.owner_token = w.new_owner_token();
+    in_flight.created_unix_ms = log::now_unix_ms();
+
+    auto t0 = clock_type::now();
+    store::reserve_result reserved = co_await w.store->reserve(scope, in_flight, policy.lock_ttl);
+    observe(ctx.stats, store_op::reserve, t0);
+    if (reserved.ec) {
+        count_store_error(ctx.stats, store_op::reserve);
+        log::warn("store reserve failed",
+                  {{"error", reserved.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
+    }
+
+    switch (decide_after_reserve(reserved, in_flight.fingerprint, ctx.cfg.store.on_failure)) {
+    case reserve_action::replay:
+        h.response = replay_response(std::move(reserved.existing->response), version);
+        h.result = outcome::replayed;
+        co_return h;
+    case reserve_action::in_flight_conflict:
+        h.response =
+            make_problem(problems::in_flight, "the first request with this key has not finished; retry later",
+                         version, true);
+        h.response.set(http::field::retry_after, "1");
+        h.result = outcome::conflict;
+        co_return h;
+    case reserve_action::fingerprint_mismatch:
+        h.response =
+            make_problem(problems::mismatch, "this key was first used with another method, path or body",
+                         version, true, {}, policy.mismatch_status);
+        h.result = outcome::mismatch;
+        co_return h;
+    case reserve_action::reject_store_failure:
+        h.response =
+            make_problem(problems::store_unavailable,
+                         "the request was not forwarded because its key cannot be reserved", version, true);
+        h.response.set(http::field::retry_after, "1");
+        h.result = outcome::store_error;
+        co_return h;
+    case reserve_action::pass_through_store_failure:
+        ctx.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
+        h.result = outcome::pass_through;
+        co_await forward(ctx, w, *route, req, client, h, scratch);
+        co_return h;
+    case reserve_action::forward_and_record: break;
+    }
+
+    h.result = outcome::executed;
+    bool answered = co_await forward(ctx, w, *route, req, client, h, scratch);
+    co_await settle(ctx, w, scope, in_flight, policy, answered, h);
+    co_return h;
+}
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,54 @@
+#pragma once
+// The listener: one worker (io_context + thread) per I/O thread with SO_REUSEPORT acceptors,
+// the connection limit, signals (SIGTERM/SIGINT drain, SIGHUP), and the drain itself.
+#include "context.hpp"
+
+#include <boost/asio/signal_set.hpp>
+#include <functional>
+
+namespace idemgate::gateway::detail {
+
+// Opens, binds and listens; throws std::system_error naming `what` and the address on failure.
+void open_listener(tcp::acceptor& acceptor, const tcp::endpoint& ep, bool reuse_port, const char* what);
+
+// Resolves a configured endpoint to its first address (throws naming `what`).
+tcp::endpoint resolve_one(boost::asio::io_context& ioc, const config::endpoint& ep, const char* what);
+
+class listener {
+public:
+    listener(gateway_context& ctx, boost::asio::io_context& control);
+    ~listener();
+    listener(const listener&) = delete;
+    listener& operator=(const listener&) = delete;
+
+    // Resolves the upstreams, creates the workers and binds `listen` (port 0: the first
+    // acceptor picks the port, the others join it).
+    void bind();
+    tcp::endpoint endpoint() const { return endpoint_; }
+    std::size_t threads() const { return workers_.size(); }
+
+    // Starts the I/O threads and the signal handling, then runs the control context until the
+    // drain ends. `on_started` runs once the threads serve; `on_drained` runs on the control
+    // thread just before it stops.
+    void run(const std::function<void()>& on_started, std::function<void()> on_drained);
+
+    // Begins the drain: stop accepting, let in-flight requests finish (timeouts.drain).
+    void begin_drain(const char* why);
+
+private:
+    boost::asio::awaitable<void> accept_loop(worker& w);
+    boost::asio::awaitable<void> wait_for_drain();
+    void wait_for_signal();
+    void stop_workers();
+
+    gateway_context& ctx_;
+    boost::asio::io_context& control_;
+    std::vector<std::vector<tcp::endpoint>> upstream_endpoints_;
+    std::vector<std::unique_ptr<worker>> workers_;
+    tcp::endpoint endpoint_;
+    std::function<void()> on_drained_;
+    std::unique_ptr<boost::asio::signal_set> signals_;
+    bool drain_started_ = false;
+};
+
+} // namespace idemgate::gateway::detail
