@@ -277,6 +277,28 @@ bool http_connection::closed_by_peer(milliseconds wait)
     }
 }
 
+void http_connection::shutdown_send()
+{
+    if (fd_ >= 0)
+        ::shutdown(fd_, SHUT_WR);
+}
+
+std::string http_connection::read_until(const std::string& delimiter)
+{
+    if (fd_ < 0)
+        throw std::runtime_error("http_connection: read on a closed connection");
+    std::size_t end;
+    while ((end = buffer_.find(delimiter)) == std::string::npos) {
+        if (!read_more(fd_, buffer_))
+            throw std::runtime_error("http_connection: connection closed before the expected bytes" +
+                                     (buffer_.empty() ? std::string{} : " (got: " + buffer_ + ")"));
+    }
+    end += delimiter.size();
+    std::string out = buffer_.substr(0, end);
+    buffer_.erase(0, end);
+    return out;
+}
+
 http_response http_request(std::uint16_t port, const std::string& method, const std::string& path,
                            const std::vector<std::pair<std::string, std::string>>& headers,
                            const std::string& body)

@@ -153,6 +153,12 @@ public:
     // True when the peer has closed the connection (reads EOF within `wait`).
     bool closed_by_peer(milliseconds wait = 2s);
     void close();
+    // Half-closes: shuts down the sending side, so the peer reads EOF after the bytes sent,
+    // while its answer can still be read.
+    void shutdown_send();
+    // Reads until `delimiter` has arrived and returns the bytes up to and including it, leaving
+    // the rest for read_response (e.g. an interim "100 Continue" head). Throws on timeout or EOF.
+    std::string read_until(const std::string& delimiter);
 
 private:
     int fd_ = -1;
