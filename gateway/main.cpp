@@ -66,10 +66,15 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "  %s\n", p.c_str());
         return 1;
     }
+    auto warnings = idemgate::config::warnings(cfg);
     if (check_only) {
+        for (const auto& w : warnings)
+            std::fprintf(stderr, "idemgate: warning: %s\n", w.c_str());
         std::printf("idemgate: configuration %s is valid\n", config_path.c_str());
         return 0;
     }
+    for (const auto& w : warnings)
+        idemgate::log::warn("risky configuration", {{"warning", w}});
 
     try {
         auto backend = idemgate::store::make_backend(cfg.store);

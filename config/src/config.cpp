@@ -727,4 +727,23 @@ config load_file(const std::string& path)
     return detail::parse_named(text, path, nullptr);
 }
 
+std::vector<std::string> warnings(const config& cfg)
+{
+    std::vector<std::string> out;
+    const auto& t = cfg.timeouts;
+    auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
+        const auto& idem = cfg.routes[i].idempotency;
+        if (!idem.enabled || idem.lock_ttl >= needed)
+            continue;
+        out.push_back(
+            "routes[" + std::to_string(i) +
+            "].idempotency.lock_ttl: " + std::to_string(idem.lock_ttl.count()) +
+            "ms is not above 2 x timeouts.upstream_connect + timeouts.upstream_response + 1s (" +
+            std::to_string(needed.count()) +
+            "ms): the lock can expire while the first request still runs, and a duplicate would execute too");
+    }
+    return out;
+}
+
 } // namespace idemgate::config

@@ -142,29 +142,94 @@ private:
             log_rejected(client_, res.result_int(), detail, ec);
     }
 
-    // Reads the header, counting every byte the parser consumed: Beast 1.81 applies
-    // header_limit to the start line and to the fields separately and per buffer, so a header
-    // of many small fields arriving at once could pass at about twice the limit (issue 8).
+    // Reads the header by feeding the parser from the buffer ourselves, for three reasons:
+    // - every byte the parser consumed counts against max_header_bytes: Beast 1.81 applies
+    //   header_limit to the start line and to the fields separately and per buffer, so many small
+    //   fields arriving at once passed at about twice the limit (issue 8);
+    // - obs-fold (a header line starting with SP/HT) is refused: Beast silently joins it into the
+    //   previous value, which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2
+    //   allows a server to reject it; nginx does);
+    // - empty lines before the request line are skipped (RFC 9112 2.2).
     asio::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser)
     {
         std::size_t header_bytes = 0;
+        bool line_start = false; // the last consumed byte ended a line
         error_code ec;
         beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), cfg_.timeouts.header_read);
-        while (!parser.is_header_done()) {
-            auto [rec, n] = co_await http::async_read_some(stream_, buffer_, parser, use_tuple);
-            header_bytes += n;
-            if (!rec && header_bytes > cfg_.limits.max_header_bytes)
-                rec = http::error::header_limit;
+        for (;;) {
+            if (buffer_.size() > 0) {
+                std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+                if (header_bytes == 0 && !parser.got_some()) {
+                    auto skip = pending.find_first_not_of("\r\n");
+                    skip = skip == std::string_view::npos ? pending.size() : skip;
+                    if (skip > 0) {
+                        header_bytes += skip;
+                        buffer_.consume(skip);
+                        if (header_bytes > cfg_.limits.max_header_bytes) {
+                            ec = http::error::header_limit;
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                if (has_obs_fold(pending, line_start)) {
+                    ec = http::error::bad_field;
+                    obs_fold_ = true;
+                    break;
+                }
+                error_code pec;
+                auto used = parser.put(buffer_.data(), pec);
+                if (used > 0)
+                    line_start = pending[used - 1] == '\n';
+                buffer_.consume(used);
+                header_bytes += used;
+                if (header_bytes > cfg_.limits.max_header_bytes) {
+                    ec = http::error::header_limit;
+                    break;
+                }
+                if (pec && pec != http::error::need_more) {
+                    ec = pec;
+                    break;
+                }
+                if (parser.is_header_done())
+                    break;
+                if (!pec && used > 0)
+                    continue;
+                if (buffer_.size() >= cfg_.limits.max_header_bytes + 4) {
+                    ec = http::error::header_limit;
+                    break;
+                }
+            }
+            auto [rec, n] = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), use_tuple);
             if (rec) {
-                ec = rec;
+                ec = rec == asio::error::eof
+                         ? error_code(parser.got_some() || header_bytes > 0 ? http::error::partial_message
+                                                                            : http::error::end_of_stream)
+                         : rec;
                 break;
             }
+            buffer_.commit(n);
         }
         deadline_.disarm();
         if (ec == asio::error::operation_aborted && deadline_.fired())
             ec = beast::error::timeout;
         co_return ec;
+    }
+
+    // True when an unconsumed header line begins with SP or HT (obs-fold). `line_start` says
+    // whether the bytes before `pending` ended a line. Only the header part is scanned.
+    static bool has_obs_fold(std::string_view pending, bool line_start)
+    {
+        auto end = pending.find("\r\n\r\n");
+        if (end != std::string_view::npos)
+            pending = pending.substr(0, end + 2);
+        if (line_start && !pending.empty() && (pending.front() == ' ' || pending.front() == '\t'))
+            return true;
+        for (std::size_t i = 0; i + 1 < pending.size(); ++i)
+            if (pending[i] == '\n' && (pending[i + 1] == ' ' || pending[i + 1] == '\t'))
+                return true;
+        return false;
     }
 
     asio::awaitable<error_code> read_body(http::request_parser<http::string_body>& parser)
@@ -266,6 +331,7 @@ private:
     Stream& stream_;
     client_info client_;
     read_deadline deadline_;
+    bool obs_fold_ = false;
     beast::flat_buffer buffer_;
     std::string scratch_; // rendered message heads, reused for every message on this connection
 };

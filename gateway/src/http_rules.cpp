@@ -25,6 +25,7 @@ std::string_view describe(framing_violation v) noexcept
     case framing_violation::non_canonical_method:
         return "standard methods must be spelled in upper case (e.g. POST, not post)";
     case framing_violation::connection_names_host: return "the Connection header must not name Host";
+    case framing_violation::bad_host: return "the Host header must be one host[:port] (RFC 9112 3.2)";
     }
     return "";
 }
@@ -72,6 +73,20 @@ bool is_non_canonical_method(std::string_view method)
     return changed && http::string_to_verb(upper) != http::verb::unknown;
 }
 
+// host[:port] as proxies see it in practice: a DNS name, an IPv4 address, or a bracketed IPv6
+// literal, then an optional port. Stricter than RFC 3986's reg-name (no sub-delims), on purpose:
+// "a, b" or "a@b" in Host is an attack on whoever reads X-Forwarded-Host, not a real host.
+bool is_valid_host(std::string_view host)
+{
+    for (char c : host) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                  c == '.' || c == '_' || c == '~' || c == ':' || c == '[' || c == ']' || c == '%';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 } // namespace
 
 std::string_view connection_names(const http::fields& fields, std::span<const std::string_view> names)
@@ -95,6 +110,7 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
     int content_length_lines = 0;
     int transfer_encoding_lines = 0;
     int host_lines = 0;
+    std::string_view host;
     std::string_view content_length;
     std::string_view transfer_encoding;
     for (const auto& f : fields) {
@@ -107,7 +123,10 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
             ++transfer_encoding_lines;
             transfer_encoding = f.value();
             break;
-        case http::field::host: ++host_lines; break;
+        case http::field::host:
+            ++host_lines;
+            host = f.value();
+            break;
         default: break;
         }
     }
@@ -122,12 +141,14 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
         return framing_violation::conflicting_content_length;
     if (version >= 11 && host_lines != 1)
         return framing_violation::missing_host;
+    if (host_lines > 1 || !is_valid_host(trim(host)))
+        return framing_violation::bad_host;
     if (target.empty() || target.front() != '/')
         return framing_violation::bad_target;
     if (is_non_canonical_method(method))
         return framing_violation::non_canonical_method;
-    static constexpr std::string_view host[] = {"Host"};
-    if (!connection_names(fields, host).empty())
+    static constexpr std::string_view host_name[] = {"Host"};
+    if (!connection_names(fields, host_name).empty())
         return framing_violation::connection_names_host;
     return framing_violation::none;
 }

@@ -14,6 +14,7 @@
 //     X-Test-Body-Size: N   body of N 'x' bytes instead of the JSON echo
 //     X-Test-Set-Cookie: 1  adds Set-Cookie: session=abc
 //     X-Test-Interim: 1     sends "103 Early Hints" (with a Link header) before the answer
+//     X-Test-Trailer: 1     chunked body followed by the trailer field "X-Trailer-Secret: t1"
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
 //   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
 //   The default body echoes {"execution","method","target","body","headers"}.
@@ -34,6 +35,7 @@
 #include <charconv>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 namespace asio = boost::asio;
@@ -184,6 +186,22 @@ asio::awaitable<void> session(tcp::socket socket)
                 stream, asio::buffer(hints.data(), hints.size()), asio::as_tuple(asio::use_awaitable));
             if (hint_ec)
                 break;
+        }
+        if (!control && header_is_one(req, "X-Test-Trailer")) {
+            // Beast's serializer cannot emit trailers for a string body: write the bytes by hand.
+            res.chunked(false);
+            res.erase(http::field::content_length);
+            res.set(http::field::transfer_encoding, "chunked");
+            res.set(http::field::trailer, "X-Trailer-Secret");
+            std::ostringstream wire;
+            wire << res.base() << std::hex << res.body().size() << "\r\n"
+                 << res.body() << "\r\n0\r\nX-Trailer-Secret: t1\r\n\r\n";
+            auto bytes = wire.str();
+            auto [raw_ec, raw_n] =
+                co_await asio::async_write(stream, asio::buffer(bytes), asio::as_tuple(asio::use_awaitable));
+            if (raw_ec || close)
+                break;
+            continue;
         }
         auto [write_ec, write_n] =
             co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));

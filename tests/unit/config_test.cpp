@@ -611,3 +611,35 @@ TEST_CASE("a file that loads cleanly through load_file resolves the password fro
     CHECK(c.store.type == cfg::store_type::redis);
     CHECK(c.store.redis.password == "from-env");
 }
+
+TEST_CASE("warnings name every guarded route whose lock_ttl does not outlast the upstream deadlines")
+{
+    auto base = std::string(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+timeouts:
+  upstream_connect: 2s
+  upstream_response: 10s
+routes:
+  - path_prefix: "/a/"
+    upstream: orders
+    idempotency: { lock_ttl: 15s }
+  - path_prefix: "/b/"
+    upstream: orders
+    idempotency: { lock_ttl: 14s }
+  - path_prefix: "/c/"
+    upstream: orders
+)");
+    auto c = idemgate::config::parse(base);
+    auto w = idemgate::config::warnings(c);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].starts_with("routes[1].idempotency.lock_ttl: 14000ms"));
+    // The defaults are consistent with each other.
+    auto defaults = idemgate::config::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency: {}
+)");
+    CHECK(idemgate::config::warnings(defaults).empty());
+}

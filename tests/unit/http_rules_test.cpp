@@ -171,3 +171,56 @@ TEST_CASE("a replay record never keeps Set-Cookie, framing or hop-by-hop headers
         CHECK_FALSE(excluded_from_record(n));
     }
 }
+
+TEST_CASE("standard methods must be spelled in upper case; extension methods are untouched")
+{
+    auto f = make({{"Host", "h"}});
+    const std::pair<const char*, framing_violation> rows[] = {
+        {"POST", framing_violation::none},
+        {"post", framing_violation::non_canonical_method},
+        {"Post", framing_violation::non_canonical_method},
+        {"pAtCh", framing_violation::non_canonical_method},
+        {"get", framing_violation::non_canonical_method},
+        {"PURGE", framing_violation::none},
+        {"purge", framing_violation::non_canonical_method}, // Beast knows PURGE
+        {"frobnicate", framing_violation::none},            // not a method Beast knows
+        {"", framing_violation::none},
+    };
+    for (auto& [method, expected] : rows) {
+        CAPTURE(method);
+        CHECK(check_request_framing(f, 11, "/a", method) == expected);
+    }
+}
+
+TEST_CASE("Host must be one host[:port]; Connection must not name it")
+{
+    const std::pair<const char*, framing_violation> hosts[] = {
+        {"example.com", framing_violation::none},
+        {"example.com:8080", framing_violation::none},
+        {"127.0.0.1", framing_violation::none},
+        {"[::1]:80", framing_violation::none},
+        {"", framing_violation::none}, // RFC 9112 3.2: empty when the target has no authority
+        {"a.test, b.test", framing_violation::bad_host},
+        {"a.test b.test", framing_violation::bad_host},
+        {"user@a.test", framing_violation::bad_host},
+        {"a.test/x", framing_violation::bad_host},
+    };
+    for (auto& [host, expected] : hosts) {
+        CAPTURE(host);
+        CHECK(check_request_framing(make({{"Host", host}}), 11, "/a", "GET") == expected);
+    }
+    CHECK(check_request_framing(make({{"Host", "h"}, {"Connection", "keep-alive, host"}}), 11, "/a", "GET") ==
+          framing_violation::connection_names_host);
+    CHECK(check_request_framing(make({{"Host", "h"}, {"Host", "h"}}), 10, "/a", "GET") ==
+          framing_violation::bad_host);
+}
+
+TEST_CASE("connection_names finds a protected header in any Connection line, case-insensitively")
+{
+    const std::string_view scope[] = {"Idempotency-Key", "", "X-Tenant-ID"};
+    CHECK(connection_names(make({{"Connection", "close"}}), scope).empty());
+    CHECK(connection_names(make({{"Connection", "x-tenant-id"}}), scope) == "X-Tenant-ID");
+    CHECK(connection_names(make({{"Connection", "close"}, {"X", "y"}, {"Connection", " idempotency-key "}}),
+                           scope) == "Idempotency-Key");
+    CHECK(connection_names(make({{"X-Tenant-ID", "acme"}}), scope).empty());
+}

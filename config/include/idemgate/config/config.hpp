@@ -83,7 +83,7 @@ struct timeouts_config {
     duration idle{60000}; // keep-alive wait for the next request
     duration client_write{30000};
     duration upstream_connect{2000};
-    duration upstream_response{30000}; // write request + read full response
+    duration upstream_response{25000}; // one deadline: write request + read full response
     duration drain{30000};             // SIGTERM: how long in-flight requests may finish
 };
 
@@ -115,6 +115,12 @@ config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*) =
 
 // Reads and parses a file; a missing/unreadable file is a config_error naming the path.
 config load_file(const std::string& path);
+
+// Valid but risky settings, one message per line naming the key path. A guarded route whose
+// lock_ttl is not comfortably above 2 x upstream_connect + upstream_response + 1 s (a retried
+// connect, the exchange, and the store round trips) can let its lock expire while the first
+// request still runs, and a duplicate would then execute too.
+std::vector<std::string> warnings(const config& cfg);
 
 // "250ms", "30s", "5m", "24h" -> duration; nullopt if malformed, negative or overflowing.
 std::optional<duration> parse_duration(std::string_view text);

@@ -21,6 +21,7 @@ enum class framing_violation {
     bad_target,                           // only origin-form ("/...") is proxied
     non_canonical_method,                 // "post", "Post": a standard method not spelled in upper case
     connection_names_host,                // Connection: Host would strip Host on the way upstream
+    bad_host,                             // Host is not host[:port] (a list, spaces, '@', '/', ...)
 };
 
 std::string_view describe(framing_violation v) noexcept;

@@ -1,0 +1,353 @@
+// Issue 8's defects, each as the behaviour that must hold now: 408 delivered, header limit
+// whatever its shape, one upstream deadline, Connection cannot strip the scope, method case,
+// UTF-8 access log, SIGHUP survives, Connection: close during the drain, trailers dropped.
+#include "gateway_fixture.hpp"
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace idemgate::test;
+
+namespace {
+
+// True when `s` is well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF).
+bool is_valid_utf8(const std::string& s)
+{
+    std::size_t i = 0;
+    while (i < s.size()) {
+        auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 0;
+        std::uint32_t cp = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        for (std::size_t k = 1; k <= n; ++k) {
+            if (i + k >= s.size())
+                return false;
+            auto cc = static_cast<unsigned char>(s[i + k]);
+            if ((cc & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (cc & 0x3F);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+// A deliberately slow HTTP/1.1 upstream on a raw socket: a tiny receive buffer, a pause before
+// it reads the request body, then a pause before it answers. The gateway's write of a large
+// body blocks during the first pause, so the exchange takes read_pause + answer_pause.
+class slow_upstream {
+public:
+    slow_upstream(milliseconds read_pause, milliseconds answer_pause)
+    {
+        listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        int small = 4096;
+        ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = 0;
+        REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        REQUIRE(::listen(listen_fd_, 4) == 0);
+        socklen_t len = sizeof addr;
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port_ = ntohs(addr.sin_port);
+        thread_ = std::thread([this, read_pause, answer_pause] {
+            int fd = ::accept(listen_fd_, nullptr, nullptr);
+            if (fd < 0)
+                return;
+            timeval tv{5, 0};
+            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            std::this_thread::sleep_for(read_pause);
+            char buf[65536];
+            std::size_t total = 0;
+            for (;;) {
+                auto n = ::recv(fd, buf, sizeof buf, 0);
+                if (n <= 0)
+                    break;
+                total += static_cast<std::size_t>(n);
+                if (total >= expected_bytes_.load())
+                    break;
+            }
+            std::this_thread::sleep_for(answer_pause);
+            static constexpr char answer[] = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+            ::send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL);
+            answered_ = true;
+            ::close(fd);
+        });
+    }
+    ~slow_upstream()
+    {
+        ::shutdown(listen_fd_, SHUT_RDWR);
+        ::close(listen_fd_);
+        thread_.join();
+    }
+    std::uint16_t port() const { return port_; }
+    void expect_bytes(std::size_t n) { expected_bytes_ = n; }
+
+private:
+    int listen_fd_ = -1;
+    std::uint16_t port_ = 0;
+    std::atomic<std::size_t> expected_bytes_{1};
+    std::atomic<bool> answered_{false};
+    std::thread thread_;
+};
+
+std::string slow_upstream_yaml(std::uint16_t upstream_port)
+{
+    std::string y;
+    y += "listen: \"127.0.0.1:0\"\nadmin_listen: \"127.0.0.1:0\"\nthreads: 1\n";
+    y += "store:\n  type: memory\n";
+    y += "upstreams:\n  slow: { address: \"127.0.0.1:" + std::to_string(upstream_port) + "\" }\n";
+    y += "routes:\n  - path_prefix: \"/\"\n    upstream: slow\n    idempotency:\n      methods: [POST]\n";
+    y += "      lock_ttl: 60s\n";
+    y += "limits:\n  max_request_body: 8MiB\n";
+    y += "timeouts:\n  upstream_response: 1s\n";
+    return y;
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("hardening");
+
+TEST_CASE("a header that stalls gets a 408 problem before the connection closes")
+{
+    gateway_options options;
+    options.timeouts = "  header_read: 300ms\n";
+    gateway_fixture f(options);
+    http_connection conn(f.port(), io_timeout);
+    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: stall\r\n");
+    auto res = conn.read_response();
+    CHECK(is_problem(res, 408));
+    CHECK(res.header("connection") == "close");
+    CHECK(conn.closed_by_peer(3s));
+    CHECK(f.executions() == 0);
+    auto line = f.process().wait_for_line(
+        [](const std::string& l) {
+            return l.find("\"msg\":\"access\"") != std::string::npos && l.find("408") != std::string::npos;
+        },
+        3s);
+    REQUIRE(line);
+    CHECK(parse_object(*line)["status"] == 408);
+}
+
+TEST_CASE("a body that stalls gets a 408 problem and its key is not held")
+{
+    gateway_options options;
+    options.timeouts = "  body_read: 300ms\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("stall-body-408");
+    http_connection conn(f.port(), io_timeout);
+    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                  "\r\nContent-Length: 10\r\n\r\n{}");
+    auto res = conn.read_response();
+    CHECK(is_problem(res, 408));
+    CHECK(conn.closed_by_peer(3s));
+    auto ok = f.post("/api/orders", key, "0123456789");
+    CHECK(ok.status == 201);
+    CHECK(ok.header("idempotent-replayed") != "true");
+}
+
+TEST_CASE("a 408 the client never reads is not logged as sent")
+{
+    gateway_options options;
+    options.timeouts = "  header_read: 200ms\n";
+    gateway_fixture f(options);
+    {
+        http_connection conn(f.port(), io_timeout);
+        conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+        conn.close(); // gone before the deadline: the 408 cannot reach anyone
+    }
+    // Whatever the gateway logs for this connection, it never claims a 408 reached the client.
+    http_connection probe(f.port(), io_timeout);
+    probe.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    auto res = probe.read_response();
+    CHECK(res.status == 408);
+    auto lines = f.process().lines();
+    int sent_408 = 0;
+    for (const auto& l : lines) {
+        auto obj = parse_object(l);
+        if (obj.if_contains("msg") && obj["msg"] == "access" && obj["status"] == 408)
+            ++sent_408;
+    }
+    CHECK(sent_408 <= 1);
+}
+
+TEST_CASE("the header limit holds for many small fields sent in one write")
+{
+    gateway_options options;
+    options.limits = "  max_header_bytes: 16KiB\n";
+    gateway_fixture f(options);
+    std::string request =
+        "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + unique_key("many") + "\r\n";
+    for (int i = 0; request.size() < 32000; ++i)
+        request += "X-F" + std::to_string(i) + ": " + std::string(90, 'v') + "\r\n";
+    request += "Content-Length: 2\r\n\r\n{}";
+    http_connection conn(f.port(), io_timeout);
+    conn.send_raw(request);
+    auto res = conn.read_response();
+    CHECK(is_problem(res, 431));
+    CHECK(f.executions() == 0);
+
+    // Just under the limit passes.
+    std::string fits = "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (int i = 0; fits.size() < 15000; ++i)
+        fits += "X-F" + std::to_string(i) + ": " + std::string(90, 'v') + "\r\n";
+    fits += "Content-Length: 2\r\n\r\n{}";
+    http_connection ok(f.port(), io_timeout);
+    ok.send_raw(fits);
+    CHECK(ok.read_response().status == 201);
+}
+
+TEST_CASE("upstream_response bounds writing the request and reading the answer together")
+{
+    slow_upstream upstream(700ms, 700ms);
+    const std::size_t body_size = 4 * 1024 * 1024;
+    upstream.expect_bytes(body_size);
+    gateway_process gateway(slow_upstream_yaml(upstream.port()));
+    auto start = std::chrono::steady_clock::now();
+    auto res = http_request(gateway.port(), "POST", "/orders", {{"Idempotency-Key", unique_key("slow")}},
+                            std::string(body_size, 'b'), 10s);
+    auto took = std::chrono::steady_clock::now() - start;
+    CHECK(is_problem(res, 504));
+    // One deadline of 1 s for the whole exchange (plus scheduling slack), not 1 s per phase.
+    CHECK(took < 1400ms);
+}
+
+TEST_CASE("--check warns when a lock_ttl is not above the upstream deadlines")
+{
+    temp_dir dir;
+    std::string y = slow_upstream_yaml(9);
+    y.replace(y.find("lock_ttl: 60s"), 13, "lock_ttl: 2s");
+    auto path = dir.write_file("risky.yaml", y);
+    child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+    CHECK(proc.wait_exit(10s) == 0);
+    std::string out;
+    for (auto& l : proc.lines())
+        out += l + "\n";
+    CHECK(out.find("warning: routes[0].idempotency.lock_ttl") != std::string::npos);
+}
+
+TEST_CASE("a Connection header naming a scope header or Host is refused")
+{
+    gateway_fixture f;
+    for (std::string named :
+         {"Idempotency-Key", "X-Tenant-ID", "x-tenant-id", "Host", "Keep-Alive, Idempotency-Key"}) {
+        CAPTURE(named);
+        http_connection conn(f.port(), io_timeout);
+        auto res = conn.request(
+            "POST", "/tenant/orders",
+            {{"Idempotency-Key", unique_key("conn")}, {"X-Tenant-ID", "acme"}, {"Connection", named}}, "{}");
+        CHECK(is_problem(res, 400));
+        CHECK(conn.closed_by_peer(3s));
+    }
+    CHECK(f.executions() == 0);
+    // Naming an ordinary header is still fine.
+    auto ok = f.post("/tenant/orders", unique_key("conn-ok"), "{}",
+                     {{"X-Tenant-ID", "acme"}, {"Connection", "X-Other"}});
+    CHECK(ok.status == 201);
+}
+
+TEST_CASE("a non-canonical spelling of a standard method is refused, never forwarded unguarded")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("lower");
+    for (std::string method : {"post", "Post", "pOST", "get"}) {
+        CAPTURE(method);
+        http_connection conn(f.port(), io_timeout);
+        conn.send_raw(method + " /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                      "\r\nContent-Length: 2\r\n\r\n{}");
+        auto res = conn.read_response();
+        CHECK(is_problem(res, 400));
+        CHECK(conn.closed_by_peer(3s));
+    }
+    CHECK(f.executions() == 0);
+    // An extension method in upper case is not a spelling of a standard one: passed through.
+    http_connection conn(f.port(), io_timeout);
+    CHECK(conn.request("PURGE", "/api/orders").status == 201);
+}
+
+TEST_CASE("the access log is valid UTF-8 JSON whatever bytes the target holds")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    std::string target = "/api/orders/\xff\xfe\x80\xc3(";
+    conn.send_raw("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    auto res = conn.read_response();
+    CHECK(res.status > 0);
+    auto line = f.process().wait_for_line(
+        [](const std::string& l) {
+            return l.find("\"msg\":\"access\"") != std::string::npos &&
+                   l.find("/api/orders/") != std::string::npos;
+        },
+        5s);
+    REQUIRE(line);
+    CHECK(is_valid_utf8(*line));
+    auto obj = parse_object(*line);
+    REQUIRE(obj.if_contains("target"));
+    CHECK(obj["target"] == "/api/orders/%FF%FE%80%C3(");
+}
+
+TEST_CASE("SIGHUP does not stop the gateway")
+{
+    gateway_fixture f;
+    f.process().signal(SIGHUP);
+    REQUIRE(f.process().wait_for_line(
+        [](const std::string& l) { return l.find("SIGHUP") != std::string::npos; }, 5s));
+    CHECK(f.process().running());
+    CHECK(f.post("/api/orders", unique_key("hup"), "{}").status == 201);
+}
+
+TEST_CASE("the request in flight when SIGTERM arrives is answered with Connection: close")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " +
+                  unique_key("drain-close") + "\r\nX-Test-Delay-Ms: 500\r\nContent-Length: 2\r\n\r\n{}");
+    REQUIRE(f.wait_for_executions(1));
+    f.process().signal(SIGTERM);
+    auto res = conn.read_response();
+    CHECK(res.status == 201);
+    CHECK(res.header("connection") == "close");
+    CHECK(conn.closed_by_peer(3s));
+    CHECK(f.process().wait_exit(10s) == 0);
+}
+
+TEST_CASE("upstream trailer fields are neither passed to the client nor recorded")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("trailer");
+    auto first = f.post("/api/orders", key, "{}", {{"X-Test-Trailer", "1"}});
+    CHECK(first.status == 201);
+    CHECK_FALSE(first.has_header("x-trailer-secret"));
+    CHECK_FALSE(first.has_header("trailer"));
+    auto replay = f.post("/api/orders", key, "{}", {{"X-Test-Trailer", "1"}});
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK_FALSE(replay.has_header("x-trailer-secret"));
+    CHECK(replay.body == first.body);
+    CHECK(f.executions() == 1);
+}
+
+TEST_SUITE_END();
