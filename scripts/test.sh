@@ -1,9 +1,32 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (unit, integration with real
-# redis-server and the real binaries). This is the README's second command and .ci/run.
+# redis-server and the real binaries), then the unit and gateway tests again under
+# ASan+UBSan, then each libFuzzer target briefly. This is the README's second command and
+# .ci/run. SANITIZE=0 skips the sanitizer pass, FUZZ_SECONDS=0 the fuzzing (local iteration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+started=$SECONDS
+
 bash scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j "${JOBS:-2}" --timeout 600
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 600)
+echo "test.sh: main suite done after $((SECONDS - started)) s"
+
+if [[ "${SANITIZE:-1}" != 0 ]]; then
+  # ASan+UBSan: the unit tests and the gateway tests (memory and Redis store), which drive the
+  # real gateway binary built with the sanitizers. Any report aborts the process (and the test).
+  asan_dir="${ASAN_BUILD_DIR:-build-asan}"
+  cmake -S . -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEMGATE_SANITIZE=address \
+    -DIDEMGATE_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$asan_dir" -j "${JOBS:-2}" --target unit_tests gateway_tests idemgate idemgate-test-upstream
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  (cd "$asan_dir" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 900 \
+    -R '^(unit_tests|gateway_tests|gateway_tests_redis_store)$')
+  echo "test.sh: sanitizer pass done after $((SECONDS - started)) s"
+fi
+
+if [[ "${FUZZ_SECONDS:-30}" != 0 && -f scripts/fuzz.sh ]]; then
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+  echo "test.sh: fuzzing done after $((SECONDS - started)) s"
+fi

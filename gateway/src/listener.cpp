@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <idemgate/common/cpu_quota.hpp>
 #include <idemgate/common/log.hpp>
 #include <sstream>
 #include <sys/socket.h>
@@ -92,7 +93,7 @@ void listener::bind()
     }
 
     // threads: 0 = one per CPU this process may use (affinity and cgroup CPU quota included).
-    unsigned n = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+    unsigned n = cfg.threads ? cfg.threads : available_cpus();
     tcp::endpoint ep = resolve_one(control_, cfg.listen, "listen");
     for (unsigned i = 0; i < n; ++i) {
         auto w = std::make_unique<worker>();
