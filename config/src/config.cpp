@@ -161,6 +161,8 @@ std::optional<duration> parse_duration(std::string_view text)
         factor = 60 * 1000;
     else if (unit == "h")
         factor = 3600 * 1000;
+    else if (unit == "d")
+        factor = 24ULL * 3600 * 1000;
     else
         return std::nullopt;
 
@@ -435,6 +437,11 @@ public:
         load_routes(top, cfg);
         load_limits(top, cfg.limits);
         load_timeouts(top, cfg.timeouts);
+        for (std::size_t i = 0; i < cfg.routes.size(); ++i)
+            if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
+                cfg.store.key_secret_env.empty())
+                problem("routes[" + std::to_string(i) + "].idempotency.credential_headers",
+                        "needs store.key_secret_env (credentials are stored as HMACs under that secret)");
     }
 
 private:
@@ -446,7 +453,20 @@ private:
 
     void load_store(const map_view& top, store_config& store)
     {
-        map_view map(*this, child(top, "store"), "store", {"type", "on_failure", "redis", "memory"});
+        map_view map(*this, child(top, "store"), "store",
+                     {"type", "on_failure", "redis", "memory", "key_secret_env"});
+        read_string(map, "key_secret_env", store.key_secret_env);
+        if (!store.key_secret_env.empty()) {
+            const char* value = getenv_(store.key_secret_env.c_str());
+            if (!value)
+                problem(map.path_of("key_secret_env"),
+                        "environment variable " + quote(store.key_secret_env) + " is not set");
+            else if (std::string_view(value).size() < 32)
+                problem(map.path_of("key_secret_env"), "environment variable " + quote(store.key_secret_env) +
+                                                           " must hold at least 32 bytes");
+            else
+                store.key_secret = value;
+        }
         if (auto text = scalar(map, "type", "a string")) {
             if (*text == "memory")
                 store.type = store_type::memory;
@@ -580,7 +600,7 @@ private:
     {
         map_view map(*this, node, path,
                      {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
-                      "mismatch_status"});
+                      "mismatch_status", "credential_headers", "fingerprint", "mode", "expose_expiry"});
         idem.enabled = true;
 
         if (const auto* methods = map.find("methods"))
@@ -591,6 +611,20 @@ private:
         read_duration(map, "record_ttl", idem.record_ttl);
         read_header_name(map, "tenant_header", idem.tenant_header, true);
 
+        if (const auto* list = map.find("credential_headers"))
+            load_header_list(*list, map.path_of("credential_headers"), idem.credential_headers);
+        if (const auto* fp = map.find("fingerprint"))
+            load_fingerprint(*fp, map.path_of("fingerprint"), idem.fingerprint);
+        if (auto text = scalar(map, "mode", "a string")) {
+            if (*text == "enforce")
+                idem.mode = route_mode::enforce;
+            else if (*text == "shadow")
+                idem.mode = route_mode::shadow;
+            else
+                problem(map.path_of("mode"), quote(*text) + " is not a mode (use enforce or shadow)");
+        }
+        read_bool(map, "expose_expiry", idem.expose_expiry);
+
         if (auto text = scalar(map, "mismatch_status", "an integer")) {
             if (*text == "409")
                 idem.mismatch_status = 409;
@@ -600,6 +634,85 @@ private:
                 problem(map.path_of("mismatch_status"),
                         (parse_decimal(*text) ? *text : quote(*text)) + " is not allowed (use 409 or 422)");
         }
+    }
+
+    void load_fingerprint(const YAML::Node& node, const std::string& path, fingerprint_config& fp)
+    {
+        map_view map(*this, node, path, {"query", "headers", "json", "ignore_json_fields"});
+        read_bool(map, "query", fp.query);
+        if (const auto* list = map.find("headers"))
+            load_header_list(*list, map.path_of("headers"), fp.headers);
+        if (auto text = scalar(map, "json", "a string")) {
+            if (*text == "raw")
+                fp.json = json_mode::raw;
+            else if (*text == "canonical")
+                fp.json = json_mode::canonical;
+            else
+                problem(map.path_of("json"), quote(*text) + " is not a JSON mode (use raw or canonical)");
+        }
+        if (const auto* list = map.find("ignore_json_fields")) {
+            auto list_path = map.path_of("ignore_json_fields");
+            if (!list->IsSequence()) {
+                problem(list_path, std::string("expected a list, got ") + kind_name(*list));
+                return;
+            }
+            for (std::size_t i = 0; i < list->size(); ++i) {
+                auto item_path = list_path + "[" + std::to_string(i) + "]";
+                auto text = scalar((*list)[i], item_path, "a JSON Pointer");
+                if (!text)
+                    continue;
+                // RFC 6901: "" (the whole document) is not a field; every other pointer starts with
+                // '/', and '~' is only followed by 0 or 1.
+                bool ok = !text->empty() && text->front() == '/';
+                for (std::size_t k = 0; ok && k < text->size(); ++k)
+                    if ((*text)[k] == '~')
+                        ok = k + 1 < text->size() && ((*text)[k + 1] == '0' || (*text)[k + 1] == '1');
+                if (!ok)
+                    problem(item_path,
+                            quote(*text) + " is not a JSON Pointer to a field (e.g. \"/client_sent_at\")");
+                else
+                    fp.ignore_json_fields.push_back(std::move(*text));
+            }
+            if (!fp.ignore_json_fields.empty())
+                fp.json = json_mode::canonical;
+        }
+    }
+
+    // A list of header names (RFC 9110 tokens), without duplicates (case-insensitive).
+    void load_header_list(const YAML::Node& node, const std::string& path, std::vector<std::string>& out)
+    {
+        if (node.IsNull())
+            return;
+        if (!node.IsSequence()) {
+            problem(path, std::string("expected a list, got ") + kind_name(node));
+            return;
+        }
+        for (std::size_t i = 0; i < node.size(); ++i) {
+            auto item_path = path + "[" + std::to_string(i) + "]";
+            auto text = scalar(node[i], item_path, "a header name");
+            if (!text)
+                continue;
+            if (!is_token(*text)) {
+                problem(item_path, quote(*text) + " is not a header name");
+                continue;
+            }
+            bool seen = false;
+            for (const auto& h : out)
+                seen = seen || lower_ascii(h) == lower_ascii(*text);
+            if (seen)
+                problem(item_path, quote(*text) + " is listed twice");
+            else
+                out.push_back(std::move(*text));
+        }
+    }
+
+    static std::string lower_ascii(std::string_view text)
+    {
+        std::string out(text);
+        for (auto& c : out)
+            if (c >= 'A' && c <= 'Z')
+                c = static_cast<char>(c - 'A' + 'a');
+        return out;
     }
 
     void load_methods(const YAML::Node& node, const std::string& path, std::vector<std::string>& out)
@@ -725,6 +838,25 @@ config load_file(const std::string& path)
     if (!ok)
         throw config_error({path + ": cannot read file"});
     return detail::parse_named(text, path, nullptr);
+}
+
+std::string fingerprint_config::describe() const
+{
+    // Today's defaults describe as "": fingerprints made before these options existed still match.
+    if (query && headers.empty() && json == json_mode::raw)
+        return {};
+    std::string out = "fp2";
+    out += query ? ";q" : ";noq";
+    for (const auto& h : headers) {
+        out += ";h=";
+        for (char c : h)
+            out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+    }
+    if (json == json_mode::canonical)
+        out += ";json";
+    for (const auto& p : ignore_json_fields)
+        out += ";ignore=" + p;
+    return out;
 }
 
 std::vector<std::string> warnings(const config& cfg)

@@ -53,6 +53,10 @@ void log_request(const request_type& req, const handled& h, const client_info& c
         line["tenant"] = log_safe(h.tenant);
         line["key"] = log_safe(h.key);
     }
+    if (!h.principal.empty())
+        line["principal"] = h.principal;
+    if (h.shadow != shadow_finding::none)
+        line["shadow"] = to_string(h.shadow);
     line["latency_us"] = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
     log::write_raw_line(boost::json::serialize(line));
 }

@@ -53,6 +53,8 @@ struct handled {
     outcome result = outcome::pass_through;
     std::string tenant;
     std::string key;
+    std::string principal; // credential scopes: the first 16 hex digits of the credentials' HMAC
+    shadow_finding shadow = shadow_finding::none; // shadow-mode routes only
     bool close_after = false;
 };
 

@@ -70,4 +70,42 @@ completion_action decide_after_upstream(bool upstream_answered, unsigned status)
     return completion_action::record;
 }
 
+std::string_view to_string(shadow_finding f) noexcept
+{
+    switch (f) {
+    case shadow_finding::none: return "none";
+    case shadow_finding::would_replay: return "would_replay";
+    case shadow_finding::would_conflict: return "would_conflict";
+    case shadow_finding::would_mismatch: return "would_mismatch";
+    case shadow_finding::would_reject: return "would_reject";
+    }
+    return "none";
+}
+
+shadow_finding shadow_after_classify(request_verdict v) noexcept
+{
+    switch (v) {
+    case request_verdict::pass_through:
+    case request_verdict::guard: return shadow_finding::none;
+    case request_verdict::reject_missing_key:
+    case request_verdict::reject_invalid_key:
+    case request_verdict::reject_missing_tenant:
+    case request_verdict::reject_invalid_tenant: return shadow_finding::would_reject;
+    }
+    return shadow_finding::none;
+}
+
+shadow_finding shadow_after_reserve(reserve_action a) noexcept
+{
+    switch (a) {
+    case reserve_action::forward_and_record:
+    case reserve_action::pass_through_store_failure: return shadow_finding::none;
+    case reserve_action::replay: return shadow_finding::would_replay;
+    case reserve_action::in_flight_conflict: return shadow_finding::would_conflict;
+    case reserve_action::fingerprint_mismatch: return shadow_finding::would_mismatch;
+    case reserve_action::reject_store_failure: return shadow_finding::would_reject;
+    }
+    return shadow_finding::none;
+}
+
 } // namespace idemgate::gateway

@@ -3,10 +3,14 @@
 #include "proxy.hpp"
 
 #include <array>
+#include <cstdio>
+#include <ctime>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/problem.hpp>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 namespace idemgate::gateway::detail {
 
@@ -45,6 +49,55 @@ response_type replay_response(store::stored_response&& stored, unsigned version)
     res.body() = std::move(stored.body);
     reframe(res, false);
     return res;
+}
+
+// Credential scopes: the HMAC-SHA256 under store.key_secret of each credential header's value
+// (all its lines, newline-joined), lower-case hex, space-separated; "-" for an absent header, so
+// requests without a credential share one anonymous scope of their own. Raw credentials never
+// leave this function.
+std::string credential_scope(const config::idempotency_config& policy, const std::string& secret,
+                             const request_type& req)
+{
+    std::string out;
+    for (const auto& name : policy.credential_headers) {
+        out.push_back(' ');
+        auto range = req.equal_range(name);
+        if (range.first == range.second) {
+            out.push_back('-');
+            continue;
+        }
+        std::string value;
+        for (auto it = range.first; it != range.second; ++it) {
+            if (!value.empty())
+                value.push_back('\n');
+            value.append(it->value());
+        }
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+             reinterpret_cast<const unsigned char*>(value.data()), value.size(), mac, &len);
+        static constexpr char hex[] = "0123456789abcdef";
+        for (unsigned i = 0; i < len; ++i) {
+            out.push_back(hex[mac[i] >> 4]);
+            out.push_back(hex[mac[i] & 0xf]);
+        }
+    }
+    return out;
+}
+
+// IMF-fixdate (RFC 9110 5.6.7) of a Unix time in milliseconds, rounded down to the second.
+std::string http_date(std::int64_t unix_ms)
+{
+    std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    static constexpr const char* days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
+                  months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    return buf;
 }
 
 void observe(metrics& stats, store_op op, clock_type::time_point since)
@@ -126,6 +179,10 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
         }
         co_return;
     }
+    // The expiry header is part of the recorded answer, so every replay carries the same value.
+    // The store's TTL starts at complete, a moment later: the header is never later than the truth.
+    if (policy.expose_expiry)
+        h.response.set("Idempotency-Expires", http_date(log::now_unix_ms() + policy.record_ttl.count()));
     store::record done;
     done.state = store::record_state::completed;
     done.fingerprint = std::move(in_flight.fingerprint);
@@ -147,6 +204,7 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
         ctx.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
         log::warn("store complete failed; the response was sent but not recorded",
                   {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
+        h.response.erase("Idempotency-Expires"); // nothing will be replayed
     }
 }
 
@@ -160,14 +218,23 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     if (!route)
         co_return rejected(problems::no_route, "no route matches this path", version);
     const auto& policy = route->idempotency;
+    bool shadow = policy.mode == config::route_mode::shadow;
     request_facts facts;
     request_verdict verdict = request_verdict::pass_through;
-    if (auto rejection = classify_request(*route, req, facts, verdict))
-        co_return std::move(*rejection);
-
     handled h;
+    if (auto rejection = classify_request(*route, req, facts, verdict)) {
+        // Shadow mode changes nothing the client sees: a request enforcement would refuse for its
+        // key or tenant is forwarded, and the refusal is only counted.
+        if (!shadow || shadow_after_classify(verdict) != shadow_finding::would_reject)
+            co_return std::move(*rejection);
+        h.shadow = shadow_finding::would_reject;
+        verdict = request_verdict::pass_through;
+    }
+
     if (verdict == request_verdict::pass_through) {
         h.result = outcome::pass_through;
+        if (h.shadow != shadow_finding::none)
+            ctx.stats.shadow[static_cast<int>(h.shadow)].fetch_add(1, std::memory_order_relaxed);
         co_await forward(ctx, w, *route, req, client, h, scratch);
         co_return h;
     }
@@ -175,10 +242,20 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     // Copies: forwarding may erase header lines these views point into.
     h.key = std::string(facts.key);
     h.tenant = std::string(facts.tenant);
-    store::scope scope{h.tenant, h.key};
+    // The store sees (tenant + credential HMACs, key). Tenants are visible ASCII, so the space
+    // that starts the credential part cannot occur in a tenant: no two scopes collide.
+    std::string scope_tenant = h.tenant;
+    if (!policy.credential_headers.empty()) {
+        auto credentials = credential_scope(policy, ctx.cfg.store.key_secret, req);
+        scope_tenant += credentials;
+        auto digits = credentials.find_first_not_of(" -");
+        h.principal = digits == std::string::npos ? "anonymous" : credentials.substr(digits, 16);
+    }
+    store::scope scope{scope_tenant, h.key};
     store::record in_flight;
     in_flight.state = store::record_state::in_flight;
-    in_flight.fingerprint = fingerprint(req.method_string(), req.target(), req.body());
+    in_flight.fingerprint =
+        fingerprint(req.method_string(), req.target(), req.body(), policy.fingerprint, req);
     in_flight.owner_token = w.new_owner_token();
     in_flight.created_unix_ms = log::now_unix_ms();
 
@@ -191,7 +268,21 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
                   {{"error", reserved.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
     }
 
-    switch (decide_after_reserve(reserved, in_flight.fingerprint, ctx.cfg.store.on_failure)) {
+    auto action = decide_after_reserve(reserved, in_flight.fingerprint, ctx.cfg.store.on_failure);
+    if (shadow && action != reserve_action::forward_and_record) {
+        // What enforcement would have answered is counted; the request runs as if unguarded,
+        // and the record (if any) is left as it is.
+        h.shadow = shadow_after_reserve(action);
+        if (h.shadow != shadow_finding::none)
+            ctx.stats.shadow[static_cast<int>(h.shadow)].fetch_add(1, std::memory_order_relaxed);
+        if (reserved.ec)
+            ctx.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
+        h.result = outcome::pass_through;
+        co_await forward(ctx, w, *route, req, client, h, scratch);
+        co_return h;
+    }
+
+    switch (action) {
     case reserve_action::replay:
         h.response = replay_response(std::move(reserved.existing->response), version);
         h.result = outcome::replayed;

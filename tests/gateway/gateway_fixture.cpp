@@ -17,6 +17,7 @@ store_under_test make_store(const gateway_options& options)
     y = "store:\n";
     y += "  type: " + kind + "\n";
     y += "  on_failure: " + options.on_failure + "\n";
+    y += options.store_extra;
     if (kind == "redis") {
         store.redis = std::make_unique<redis_server>();
         y += "  redis:\n";
@@ -83,6 +84,7 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
 
 gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(options))
 {
+    env_ = options.env;
     // A port that was free a moment ago and that nothing here listens on: connect is refused.
     yaml_ = gateway_yaml(store, upstream.port(), free_port(), options);
     start_gateway();
@@ -90,7 +92,7 @@ gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(opt
 
 void gateway_fixture::start_gateway()
 {
-    gateway = std::make_unique<gateway_process>(yaml_);
+    gateway = std::make_unique<gateway_process>(yaml_, env_);
     // "listening" means the sockets are bound; a remote store may still be connecting. Ready
     // is the event tests need: poll /readyz (bounded) rather than sleep.
     auto deadline = std::chrono::steady_clock::now() + 10s;

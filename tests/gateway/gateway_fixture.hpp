@@ -27,6 +27,8 @@ struct gateway_options {
     std::string limits;            // keys under limits: (2-space indent)
     std::string timeouts;          // keys under timeouts: (2-space indent)
     std::string top_level;         // extra top-level keys
+    std::string store_extra;       // extra keys under store: (2-space indent)
+    std::vector<std::pair<std::string, std::string>> env; // extra environment of the gateway
 };
 
 // Routes of the generated config:
@@ -67,6 +69,7 @@ public:
 
 private:
     std::string yaml_;
+    std::vector<std::pair<std::string, std::string>> env_;
 };
 
 // Socket timeout for every client call in these tests: the gateway answers in milliseconds, so

@@ -102,7 +102,7 @@ TEST_CASE("parse_duration refuses malformed, negative, fractional and overflowin
                           "5s ",
                           "5S",
                           "5sec",
-                          "5d",
+                          "5w",
                           "1h30m",
                           "0x10s",
                           "9223372036854775808ms",
@@ -642,4 +642,93 @@ routes:
     idempotency: {}
 )");
     CHECK(idemgate::config::warnings(defaults).empty());
+}
+
+TEST_CASE("scope and fingerprint options parse, and their errors name the key path")
+{
+    static const char* secret_env = "IDEMGATE_UNIT_SECRET";
+    auto getenv_fn = [](const char* name) -> const char* {
+        if (std::string_view(name) == "IDEMGATE_UNIT_SECRET")
+            return "0123456789abcdef0123456789abcdef";
+        if (std::string_view(name) == "IDEMGATE_SHORT_SECRET")
+            return "short";
+        return nullptr;
+    };
+    (void)secret_env;
+    auto c = idemgate::config::parse(R"(store:
+  key_secret_env: IDEMGATE_UNIT_SECRET
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      record_ttl: 7d
+      credential_headers: [Authorization, X-Api-Key]
+      mode: shadow
+      expose_expiry: true
+      fingerprint:
+        query: false
+        headers: [Content-Type]
+        ignore_json_fields: ["/client_sent_at", "/a~1b"]
+)",
+                                     getenv_fn);
+    const auto& idem = c.routes[0].idempotency;
+    CHECK(c.store.key_secret == "0123456789abcdef0123456789abcdef");
+    CHECK(idem.record_ttl == std::chrono::hours(7 * 24));
+    CHECK(idem.credential_headers == std::vector<std::string>{"Authorization", "X-Api-Key"});
+    CHECK(idem.mode == idemgate::config::route_mode::shadow);
+    CHECK(idem.expose_expiry);
+    CHECK_FALSE(idem.fingerprint.query);
+    CHECK(idem.fingerprint.headers == std::vector<std::string>{"Content-Type"});
+    CHECK(idem.fingerprint.json == idemgate::config::json_mode::canonical); // implied by ignore_json_fields
+    CHECK(idem.fingerprint.ignore_json_fields.size() == 2);
+
+    auto problems_of = [&](const std::string& yaml) {
+        try {
+            idemgate::config::parse(yaml, getenv_fn);
+        } catch (const idemgate::config::config_error& e) {
+            std::string all;
+            for (const auto& p : e.problems())
+                all += p + "\n";
+            return all;
+        }
+        return std::string();
+    };
+    auto bad = problems_of(R"(store:
+  key_secret_env: IDEMGATE_SHORT_SECRET
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      credential_headers: [Authorization, authorization, "bad header"]
+      mode: loud
+      fingerprint: { json: pretty, ignore_json_fields: ["client_sent_at", "/x~2"], headers: notalist }
+)");
+    CHECK(bad.find("store.key_secret_env: environment variable \"IDEMGATE_SHORT_SECRET\" must hold at least "
+                   "32 bytes") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.credential_headers[1]: \"authorization\" is listed twice") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.credential_headers[2]: \"bad header\" is not a header name") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.mode: \"loud\" is not a mode") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.json: \"pretty\" is not a JSON mode") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.ignore_json_fields[0]: \"client_sent_at\" is not a "
+                   "JSON Pointer") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.ignore_json_fields[1]") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.headers: expected a list") != std::string::npos);
+
+    auto no_secret = problems_of(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency: { credential_headers: [Authorization] }
+)");
+    CHECK(no_secret.find("routes[0].idempotency.credential_headers: needs store.key_secret_env") !=
+          std::string::npos);
+    CHECK(idemgate::config::parse_duration("2d") == std::chrono::hours(48));
 }

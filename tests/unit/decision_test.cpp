@@ -199,3 +199,24 @@ TEST_CASE("outcome names are the access log's words")
     CHECK(to_string(outcome::pass_through) == "pass_through");
     CHECK(to_string(outcome::upstream_error) == "upstream_error");
 }
+
+TEST_CASE("shadow mode: every enforcement answer maps to a finding, forwarding is never one")
+{
+    using namespace idemgate::gateway;
+    const std::pair<reserve_action, shadow_finding> rows[] = {
+        {reserve_action::forward_and_record, shadow_finding::none},
+        {reserve_action::pass_through_store_failure, shadow_finding::none},
+        {reserve_action::replay, shadow_finding::would_replay},
+        {reserve_action::in_flight_conflict, shadow_finding::would_conflict},
+        {reserve_action::fingerprint_mismatch, shadow_finding::would_mismatch},
+        {reserve_action::reject_store_failure, shadow_finding::would_reject},
+    };
+    for (auto [action, finding] : rows)
+        CHECK(shadow_after_reserve(action) == finding);
+    CHECK(shadow_after_classify(request_verdict::guard) == shadow_finding::none);
+    CHECK(shadow_after_classify(request_verdict::pass_through) == shadow_finding::none);
+    for (auto v : {request_verdict::reject_missing_key, request_verdict::reject_invalid_key,
+                   request_verdict::reject_missing_tenant, request_verdict::reject_invalid_tenant})
+        CHECK(shadow_after_classify(v) == shadow_finding::would_reject);
+    CHECK(to_string(shadow_finding::would_replay) == "would_replay");
+}

@@ -21,3 +21,82 @@ TEST_CASE("fingerprint separates method, target, query and body")
     CHECK(fingerprint("POST", "/a", "x ") != base);
     CHECK(fingerprint("POST", "/a", "") != fingerprint("POST", "/a", std::string_view("\0", 1)));
 }
+
+namespace {
+
+idemgate::config::fingerprint_config options_with(bool query, std::vector<std::string> headers,
+                                                  idemgate::config::json_mode json,
+                                                  std::vector<std::string> ignore = {})
+{
+    idemgate::config::fingerprint_config o;
+    o.query = query;
+    o.headers = std::move(headers);
+    o.json = json;
+    o.ignore_json_fields = std::move(ignore);
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("default fingerprint options give the plain fingerprint, so old records still match")
+{
+    boost::beast::http::fields f;
+    idemgate::config::fingerprint_config defaults;
+    CHECK(fingerprint("POST", "/a?q=1", "{}", defaults, f) == fingerprint("POST", "/a?q=1", "{}"));
+}
+
+TEST_CASE("canonical JSON sorts keys, drops whitespace and keeps array order and number spelling")
+{
+    using idemgate::gateway::canonical_json;
+    CHECK(canonical_json(R"( { "b" : 1, "a" : { "d" : [3, 1], "c" : "x" } } )", {}) ==
+          R"({"a":{"c":"x","d":[3,1]},"b":1})");
+    CHECK(canonical_json(R"({"s":"\u00e9\n"})", {}) == canonical_json("{\"s\":\"\xc3\xa9\\n\"}", {}));
+    CHECK(canonical_json("[1, 2", {}) == std::nullopt);
+    CHECK(canonical_json("{} {}", {}) == std::nullopt);
+    CHECK(canonical_json("1", {}) == "1");
+}
+
+TEST_CASE("ignored JSON fields are removed by pointer, including escaped and nested ones")
+{
+    using idemgate::gateway::canonical_json;
+    CHECK(canonical_json(R"({"a":1,"t":2})", {"/t"}) == R"({"a":1})");
+    CHECK(canonical_json(R"({"m":{"t":2,"k":1}})", {"/m/t"}) == R"({"m":{"k":1}})");
+    CHECK(canonical_json(R"({"a/b":1,"c~d":2,"e":3})", {"/a~1b", "/c~0d"}) == R"({"e":3})");
+    CHECK(canonical_json(R"({"l":[{"t":1},{"t":2}]})", {"/l/1/t"}) == R"({"l":[{"t":1},{}]})");
+    CHECK(canonical_json(R"({"a":1})", {"/missing/deeper", "/a/x"}) == R"({"a":1})");
+}
+
+TEST_CASE("fingerprint options select what is hashed")
+{
+    using idemgate::config::json_mode;
+    boost::beast::http::fields json_type;
+    json_type.insert("Content-Type", "application/json");
+    boost::beast::http::fields text_type;
+    text_type.insert("Content-Type", "text/plain");
+    boost::beast::http::fields none;
+
+    auto canonical = options_with(true, {}, json_mode::canonical);
+    CHECK(fingerprint("POST", "/a", R"({"a":1,"b":2})", canonical, none) ==
+          fingerprint("POST", "/a", "{ \"b\":2, \"a\":1 }", canonical, none));
+    // The options are hashed in: canonical never matches a raw fingerprint of the same bytes.
+    CHECK(fingerprint("POST", "/a", R"({"a":1})", canonical, none) !=
+          fingerprint("POST", "/a", R"({"a":1})"));
+    // Malformed JSON is hashed raw, and differs from any canonical document.
+    CHECK(fingerprint("POST", "/a", "{bad", canonical, none) !=
+          fingerprint("POST", "/a", "{bad ", canonical, none));
+
+    auto no_query = options_with(false, {}, json_mode::raw);
+    CHECK(fingerprint("POST", "/a?x=1", "b", no_query, none) ==
+          fingerprint("POST", "/a?x=2", "b", no_query, none));
+    CHECK(fingerprint("POST", "/a?x=1", "b", no_query, none) !=
+          fingerprint("POST", "/b?x=1", "b", no_query, none));
+
+    auto typed = options_with(true, {"Content-Type"}, json_mode::raw);
+    CHECK(fingerprint("POST", "/a", "b", typed, json_type) !=
+          fingerprint("POST", "/a", "b", typed, text_type));
+    CHECK(fingerprint("POST", "/a", "b", typed, json_type) ==
+          fingerprint("POST", "/a", "b", typed, json_type));
+    boost::beast::http::fields empty_type;
+    empty_type.insert("Content-Type", "");
+    CHECK(fingerprint("POST", "/a", "b", typed, none) != fingerprint("POST", "/a", "b", typed, empty_type));
+}

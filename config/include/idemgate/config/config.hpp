@@ -41,6 +41,8 @@ struct memory_config {
 
 struct store_config {
     store_type type = store_type::memory;
+    std::string key_secret_env; // env var with a secret (>= 32 bytes) for credential scopes
+    std::string key_secret;     // resolved from key_secret_env at load time, never from YAML
     redis_config redis;
     memory_config memory;
     failure_mode on_failure = failure_mode::reject;
@@ -52,6 +54,20 @@ struct upstream_config {
     std::size_t max_idle_connections = 64; // keep-alive pool per I/O thread
 };
 
+enum class json_mode { raw, canonical };
+enum class route_mode { enforce, shadow };
+
+// What the request fingerprint covers besides method and path.
+struct fingerprint_config {
+    bool query = true;                           // the query string
+    std::vector<std::string> headers;            // header values that join the fingerprint
+    json_mode json = json_mode::raw;             // canonical: parsed, keys sorted, no whitespace
+    std::vector<std::string> ignore_json_fields; // JSON Pointers removed first (implies canonical)
+    // Everything above as one string; it is hashed into the fingerprint, so a record made under
+    // other options never matches (it is a mismatch).
+    std::string describe() const;
+};
+
 struct idempotency_config {
     bool enabled = false;                              // true when the route has an idempotency block
     std::vector<std::string> methods{"POST", "PATCH"}; // upper-case
@@ -61,6 +77,12 @@ struct idempotency_config {
     duration record_ttl{24LL * 3600 * 1000};
     std::string tenant_header;      // "" = single default scope
     unsigned mismatch_status = 409; // 409 (seed) or 422 (IETF draft)
+    // Each header's HMAC-SHA256(store.key_secret, value) joins the scope; an absent header is
+    // its own anonymous scope. Raw values never reach the store, logs or metrics.
+    std::vector<std::string> credential_headers;
+    fingerprint_config fingerprint;
+    route_mode mode = route_mode::enforce;
+    bool expose_expiry = false; // recorded and replayed answers carry Idempotency-Expires
 };
 
 struct route_config {
@@ -122,7 +144,7 @@ config load_file(const std::string& path);
 // request still runs, and a duplicate would then execute too.
 std::vector<std::string> warnings(const config& cfg);
 
-// "250ms", "30s", "5m", "24h" -> duration; nullopt if malformed, negative or overflowing.
+// "250ms", "30s", "5m", "24h", "7d" -> duration; nullopt if malformed, negative or overflowing.
 std::optional<duration> parse_duration(std::string_view text);
 
 // "512B", "16KiB", "1MiB", "1GiB", or a plain number of bytes -> bytes; nullopt if malformed.

@@ -66,4 +66,21 @@ enum class completion_action {
 // Phase 3: after the upstream call. `upstream_answered` is false for connect/timeout/protocol errors.
 completion_action decide_after_upstream(bool upstream_answered, unsigned status) noexcept;
 
+// Shadow mode (routes[].idempotency.mode: shadow): every request is forwarded as if unguarded,
+// reserve/complete still run, and this says what enforcement would have done instead.
+enum class shadow_finding {
+    none,           // enforcement would have forwarded it too
+    would_replay,   // a finished record with the same fingerprint exists
+    would_conflict, // the first request with this key is still in flight
+    would_mismatch, // the key was used with another fingerprint
+    would_reject,   // a 400 (key or tenant missing or invalid) or a 503 (store failure)
+};
+inline constexpr int shadow_finding_count = 5;
+std::string_view to_string(shadow_finding f) noexcept;
+
+// Phase 1 in shadow mode: a rejection becomes a forwarded request with a finding.
+shadow_finding shadow_after_classify(request_verdict v) noexcept;
+// Phase 2 in shadow mode. forward_and_record and pass_through are not findings.
+shadow_finding shadow_after_reserve(reserve_action a) noexcept;
+
 } // namespace idemgate::gateway

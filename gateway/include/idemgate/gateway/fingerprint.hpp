@@ -1,10 +1,31 @@
 #pragma once
-// Request fingerprint: SHA-256 over `method \n path-with-query \n decoded-body`, lower-case hex.
+// Request fingerprint: SHA-256 over `method \n path-with-query \n decoded-body`, lower-case hex,
+// or, under a route's fingerprint options, over what those options select.
+#include <boost/beast/http/fields.hpp>
+#include <idemgate/config/config.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idemgate::gateway {
 
 std::string fingerprint(std::string_view method, std::string_view target, std::string_view body);
+
+// The fingerprint under `options` (routes[].idempotency.fingerprint): the query string kept or
+// dropped, the listed headers' values joined (all their lines, in order; absent differs from
+// empty), the body canonicalised as JSON when asked. The options themselves are hashed in, so
+// a record made under other options is a mismatch, never a wrong replay. Default options give
+// exactly fingerprint(method, target, body), so records made before the options existed match.
+// A body that is not valid JSON under json: canonical is hashed as raw bytes: the upstream
+// decides what a malformed body means.
+std::string fingerprint(std::string_view method, std::string_view target, std::string_view body,
+                        const config::fingerprint_config& options, const boost::beast::http::fields& fields);
+
+// Canonical JSON (RFC 8785-like: object keys sorted by their bytes, no insignificant
+// whitespace, numbers and strings as Boost.JSON serialises them) after removing every field
+// `ignore` points at (JSON Pointers, RFC 6901; a pointer to nothing is ignored). nullopt when
+// `body` is not one JSON value.
+std::optional<std::string> canonical_json(std::string_view body, const std::vector<std::string>& ignore);
 
 } // namespace idemgate::gateway

@@ -36,6 +36,8 @@ struct metrics {
     std::atomic<std::int64_t> connections_active{0};
     std::atomic<std::uint64_t> connections_refused{0};
     std::atomic<std::int64_t> requests_in_flight{0};
+    // Shadow-mode routes: what enforcement would have done (index = shadow_finding).
+    std::array<std::atomic<std::uint64_t>, shadow_finding_count> shadow{};
 
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 

@@ -1,0 +1,180 @@
+// Issue 10 (part): credential scopes, fingerprint options, shadow mode and Idempotency-Expires,
+// against the real binary over both stores.
+#include "gateway_fixture.hpp"
+
+#include <ctime>
+#include <doctest/doctest.h>
+
+using namespace idemgate::test;
+
+namespace {
+
+const std::string secret = "0123456789abcdef0123456789abcdef-test-secret";
+
+gateway_options credential_options()
+{
+    gateway_options options;
+    options.store_extra = "  key_secret_env: IDEMGATE_TEST_KEY_SECRET\n";
+    options.env = {{"IDEMGATE_TEST_KEY_SECRET", secret}};
+    options.idempotency_extra = "      credential_headers: [Authorization]\n";
+    return options;
+}
+
+// Parses an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") into Unix seconds; -1 if malformed.
+long long parse_http_date(const std::string& text)
+{
+    std::tm tm{};
+    char month[4] = {};
+    char day[4] = {};
+    if (std::sscanf(text.c_str(), "%3s, %d %3s %d %d:%d:%d GMT", day, &tm.tm_mday, month, &tm.tm_year,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 7)
+        return -1;
+    static const std::string months = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    auto pos = months.find(month);
+    if (pos == std::string::npos)
+        return -1;
+    tm.tm_mon = static_cast<int>(pos / 3);
+    tm.tm_year -= 1900;
+    return static_cast<long long>(timegm(&tm));
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("scopes");
+
+TEST_CASE("credential scopes: two principals with one key are two requests, each replays its own")
+{
+    gateway_fixture f(credential_options());
+    const std::string key = unique_key("cred");
+    auto alice = f.post("/api/orders", key, R"({"amount":1})", {{"Authorization", "Bearer alice"}});
+    auto mallory = f.post("/api/orders", key, R"({"amount":1})", {{"Authorization", "Bearer mallory"}});
+    CHECK(alice.status == 201);
+    CHECK(mallory.status == 201);
+    CHECK(mallory.header("idempotent-replayed") != "true");
+    CHECK(f.executions() == 2);
+
+    auto alice_again = f.post("/api/orders", key, R"({"amount":1})", {{"Authorization", "Bearer alice"}});
+    CHECK(alice_again.header("idempotent-replayed") == "true");
+    CHECK(alice_again.body == alice.body);
+    auto mallory_again = f.post("/api/orders", key, R"({"amount":1})", {{"Authorization", "Bearer mallory"}});
+    CHECK(mallory_again.body == mallory.body);
+    // No credential at all is its own anonymous scope, not alice's.
+    auto anonymous = f.post("/api/orders", key, R"({"amount":1})");
+    CHECK(anonymous.header("idempotent-replayed") != "true");
+    CHECK(f.executions() == 3);
+
+    // The raw credential never reaches the log.
+    for (const auto& line : f.process().lines()) {
+        CHECK(line.find("Bearer alice") == std::string::npos);
+        CHECK(line.find("mallory") == std::string::npos);
+    }
+}
+
+TEST_CASE("credential_headers without store.key_secret_env is a config error naming the key")
+{
+    gateway_options options;
+    options.idempotency_extra = "      credential_headers: [Authorization]\n";
+    auto store = make_store(options);
+    temp_dir dir;
+    auto path = dir.write_file("bad.yaml", gateway_yaml(store, 9, 10, options));
+    child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+    CHECK(proc.wait_exit(10s) == 1);
+    CHECK(proc.output().find("routes[0].idempotency.credential_headers: needs store.key_secret_env") !=
+          std::string::npos);
+}
+
+TEST_CASE("canonical JSON fingerprints: key order and ignored fields do not make a mismatch")
+{
+    gateway_options options;
+    options.idempotency_extra = "      fingerprint:\n        ignore_json_fields: [\"/client_sent_at\"]\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("canon");
+    auto first = f.post("/api/orders", key, R"({"a":1,"b":[1,2],"client_sent_at":"10:00"})");
+    CHECK(first.status == 201);
+    auto reordered =
+        f.post("/api/orders", key, "{ \"b\" : [1, 2], \"client_sent_at\": \"10:05\", \"a\": 1 }");
+    CHECK(reordered.header("idempotent-replayed") == "true");
+    CHECK(reordered.body == first.body);
+    auto changed = f.post("/api/orders", key, R"({"a":2,"b":[1,2]})");
+    CHECK(changed.status == 409);
+    auto reordered_array = f.post("/api/orders", key, R"({"a":1,"b":[2,1]})");
+    CHECK(reordered_array.status == 409);
+    CHECK(f.executions() == 1);
+}
+
+TEST_CASE("a header listed in fingerprint.headers joins the fingerprint; the query can be left out")
+{
+    gateway_options options;
+    options.idempotency_extra = "      fingerprint:\n        headers: [Content-Type]\n        query: false\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("fp-header");
+    auto first = gateway_request(f.port(), "POST", "/api/orders?trace=1",
+                                 {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
+    CHECK(first.status == 201);
+    auto other_query =
+        gateway_request(f.port(), "POST", "/api/orders?trace=2",
+                        {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
+    CHECK(other_query.header("idempotent-replayed") == "true");
+    auto other_type = gateway_request(f.port(), "POST", "/api/orders",
+                                      {{"Idempotency-Key", key}, {"Content-Type", "text/plain"}}, "{}");
+    CHECK(other_type.status == 409);
+    CHECK(f.executions() == 1);
+}
+
+TEST_CASE("shadow mode forwards every duplicate and counts what enforcement would have done")
+{
+    gateway_options options;
+    options.idempotency_extra = "      mode: shadow\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("shadow");
+    auto first = f.post("/api/orders", key, "{}");
+    auto second = f.post("/api/orders", key, "{}");
+    auto other_body = f.post("/api/orders", key, R"({"x":1})");
+    auto bad_key = f.post("/api/orders", "bad key", "{}");
+    CHECK(first.status == 201);
+    CHECK(second.status == 201);
+    CHECK(second.header("idempotent-replayed") != "true");
+    CHECK(other_body.status == 201);
+    CHECK(bad_key.status == 201);
+    CHECK(f.executions() == 4);
+    auto finding = [&](const std::string& what) {
+        return f.process()
+            .wait_for_line(
+                [&](const std::string& l) {
+                    return l.find("\"shadow\":\"" + what + "\"") != std::string::npos;
+                },
+                5s)
+            .has_value();
+    };
+    CHECK(finding("would_replay"));
+    CHECK(finding("would_mismatch"));
+    CHECK(finding("would_reject"));
+    auto metrics = http_request(f.gateway->admin_port(), "GET", "/metrics");
+    CHECK(metrics.body.find("idemgate_shadow_total{would=\"replay\"} 1") != std::string::npos);
+    CHECK(metrics.body.find("idemgate_shadow_total{would=\"mismatch\"} 1") != std::string::npos);
+}
+
+TEST_CASE("expose_expiry: recorded and replayed answers carry the record's expiry")
+{
+    gateway_options options;
+    options.record_ttl = "2d";
+    options.idempotency_extra = "      expose_expiry: true\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("expiry");
+    auto before = static_cast<long long>(std::time(nullptr));
+    auto first = f.post("/api/orders", key, "{}");
+    auto after = static_cast<long long>(std::time(nullptr));
+    REQUIRE(first.has_header("idempotency-expires"));
+    auto expires = parse_http_date(first.header("idempotency-expires"));
+    CHECK(expires >= before + 2 * 86400 - 1);
+    CHECK(expires <= after + 2 * 86400);
+    auto replay = f.post("/api/orders", key, "{}");
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay.header("idempotency-expires") == first.header("idempotency-expires"));
+    // An answer that is not recorded makes no promise.
+    auto failed = f.post("/api/orders", unique_key("expiry-5xx"), "{}", {{"X-Test-Status", "503"}});
+    CHECK(failed.status == 503);
+    CHECK_FALSE(failed.has_header("idempotency-expires"));
+}
+
+TEST_SUITE_END();
