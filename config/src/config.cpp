@@ -600,7 +600,8 @@ private:
     {
         map_view map(*this, node, path,
                      {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
-                      "mismatch_status", "credential_headers", "fingerprint", "mode", "expose_expiry"});
+                      "mismatch_status", "credential_headers", "fingerprint", "mode", "expose_expiry",
+                      "on_unknown_outcome"});
         idem.enabled = true;
 
         if (const auto* methods = map.find("methods"))
@@ -624,6 +625,15 @@ private:
                 problem(map.path_of("mode"), quote(*text) + " is not a mode (use enforce or shadow)");
         }
         read_bool(map, "expose_expiry", idem.expose_expiry);
+        if (auto text = scalar(map, "on_unknown_outcome", "a string")) {
+            if (*text == "release")
+                idem.on_unknown_outcome = unknown_outcome_mode::release;
+            else if (*text == "hold")
+                idem.on_unknown_outcome = unknown_outcome_mode::hold;
+            else
+                problem(map.path_of("on_unknown_outcome"),
+                        quote(*text) + " is not allowed (use release or hold)");
+        }
 
         if (auto text = scalar(map, "mismatch_status", "an integer")) {
             if (*text == "409")

@@ -55,6 +55,7 @@ struct handled {
     std::string key;
     std::string principal; // credential scopes: the first 16 hex digits of the credentials' HMAC
     shadow_finding shadow = shadow_finding::none; // shadow-mode routes only
+    bool request_sent = false;                    // the request was written upstream (set by forward)
     bool close_after = false;
 };
 

@@ -60,12 +60,18 @@ reserve_action decide_after_reserve(const store::reserve_result& result, std::st
         return reserve_action::fingerprint_mismatch;
     if (rec.state == store::record_state::completed)
         return reserve_action::replay;
+    if (rec.state == store::record_state::outcome_unknown)
+        return reserve_action::outcome_unknown;
     return reserve_action::in_flight_conflict;
 }
 
-completion_action decide_after_upstream(bool upstream_answered, unsigned status) noexcept
+completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent,
+                                        config::unknown_outcome_mode on_unknown) noexcept
 {
-    if (!upstream_answered || status >= 500)
+    if (!upstream_answered)
+        return request_sent && on_unknown == config::unknown_outcome_mode::hold ? completion_action::hold
+                                                                                : completion_action::release;
+    if (status >= 500)
         return completion_action::release;
     return completion_action::record;
 }
@@ -101,7 +107,8 @@ shadow_finding shadow_after_reserve(reserve_action a) noexcept
     case reserve_action::forward_and_record:
     case reserve_action::pass_through_store_failure: return shadow_finding::none;
     case reserve_action::replay: return shadow_finding::would_replay;
-    case reserve_action::in_flight_conflict: return shadow_finding::would_conflict;
+    case reserve_action::in_flight_conflict:
+    case reserve_action::outcome_unknown: return shadow_finding::would_conflict;
     case reserve_action::fingerprint_mismatch: return shadow_finding::would_mismatch;
     case reserve_action::reject_store_failure: return shadow_finding::would_reject;
     }

@@ -167,7 +167,26 @@ std::optional<handled> classify_request(const config::route_config& route, const
 asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope, store::record& in_flight,
                              const config::idempotency_config& policy, bool answered, handled& h)
 {
-    if (decide_after_upstream(answered, h.response.result_int()) == completion_action::release) {
+    auto completion =
+        decide_after_upstream(answered, h.response.result_int(), h.request_sent, policy.on_unknown_outcome);
+    if (completion == completion_action::hold) {
+        // The upstream may have run it: never send it again. The key stays held for record_ttl.
+        h.result = outcome::upstream_error;
+        in_flight.state = store::record_state::outcome_unknown;
+        auto t1 = clock_type::now();
+        auto ec = co_await w.store->complete(scope, in_flight, policy.record_ttl);
+        observe(ctx.stats, store_op::complete, t1);
+        if (ec) {
+            count_store_error(ctx.stats, store_op::complete);
+            log::warn("store could not hold a key whose outcome is unknown; it is released by lock_ttl",
+                      {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
+        } else {
+            log::warn("outcome unknown: the request was sent upstream and no answer came; the key is held",
+                      {{"tenant", h.tenant}, {"key", h.key}, {"record_ttl_ms", policy.record_ttl.count()}});
+        }
+        co_return;
+    }
+    if (completion == completion_action::release) {
         h.result = outcome::upstream_error;
         auto t1 = clock_type::now();
         auto ec = co_await w.store->release(scope, in_flight.owner_token);
@@ -292,6 +311,16 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
             make_problem(problems::in_flight, "the first request with this key has not finished; retry later",
                          version, true);
         h.response.set(http::field::retry_after, "1");
+        h.result = outcome::conflict;
+        co_return h;
+    case reserve_action::outcome_unknown:
+        h.response =
+            make_problem(problems::outcome_unknown,
+                         "the first request with this key was sent upstream and no answer came, so it "
+                         "may have run; it is not sent again. The key is held until record_ttl; an "
+                         "operator who has checked the upstream can release it by deleting its record "
+                         "in the store",
+                         version, true);
         h.result = outcome::conflict;
         co_return h;
     case reserve_action::fingerprint_mismatch:

@@ -59,6 +59,7 @@ asio::awaitable<bool> forward(gateway_context& ctx, worker& w, const config::rou
     rewrite_request(req, client);
 
     upstream_result result = co_await w.pools[route.upstream_index]->exchange(req, head, scratch);
+    h.request_sent = result.sent;
     if (result.ec) {
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);
         h.response =

@@ -124,6 +124,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
             co_return result;
         }
 
+        result.sent = true;
         stream.expires_at(*deadline);
         beast::flat_buffer buffer;
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as

@@ -259,7 +259,8 @@ bool decode_into(std::string_view bytes, record& r)
     if (!in.byte(state))
         return false;
     if (state != static_cast<unsigned char>(record_state::in_flight) &&
-        state != static_cast<unsigned char>(record_state::completed))
+        state != static_cast<unsigned char>(record_state::completed) &&
+        state != static_cast<unsigned char>(record_state::outcome_unknown))
         return false;
     r.state = static_cast<record_state>(state);
 
@@ -284,7 +285,7 @@ bool decode_into(std::string_view bytes, record& r)
     }
 
     r.response = {};
-    if (r.state == record_state::in_flight)
+    if (r.state != record_state::completed)
         return in.done();
 
     std::uint64_t status_and_flag = 0;

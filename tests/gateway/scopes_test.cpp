@@ -178,3 +178,56 @@ TEST_CASE("expose_expiry: recorded and replayed answers carry the record's expir
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("unknown-outcome");
+
+TEST_CASE("on_unknown_outcome: hold keeps a key whose request was sent but not answered")
+{
+    gateway_options options;
+    options.idempotency_extra = "      on_unknown_outcome: hold\n";
+    options.timeouts = "  upstream_response: 300ms\n";
+    gateway_fixture f(options);
+
+    SUBCASE("timeout after sending")
+    {
+        const std::string key = unique_key("hold-timeout");
+        auto first = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "1000"}});
+        CHECK(is_problem(first, 504));
+        auto retry = f.post("/api/orders", key, "{}");
+        CHECK(is_problem(retry, 409));
+        CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+        CHECK(f.wait_for_executions(1));
+        CHECK(f.executions() == 1);
+    }
+    SUBCASE("connection lost after sending")
+    {
+        const std::string key = unique_key("hold-abort");
+        auto first = f.post("/api/orders", key, "{}", {{"X-Test-Abort", "1"}});
+        CHECK(is_problem(first, 502));
+        auto retry = f.post("/api/orders", key, "{}");
+        CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+        CHECK(f.executions() == 1);
+    }
+    SUBCASE("never sent: a connect failure still releases the key")
+    {
+        const std::string key = unique_key("hold-connect");
+        auto first = f.post("/down/orders", key, "{}");
+        CHECK(is_problem(first, 502));
+        auto retry = f.post("/down/orders", key, "{}");
+        CHECK(is_problem(retry, 502)); // tried again, not held
+    }
+}
+
+TEST_CASE("the default on_unknown_outcome releases: the retry runs again")
+{
+    gateway_options options;
+    options.timeouts = "  upstream_response: 300ms\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("release-timeout");
+    CHECK(is_problem(f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "1000"}}), 504));
+    auto retry = f.post("/api/orders", key, "{}");
+    CHECK(retry.status == 201);
+    CHECK(f.executions() == 2);
+}
+
+TEST_SUITE_END();

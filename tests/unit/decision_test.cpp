@@ -220,3 +220,42 @@ TEST_CASE("shadow mode: every enforcement answer maps to a finding, forwarding i
         CHECK(shadow_after_classify(v) == shadow_finding::would_reject);
     CHECK(to_string(shadow_finding::would_replay) == "would_replay");
 }
+
+TEST_CASE("phase 3 with on_unknown_outcome: only a sent, unanswered request is held")
+{
+    using namespace idemgate::gateway;
+    using idemgate::config::unknown_outcome_mode;
+    struct row {
+        bool answered;
+        unsigned status;
+        bool sent;
+        unknown_outcome_mode mode;
+        completion_action expected;
+    };
+    const row rows[] = {
+        {true, 201, true, unknown_outcome_mode::hold, completion_action::record},
+        {true, 503, true, unknown_outcome_mode::hold, completion_action::release},
+        {false, 504, true, unknown_outcome_mode::hold, completion_action::hold},
+        {false, 502, true, unknown_outcome_mode::hold, completion_action::hold},
+        {false, 502, false, unknown_outcome_mode::hold, completion_action::release},
+        {false, 504, true, unknown_outcome_mode::release, completion_action::release},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.status);
+        CAPTURE(r.sent);
+        CHECK(decide_after_upstream(r.answered, r.status, r.sent, r.mode) == r.expected);
+    }
+}
+
+TEST_CASE("a held key answers outcome_unknown to a duplicate, a mismatch to another request")
+{
+    using namespace idemgate::gateway;
+    idemgate::store::reserve_result held;
+    held.existing.emplace();
+    held.existing->state = idemgate::store::record_state::outcome_unknown;
+    held.existing->fingerprint = "f";
+    CHECK(decide_after_reserve(held, "f", idemgate::config::failure_mode::reject) ==
+          reserve_action::outcome_unknown);
+    CHECK(decide_after_reserve(held, "g", idemgate::config::failure_mode::reject) ==
+          reserve_action::fingerprint_mismatch);
+}

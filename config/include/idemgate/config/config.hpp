@@ -56,6 +56,7 @@ struct upstream_config {
 
 enum class json_mode { raw, canonical };
 enum class route_mode { enforce, shadow };
+enum class unknown_outcome_mode { release, hold };
 
 // What the request fingerprint covers besides method and path.
 struct fingerprint_config {
@@ -82,6 +83,9 @@ struct idempotency_config {
     std::vector<std::string> credential_headers;
     fingerprint_config fingerprint;
     route_mode mode = route_mode::enforce;
+    // A request sent upstream that got no answer (timeout or connection lost after sending):
+    // release the key (a retry executes again) or hold it as outcome_unknown until record_ttl.
+    unknown_outcome_mode on_unknown_outcome = unknown_outcome_mode::release;
     bool expose_expiry = false; // recorded and replayed answers carry Idempotency-Expires
 };
 

@@ -50,6 +50,7 @@ enum class reserve_action {
     replay,                    // finished record with our fingerprint
     in_flight_conflict,        // 409 + Retry-After
     fingerprint_mismatch,      // 409 / 422
+    outcome_unknown,           // 409 outcome-unknown: sent before, no answer, held (never resent)
     reject_store_failure,      // 503, upstream not called
     pass_through_store_failure // forward unprotected, counted
 };
@@ -59,12 +60,16 @@ reserve_action decide_after_reserve(const store::reserve_result& result, std::st
                                     config::failure_mode on_failure) noexcept;
 
 enum class completion_action {
-    record, // the upstream gave a settled answer (< 500): keep it for replay
-    release // 5xx, unreachable (502) or timed out (504): free the key so a retry really runs
+    record,  // the upstream gave a settled answer (< 500): keep it for replay
+    release, // 5xx, unreachable (502) or timed out (504): free the key so a retry really runs
+    hold     // sent, no answer, on_unknown_outcome: hold: keep the key as outcome_unknown
 };
 
-// Phase 3: after the upstream call. `upstream_answered` is false for connect/timeout/protocol errors.
-completion_action decide_after_upstream(bool upstream_answered, unsigned status) noexcept;
+// Phase 3: after the upstream call. `upstream_answered` is false for connect/timeout/protocol
+// errors; `request_sent` says whether the whole request was written before that happened.
+completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent = false,
+                                        config::unknown_outcome_mode on_unknown =
+                                            config::unknown_outcome_mode::release) noexcept;
 
 // Shadow mode (routes[].idempotency.mode: shadow): every request is forwarded as if unguarded,
 // reserve/complete still run, and this says what enforcement would have done instead.

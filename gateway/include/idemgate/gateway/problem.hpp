@@ -30,6 +30,8 @@ inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tena
 inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
 inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
                                    "A request with this Idempotency-Key is still being processed"};
+inline constexpr problem outcome_unknown{http::status::conflict, "outcome-unknown",
+                                         "The outcome of the first request with this key is unknown"};
 inline constexpr problem mismatch{http::status::conflict, "idempotency-key-reused",
                                   "Idempotency-Key reused with a different request"};
 inline constexpr problem body_too_large{http::status::payload_too_large, "body-too-large",

@@ -18,6 +18,7 @@ using tcp = boost::asio::ip::tcp;
 
 struct upstream_result {
     boost::system::error_code ec; // error::upstream_connect / _timeout / _protocol / _too_large
+    bool sent = false;            // the whole request was written (an error after it: outcome unknown)
     http::response<http::string_body> response;
 };
 

@@ -34,7 +34,9 @@ struct stored_response {
     friend bool operator==(const stored_response&, const stored_response&) = default;
 };
 
-enum class record_state : std::uint8_t { in_flight = 1, completed = 2 };
+// outcome_unknown: the request was sent upstream and no answer came (on_unknown_outcome: hold);
+// like in_flight it has no response, but it lives for record_ttl and is never executed again.
+enum class record_state : std::uint8_t { in_flight = 1, completed = 2, outcome_unknown = 3 };
 
 // What a key holds. An in-flight record has no response.
 struct record {
