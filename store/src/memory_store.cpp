@@ -1,5 +1,10 @@
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/memory_store.hpp>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -28,6 +33,16 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+std::size_t shard_of(std::string_view map_key) noexcept
+{
+    return std::hash<std::string_view>{}(map_key) % memory_store_shards;
+}
+
+// Expired entries a reservation reclaims from its own shard even when the store is not full
+// (out of reclaim_budget), so expired records do not pile up until the bound is reached. Two
+// per reservation keep up with a shard that takes one new key per reservation.
+constexpr std::size_t reclaim_per_reserve = 2;
+
 class memory_backend;
 
 class memory_session final : public session {
@@ -50,6 +65,8 @@ public:
     {
         if (!options_.now)
             options_.now = [] { return clock::now(); };
+        // With no budget nothing expired would ever leave a full store.
+        options_.reclaim_budget = std::max<std::size_t>(options_.reclaim_budget, 1);
     }
 
     std::unique_ptr<session> open_session(boost::asio::any_io_executor) override
@@ -63,88 +80,234 @@ public:
     {
         auto now = options_.now();
         auto k = scope_map_key(s);
-        std::lock_guard lock(mutex_);
-        auto it = entries_.find(k);
-        if (it != entries_.end()) {
+        std::size_t index = shard_of(k);
+        shard& sh = shards_[index];
+        std::lock_guard lock(sh.mutex);
+        auto it = sh.entries.find(k);
+        if (it != sh.entries.end()) {
             if (it->second.expires > now)
                 return {{}, false, it->second.rec};
-            erase(it);
+            erase(sh, it);
+            bump(sh.reclaimed, 1);
         }
+        std::size_t budget = options_.reclaim_budget;
+        budget -= reclaim(sh, index, now, std::min(reclaim_per_reserve, budget));
         std::size_t charge = charged_bytes(k, in_flight);
-        if (full(charge)) {
-            sweep_expired(now);
-            if (full(charge))
-                return {make_error_code(error::store_full), false, std::nullopt};
+        if (!admit(charge) && !make_room(index, now, charge, budget)) {
+            bump(sh.refused_full, 1);
+            return {make_error_code(error::store_full), false, std::nullopt};
         }
-        bytes_ += charge;
-        entries_.emplace(std::move(k), entry{in_flight, now + ttl, charge});
+        insert(sh, std::move(k), in_flight, now + ttl, charge);
         return {{}, true, std::nullopt};
     }
 
     boost::system::error_code complete(scope s, const record& completed, duration ttl)
     {
         auto now = options_.now();
-        std::lock_guard lock(mutex_);
-        auto it = entries_.find(scope_map_key(s));
-        if (it == entries_.end() || it->second.expires <= now ||
+        auto k = scope_map_key(s);
+        shard& sh = shards_[shard_of(k)];
+        std::lock_guard lock(sh.mutex);
+        auto it = sh.entries.find(k);
+        if (it == sh.entries.end() || it->second.expires <= now ||
             it->second.rec.owner_token != completed.owner_token)
             return make_error_code(error::not_owner);
         // Always recorded, even past max_bytes: refusing would lose an answer the upstream gave;
         // the bound then holds back new reservations until records expire.
         std::size_t charge = charged_bytes(it->first, completed);
-        bytes_ = bytes_ - it->second.charge + charge;
-        it->second.charge = charge;
         it->second.rec = completed;
-        it->second.expires = now + ttl;
+        if (charge >= it->second.charge)
+            bytes_.fetch_add(charge - it->second.charge, std::memory_order_relaxed);
+        else
+            bytes_.fetch_sub(it->second.charge - charge, std::memory_order_relaxed);
+        it->second.charge = charge;
+        set_expiry(sh, it->second, now + ttl);
         return {};
     }
 
     boost::system::error_code release(scope s, std::string_view owner_token)
     {
         auto now = options_.now();
-        std::lock_guard lock(mutex_);
-        auto it = entries_.find(scope_map_key(s));
-        if (it == entries_.end() || it->second.expires <= now || it->second.rec.owner_token != owner_token)
+        auto k = scope_map_key(s);
+        shard& sh = shards_[shard_of(k)];
+        std::lock_guard lock(sh.mutex);
+        auto it = sh.entries.find(k);
+        if (it == sh.entries.end() || it->second.expires <= now || it->second.rec.owner_token != owner_token)
             return make_error_code(error::not_owner);
-        erase(it);
+        erase(sh, it);
         return {};
     }
 
+    memory_stats stats() const
+    {
+        memory_stats st;
+        st.entries = entries_.load(std::memory_order_relaxed);
+        st.bytes = bytes_.load(std::memory_order_relaxed);
+        for (const auto& sh : shards_) {
+            st.examined += sh.examined.load(std::memory_order_relaxed);
+            st.reclaimed += sh.reclaimed.load(std::memory_order_relaxed);
+            st.refused_full += sh.refused_full.load(std::memory_order_relaxed);
+        }
+        return st;
+    }
+
 private:
+    struct entry;
+    // Map nodes never move (rehashing relinks them), so the expiry index can point at them.
+    using node = std::pair<const std::string, entry>;
+    // Entries by expiry, earliest first: expiry costs what expired, not the size of the store.
+    using expiry_index = std::multimap<clock::time_point, node*>;
+
     struct entry {
         record rec;
         clock::time_point expires;
-        std::size_t charge = 0; // bytes counted against max_bytes
+        std::size_t charge = 0;           // bytes counted against max_bytes
+        expiry_index::iterator expiry_at; // this entry's node in its shard's expiry index
     };
-    using map_type = std::unordered_map<std::string, entry>;
 
-    bool full(std::size_t incoming) const
+    struct alignas(64) shard {
+        std::mutex mutex;
+        std::unordered_map<std::string, entry> entries;
+        expiry_index by_expiry;
+        // Earliest expiry in by_expiry (max when empty). Written under the mutex, read without
+        // it, so a full store refuses a key without touching shards where nothing has expired.
+        std::atomic<clock::rep> next_expiry{std::numeric_limits<clock::rep>::max()};
+        // Only written under the mutex; atomic so stats() can read them at any time.
+        std::atomic<std::uint64_t> examined{0};
+        std::atomic<std::uint64_t> reclaimed{0};
+        std::atomic<std::uint64_t> refused_full{0};
+    };
+    using entry_iterator = std::unordered_map<std::string, entry>::iterator;
+
+    static void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept
     {
-        return entries_.size() >= options_.max_entries || bytes_ + incoming > options_.max_bytes;
+        counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     }
 
-    void erase(map_type::iterator it)
+    static void update_next_expiry(shard& sh) noexcept
     {
-        bytes_ -= it->second.charge;
-        entries_.erase(it);
+        sh.next_expiry.store(sh.by_expiry.empty() ? std::numeric_limits<clock::rep>::max()
+                                                  : sh.by_expiry.begin()->first.time_since_epoch().count(),
+                             std::memory_order_relaxed);
     }
 
-    void sweep_expired(clock::time_point now)
+    static bool has_expired(const shard& sh, clock::time_point now) noexcept
     {
-        for (auto it = entries_.begin(); it != entries_.end();) {
-            if (it->second.expires <= now) {
-                bytes_ -= it->second.charge;
-                it = entries_.erase(it);
-            } else {
-                ++it;
+        return sh.next_expiry.load(std::memory_order_relaxed) <= now.time_since_epoch().count();
+    }
+
+    // Counts one more entry of `charge` bytes against the bounds, or changes nothing and
+    // returns false when it does not fit. The counters are global, so the bounds are exact
+    // whatever the shards hold.
+    bool admit(std::size_t charge) noexcept
+    {
+        auto n = entries_.load(std::memory_order_relaxed);
+        do {
+            if (n >= options_.max_entries)
+                return false;
+        } while (!entries_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+        auto b = bytes_.load(std::memory_order_relaxed);
+        do {
+            // bytes_ may already exceed max_bytes (complete always records).
+            if (charge > options_.max_bytes || b > options_.max_bytes - charge) {
+                entries_.fetch_sub(1, std::memory_order_relaxed);
+                return false;
             }
+        } while (!bytes_.compare_exchange_weak(b, b + charge, std::memory_order_relaxed));
+        return true;
+    }
+
+    void give_back(std::size_t charge) noexcept
+    {
+        entries_.fetch_sub(1, std::memory_order_relaxed);
+        bytes_.fetch_sub(charge, std::memory_order_relaxed);
+    }
+
+    // Stores an admitted entry in `sh` (locked).
+    void insert(shard& sh, std::string k, const record& rec, clock::time_point expires, std::size_t charge)
+    {
+        auto at = sh.by_expiry.end();
+        try {
+            at = sh.by_expiry.emplace_hint(sh.by_expiry.end(), expires, nullptr); // usually the latest
+            auto it = sh.entries.try_emplace(std::move(k), entry{rec, expires, charge, at}).first;
+            at->second = &*it;
+        } catch (...) {
+            if (at != sh.by_expiry.end())
+                sh.by_expiry.erase(at);
+            give_back(charge);
+            throw;
         }
+        update_next_expiry(sh);
+    }
+
+    void set_expiry(shard& sh, entry& e, clock::time_point expires) noexcept
+    {
+        e.expires = expires;
+        auto handle = sh.by_expiry.extract(e.expiry_at); // re-keyed in place: no allocation
+        handle.key() = expires;
+        e.expiry_at = sh.by_expiry.insert(sh.by_expiry.end(), std::move(handle));
+        update_next_expiry(sh);
+    }
+
+    void erase(shard& sh, entry_iterator it) noexcept
+    {
+        give_back(it->second.charge);
+        sh.by_expiry.erase(it->second.expiry_at);
+        sh.entries.erase(it);
+        update_next_expiry(sh);
+    }
+
+    // Removes up to `budget` expired entries of `sh` (locked), earliest first; returns how many.
+    std::size_t reclaim(shard& sh, std::size_t index, clock::time_point now, std::size_t budget)
+    {
+        if (budget == 0 || !has_expired(sh, now))
+            return 0;
+        if (options_.while_reclaiming)
+            options_.while_reclaiming(index);
+        std::size_t removed = 0;
+        std::size_t looked = 0;
+        while (removed < budget && !sh.by_expiry.empty()) {
+            ++looked;
+            const auto& [expires, n] = *sh.by_expiry.begin();
+            if (expires > now)
+                break;
+            erase(sh, sh.entries.find(n->first));
+            ++removed;
+        }
+        bump(sh.examined, looked);
+        bump(sh.reclaimed, removed);
+        return removed;
+    }
+
+    // The store is full for a new entry of `charge` bytes in shard `own` (locked): reclaims
+    // expired entries, its own shard's first, then other shards', at most `budget` in all,
+    // until the entry is admitted. Never waits for another shard's lock while holding its own
+    // (that could deadlock, and would make this thread wait behind another's work): a busy
+    // shard is skipped.
+    bool make_room(std::size_t own, clock::time_point now, std::size_t charge, std::size_t budget)
+    {
+        budget -= reclaim(shards_[own], own, now, budget);
+        if (admit(charge))
+            return true;
+        for (std::size_t step = 1; step < memory_store_shards && budget > 0; ++step) {
+            std::size_t index = (own + step) % memory_store_shards;
+            shard& other = shards_[index];
+            if (!has_expired(other, now))
+                continue;
+            std::unique_lock lock(other.mutex, std::try_to_lock);
+            if (!lock.owns_lock())
+                continue;
+            budget -= reclaim(other, index, now, budget);
+            lock.unlock();
+            if (admit(charge))
+                return true;
+        }
+        return false;
     }
 
     memory_options options_;
-    std::mutex mutex_;
-    map_type entries_;
-    std::size_t bytes_ = 0;
+    std::array<shard, memory_store_shards> shards_;
+    alignas(64) std::atomic<std::size_t> entries_{0};
+    alignas(64) std::atomic<std::size_t> bytes_{0};
 };
 
 boost::asio::awaitable<reserve_result> memory_session::reserve(scope s, const record& in_flight,
@@ -170,6 +333,18 @@ boost::asio::awaitable<boost::system::error_code> memory_session::release(scope 
 std::shared_ptr<backend> make_memory_backend(memory_options options)
 {
     return std::make_shared<memory_backend>(std::move(options));
+}
+
+std::size_t memory_store_shard(scope s)
+{
+    return shard_of(scope_map_key(s));
+}
+
+std::optional<memory_stats> memory_store_stats(const backend& b)
+{
+    if (auto* m = dynamic_cast<const memory_backend*>(&b))
+        return m->stats();
+    return std::nullopt;
 }
 
 } // namespace idemgate::store
