@@ -99,6 +99,10 @@ void render_redis_metrics(const store::redis_stats& s, std::string& out)
     prometheus::header(out, "idemgate_redis_connections_up", "gauge",
                        "I/O threads whose Redis connection is up.");
     prometheus::sample(out, "idemgate_redis_connections_up", "", double(s.connections_up.load()));
+    prometheus::header(out, "idemgate_redis_eviction_safe", "gauge",
+                       "1: Redis maxmemory-policy is noeviction; 0: another policy, records can be "
+                       "evicted; -1: unknown (not read yet, or CONFIG GET refused).");
+    prometheus::sample(out, "idemgate_redis_eviction_safe", "", double(s.eviction_safe.load()));
     prometheus::header(out, "idemgate_redis_command_duration_seconds", "histogram",
                        "Redis command latency, enqueue to reply.");
     s.latency.render(out, "idemgate_redis_command_duration_seconds", "");

@@ -16,7 +16,6 @@
 #include <idemgate/common/log.hpp>
 #include <vector>
 
-
 namespace idemgate::store::detail {
 
 namespace asio = boost::asio;
@@ -65,14 +64,6 @@ void append_command(std::string& out, std::span<const std::string_view> args)
     }
 }
 
-// What the server said (an error reply's text) or what went wrong.
-std::string reply_text(const command_result& r)
-{
-    if (r.reply && r.reply->str)
-        return std::string(r.reply->str, r.reply->len);
-    return r.ec.message();
-}
-
 void log_spawn_failure(std::exception_ptr e)
 {
     if (!e)
@@ -88,6 +79,83 @@ void log_spawn_failure(std::exception_ptr e)
 
 } // namespace
 
+std::string printable_text(std::string_view text)
+{
+    constexpr std::size_t max_bytes = 200;
+    std::string out;
+    out.reserve(std::min(text.size(), max_bytes) + 3);
+    for (char ch : text.substr(0, max_bytes)) {
+        auto c = static_cast<unsigned char>(ch);
+        out.push_back(c >= 0x20 && c < 0x7f ? ch : '?'); // log lines stay ASCII (issue 8, defect 7)
+    }
+    if (text.size() > max_bytes)
+        out.append("...");
+    return out;
+}
+
+std::string reply_text(const command_result& r)
+{
+    if (r.reply && r.reply->str)
+        return printable_text(std::string_view(r.reply->str, r.reply->len));
+    return r.ec.message();
+}
+
+void redis_shared::note_eviction_policy(std::optional<std::string_view> policy, std::string_view why)
+{
+    std::string now(policy.value_or(std::string_view{}));
+    std::lock_guard lock(policy_mutex_);
+    if (policy_read_ && now == last_policy_)
+        return; // every connection checks; only a change is logged
+    const bool first = !policy_read_;
+    auto before = std::move(last_policy_);
+    policy_read_ = true;
+    last_policy_ = now;
+    auto address = cfg.address.to_string();
+    if (!policy) {
+        stats.eviction_safe.store(-1, std::memory_order_relaxed);
+        // CONFIG may be renamed or disabled (managed Redis): say so, it is not fatal.
+        log::warn("could not read redis maxmemory-policy; make sure it is noeviction",
+                  {{"address", address}, {"error", why}});
+    } else if (now == "noeviction") {
+        stats.eviction_safe.store(1, std::memory_order_relaxed);
+        if (!first)
+            log::info("redis maxmemory-policy is noeviction again; records are no longer evicted",
+                      {{"address", address},
+                       {"previous_policy", before.empty() ? "unknown" : printable_text(before)}});
+    } else {
+        stats.eviction_safe.store(0, std::memory_order_relaxed);
+        // Every record has a TTL, so volatile-* policies evict them as readily as allkeys-*.
+        log::error("REDIS MAY EVICT IDEMPOTENCY RECORDS: maxmemory-policy is not noeviction; "
+                   "an evicted record lets a duplicate request run again",
+                   {{"address", address},
+                    {"maxmemory_policy", printable_text(now)},
+                    {"fix", "CONFIG SET maxmemory-policy noeviction"}});
+    }
+}
+
+void redis_shared::log_error_reply(std::string_view operation, std::string_view command,
+                                   const command_result& r)
+{
+    // An OOM or READONLY server answers every command with an error: one line per interval, not
+    // one per request.
+    const std::int64_t now = clock::now().time_since_epoch().count();
+    auto next = next_error_log_.load(std::memory_order_relaxed);
+    const std::int64_t interval =
+        std::chrono::duration_cast<clock::duration>(options.error_log_interval).count();
+    if (now < next ||
+        !next_error_log_.compare_exchange_strong(next, now + interval, std::memory_order_relaxed)) {
+        unlogged_error_replies_.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    boost::json::object fields{{"address", cfg.address.to_string()},
+                               {"operation", operation},
+                               {"command", command},
+                               {"reply", reply_text(r)}};
+    if (auto unlogged = unlogged_error_replies_.exchange(0, std::memory_order_relaxed))
+        fields["error_replies_not_logged"] = unlogged;
+    log::warn("redis answered with an error", std::move(fields));
+}
+
 struct redis_connection::pending_command {
     explicit pending_command(const asio::any_io_executor& ex) : event(ex) {}
     asio::steady_timer event; // deadline; cancelled by the reader when the reply arrives
@@ -101,7 +169,7 @@ struct redis_connection::pending_command {
 
 redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared)
     : ex_(std::move(ex)), shared_(std::move(shared)), socket_(ex_), wake_writer_(ex_), lost_(ex_),
-      backoff_(ex_), connect_deadline_(ex_)
+      backoff_(ex_), connect_deadline_(ex_), policy_timer_(ex_)
 {
 }
 
@@ -124,6 +192,7 @@ void redis_connection::do_shutdown()
     on_lost(generation_, "shutdown", {});
     backoff_.cancel();
     connect_deadline_.cancel();
+    policy_timer_.cancel();
     fail_pending(make_error_code(error::store_unavailable));
 }
 
@@ -158,8 +227,10 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                 if (reported_down)
                     log::info("redis reconnected", {{"address", shared_->cfg.address.to_string()}});
                 reported_down = false;
-                if (!shared_->policy_checked.exchange(true))
-                    asio::co_spawn(ex_, check_server(self), log_spawn_failure);
+                if (!shared_->version_checked.exchange(true))
+                    asio::co_spawn(ex_, check_version(self), log_spawn_failure);
+                // On every (re)connect: a restarted or failed-over server may evict (defect 10).
+                asio::co_spawn(ex_, watch_eviction_policy(self, gen), log_spawn_failure);
 
                 while (connected_ && !stopped_) {
                     lost_.expires_at(clock::time_point::max());
@@ -268,49 +339,64 @@ asio::awaitable<error_code> redis_connection::handshake()
     co_return error_code{};
 }
 
-asio::awaitable<void> redis_connection::check_server(std::shared_ptr<redis_connection>)
+asio::awaitable<void> redis_connection::check_version(std::shared_ptr<redis_connection>)
 {
     // reserve is SET ... NX PX ... GET, which needs Redis 7.0 (6.2 refuses NX with GET).
     std::array<std::string_view, 2> info{"INFO", "server"};
     auto server = co_await execute(info);
-    if (stopped_)
+    if (stopped_ || server.ec || server.reply->type != REDIS_REPLY_STRING)
         co_return;
-    if (!server.ec && server.reply->type == REDIS_REPLY_STRING) {
-        std::string_view text(server.reply->str, server.reply->len);
-        auto pos = text.find("redis_version:");
-        if (pos != std::string_view::npos) {
-            auto version = text.substr(pos + 14, text.find_first_of("\r\n", pos) - pos - 14);
-            int major = 0;
-            for (char c : version.substr(0, version.find('.')))
-                major = c >= '0' && c <= '9' ? major * 10 + (c - '0') : major;
-            if (major < 7)
-                log::error(
-                    "redis 7.0 or newer is required (reserve uses SET NX GET); every reserve will fail",
-                    {{"address", shared_->cfg.address.to_string()}, {"redis_version", version}});
-        }
-    }
+    std::string_view text(server.reply->str, server.reply->len);
+    auto pos = text.find("redis_version:");
+    if (pos == std::string_view::npos)
+        co_return;
+    auto version = text.substr(pos + 14, text.find_first_of("\r\n", pos) - pos - 14);
+    int major = 0;
+    for (char c : version.substr(0, version.find('.')))
+        major = c >= '0' && c <= '9' ? major * 10 + (c - '0') : major;
+    if (major < 7)
+        log::error(
+            "redis 7.0 or newer is required (reserve uses SET NX GET); every reserve will fail",
+            {{"address", shared_->cfg.address.to_string()}, {"redis_version", printable_text(version)}});
+}
 
+asio::awaitable<void> redis_connection::watch_eviction_policy(std::shared_ptr<redis_connection>,
+                                                              std::uint64_t gen)
+{
+    // A Redis switched to allkeys-lru after start-up loses records silently, so the policy is
+    // read again on every connection and periodically. One CONFIG GET pipelined with the
+    // traffic: requests never wait for it.
+    const auto interval = shared_->options.eviction_check_interval;
+    auto stale = [&] { return gen != generation_ || !connected_ || stopped_; };
+    for (;;) {
+        co_await check_eviction_policy();
+        if (stale() || interval <= interval.zero())
+            co_return;
+        policy_timer_.expires_after(interval); // also wakes a stale watcher of an older connection
+        co_await policy_timer_.async_wait(as_tuple(use_awaitable));
+        if (stale())
+            co_return;
+    }
+}
+
+asio::awaitable<void> redis_connection::check_eviction_policy()
+{
     std::array<std::string_view, 3> args{"CONFIG", "GET", "maxmemory-policy"};
     auto r = co_await execute(args);
     if (stopped_)
         co_return;
-    if (r.ec || !r.reply || r.reply->type != REDIS_REPLY_ARRAY || r.reply->elements != 2 ||
-        r.reply->element[1]->type != REDIS_REPLY_STRING) {
-        // CONFIG may be renamed or disabled (managed Redis): say so, it is not fatal.
-        log::warn("could not read redis maxmemory-policy; make sure it is noeviction",
-                  {{"address", shared_->cfg.address.to_string()},
-                   {"error", r.ec ? r.ec.message() : "unexpected reply"}});
+    if (r.ec && r.ec != error::store_error_reply)
+        co_return; // timeout or connection lost: nothing learned, the next check retries
+    if (r.ec) {
+        shared_->note_eviction_policy(std::nullopt, reply_text(r));
         co_return;
     }
-    std::string_view policy(r.reply->element[1]->str, r.reply->element[1]->len);
-    if (policy != "noeviction") {
-        // Every record has a TTL, so volatile-* policies evict them as readily as allkeys-*.
-        log::warn("REDIS MAY EVICT IDEMPOTENCY RECORDS: maxmemory-policy is not noeviction; "
-                  "an evicted record lets a duplicate request run again",
-                  {{"address", shared_->cfg.address.to_string()},
-                   {"maxmemory_policy", policy},
-                   {"fix", "CONFIG SET maxmemory-policy noeviction"}});
+    if (r.reply->type != REDIS_REPLY_ARRAY || r.reply->elements != 2 ||
+        r.reply->element[1]->type != REDIS_REPLY_STRING) {
+        shared_->note_eviction_policy(std::nullopt, "unexpected reply to CONFIG GET maxmemory-policy");
+        co_return;
     }
+    shared_->note_eviction_policy(std::string_view(r.reply->element[1]->str, r.reply->element[1]->len));
 }
 
 asio::awaitable<command_result> redis_connection::execute(std::span<const std::string_view> args)
@@ -466,6 +552,7 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     socket_.close(ignored);
     wake_writer_.cancel();
     lost_.cancel();
+    policy_timer_.cancel();
 }
 
 void redis_connection::send_waiting()

@@ -21,6 +21,8 @@
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,14 +43,39 @@ struct command_result {
     reply_ptr reply;
 };
 
+// `text` for a log line: at most 200 bytes (then "..."), bytes outside printable ASCII as '?'.
+std::string printable_text(std::string_view text);
+
+// What the server said, for a log line: an error reply's text (or what went wrong if no reply
+// came), through printable_text.
+std::string reply_text(const command_result& r);
+
 // State shared by every connection of one backend.
 struct redis_shared {
-    explicit redis_shared(config::redis_config c) : cfg(std::move(c)) {}
+    redis_shared(config::redis_config c, redis_options o) : cfg(std::move(c)), options(o) {}
     const config::redis_config cfg;
+    const redis_options options;
     redis_stats stats;
-    std::atomic<bool> policy_checked{false};    // check_server done once per backend
+    std::atomic<bool> version_checked{false};   // the Redis version is checked once per backend
     std::size_t max_pending = 100000;           // commands queued or awaiting a reply
     std::size_t max_pending_bytes = 256u << 20; // bytes queued but not yet written
+
+    // Records what CONFIG GET maxmemory-policy answered (`policy`), or that it was refused
+    // (nullopt; `why` says how), sets stats.eviction_safe and logs each change once: an error
+    // when the policy may evict, info when it is noeviction again, a warning when unreadable.
+    // Called by every connection's check; thread-safe.
+    void note_eviction_policy(std::optional<std::string_view> policy, std::string_view why = {});
+
+    // Logs an error reply to `command` (what `operation` sent), rate-limited by
+    // options.error_log_interval. Thread-safe, lock-free.
+    void log_error_reply(std::string_view operation, std::string_view command, const command_result& r);
+
+private:
+    std::mutex policy_mutex_;
+    bool policy_read_ = false;                    // some check got an answer (policy or refusal)
+    std::string last_policy_;                     // as last read; "" = refused
+    std::atomic<std::int64_t> next_error_log_{0}; // steady_clock ticks; before it, only count
+    std::atomic<std::uint64_t> unlogged_error_replies_{0};
 };
 
 class redis_connection : public std::enable_shared_from_this<redis_connection> {
@@ -73,8 +100,13 @@ private:
     boost::asio::awaitable<boost::system::error_code> handshake();
     boost::asio::awaitable<void> read_loop(std::shared_ptr<redis_connection> self, std::uint64_t gen);
     boost::asio::awaitable<void> write_loop(std::shared_ptr<redis_connection> self, std::uint64_t gen);
-    // Start-up checks, logged: Redis version (>= 7) and maxmemory-policy (noeviction).
-    boost::asio::awaitable<void> check_server(std::shared_ptr<redis_connection> self);
+    // Once per backend: the Redis version (>= 7), logged.
+    boost::asio::awaitable<void> check_version(std::shared_ptr<redis_connection> self);
+    // For one connection (generation `gen`): reads maxmemory-policy now and then every
+    // eviction_check_interval until the connection is lost (issue 8, defect 10).
+    boost::asio::awaitable<void> watch_eviction_policy(std::shared_ptr<redis_connection> self,
+                                                       std::uint64_t gen);
+    boost::asio::awaitable<void> check_eviction_policy();
     boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake);
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
@@ -90,6 +122,7 @@ private:
     boost::asio::steady_timer lost_;        // cancelled when the connection is lost
     boost::asio::steady_timer backoff_;
     boost::asio::steady_timer connect_deadline_;
+    boost::asio::steady_timer policy_timer_;               // next maxmemory-policy check; cancelled on loss
     std::deque<std::shared_ptr<pending_command>> pending_; // awaiting replies, in send order
     std::deque<std::shared_ptr<pending_command>> waiting_; // queued during a connect attempt
     std::string out_;                                      // formatted commands not yet handed to the writer

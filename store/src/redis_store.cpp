@@ -118,6 +118,7 @@ public:
         auto r = co_await conn_->execute(args);
         reserve_result out;
         if (r.ec) {
+            log_if_error_reply("reserve", "SET", r);
             out.ec = r.ec;
             co_return out;
         }
@@ -149,7 +150,8 @@ public:
         auto value = encode_record(completed);
         auto px = ttl_ms(record_ttl);
         std::array<std::string_view, 4> argv{prefix, value, px, {}};
-        co_return co_await run_owned(complete_lua(), key, std::span<const std::string_view>(argv.data(), 3));
+        co_return co_await run_owned("complete", complete_lua(), key,
+                                     std::span<const std::string_view>(argv.data(), 3));
     }
 
     asio::awaitable<error_code> release(scope s, std::string_view owner_token) override
@@ -157,14 +159,14 @@ public:
         auto key = redis_key(shared_->cfg.key_prefix, s);
         auto prefix = owner_prefix(owner_token);
         std::array<std::string_view, 1> argv{prefix};
-        co_return co_await run_owned(release_lua(), key, argv);
+        co_return co_await run_owned("release", release_lua(), key, argv);
     }
 
 private:
     // EVALSHA the script with one key; on NOSCRIPT (a restarted or flushed server) load it and
     // retry once. 1 -> ok, 0 -> not_owner.
-    asio::awaitable<error_code> run_owned(const lua_script& script, std::string_view key,
-                                          std::span<const std::string_view> script_args)
+    asio::awaitable<error_code> run_owned(std::string_view operation, const lua_script& script,
+                                          std::string_view key, std::span<const std::string_view> script_args)
     {
         std::array<std::string_view, 8> args{"EVALSHA", script.sha, "1", key};
         std::size_t n = 4;
@@ -175,12 +177,16 @@ private:
         if (is_noscript(r)) {
             std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script.text};
             auto loaded = co_await conn_->execute(load);
-            if (loaded.ec)
+            if (loaded.ec) {
+                log_if_error_reply(operation, "SCRIPT LOAD", loaded);
                 co_return loaded.ec;
+            }
             r = co_await conn_->execute(command);
         }
-        if (r.ec)
+        if (r.ec) {
+            log_if_error_reply(operation, "EVALSHA", r);
             co_return r.ec;
+        }
         if (r.reply->type != REDIS_REPLY_INTEGER) {
             shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
             co_return make_error_code(error::store_protocol);
@@ -190,14 +196,23 @@ private:
         co_return make_error_code(error::not_owner);
     }
 
+    // The caller only gets store_error_reply; the server's text (OOM, READONLY, NOPERM, MOVED...)
+    // goes to the log (issue 8, defect 11).
+    void log_if_error_reply(std::string_view operation, std::string_view command,
+                            const detail::command_result& r)
+    {
+        if (r.ec == error::store_error_reply)
+            shared_->log_error_reply(operation, command, r);
+    }
+
     std::shared_ptr<detail::redis_connection> conn_;
     std::shared_ptr<detail::redis_shared> shared_;
 };
 
 class redis_backend_impl final : public redis_backend {
 public:
-    explicit redis_backend_impl(const config::redis_config& cfg)
-        : shared_(std::make_shared<detail::redis_shared>(cfg))
+    redis_backend_impl(const config::redis_config& cfg, const redis_options& options)
+        : shared_(std::make_shared<detail::redis_shared>(cfg, options))
     {
     }
 
@@ -218,9 +233,10 @@ private:
 
 } // namespace
 
-std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cfg)
+std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cfg,
+                                                  const redis_options& options)
 {
-    return std::make_shared<redis_backend_impl>(cfg);
+    return std::make_shared<redis_backend_impl>(cfg, options);
 }
 
 } // namespace idemgate::store

@@ -269,12 +269,25 @@ TEST_SUITE("gateway over redis")
         test_upstream_process upstream;
         auto gw = start_gateway(redis_gateway_yaml(redis, upstream));
         REQUIRE(post(*gw, unique_key("before"), "{}").status == 201);
+        CHECK(eventually(
+            [&] {
+                auto metrics = http_request(gw->admin_port(), "GET", "/metrics", {}, {}, 2s);
+                return metrics.body.find("\nidemgate_redis_eviction_safe 1\n") != std::string::npos;
+            },
+            5s));
 
         REQUIRE(redis.command({"CONFIG", "SET", "maxmemory", "1"}) == "+OK\r\n");
         auto refused = post(*gw, unique_key("oom"), "{}");
         CHECK(refused.status == 503);
         CHECK(refused.header("content-type").find("problem+json") != std::string::npos);
         CHECK(upstream.executions() == 1);
+        // The operator sees what Redis said (issue 8, defect 11).
+        auto logged = gw->process().wait_for_line(
+            [](const std::string& line) {
+                return line.find("\"reply\":\"OOM command not allowed") != std::string::npos;
+            },
+            5s);
+        CHECK_MESSAGE(logged, gw->process().output());
 
         REQUIRE(redis.command({"CONFIG", "SET", "maxmemory", "0"}) == "+OK\r\n");
         CHECK(post(*gw, unique_key("after"), "{}").status == 201);

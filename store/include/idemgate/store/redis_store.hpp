@@ -8,6 +8,7 @@
 //   release:  EVALSHA (owner-checked DEL)
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/config/config.hpp>
@@ -36,8 +37,23 @@ struct redis_stats {
     std::atomic<std::uint64_t> connects{0};
     std::atomic<std::uint64_t> reconnect_attempts{0};
     std::atomic<std::int64_t> connections_up{0};
+    // Whether Redis may evict records, from CONFIG GET maxmemory-policy (read on every (re)connect
+    // and every redis_options::eviction_check_interval): 1 noeviction; 0 any other policy (every
+    // record has a TTL, so volatile-* evicts them too); -1 unknown: not read yet, or CONFIG refused
+    // (renamed or disabled on managed Redis), which is tolerated with a warning.
+    std::atomic<int> eviction_safe{-1};
     // Latency of answered commands (enqueue to reply).
     latency_histogram latency;
+};
+
+// Store options not (yet) in config::redis_config.
+struct redis_options {
+    // How often each connection re-reads maxmemory-policy, besides on every (re)connect; zero
+    // checks on (re)connect only. One CONFIG GET per connection per period, off the request path.
+    std::chrono::milliseconds eviction_check_interval{30000};
+    // Error replies (OOM, READONLY, NOPERM, MOVED...) are logged with their text: the first at
+    // once, then at most one line per interval per backend, which counts those not logged.
+    std::chrono::milliseconds error_log_interval{1000};
 };
 
 // The Redis backend; open_session() connects (and keeps reconnecting) in the background.
@@ -47,7 +63,8 @@ public:
     virtual const redis_stats& stats() const noexcept = 0;
 };
 
-std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cfg);
+std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cfg,
+                                                  const redis_options& options = {});
 
 // The Redis key of a scope: <prefix>:<tenant>:<key>, tenant and key percent-encoded
 // (':' '%' and bytes outside printable ASCII), so no two scopes share a key.
