@@ -425,7 +425,7 @@ public:
     {
         map_view top(*this, root, "",
                      {"listen", "admin_listen", "threads", "access_log", "store", "upstreams", "routes",
-                      "limits", "timeouts"});
+                      "limits", "timeouts", "admin"});
         if (root.IsDefined() && !root.IsNull() && !root.IsMap())
             return; // reported by `top`; nothing below can be read.
         read_endpoint(top, "listen", cfg.listen);
@@ -437,6 +437,7 @@ public:
         load_routes(top, cfg);
         load_limits(top, cfg.limits);
         load_timeouts(top, cfg.timeouts);
+        load_admin(top, cfg.admin);
         for (std::size_t i = 0; i < cfg.routes.size(); ++i)
             if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
                 cfg.store.key_secret_env.empty())
@@ -772,6 +773,22 @@ private:
         read_size(map, "max_response_body", limits.max_response_body);
         read_size(map, "max_header_bytes", limits.max_header_bytes, false);
         read_int(map, "max_connections", limits.max_connections, 1, std::numeric_limits<std::size_t>::max());
+    }
+
+    void load_admin(const map_view& top, admin_config& admin)
+    {
+        map_view map(*this, child(top, "admin"), "admin", {"token_env"});
+        read_string(map, "token_env", admin.token_env);
+        if (admin.token_env.empty())
+            return;
+        const char* value = getenv_(admin.token_env.c_str());
+        if (!value || !*value)
+            problem(map.path_of("token_env"), "environment variable " + quote(admin.token_env) + " is not set");
+        else if (std::string_view(value).size() < 16)
+            problem(map.path_of("token_env"),
+                    "environment variable " + quote(admin.token_env) + " must hold at least 16 bytes");
+        else
+            admin.token = value;
     }
 
     void load_timeouts(const map_view& top, timeouts_config& timeouts)

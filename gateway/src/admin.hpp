@@ -29,12 +29,15 @@ private:
     boost::asio::awaitable<void> session(tcp::socket socket);
     boost::asio::awaitable<void> watch_store();
     response_type answer(const http::request<http::empty_body>& req);
+    // The admin API (/admin/v1/...): bearer token, then records lookup/delete.
+    boost::asio::awaitable<response_type> answer_api(const http::request<http::empty_body>& req);
 
     gateway_context& ctx_;
     boost::asio::io_context& control_;
     std::function<void(std::string&)> metrics_extra_;
     tcp::acceptor acceptor_;
     tcp::endpoint endpoint_;
+    std::unique_ptr<store::session> store_; // the admin's own session, on the control thread
     bool stopped_ = false;
 };
 

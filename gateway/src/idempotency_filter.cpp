@@ -72,15 +72,7 @@ std::string credential_scope(const config::idempotency_config& policy, const std
                 value.push_back('\n');
             value.append(it->value());
         }
-        unsigned char mac[EVP_MAX_MD_SIZE];
-        unsigned int len = 0;
-        HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-             reinterpret_cast<const unsigned char*>(value.data()), value.size(), mac, &len);
-        static constexpr char hex[] = "0123456789abcdef";
-        for (unsigned i = 0; i < len; ++i) {
-            out.push_back(hex[mac[i] >> 4]);
-            out.push_back(hex[mac[i] & 0xf]);
-        }
+        out += credential_hmac(secret, value);
     }
     return out;
 }
@@ -228,6 +220,22 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
 }
 
 } // namespace
+
+std::string credential_hmac(const std::string& secret, std::string_view value)
+{
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+         reinterpret_cast<const unsigned char*>(value.data()), value.size(), mac, &len);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * len);
+    for (unsigned i = 0; i < len; ++i) {
+        out.push_back(hex[mac[i] >> 4]);
+        out.push_back(hex[mac[i] & 0xf]);
+    }
+    return out;
+}
 
 asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request_type& req,
                                         const client_info& client, std::string& scratch)

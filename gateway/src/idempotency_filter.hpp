@@ -8,6 +8,9 @@
 
 namespace idemgate::gateway::detail {
 
+// Lower-case hex HMAC-SHA256(secret, value): one credential's part of a scope.
+std::string credential_hmac(const std::string& secret, std::string_view value);
+
 // Handles one complete request (body read, framing checked) on worker `w`.
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request_type& req,
                                                const client_info& client, std::string& scratch);

@@ -67,6 +67,14 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
                        "Requests between header read and response sent.");
     prometheus::sample(out, "idemgate_requests_in_flight", "",
                        static_cast<double>(requests_in_flight.load()));
+    prometheus::header(out, "idemgate_shadow_total", "counter",
+                       "Shadow-mode requests, forwarded anyway, by what enforcement would have answered.");
+    for (int i = 1; i < shadow_finding_count; ++i) {
+        auto name = to_string(static_cast<shadow_finding>(i));
+        name.remove_prefix(std::string_view("would_").size());
+        prometheus::sample(out, "idemgate_shadow_total", "would=\"" + std::string(name) + "\"",
+                           static_cast<double>(shadow[static_cast<std::size_t>(i)].load()));
+    }
     prometheus::header(out, "idemgate_ready", "gauge",
                        "1 when the gateway is ready (store reachable, not draining).");
     prometheus::sample(out, "idemgate_ready", "", ready ? 1.0 : 0.0);

@@ -54,6 +54,8 @@ public:
     boost::asio::awaitable<boost::system::error_code> complete(scope s, const record& completed,
                                                                duration record_ttl) override;
     boost::asio::awaitable<boost::system::error_code> release(scope s, std::string_view owner_token) override;
+    boost::asio::awaitable<lookup_result> lookup(scope s) override;
+    boost::asio::awaitable<boost::system::error_code> remove(scope s, bool& removed) override;
 
 private:
     std::shared_ptr<memory_backend> backend_;
@@ -135,6 +137,36 @@ public:
             return make_error_code(error::not_owner);
         erase(sh, it);
         return {};
+    }
+
+    lookup_result lookup(scope s)
+    {
+        auto now = options_.now();
+        auto k = scope_map_key(s);
+        shard& sh = shards_[shard_of(k)];
+        std::lock_guard lock(sh.mutex);
+        lookup_result out;
+        auto it = sh.entries.find(k);
+        if (it == sh.entries.end() || it->second.expires <= now)
+            return out;
+        out.existing = it->second.rec;
+        out.expires_in_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(it->second.expires - now).count();
+        return out;
+    }
+
+    bool remove(scope s)
+    {
+        auto now = options_.now();
+        auto k = scope_map_key(s);
+        shard& sh = shards_[shard_of(k)];
+        std::lock_guard lock(sh.mutex);
+        auto it = sh.entries.find(k);
+        if (it == sh.entries.end())
+            return false;
+        bool live = it->second.expires > now;
+        erase(sh, it);
+        return live;
     }
 
     memory_stats stats() const
@@ -326,6 +358,17 @@ boost::asio::awaitable<boost::system::error_code> memory_session::release(scope 
                                                                           std::string_view owner_token)
 {
     co_return backend_->release(s, owner_token);
+}
+
+boost::asio::awaitable<lookup_result> memory_session::lookup(scope s)
+{
+    co_return backend_->lookup(s);
+}
+
+boost::asio::awaitable<boost::system::error_code> memory_session::remove(scope s, bool& removed)
+{
+    removed = backend_->remove(s);
+    co_return boost::system::error_code{};
 }
 
 } // namespace

@@ -162,6 +162,59 @@ public:
         co_return co_await run_owned("release", release_lua(), key, argv);
     }
 
+    // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
+    asio::awaitable<lookup_result> lookup(scope s) override
+    {
+        auto key = redis_key(shared_->cfg.key_prefix, s);
+        lookup_result out;
+        std::array<std::string_view, 2> get{"GET", key};
+        auto r = co_await conn_->execute(get);
+        if (r.ec) {
+            log_if_error_reply("lookup", "GET", r);
+            out.ec = r.ec;
+            co_return out;
+        }
+        if (r.reply->type == REDIS_REPLY_NIL)
+            co_return out;
+        record existing;
+        if (r.reply->type != REDIS_REPLY_STRING ||
+            decode_record(std::string_view(r.reply->str, r.reply->len), existing)) {
+            shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
+            out.ec = make_error_code(error::record_corrupt);
+            co_return out;
+        }
+        std::array<std::string_view, 2> pttl{"PTTL", key};
+        auto t = co_await conn_->execute(pttl);
+        if (t.ec) {
+            log_if_error_reply("lookup", "PTTL", t);
+            out.ec = t.ec;
+            co_return out;
+        }
+        if (t.reply->type != REDIS_REPLY_INTEGER || t.reply->integer < 0)
+            co_return out; // expired between the two commands
+        out.existing = std::move(existing);
+        out.expires_in_ms = t.reply->integer;
+        co_return out;
+    }
+
+    asio::awaitable<error_code> remove(scope s, bool& removed) override
+    {
+        auto key = redis_key(shared_->cfg.key_prefix, s);
+        std::array<std::string_view, 2> del{"DEL", key};
+        auto r = co_await conn_->execute(del);
+        removed = false;
+        if (r.ec) {
+            log_if_error_reply("remove", "DEL", r);
+            co_return r.ec;
+        }
+        if (r.reply->type != REDIS_REPLY_INTEGER) {
+            shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+            co_return make_error_code(error::store_protocol);
+        }
+        removed = r.reply->integer > 0;
+        co_return error_code{};
+    }
+
 private:
     // EVALSHA the script with one key; on NOSCRIPT (a restarted or flushed server) load it and
     // retry once. 1 -> ok, 0 -> not_owner.

@@ -231,3 +231,88 @@ TEST_CASE("the default on_unknown_outcome releases: the retry runs again")
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("admin-api");
+
+namespace {
+
+const std::string admin_token = "admin-token-0123456789";
+
+gateway_options admin_options()
+{
+    gateway_options options = credential_options();
+    options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
+    options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
+    return options;
+}
+
+http_response admin_call(gateway_fixture& f, const std::string& method, const std::string& target,
+                         const std::string& token = admin_token)
+{
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (!token.empty())
+        headers.emplace_back("Authorization", "Bearer " + token);
+    return http_request(f.gateway->admin_port(), method, target, headers, {});
+}
+
+} // namespace
+
+TEST_CASE("admin API: a token is required, the record is shown and can be deleted")
+{
+    gateway_fixture f(admin_options());
+    const std::string key = unique_key("admin");
+    REQUIRE(f.post("/api/orders", key, "{}", {{"Authorization", "Bearer alice"}}).status == 201);
+    const std::string target = "/admin/v1/records?key=" + key + "&credential=Bearer%20alice";
+
+    CHECK(is_problem(admin_call(f, "GET", target, ""), 401));
+    auto wrong = admin_call(f, "GET", target, "not-the-token");
+    CHECK(is_problem(wrong, 401));
+    CHECK(wrong.has_header("www-authenticate"));
+
+    auto shown = admin_call(f, "GET", target);
+    REQUIRE(shown.status == 200);
+    auto record = parse_object(shown.body);
+    CHECK(record["state"] == "completed");
+    CHECK(record["status"] == 201);
+    CHECK(record["fingerprint"].as_string().size() == 64);
+    CHECK(record["expires_in_ms"].to_number<long long>() > 0);
+    CHECK(record["body_bytes"].to_number<long long>() > 0);
+
+    // Another principal's scope has no record under this key.
+    CHECK(is_problem(admin_call(f, "GET", "/admin/v1/records?key=" + key + "&credential=Bearer%20mallory"),
+                     404));
+
+    auto deleted = admin_call(f, "DELETE", target);
+    CHECK(deleted.status == 204);
+    CHECK(is_problem(admin_call(f, "DELETE", target), 404));
+    auto again = f.post("/api/orders", key, "{}", {{"Authorization", "Bearer alice"}});
+    CHECK(again.status == 201);
+    CHECK(again.header("idempotent-replayed") != "true");
+    CHECK(f.executions() == 2);
+}
+
+TEST_CASE("admin API: off without admin.token_env")
+{
+    gateway_fixture f;
+    CHECK(is_problem(admin_call(f, "GET", "/admin/v1/records?key=k"), 404));
+}
+
+TEST_CASE("admin API: a key held with an unknown outcome is released by DELETE")
+{
+    gateway_options options = admin_options();
+    options.idempotency_extra += "      on_unknown_outcome: hold\n";
+    options.timeouts = "  upstream_response: 300ms\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("admin-hold");
+    CHECK(is_problem(f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "1000"}}), 504));
+    auto shown = admin_call(f, "GET", "/admin/v1/records?key=" + key + "&credential=");
+    CHECK(parse_object(shown.body)["state"] == "outcome_unknown");
+    CHECK(parse_object(f.post("/api/orders", key, "{}").body)["type"] ==
+          "urn:idemgate:problem:outcome-unknown");
+    CHECK(admin_call(f, "DELETE", "/admin/v1/records?key=" + key + "&credential=").status == 204);
+    auto retry = f.post("/api/orders", key, "{}");
+    CHECK(retry.status == 201);
+    CHECK(f.wait_for_executions(2));
+}
+
+TEST_SUITE_END();

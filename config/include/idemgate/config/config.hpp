@@ -113,6 +113,11 @@ struct timeouts_config {
     duration drain{30000};             // SIGTERM: how long in-flight requests may finish
 };
 
+struct admin_config {
+    std::string token_env; // env var holding the admin API's bearer token ("" = API off)
+    std::string token;     // resolved from token_env at load time, never from YAML
+};
+
 struct config {
     endpoint listen{"127.0.0.1", 8080};
     endpoint admin_listen{"127.0.0.1", 9090};
@@ -123,6 +128,7 @@ struct config {
     std::vector<route_config> routes;
     limits_config limits;
     timeouts_config timeouts;
+    admin_config admin;
 };
 
 // Thrown by load/parse with every problem found, one per line, each naming the key path,

@@ -27,6 +27,8 @@ inline constexpr problem invalid_key{http::status::bad_request, "invalid-idempot
 inline constexpr problem missing_tenant{http::status::bad_request, "missing-tenant",
                                         "Tenant header is required"};
 inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tenant", "Invalid tenant header"};
+inline constexpr problem unauthorized{http::status::unauthorized, "unauthorized", "Admin token required"};
+inline constexpr problem record_not_found{http::status::not_found, "record-not-found", "No such record"};
 inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
 inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
                                    "A request with this Idempotency-Key is still being processed"};

@@ -60,6 +60,13 @@ struct reserve_result {
     std::optional<record> existing; // !acquired: what the key holds now
 };
 
+// What an operator sees of one key (admin API).
+struct lookup_result {
+    boost::system::error_code ec;   // set: the store failed
+    std::optional<record> existing; // nullopt: no record (never made, expired or removed)
+    std::int64_t expires_in_ms = 0; // time to live left, when `existing`
+};
+
 // One thread's handle on the store. Not thread-safe: use it from its executor only.
 class session {
 public:
@@ -78,6 +85,13 @@ public:
     // Delete the key, only if it still holds owner_token (error::not_owner otherwise).
     virtual boost::asio::awaitable<boost::system::error_code> release(scope s,
                                                                       std::string_view owner_token) = 0;
+
+    // Operator access (admin API), off the request path. The defaults answer store_unavailable
+    // for a backend that has not implemented them.
+    // The record a key holds and its remaining TTL.
+    virtual boost::asio::awaitable<lookup_result> lookup(scope s);
+    // Deletes the key whatever it holds (no owner check: an operator's decision). Sets `removed`.
+    virtual boost::asio::awaitable<boost::system::error_code> remove(scope s, bool& removed);
 };
 
 // The process-wide store.

@@ -1,0 +1,20 @@
+// Defaults of store::session's operator operations, for backends that do not offer them.
+#include <idemgate/common/error.hpp>
+#include <idemgate/store/store.hpp>
+
+namespace idemgate::store {
+
+boost::asio::awaitable<lookup_result> session::lookup(scope)
+{
+    lookup_result out;
+    out.ec = make_error_code(error::store_unavailable);
+    co_return out;
+}
+
+boost::asio::awaitable<boost::system::error_code> session::remove(scope, bool& removed)
+{
+    removed = false;
+    co_return make_error_code(error::store_unavailable);
+}
+
+} // namespace idemgate::store
