@@ -497,7 +497,7 @@ private:
         // `password` is not a key: secrets come from the environment, never from the file (STYLE.md).
         map_view map(*this, child(store, "redis"), "store.redis",
                      {"address", "password_env", "db", "key_prefix", "command_timeout", "connect_timeout",
-                      "reconnect_backoff_max"});
+                      "reconnect_backoff_max", "eviction_check_interval"});
         read_endpoint(map, "address", redis.address);
         read_int(map, "db", redis.db, 0, 15);
         if (auto text = scalar(map, "key_prefix", "a string")) {
@@ -514,6 +514,7 @@ private:
         read_duration(map, "command_timeout", redis.command_timeout);
         read_duration(map, "connect_timeout", redis.connect_timeout);
         read_duration(map, "reconnect_backoff_max", redis.reconnect_backoff_max);
+        read_duration(map, "eviction_check_interval", redis.eviction_check_interval, true);
 
         read_string(map, "password_env", redis.password_env);
         if (!redis.password_env.empty()) {
@@ -783,7 +784,8 @@ private:
             return;
         const char* value = getenv_(admin.token_env.c_str());
         if (!value || !*value)
-            problem(map.path_of("token_env"), "environment variable " + quote(admin.token_env) + " is not set");
+            problem(map.path_of("token_env"),
+                    "environment variable " + quote(admin.token_env) + " is not set");
         else if (std::string_view(value).size() < 16)
             problem(map.path_of("token_env"),
                     "environment variable " + quote(admin.token_env) + " must hold at least 16 bytes");

@@ -7,7 +7,11 @@ namespace idemgate::store {
 std::shared_ptr<backend> make_backend(const config::store_config& cfg)
 {
     switch (cfg.type) {
-    case config::store_type::redis: return make_redis_backend(cfg.redis);
+    case config::store_type::redis: {
+        redis_options options;
+        options.eviction_check_interval = cfg.redis.eviction_check_interval;
+        return make_redis_backend(cfg.redis, options);
+    }
     case config::store_type::memory: break;
     }
     memory_options options;

@@ -32,6 +32,7 @@ struct redis_config {
     duration command_timeout{250};       // per command; a timeout means "outcome unknown"
     duration connect_timeout{1000};
     duration reconnect_backoff_max{2000}; // reconnect with exponential backoff up to this
+    duration eviction_check_interval{30000}; // re-read maxmemory-policy; 0 = on (re)connect only
 };
 
 struct memory_config {
