@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz with clang + ASan/UBSan into build-fuzz/ and runs
+# each for the given number of seconds, starting from the seeds in tests/fuzz/corpus/<target>/.
+# New inputs go to build-fuzz/corpus/<target>/ (outside the tree), crashes to
+# build-fuzz/artifacts/<target>/. Exits non-zero if any target crashed, leaked, hit a sanitizer
+# report or timed out.
+#   bash scripts/fuzz.sh [seconds-per-target, default 60]
+# Needs Debian's clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+build_dir="${BUILD_DIR:-build-fuzz}"
+targets=(fuzz_request_parse fuzz_record_decode)
+
+# Not Release: -DNDEBUG would switch off Boost's and Beast's own assertions.
+CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only" \
+  -DIDEMGATE_FUZZ=ON -DIDEMGATE_SANITIZE=address -DIDEMGATE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build_dir" -j "${JOBS:-2}" --target "${targets[@]}"
+
+# UBSan only prints and goes on by default: make every report a crash libFuzzer keeps.
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+
+failed=()
+for t in "${targets[@]}"; do
+  corpus="$build_dir/corpus/$t"
+  artifacts="$build_dir/artifacts/$t"
+  log="$build_dir/$t.log"
+  mkdir -p "$corpus" "$artifacts"
+  echo "fuzz: $t for ${seconds}s (log: $log)"
+  rc=0
+  "$build_dir/bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/" "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  echo "fuzz: $t: ${execs:-?} runs, ${rate:-?} exec/s, corpus $(find "$corpus" -type f | wc -l) files, exit $rc"
+  if ((rc != 0)); then
+    failed+=("$t")
+    tail -n 60 "$log"
+    ls -1 "$artifacts"/* 2>/dev/null | sed 's/^/fuzz: reproducer: /' || true
+  fi
+done
+
+if ((${#failed[@]} > 0)); then
+  echo "fuzz: FAILED: ${failed[*]} (reproduce with $build_dir/bin/<target> <reproducer>)"
+  exit 1
+fi
+echo "fuzz: all ${#targets[@]} targets ran ${seconds}s without a finding"

@@ -1,0 +1,73 @@
+// libFuzzer target: any bytes through the store's record decoder (what a Redis GET or a Lua
+// script reply hands back). Garbage must end as record_corrupt without touching the output;
+// a decoded record must re-encode to a canonical form that decodes to the same record.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <idemgate/common/error.hpp>
+#include <idemgate/store/record_codec.hpp>
+#include <string>
+#include <string_view>
+
+namespace {
+
+using namespace idemgate;
+using namespace idemgate::store;
+
+void require(bool ok, const char* what)
+{
+    if (!ok) {
+        std::fprintf(stderr, "fuzz_record_decode: invariant broken: %s\n", what);
+        std::abort();
+    }
+}
+
+// A record no decoder produces, to see that a failed decode leaves its output alone.
+record sentinel()
+{
+    record r;
+    r.state = record_state::completed;
+    r.fingerprint = "sentinel";
+    r.owner_token = "untouched";
+    r.created_unix_ms = -1;
+    r.response.status = 599;
+    r.response.body = "left alone";
+    return r;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+{
+    std::string_view bytes(reinterpret_cast<const char*>(data), size);
+    record decoded = sentinel();
+    if (auto ec = decode_record(bytes, decoded)) {
+        require(ec == make_error_code(error::record_corrupt), "a decode failed with another error");
+        require(decoded == sentinel(), "a failed decode changed its output");
+        return 0;
+    }
+    if (decoded.state == record_state::in_flight)
+        require(decoded.response == stored_response{}, "an in-flight record carries a response");
+
+    // The input may be a non-canonical spelling (an unpacked hex token, a redundant reason);
+    // its re-encoding is canonical: decoding it gives the same record and encoding is a fixpoint.
+    auto encoded = encode_record(decoded);
+    require(encoded.size() <= bytes.size(), "the canonical encoding is longer than the input");
+    require(encoded.starts_with(owner_prefix(decoded.owner_token)),
+            "the encoding does not start with the owner prefix the Lua scripts compare");
+    record again;
+    require(!decode_record(encoded, again), "a re-encoded record does not decode");
+    require(again == decoded, "decode(encode(r)) != r");
+    require(encode_record(again) == encoded, "encoding is not deterministic");
+
+    // The decoder reads left to right, so no strict prefix and no extension is a record.
+    record cut = sentinel();
+    require(decode_record(std::string_view(encoded).substr(0, encoded.size() - 1), cut) ==
+                make_error_code(error::record_corrupt),
+            "a truncated record decoded");
+    require(decode_record(encoded + '\0', cut) == make_error_code(error::record_corrupt),
+            "a record with a trailing byte decoded");
+    require(cut == sentinel(), "a failed decode changed its output");
+    return 0;
+}
