@@ -13,6 +13,7 @@ build_pkgs=(
   libhiredis-dev        # Redis protocol reader/formatter
   libsqlite3-dev        # sample order service persistence
   redis-server          # the shared store, started by tests and the demo
+  clang libclang-rt-14-dev  # libFuzzer + its ASan/UBSan runtimes (scripts/fuzz.sh, run by the tests)
 )
 runtime_pkgs=(
   libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 ca-certificates curl
