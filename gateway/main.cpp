@@ -8,6 +8,7 @@
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/gateway/server.hpp>
 #include <idemgate/store/backend_factory.hpp>
+#include <idemgate/store/memory_store.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <string>
 
@@ -82,6 +83,11 @@ int main(int argc, char** argv)
         if (auto redis = std::dynamic_pointer_cast<idemgate::store::redis_backend>(backend))
             extra = [redis](std::string& out) {
                 idemgate::gateway::render_redis_metrics(redis->stats(), out);
+            };
+        else if (idemgate::store::memory_store_stats(*backend))
+            extra = [backend](std::string& out) {
+                if (auto stats = idemgate::store::memory_store_stats(*backend))
+                    idemgate::gateway::render_memory_metrics(*stats, out);
             };
         idemgate::gateway::server srv(std::move(cfg), backend, std::move(extra));
         srv.bind();

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <atomic>
+#include <cstdlib>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -351,3 +352,18 @@ TEST_CASE("upstream trailer fields are neither passed to the client nor recorded
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("a full memory store shows in /metrics: entries and refused keys")
+{
+    if (const char* s = std::getenv("IDEMGATE_TEST_STORE"); s && std::string(s) != "memory")
+        return; // memory-store metrics only
+    gateway_options options;
+    options.memory_max_entries = 2;
+    gateway_fixture f(options);
+    CHECK(f.post("/api/orders", unique_key("full-a"), "{}").status == 201);
+    CHECK(f.post("/api/orders", unique_key("full-b"), "{}").status == 201);
+    CHECK(is_problem(f.post("/api/orders", unique_key("full-c"), "{}"), 503));
+    auto metrics = http_request(f.gateway->admin_port(), "GET", "/metrics");
+    CHECK(metrics.body.find("idemgate_memory_store_entries 2") != std::string::npos);
+    CHECK(metrics.body.find("idemgate_memory_store_refused_total 1") != std::string::npos);
+}

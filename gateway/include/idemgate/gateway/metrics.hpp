@@ -11,6 +11,7 @@
 
 namespace idemgate::store {
 struct redis_stats;
+struct memory_stats;
 }
 
 namespace idemgate::gateway {
@@ -47,5 +48,8 @@ struct metrics {
 
 // Appends the Redis store's counters and command latency histogram (idemgate_redis_*).
 void render_redis_metrics(const store::redis_stats& s, std::string& out);
+
+// Appends the memory store's gauges and counters (idemgate_memory_store_*).
+void render_memory_metrics(const store::memory_stats& s, std::string& out);
 
 } // namespace idemgate::gateway
