@@ -102,6 +102,16 @@ void count_store_error(metrics& stats, store_op op)
     stats.store_errors[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed);
 }
 
+// The bookkeeping of every finished store operation: its latency, and its failure if any.
+boost::system::error_code account(metrics& stats, store_op op, clock_type::time_point started,
+                                  boost::system::error_code ec)
+{
+    observe(stats, op, started);
+    if (ec)
+        count_store_error(stats, op);
+    return ec;
+}
+
 // Phase 1: which route, is the request guarded, and are its key and tenant well-formed?
 // Returns the rejection, or nothing with `facts` filled for a guarded or pass-through request.
 std::optional<handled> classify_request(const config::route_config& route, const request_type& req,
@@ -167,9 +177,8 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
         in_flight.state = store::record_state::outcome_unknown;
         auto t1 = clock_type::now();
         auto ec = co_await w.store->complete(scope, in_flight, policy.record_ttl);
-        observe(ctx.stats, store_op::complete, t1);
+        account(ctx.stats, store_op::complete, t1, ec);
         if (ec) {
-            count_store_error(ctx.stats, store_op::complete);
             log::warn("store could not hold a key whose outcome is unknown; it is released by lock_ttl",
                       {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
         } else {
@@ -182,9 +191,8 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
         h.result = outcome::upstream_error;
         auto t1 = clock_type::now();
         auto ec = co_await w.store->release(scope, in_flight.owner_token);
-        observe(ctx.stats, store_op::release, t1);
+        account(ctx.stats, store_op::release, t1, ec);
         if (ec) {
-            count_store_error(ctx.stats, store_op::release);
             log::warn("store release failed; the key stays locked until lock_ttl",
                       {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
         }
@@ -208,10 +216,9 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
     done.response.body = std::move(h.response.body());
     auto t1 = clock_type::now();
     auto ec = co_await w.store->complete(scope, done, policy.record_ttl);
-    observe(ctx.stats, store_op::complete, t1);
+    account(ctx.stats, store_op::complete, t1, ec);
     h.response.body() = std::move(done.response.body);
     if (ec) {
-        count_store_error(ctx.stats, store_op::complete);
         ctx.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
         log::warn("store complete failed; the response was sent but not recorded",
                   {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
@@ -288,12 +295,9 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
 
     auto t0 = clock_type::now();
     store::reserve_result reserved = co_await w.store->reserve(scope, in_flight, policy.lock_ttl);
-    observe(ctx.stats, store_op::reserve, t0);
-    if (reserved.ec) {
-        count_store_error(ctx.stats, store_op::reserve);
+    if (account(ctx.stats, store_op::reserve, t0, reserved.ec))
         log::warn("store reserve failed",
                   {{"error", reserved.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
-    }
 
     auto action = decide_after_reserve(reserved, in_flight.fingerprint, ctx.cfg.store.on_failure);
     if (shadow && action != reserve_action::forward_and_record) {

@@ -1,8 +1,3 @@
-#include <array>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <charconv>
 #include <idemgate/gateway/wire.hpp>
 
