@@ -1,4 +1,5 @@
 // idemgate: a reverse-proxy idempotency gateway. Thin entry point over idemgate::gateway.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -78,7 +79,12 @@ int main(int argc, char** argv)
         idemgate::log::warn("risky configuration", {{"warning", w}});
 
     try {
-        auto backend = idemgate::store::make_backend(cfg.store);
+        // Redis publishes settlements only when some route waits for them (wait mode).
+        bool any_route_waits = std::any_of(cfg.routes.begin(), cfg.routes.end(), [](const auto& r) {
+            return r.idempotency.enabled &&
+                   r.idempotency.on_in_flight == idemgate::config::in_flight_mode::wait;
+        });
+        auto backend = idemgate::store::make_backend(cfg.store, any_route_waits);
         std::function<void(std::string&)> extra;
         if (auto redis = std::dynamic_pointer_cast<idemgate::store::redis_backend>(backend))
             extra = [redis](std::string& out) {

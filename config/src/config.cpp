@@ -69,6 +69,29 @@ bool is_tchar(char c)
            symbols.find(c) != std::string_view::npos;
 }
 
+// A tenant name: 1 to 255 visible ASCII characters, as the gateway accepts in the header.
+bool is_visible_ascii(std::string_view text)
+{
+    if (text.empty() || text.size() > 255)
+        return false;
+    for (char c : text)
+        if (c < 0x21 || c > 0x7e)
+            return false;
+    return true;
+}
+
+// "200", "0.5": a finite number >= 0 written in plain decimal.
+std::optional<double> parse_rate(std::string_view text)
+{
+    if (text.empty() || !(is_digit(text.front())))
+        return std::nullopt;
+    double value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::fixed);
+    if (ec != std::errc{} || end != text.data() + text.size() || !(value >= 0) || value > 1e9)
+        return std::nullopt;
+    return value;
+}
+
 bool is_token(std::string_view text)
 {
     if (text.empty())
@@ -425,7 +448,7 @@ public:
     {
         map_view top(*this, root, "",
                      {"listen", "admin_listen", "threads", "access_log", "store", "upstreams", "routes",
-                      "limits", "timeouts", "admin"});
+                      "limits", "timeouts", "admin", "tenants"});
         if (root.IsDefined() && !root.IsNull() && !root.IsMap())
             return; // reported by `top`; nothing below can be read.
         read_endpoint(top, "listen", cfg.listen);
@@ -438,6 +461,7 @@ public:
         load_limits(top, cfg.limits);
         load_timeouts(top, cfg.timeouts);
         load_admin(top, cfg.admin);
+        load_tenants(top, cfg.tenants);
         for (std::size_t i = 0; i < cfg.routes.size(); ++i)
             if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
                 cfg.store.key_secret_env.empty())
@@ -603,7 +627,7 @@ private:
         map_view map(*this, node, path,
                      {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
                       "mismatch_status", "credential_headers", "fingerprint", "mode", "expose_expiry",
-                      "on_unknown_outcome"});
+                      "on_unknown_outcome", "on_in_flight", "wait_timeout"});
         idem.enabled = true;
 
         if (const auto* methods = map.find("methods"))
@@ -636,6 +660,15 @@ private:
                 problem(map.path_of("on_unknown_outcome"),
                         quote(*text) + " is not allowed (use release or hold)");
         }
+        if (auto text = scalar(map, "on_in_flight", "a string")) {
+            if (*text == "reject")
+                idem.on_in_flight = in_flight_mode::reject;
+            else if (*text == "wait")
+                idem.on_in_flight = in_flight_mode::wait;
+            else
+                problem(map.path_of("on_in_flight"), quote(*text) + " is not allowed (use reject or wait)");
+        }
+        read_duration(map, "wait_timeout", idem.wait_timeout);
 
         if (auto text = scalar(map, "mismatch_status", "an integer")) {
             if (*text == "409")
@@ -768,12 +801,52 @@ private:
 
     void load_limits(const map_view& top, limits_config& limits)
     {
-        map_view map(*this, child(top, "limits"), "limits",
-                     {"max_request_body", "max_response_body", "max_header_bytes", "max_connections"});
+        map_view map(
+            *this, child(top, "limits"), "limits",
+            {"max_request_body", "max_response_body", "max_header_bytes", "max_connections", "max_waiting"});
         read_size(map, "max_request_body", limits.max_request_body);
         read_size(map, "max_response_body", limits.max_response_body);
         read_size(map, "max_header_bytes", limits.max_header_bytes, false);
         read_int(map, "max_connections", limits.max_connections, 1, std::numeric_limits<std::size_t>::max());
+        read_int(map, "max_waiting", limits.max_waiting, 0, std::numeric_limits<std::size_t>::max());
+    }
+
+    // tenants: { <tenant>: { max_in_flight, new_keys_per_second, record_ttl, lock_ttl } }
+    void load_tenants(const map_view& top, std::map<std::string, tenant_config, std::less<>>& tenants)
+    {
+        map_view all(*this, child(top, "tenants"), "tenants", {});
+        for (const auto& [name, node] : all.entries()) {
+            auto path = all.path_of(name);
+            if (name != "default" && !detail::is_visible_ascii(name)) {
+                problem(path, "a tenant is 1 to 255 visible ASCII characters, as in the tenant header");
+                continue;
+            }
+            map_view map(*this, node, path,
+                         {"max_in_flight", "new_keys_per_second", "record_ttl", "lock_ttl"});
+            tenant_config t;
+            read_int(map, "max_in_flight", t.max_in_flight, 0, 1000000000);
+            if (auto text = scalar(map, "new_keys_per_second", "a number")) {
+                auto rate = detail::parse_rate(*text);
+                if (!rate)
+                    problem(map.path_of("new_keys_per_second"),
+                            quote(*text) + " is not a rate (a number >= 0, e.g. 200 or 0.5)");
+                else
+                    t.new_keys_per_second = *rate;
+            }
+            if (map.find("record_ttl")) {
+                duration d{0};
+                read_duration(map, "record_ttl", d);
+                if (d.count() > 0)
+                    t.record_ttl = d;
+            }
+            if (map.find("lock_ttl")) {
+                duration d{0};
+                read_duration(map, "lock_ttl", d);
+                if (d.count() > 0)
+                    t.lock_ttl = d;
+            }
+            tenants.emplace(name, t);
+        }
     }
 
     void load_admin(const map_view& top, admin_config& admin)
@@ -888,11 +961,31 @@ std::string fingerprint_config::describe() const
     return out;
 }
 
+const tenant_config* config::find_tenant(std::string_view tenant) const
+{
+    if (tenants.empty())
+        return nullptr;
+    if (auto it = tenants.find(tenant); it != tenants.end())
+        return &it->second;
+    if (auto it = tenants.find(std::string_view("default")); it != tenants.end())
+        return &it->second;
+    return nullptr;
+}
+
 std::vector<std::string> warnings(const config& cfg)
 {
     std::vector<std::string> out;
     const auto& t = cfg.timeouts;
     auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
+    for (const auto& [name, tenant] : cfg.tenants) {
+        if (!tenant.lock_ttl || *tenant.lock_ttl >= needed)
+            continue;
+        out.push_back("tenants." + name + ".lock_ttl: " + std::to_string(tenant.lock_ttl->count()) +
+                      "ms is not above 2 x timeouts.upstream_connect + timeouts.upstream_response + 1s (" +
+                      std::to_string(needed.count()) +
+                      "ms): the lock can expire while the first request still runs, and a duplicate would "
+                      "execute too");
+    }
     for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
         const auto& idem = cfg.routes[i].idempotency;
         if (!idem.enabled || idem.lock_ttl >= needed)

@@ -14,6 +14,7 @@ std::string_view to_string(outcome o) noexcept
     case outcome::store_error: return "store_error";
     case outcome::pass_through: return "pass_through";
     case outcome::upstream_error: return "upstream_error";
+    case outcome::throttled: return "throttled";
     }
     return "unknown";
 }
@@ -47,6 +48,22 @@ request_verdict classify(const config::idempotency_config& policy, const request
     return request_verdict::guard;
 }
 
+namespace {
+
+// What a record someone else made means for a request with `fingerprint`.
+reserve_action decide_on_record(const store::record& rec, std::string_view fingerprint) noexcept
+{
+    if (rec.fingerprint != fingerprint)
+        return reserve_action::fingerprint_mismatch;
+    if (rec.state == store::record_state::completed)
+        return reserve_action::replay;
+    if (rec.state == store::record_state::outcome_unknown)
+        return reserve_action::outcome_unknown;
+    return reserve_action::in_flight_conflict;
+}
+
+} // namespace
+
 reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
                                     config::failure_mode on_failure) noexcept
 {
@@ -55,14 +72,48 @@ reserve_action decide_after_reserve(const store::reserve_result& result, std::st
                                                           : reserve_action::pass_through_store_failure;
     if (result.acquired)
         return reserve_action::forward_and_record;
-    const auto& rec = *result.existing;
-    if (rec.fingerprint != fingerprint)
-        return reserve_action::fingerprint_mismatch;
-    if (rec.state == store::record_state::completed)
-        return reserve_action::replay;
-    if (rec.state == store::record_state::outcome_unknown)
-        return reserve_action::outcome_unknown;
-    return reserve_action::in_flight_conflict;
+    return decide_on_record(*result.existing, fingerprint);
+}
+
+reserve_action decide_after_wait(const store::wait_result& result, std::string_view fingerprint) noexcept
+{
+    if (result.ec || result.timed_out)
+        return reserve_action::in_flight_conflict;
+    if (!result.existing)
+        return reserve_action::released_conflict;
+    return decide_on_record(*result.existing, fingerprint);
+}
+
+tenant_policy resolve_tenant_policy(const config::config& cfg, const config::idempotency_config& route,
+                                    std::string_view tenant)
+{
+    tenant_policy out;
+    out.lock_ttl = route.lock_ttl;
+    out.record_ttl = route.record_ttl;
+    const auto* t = cfg.find_tenant(tenant);
+    if (!t)
+        return out;
+    out.limits.max_in_flight = t->max_in_flight;
+    out.limits.new_keys_per_second = t->new_keys_per_second;
+    out.limited = t->limited();
+    out.lock_ttl = t->lock_ttl.value_or(route.lock_ttl);
+    out.record_ttl = t->record_ttl.value_or(route.record_ttl);
+    return out;
+}
+
+quota_action decide_after_admit(const store::admit_result& result, config::failure_mode on_failure) noexcept
+{
+    if (result.ec)
+        return on_failure == config::failure_mode::reject ? quota_action::reject_store_failure
+                                                          : quota_action::forward;
+    return result.verdict == store::admission::admitted ? quota_action::forward : quota_action::reject_quota;
+}
+
+long long retry_after_seconds(long long ms) noexcept
+{
+    if (ms <= 1000)
+        return 1;
+    return (ms + 999) / 1000;
 }
 
 completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent,
@@ -108,6 +159,7 @@ shadow_finding shadow_after_reserve(reserve_action a) noexcept
     case reserve_action::pass_through_store_failure: return shadow_finding::none;
     case reserve_action::replay: return shadow_finding::would_replay;
     case reserve_action::in_flight_conflict:
+    case reserve_action::released_conflict:
     case reserve_action::outcome_unknown: return shadow_finding::would_conflict;
     case reserve_action::fingerprint_mismatch: return shadow_finding::would_mismatch;
     case reserve_action::reject_store_failure: return shadow_finding::would_reject;

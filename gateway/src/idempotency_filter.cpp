@@ -167,7 +167,8 @@ std::optional<handled> classify_request(const config::route_config& route, const
 
 // Phase 3: the upstream answered (or did not); keep the answer for replay or free the key.
 asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope, store::record& in_flight,
-                             const config::idempotency_config& policy, bool answered, handled& h)
+                             const config::idempotency_config& policy, config::duration record_ttl,
+                             bool answered, handled& h)
 {
     auto completion =
         decide_after_upstream(answered, h.response.result_int(), h.request_sent, policy.on_unknown_outcome);
@@ -176,14 +177,14 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
         h.result = outcome::upstream_error;
         in_flight.state = store::record_state::outcome_unknown;
         auto t1 = clock_type::now();
-        auto ec = co_await w.store->complete(scope, in_flight, policy.record_ttl);
+        auto ec = co_await w.store->complete(scope, in_flight, record_ttl);
         account(ctx.stats, store_op::complete, t1, ec);
         if (ec) {
             log::warn("store could not hold a key whose outcome is unknown; it is released by lock_ttl",
                       {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
         } else {
             log::warn("outcome unknown: the request was sent upstream and no answer came; the key is held",
-                      {{"tenant", h.tenant}, {"key", h.key}, {"record_ttl_ms", policy.record_ttl.count()}});
+                      {{"tenant", h.tenant}, {"key", h.key}, {"record_ttl_ms", record_ttl.count()}});
         }
         co_return;
     }
@@ -201,7 +202,7 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
     // The expiry header is part of the recorded answer, so every replay carries the same value.
     // The store's TTL starts at complete, a moment later: the header is never later than the truth.
     if (policy.expose_expiry)
-        h.response.set("Idempotency-Expires", http_date(log::now_unix_ms() + policy.record_ttl.count()));
+        h.response.set("Idempotency-Expires", http_date(log::now_unix_ms() + record_ttl.count()));
     store::record done;
     done.state = store::record_state::completed;
     done.fingerprint = std::move(in_flight.fingerprint);
@@ -215,7 +216,7 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
     // Move the body into the record and back: no copy of the body on the hot path.
     done.response.body = std::move(h.response.body());
     auto t1 = clock_type::now();
-    auto ec = co_await w.store->complete(scope, done, policy.record_ttl);
+    auto ec = co_await w.store->complete(scope, done, record_ttl);
     account(ctx.stats, store_op::complete, t1, ec);
     h.response.body() = std::move(done.response.body);
     if (ec) {
@@ -224,6 +225,81 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
                   {{"error", ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
         h.response.erase("Idempotency-Expires"); // nothing will be replayed
     }
+}
+
+// Wait mode: a duplicate of an in-flight request waits for the first one to settle, within
+// limits.max_waiting per process. Returns what to answer; `existing` gets the record to replay.
+asio::awaitable<reserve_action> wait_for_first(gateway_context& ctx, worker& w, store::scope scope,
+                                               const config::idempotency_config& policy,
+                                               std::string_view fingerprint,
+                                               std::optional<store::record>& existing)
+{
+    auto& stats = ctx.stats;
+    if (stats.waiting.fetch_add(1, std::memory_order_relaxed) >=
+        static_cast<std::int64_t>(ctx.cfg.limits.max_waiting)) {
+        stats.waiting.fetch_sub(1, std::memory_order_relaxed);
+        stats.waits[static_cast<int>(wait_end::refused)].fetch_add(1, std::memory_order_relaxed);
+        co_return reserve_action::reject_store_failure; // answered as too-many-waiting by the caller
+    }
+    store::wait_result waited = co_await w.store->wait_settled(scope, policy.wait_timeout);
+    stats.waiting.fetch_sub(1, std::memory_order_relaxed);
+    if (waited.ec)
+        log::warn("store failed while a duplicate waited; answered 409", {{"error", waited.ec.message()}});
+    auto action = decide_after_wait(waited, fingerprint);
+    auto end = waited.ec || waited.timed_out                 ? wait_end::timed_out
+               : action == reserve_action::released_conflict ? wait_end::released
+                                                             : wait_end::settled;
+    stats.waits[static_cast<int>(end)].fetch_add(1, std::memory_order_relaxed);
+    existing = std::move(waited.existing);
+    co_return action;
+}
+
+// Tenant quotas: admits a new reservation (the key is already ours) or answers 429 / 503 and
+// releases the key. `admitted` says whether leave() must follow.
+asio::awaitable<std::optional<handled>> admit_new_key(gateway_context& ctx, worker& w, store::scope scope,
+                                                      const store::record& in_flight, const tenant_policy& tp,
+                                                      handled& h, unsigned version, bool& admitted)
+{
+    admitted = false;
+    store::admit_result adm =
+        co_await w.store->admit(h.tenant, in_flight.owner_token, tp.limits, tp.lock_ttl);
+    if (adm.ec) {
+        ctx.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
+        log::warn("store could not check the tenant quota",
+                  {{"error", adm.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
+    }
+    auto action = decide_after_admit(adm, ctx.cfg.store.on_failure);
+    if (action == quota_action::forward) {
+        admitted = !adm.ec;
+        co_return std::nullopt;
+    }
+    // The key was reserved for nothing: free it so the client's retry can run.
+    auto t1 = clock_type::now();
+    auto ec = co_await w.store->release(scope, in_flight.owner_token);
+    account(ctx.stats, store_op::release, t1, ec);
+    handled out;
+    out.tenant = h.tenant;
+    out.key = h.key;
+    out.principal = h.principal;
+    if (action == quota_action::reject_quota) {
+        bool in_flight_limit = adm.verdict == store::admission::too_many_in_flight;
+        ctx.stats.tenant_throttled[in_flight_limit ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
+        out.response =
+            make_problem(problems::tenant_quota,
+                         in_flight_limit ? "the tenant has max_in_flight requests in flight already"
+                                         : "the tenant's new_keys_per_second is exhausted",
+                         version, true);
+        out.response.set(http::field::retry_after,
+                         std::to_string(retry_after_seconds(adm.retry_after.count())));
+        out.result = outcome::throttled;
+    } else {
+        out.response = make_problem(
+            problems::store_unavailable,
+            "the request was not forwarded because its tenant quota cannot be checked", version, true);
+        out.response.set(http::field::retry_after, "1");
+        out.result = outcome::store_error;
+    }
+    co_return out;
 }
 
 } // namespace
@@ -293,8 +369,9 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     in_flight.owner_token = w.new_owner_token();
     in_flight.created_unix_ms = log::now_unix_ms();
 
+    auto tp = resolve_tenant_policy(ctx.cfg, policy, h.tenant);
     auto t0 = clock_type::now();
-    store::reserve_result reserved = co_await w.store->reserve(scope, in_flight, policy.lock_ttl);
+    store::reserve_result reserved = co_await w.store->reserve(scope, in_flight, tp.lock_ttl);
     if (account(ctx.stats, store_op::reserve, t0, reserved.ec))
         log::warn("store reserve failed",
                   {{"error", reserved.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
@@ -313,6 +390,18 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
         co_return h;
     }
 
+    if (action == reserve_action::in_flight_conflict && policy.on_in_flight == config::in_flight_mode::wait) {
+        action = co_await wait_for_first(ctx, w, scope, policy, in_flight.fingerprint, reserved.existing);
+        if (action == reserve_action::reject_store_failure) {
+            h.response =
+                make_problem(problems::too_many_waiting,
+                             "limits.max_waiting duplicates are waiting already; retry later", version, true);
+            h.response.set(http::field::retry_after, "1");
+            h.result = outcome::conflict;
+            co_return h;
+        }
+    }
+
     switch (action) {
     case reserve_action::replay:
         h.response = replay_response(std::move(reserved.existing->response), version);
@@ -322,6 +411,14 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
         h.response =
             make_problem(problems::in_flight, "the first request with this key has not finished; retry later",
                          version, true);
+        h.response.set(http::field::retry_after, "1");
+        h.result = outcome::conflict;
+        co_return h;
+    case reserve_action::released_conflict:
+        h.response = make_problem(problems::released,
+                                  "the first request with this key failed and was released while this one "
+                                  "waited; retry to run it",
+                                  version, true);
         h.response.set(http::field::retry_after, "1");
         h.result = outcome::conflict;
         co_return h;
@@ -356,9 +453,23 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     case reserve_action::forward_and_record: break;
     }
 
+    bool admitted = false;
+    if (tp.limited && !shadow) {
+        auto refusal = co_await admit_new_key(ctx, w, scope, in_flight, tp, h, version, admitted);
+        if (refusal)
+            co_return std::move(*refusal);
+    }
+
     h.result = outcome::executed;
     bool answered = co_await forward(ctx, w, *route, req, client, h, scratch);
-    co_await settle(ctx, w, scope, in_flight, policy, answered, h);
+    // settle() moves the token into the record: keep a copy for leave().
+    std::string token = admitted ? in_flight.owner_token : std::string();
+    co_await settle(ctx, w, scope, in_flight, policy, tp.record_ttl, answered, h);
+    if (admitted) {
+        auto ec = co_await w.store->leave(h.tenant, token);
+        if (ec)
+            ctx.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
+    }
     co_return h;
 }
 

@@ -76,6 +76,28 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
         prometheus::sample(out, "idemgate_shadow_total", "would=\"" + std::string(name) + "\"",
                            static_cast<double>(shadow[static_cast<std::size_t>(i)].load()));
     }
+    prometheus::header(out, "idemgate_tenant_throttled_total", "counter",
+                       "New keys refused with 429 by their tenant's quota, by limit.");
+    prometheus::sample(out, "idemgate_tenant_throttled_total", "limit=\"max_in_flight\"",
+                       static_cast<double>(tenant_throttled[0].load()));
+    prometheus::sample(out, "idemgate_tenant_throttled_total", "limit=\"new_keys_per_second\"",
+                       static_cast<double>(tenant_throttled[1].load()));
+    prometheus::header(out, "idemgate_tenant_quota_errors_total", "counter",
+                       "Tenant quota checks the store could not answer (on_failure decides).");
+    prometheus::sample(out, "idemgate_tenant_quota_errors_total", "",
+                       static_cast<double>(tenant_quota_errors.load()));
+    prometheus::header(out, "idemgate_waiting", "gauge",
+                       "Duplicates of in-flight requests waiting for the first answer (on_in_flight: wait).");
+    prometheus::sample(out, "idemgate_waiting", "", static_cast<double>(waiting.load()));
+    prometheus::header(out, "idemgate_waits_total", "counter",
+                       "Waits of duplicates by how they ended: settled (replay or other answer), released "
+                       "(409), timed_out (409), refused (limits.max_waiting, 503).");
+    {
+        static constexpr const char* ends[] = {"settled", "released", "timed_out", "refused"};
+        for (std::size_t i = 0; i < 4; ++i)
+            prometheus::sample(out, "idemgate_waits_total", std::string("result=\"") + ends[i] + "\"",
+                               static_cast<double>(waits[i].load()));
+    }
     prometheus::header(out, "idemgate_ready", "gauge",
                        "1 when the gateway is ready (store reachable, not draining).");
     prometheus::sample(out, "idemgate_ready", "", ready ? 1.0 : 0.0);

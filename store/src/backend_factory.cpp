@@ -4,12 +4,13 @@
 
 namespace idemgate::store {
 
-std::shared_ptr<backend> make_backend(const config::store_config& cfg)
+std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publish_settled)
 {
     switch (cfg.type) {
     case config::store_type::redis: {
         redis_options options;
         options.eviction_check_interval = cfg.redis.eviction_check_interval;
+        options.publish_settled = publish_settled;
         return make_redis_backend(cfg.redis, options);
     }
     case config::store_type::memory: break;

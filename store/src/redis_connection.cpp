@@ -64,6 +64,17 @@ void append_command(std::string& out, std::span<const std::string_view> args)
     }
 }
 
+// A pub/sub message in RESP2: ["message", channel, payload].
+bool is_message(const redisReply& r) noexcept
+{
+    if (r.type != REDIS_REPLY_ARRAY || r.elements != 3)
+        return false;
+    for (std::size_t i = 0; i < 3; ++i)
+        if (r.element[i]->type != REDIS_REPLY_STRING)
+            return false;
+    return std::string_view(r.element[0]->str, r.element[0]->len) == "message";
+}
+
 void log_spawn_failure(std::exception_ptr e)
 {
     if (!e)
@@ -173,6 +184,13 @@ redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<red
 {
 }
 
+redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
+                                   subscriber_hooks hooks)
+    : redis_connection(std::move(ex), std::move(shared))
+{
+    subscriber_ = std::move(hooks);
+}
+
 void redis_connection::start()
 {
     auto self = shared_from_this();
@@ -222,22 +240,29 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                 connecting_ = false;
                 send_waiting();
                 bump(shared_->stats.connects);
-                shared_->stats.connections_up.fetch_add(1, std::memory_order_relaxed);
+                if (!subscriber_)
+                    shared_->stats.connections_up.fetch_add(1, std::memory_order_relaxed);
                 backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
                 if (reported_down)
                     log::info("redis reconnected", {{"address", shared_->cfg.address.to_string()}});
                 reported_down = false;
-                if (!shared_->version_checked.exchange(true))
-                    asio::co_spawn(ex_, check_version(self), log_spawn_failure);
-                // On every (re)connect: a restarted or failed-over server may evict (defect 10).
-                asio::co_spawn(ex_, watch_eviction_policy(self, gen), log_spawn_failure);
+                if (subscriber_) {
+                    if (subscriber_->on_up)
+                        subscriber_->on_up();
+                } else {
+                    if (!shared_->version_checked.exchange(true))
+                        asio::co_spawn(ex_, check_version(self), log_spawn_failure);
+                    // On every (re)connect: a restarted or failed-over server may evict (defect 10).
+                    asio::co_spawn(ex_, watch_eviction_policy(self, gen), log_spawn_failure);
+                }
 
                 while (connected_ && !stopped_) {
                     lost_.expires_at(clock::time_point::max());
                     co_await lost_.async_wait(as_tuple(use_awaitable));
                 }
                 up_ = false;
-                shared_->stats.connections_up.fetch_sub(1, std::memory_order_relaxed);
+                if (!subscriber_)
+                    shared_->stats.connections_up.fetch_sub(1, std::memory_order_relaxed);
                 if (!stopped_) {
                     log::warn("redis connection lost", {{"address", shared_->cfg.address.to_string()}});
                     reported_down = true;
@@ -494,6 +519,12 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
             if (!raw)
                 break;
             reply_ptr reply(static_cast<redisReply*>(raw));
+            if (subscriber_ && is_message(*reply)) {
+                if (subscriber_->on_message)
+                    subscriber_->on_message(std::string_view(reply->element[1]->str, reply->element[1]->len),
+                                            std::string_view(reply->element[2]->str, reply->element[2]->len));
+                continue;
+            }
             if (pending_.empty()) {
                 bump(stats.errors_protocol);
                 log::warn("unexpected reply from redis; reconnecting",
@@ -546,6 +577,8 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     if (gen != generation_ || !connected_)
         return;
     connected_ = false;
+    if (subscriber_ && subscriber_->on_lost)
+        subscriber_->on_lost();
     writer_idle_ = false;
     error_code ignored;
     socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);

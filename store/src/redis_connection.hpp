@@ -9,6 +9,8 @@
 //
 // Everything here runs on the connection's executor (one I/O thread); only shutdown() may be
 // called from elsewhere.
+#include "settle_notifier.hpp"
+
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <memory>
@@ -59,6 +62,7 @@ struct redis_shared {
     std::atomic<bool> version_checked{false};   // the Redis version is checked once per backend
     std::size_t max_pending = 100000;           // commands queued or awaiting a reply
     std::size_t max_pending_bytes = 256u << 20; // bytes queued but not yet written
+    settle_notifier notifier{true};             // wait mode: waiters by channel (= record key)
 
     // Records what CONFIG GET maxmemory-policy answered (`policy`), or that it was refused
     // (nullopt; `why` says how), sets stats.eviction_safe and logs each change once: an error
@@ -78,9 +82,20 @@ private:
     std::atomic<std::uint64_t> unlogged_error_replies_{0};
 };
 
+// A connection in subscriber mode (wait mode's notifications): pub/sub messages go to
+// on_message, every other reply to its command as usual; it skips the version and eviction
+// checks (refused in subscribed state) and does not count towards the store's readiness.
+struct subscriber_hooks {
+    std::function<void(std::string_view channel, std::string_view payload)> on_message;
+    std::function<void()> on_up;   // after each (re)connect and handshake
+    std::function<void()> on_lost; // the connection was lost (or shut down)
+};
+
 class redis_connection : public std::enable_shared_from_this<redis_connection> {
 public:
     redis_connection(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared);
+    redis_connection(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
+                     subscriber_hooks hooks);
 
     // Starts connecting (and reconnecting with backoff) in the background.
     void start();
@@ -117,6 +132,7 @@ private:
 
     boost::asio::any_io_executor ex_;
     std::shared_ptr<redis_shared> shared_;
+    std::optional<subscriber_hooks> subscriber_;
     boost::asio::ip::tcp::socket socket_;
     boost::asio::steady_timer wake_writer_; // cancelled to wake an idle writer
     boost::asio::steady_timer lost_;        // cancelled when the connection is lost

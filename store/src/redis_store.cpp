@@ -1,6 +1,8 @@
 #include "redis_connection.hpp"
+#include "settle_subscriber.hpp"
 
 #include <array>
+#include <cstdio>
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
@@ -13,50 +15,104 @@ namespace idemgate::store {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-std::string redis_key(std::string_view prefix, scope s)
+namespace {
+
+// Percent-encodes ':' '%' and bytes outside printable ASCII, and with `braces` '{' '}' too (a
+// part inside a Redis Cluster hash tag must not end it). Record keys keep their braces: their
+// encoding is unchanged since issue 3, so records made by older versions are still found.
+void append_escaped(std::string& out, std::string_view part, bool braces = false)
 {
     static constexpr char hex[] = "0123456789ABCDEF";
+    for (char ch : part) {
+        auto c = static_cast<unsigned char>(ch);
+        if (c == ':' || c == '%' || (braces && (c == '{' || c == '}')) || c <= 0x20 || c >= 0x7f) {
+            out.push_back('%');
+            out.push_back(hex[c >> 4]);
+            out.push_back(hex[c & 0xf]);
+        } else {
+            out.push_back(ch);
+        }
+    }
+}
+
+} // namespace
+
+std::string redis_key(std::string_view prefix, scope s)
+{
     std::string out;
     out.reserve(prefix.size() + s.tenant.size() + s.key.size() + 2);
-    auto append_escaped = [&out](std::string_view part) {
-        for (char ch : part) {
-            auto c = static_cast<unsigned char>(ch);
-            if (c == ':' || c == '%' || c <= 0x20 || c >= 0x7f) {
-                out.push_back('%');
-                out.push_back(hex[c >> 4]);
-                out.push_back(hex[c & 0xf]);
-            } else {
-                out.push_back(ch);
-            }
-        }
-    };
     out.append(prefix);
     out.push_back(':');
-    append_escaped(s.tenant);
+    append_escaped(out, s.tenant);
     out.push_back(':');
-    append_escaped(s.key);
+    append_escaped(out, s.key);
     return out;
+}
+
+std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string_view tenant)
+{
+    std::string base(prefix);
+    base.append(":q:{");
+    append_escaped(base, tenant, true);
+    base.push_back('}');
+    return {base + ":f", base + ":r"};
 }
 
 namespace {
 
 // KEYS[1] key, ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed record,
-// ARGV[3] record_ttl in ms. The owner token sits right after the version byte of every
-// encoding, so ownership is a prefix comparison.
-constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1])\n"
-                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-                                             "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
-                                             "  return 1\n"
-                                             "end\n"
-                                             "return 0\n";
+// ARGV[3] record_ttl in ms, ARGV[4] "1" to PUBLISH on the key's channel (wait mode). The owner
+// token sits right after the version byte of every encoding, so ownership is a prefix
+// comparison.
+constexpr std::string_view complete_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+    "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+    "  if ARGV[4] == '1' then redis.call('PUBLISH', KEYS[1], 'c') end\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
 
-// KEYS[1] key, ARGV[1] owner prefix.
-constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
-                                            "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-                                            "  redis.call('DEL', KEYS[1])\n"
-                                            "  return 1\n"
-                                            "end\n"
-                                            "return 0\n";
+// KEYS[1] key, ARGV[1] owner prefix, ARGV[2] "1" to PUBLISH.
+constexpr std::string_view release_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+    "  redis.call('DEL', KEYS[1])\n"
+    "  if ARGV[2] == '1' then redis.call('PUBLISH', KEYS[1], 'r') end\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+// KEYS[1] the tenant's in-flight set, KEYS[2] its token bucket; ARGV[1] owner token,
+// ARGV[2] max_in_flight, ARGV[3] new keys per second (0 = unlimited each), ARGV[4] lock_ttl ms.
+// Returns {0, 0} admitted, {1, retry ms} too many in flight, {2, retry ms} rate exceeded.
+// Redis' own clock (TIME) keeps every gateway on one time line.
+constexpr std::string_view admit_script =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local max = tonumber(ARGV[2])\n"
+    "local rate = tonumber(ARGV[3])\n"
+    "local ttl = tonumber(ARGV[4])\n"
+    "if max > 0 then\n"
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+    "  if redis.call('ZCARD', KEYS[1]) >= max then return {1, 1000} end\n"
+    "end\n"
+    "if rate > 0 then\n"
+    "  local burst = math.max(1, rate)\n"
+    "  local b = redis.call('HMGET', KEYS[2], 't', 'ts')\n"
+    "  local tokens = burst\n"
+    "  if b[1] and b[2] then\n"
+    "    tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)\n"
+    "  end\n"
+    "  if tokens < 1 then return {2, math.ceil((1 - tokens) * 1000 / rate)} end\n"
+    "  redis.call('HSET', KEYS[2], 't', tostring(tokens - 1), 'ts', tostring(now))\n"
+    "  redis.call('PEXPIRE', KEYS[2], math.ceil(burst * 1000 / rate) + 1000)\n"
+    "end\n"
+    "if max > 0 then\n"
+    "  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])\n"
+    "  if redis.call('PTTL', KEYS[1]) < ttl + 1000 then redis.call('PEXPIRE', KEYS[1], ttl + 1000) end\n"
+    "end\n"
+    "return {0, 0}\n";
 
 std::string sha1_hex(std::string_view text)
 {
@@ -88,6 +144,20 @@ const lua_script& release_lua()
     return s;
 }
 
+const lua_script& admit_lua()
+{
+    static const lua_script s{admit_script, sha1_hex(admit_script)};
+    return s;
+}
+
+// A rate as the script reads it: plain decimal, enough digits for any configured value.
+std::string rate_text(double rate)
+{
+    char buf[64];
+    int n = std::snprintf(buf, sizeof buf, "%.6f", rate);
+    return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+}
+
 std::string ttl_ms(duration ttl)
 {
     return std::to_string(std::max<duration::rep>(ttl.count(), 1)); // PX 0 is an error
@@ -102,12 +172,18 @@ bool is_noscript(const detail::command_result& r)
 class redis_session final : public session {
 public:
     redis_session(std::shared_ptr<detail::redis_connection> conn,
-                  std::shared_ptr<detail::redis_shared> shared)
-        : conn_(std::move(conn)), shared_(std::move(shared))
+                  std::shared_ptr<detail::redis_shared> shared,
+                  std::shared_ptr<detail::settle_subscriber> subscriber)
+        : conn_(std::move(conn)), shared_(std::move(shared)), subscriber_(std::move(subscriber))
     {
     }
 
-    ~redis_session() override { conn_->shutdown(); }
+    ~redis_session() override
+    {
+        conn_->shutdown();
+        if (subscriber_)
+            subscriber_->shutdown();
+    }
 
     asio::awaitable<reserve_result> reserve(scope s, const record& in_flight, duration lock_ttl) override
     {
@@ -149,17 +225,67 @@ public:
         auto prefix = owner_prefix(completed.owner_token);
         auto value = encode_record(completed);
         auto px = ttl_ms(record_ttl);
-        std::array<std::string_view, 4> argv{prefix, value, px, {}};
-        co_return co_await run_owned("complete", complete_lua(), key,
-                                     std::span<const std::string_view>(argv.data(), 3));
+        std::array<std::string_view, 4> argv{prefix, value, px, publish_flag()};
+        co_return co_await run_owned("complete", complete_lua(), key, argv);
     }
 
     asio::awaitable<error_code> release(scope s, std::string_view owner_token) override
     {
         auto key = redis_key(shared_->cfg.key_prefix, s);
         auto prefix = owner_prefix(owner_token);
-        std::array<std::string_view, 1> argv{prefix};
+        std::array<std::string_view, 2> argv{prefix, publish_flag()};
         co_return co_await run_owned("release", release_lua(), key, argv);
+    }
+
+    asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
+                                        const tenant_limits& limits, duration lock_ttl) override
+    {
+        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant);
+        auto max = std::to_string(limits.max_in_flight);
+        auto rate = rate_text(limits.new_keys_per_second);
+        auto ttl = ttl_ms(lock_ttl);
+        std::array<std::string_view, 6> argv{keys[0], keys[1], owner_token, max, rate, ttl};
+        admit_result out;
+        auto r = co_await run_script("admit", admit_lua(), 2, argv);
+        if (r.ec) {
+            out.ec = r.ec;
+            co_return out;
+        }
+        const auto* reply = r.reply.get();
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+            reply->element[0]->type != REDIS_REPLY_INTEGER ||
+            reply->element[1]->type != REDIS_REPLY_INTEGER) {
+            shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+            out.ec = make_error_code(error::store_protocol);
+            co_return out;
+        }
+        auto code = reply->element[0]->integer;
+        out.verdict = code == 0   ? admission::admitted
+                      : code == 1 ? admission::too_many_in_flight
+                                  : admission::rate_exceeded;
+        out.retry_after = duration(reply->element[1]->integer);
+        co_return out;
+    }
+
+    asio::awaitable<error_code> leave(std::string_view tenant, std::string_view owner_token) override
+    {
+        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant);
+        std::array<std::string_view, 3> zrem{"ZREM", keys[0], owner_token};
+        auto r = co_await conn_->execute(zrem);
+        if (r.ec)
+            log_if_error_reply("leave", "ZREM", r);
+        co_return r.ec;
+    }
+
+    asio::awaitable<wait_result> wait_settled(scope s, duration timeout) override
+    {
+        if (!shared_->options.publish_settled) {
+            wait_result out; // nothing would ever wake the waiter
+            out.ec = make_error_code(error::store_unavailable);
+            co_return out;
+        }
+        auto channel = redis_key(shared_->cfg.key_prefix, s);
+        co_return co_await detail::wait_until_settled(shared_->notifier, *this, s, channel, timeout);
     }
 
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
@@ -216,30 +342,48 @@ public:
     }
 
 private:
-    // EVALSHA the script with one key; on NOSCRIPT (a restarted or flushed server) load it and
-    // retry once. 1 -> ok, 0 -> not_owner.
-    asio::awaitable<error_code> run_owned(std::string_view operation, const lua_script& script,
-                                          std::string_view key, std::span<const std::string_view> script_args)
+    std::string_view publish_flag() const noexcept { return shared_->options.publish_settled ? "1" : "0"; }
+
+    // EVALSHA the script with `keys` keys followed by the other arguments (`args` holds both);
+    // on NOSCRIPT (a restarted or flushed server) load it and retry once. Error replies are
+    // logged; the result carries the reply.
+    asio::awaitable<detail::command_result> run_script(std::string_view operation, const lua_script& script,
+                                                       std::size_t keys,
+                                                       std::span<const std::string_view> args)
     {
-        std::array<std::string_view, 8> args{"EVALSHA", script.sha, "1", key};
-        std::size_t n = 4;
-        for (auto a : script_args)
-            args[n++] = a;
-        std::span<const std::string_view> command(args.data(), n);
+        std::array<std::string_view, 12> command_args{"EVALSHA", script.sha};
+        auto key_count = std::to_string(keys);
+        command_args[2] = key_count;
+        std::size_t n = 3;
+        for (auto a : args)
+            command_args[n++] = a;
+        std::span<const std::string_view> command(command_args.data(), n);
         auto r = co_await conn_->execute(command);
         if (is_noscript(r)) {
             std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script.text};
             auto loaded = co_await conn_->execute(load);
             if (loaded.ec) {
                 log_if_error_reply(operation, "SCRIPT LOAD", loaded);
-                co_return loaded.ec;
+                co_return loaded;
             }
             r = co_await conn_->execute(command);
         }
-        if (r.ec) {
+        if (r.ec)
             log_if_error_reply(operation, "EVALSHA", r);
+        co_return r;
+    }
+
+    // run_script with one key, for the owner-checked scripts: 1 -> ok, 0 -> not_owner.
+    asio::awaitable<error_code> run_owned(std::string_view operation, const lua_script& script,
+                                          std::string_view key, std::span<const std::string_view> script_args)
+    {
+        std::array<std::string_view, 8> args{key};
+        std::size_t n = 1;
+        for (auto a : script_args)
+            args[n++] = a;
+        auto r = co_await run_script(operation, script, 1, std::span<const std::string_view>(args.data(), n));
+        if (r.ec)
             co_return r.ec;
-        }
         if (r.reply->type != REDIS_REPLY_INTEGER) {
             shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
             co_return make_error_code(error::store_protocol);
@@ -260,6 +404,7 @@ private:
 
     std::shared_ptr<detail::redis_connection> conn_;
     std::shared_ptr<detail::redis_shared> shared_;
+    std::shared_ptr<detail::settle_subscriber> subscriber_; // the first session runs it
 };
 
 class redis_backend_impl final : public redis_backend {
@@ -271,9 +416,15 @@ public:
 
     std::unique_ptr<session> open_session(asio::any_io_executor ex) override
     {
+        std::shared_ptr<detail::settle_subscriber> subscriber;
+        if (shared_->options.publish_settled && !subscriber_started_.exchange(true)) {
+            // One subscriber per process, on the first session's thread; that session owns it.
+            subscriber = std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier);
+            subscriber->start();
+        }
         auto conn = std::make_shared<detail::redis_connection>(std::move(ex), shared_);
         conn->start();
-        return std::make_unique<redis_session>(std::move(conn), shared_);
+        return std::make_unique<redis_session>(std::move(conn), shared_, std::move(subscriber));
     }
 
     bool ready() const override { return shared_->stats.connections_up.load(std::memory_order_relaxed) > 0; }
@@ -282,6 +433,7 @@ public:
 
 private:
     std::shared_ptr<detail::redis_shared> shared_;
+    std::atomic<bool> subscriber_started_{false};
 };
 
 } // namespace

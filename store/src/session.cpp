@@ -17,4 +17,24 @@ boost::asio::awaitable<boost::system::error_code> session::remove(scope, bool& r
     co_return make_error_code(error::store_unavailable);
 }
 
+boost::asio::awaitable<admit_result> session::admit(std::string_view, std::string_view, const tenant_limits&,
+                                                    duration)
+{
+    admit_result out;
+    out.ec = make_error_code(error::store_unavailable);
+    co_return out;
+}
+
+boost::asio::awaitable<boost::system::error_code> session::leave(std::string_view, std::string_view)
+{
+    co_return make_error_code(error::store_unavailable);
+}
+
+boost::asio::awaitable<wait_result> session::wait_settled(scope, duration)
+{
+    wait_result out;
+    out.ec = make_error_code(error::store_unavailable);
+    co_return out;
+}
+
 } // namespace idemgate::store

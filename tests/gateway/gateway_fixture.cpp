@@ -90,16 +90,17 @@ gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(opt
     start_gateway();
 }
 
-void gateway_fixture::start_gateway()
+namespace {
+
+// "listening" means the sockets are bound; a remote store may still be connecting. Ready is the
+// event tests need: poll /readyz (bounded) rather than sleep.
+void wait_until_ready(gateway_process& gateway)
 {
-    gateway = std::make_unique<gateway_process>(yaml_, env_);
-    // "listening" means the sockets are bound; a remote store may still be connecting. Ready
-    // is the event tests need: poll /readyz (bounded) rather than sleep.
     auto deadline = std::chrono::steady_clock::now() + 10s;
     for (;;) {
         int status = 0;
         try {
-            status = http_request(gateway->admin_port(), "GET", "/readyz", {}, {}, 1s).status;
+            status = http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status;
         } catch (const std::exception&) {
         }
         if (status == 200)
@@ -109,6 +110,27 @@ void gateway_fixture::start_gateway()
                                      std::to_string(status) + ")");
         std::this_thread::sleep_for(10ms);
     }
+}
+
+} // namespace
+
+void gateway_fixture::start_gateway()
+{
+    gateway = std::make_unique<gateway_process>(yaml_, env_);
+    wait_until_ready(*gateway);
+}
+
+std::unique_ptr<gateway_process> gateway_fixture::start_another()
+{
+    auto another = std::make_unique<gateway_process>(yaml_, env_);
+    wait_until_ready(*another);
+    return another;
+}
+
+bool redis_store_under_test()
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    return choice && std::string(choice) == "redis";
 }
 
 http_response gateway_fixture::post(const std::string& path, const std::string& key, const std::string& body,

@@ -66,11 +66,17 @@ public:
     // Starts a new gateway process (same config, same store) in place of the current one,
     // which must have exited or will be killed; waits until it is ready.
     void start_gateway();
+    // Starts one more gateway process beside the current one (same config, same store: a second
+    // instance of a fleet); returns it once it is ready.
+    std::unique_ptr<gateway_process> start_another();
 
 private:
     std::string yaml_;
     std::vector<std::pair<std::string, std::string>> env_;
 };
+
+// True when this run uses the Redis store (IDEMGATE_TEST_STORE=redis).
+bool redis_store_under_test();
 
 // Socket timeout for every client call in these tests: the gateway answers in milliseconds, so
 // a hang (e.g. a response without framing) fails fast instead of stalling the suite.

@@ -732,3 +732,89 @@ routes:
           std::string::npos);
     CHECK(idemgate::config::parse_duration("2d") == std::chrono::hours(48));
 }
+
+TEST_CASE("tenants, wait mode and max_waiting parse, and their errors name the key path")
+{
+    auto c = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      tenant_header: X-Tenant-ID
+      on_in_flight: wait
+      wait_timeout: 2s
+limits:
+  max_waiting: 50
+tenants:
+  default: { max_in_flight: 0, new_keys_per_second: 0 }
+  acme: { max_in_flight: 50, new_keys_per_second: 0.5, record_ttl: 7d, lock_ttl: 40s }
+)",
+                        no_env);
+    const auto& idem = c.routes[0].idempotency;
+    CHECK(idem.on_in_flight == cfg::in_flight_mode::wait);
+    CHECK(idem.wait_timeout == std::chrono::seconds(2));
+    CHECK(c.limits.max_waiting == 50);
+    REQUIRE(c.tenants.size() == 2);
+    const auto* acme = c.find_tenant("acme");
+    REQUIRE(acme != nullptr);
+    CHECK(acme->max_in_flight == 50);
+    CHECK(acme->new_keys_per_second == 0.5);
+    CHECK(acme->record_ttl == std::chrono::hours(7 * 24));
+    CHECK(acme->lock_ttl == std::chrono::seconds(40));
+    const auto* other = c.find_tenant("globex");
+    REQUIRE(other != nullptr);
+    CHECK(other == c.find_tenant("default"));
+    CHECK_FALSE(other->limited());
+
+    auto defaults = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+)",
+                               no_env);
+    CHECK(defaults.find_tenant("acme") == nullptr);
+    CHECK(defaults.limits.max_waiting == 10000);
+
+    auto bad = joined(problems_of(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      on_in_flight: queue
+      wait_timeout: 0s
+limits:
+  max_waiting: -3
+tenants:
+  acme: { max_in_flight: lots, new_keys_per_second: -1, record_ttl: forever, burst: 3 }
+  "bad tenant": {}
+  globex: 7
+)"));
+    CHECK(bad.find("routes[0].idempotency.on_in_flight: \"queue\" is not allowed (use reject or wait)") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.wait_timeout: must be greater than 0") != std::string::npos);
+    CHECK(bad.find("limits.max_waiting: -3 out of range") != std::string::npos);
+    CHECK(bad.find("tenants.acme.max_in_flight: \"lots\" is not an integer") != std::string::npos);
+    CHECK(bad.find("tenants.acme.new_keys_per_second: \"-1\" is not a rate") != std::string::npos);
+    CHECK(bad.find("tenants.acme.record_ttl: \"forever\" is not a duration") != std::string::npos);
+    CHECK(bad.find("tenants.acme.burst: unknown key") != std::string::npos);
+    CHECK(bad.find("tenants.bad tenant: a tenant is 1 to 255 visible ASCII characters") != std::string::npos);
+    CHECK(bad.find("tenants.globex: expected a map") != std::string::npos);
+}
+
+TEST_CASE("warnings name a tenant whose lock_ttl does not outlast the upstream deadlines")
+{
+    auto c = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+tenants:
+  acme: { lock_ttl: 5s }
+  globex: { lock_ttl: 60s }
+)",
+                        no_env);
+    auto w = joined(cfg::warnings(c));
+    CHECK(w.find("tenants.acme.lock_ttl: 5000ms is not above") != std::string::npos);
+    CHECK(w.find("tenants.globex") == std::string::npos);
+}

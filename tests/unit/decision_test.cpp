@@ -259,3 +259,94 @@ TEST_CASE("a held key answers outcome_unknown to a duplicate, a mismatch to anot
     CHECK(decide_after_reserve(held, "g", idemgate::config::failure_mode::reject) ==
           reserve_action::fingerprint_mismatch);
 }
+
+TEST_CASE("decide_after_wait: what a wait-mode duplicate answers once the wait is over")
+{
+    store::wait_result settled;
+    settled.existing = rec(store::record_state::completed, "fp");
+    CHECK(decide_after_wait(settled, "fp") == reserve_action::replay);
+    CHECK(decide_after_wait(settled, "other") == reserve_action::fingerprint_mismatch);
+
+    store::wait_result released; // no record: the first request failed and freed the key
+    CHECK(decide_after_wait(released, "fp") == reserve_action::released_conflict);
+
+    store::wait_result held;
+    held.existing = rec(store::record_state::outcome_unknown, "fp");
+    CHECK(decide_after_wait(held, "fp") == reserve_action::outcome_unknown);
+
+    store::wait_result timed_out;
+    timed_out.timed_out = true;
+    timed_out.existing = rec(store::record_state::in_flight, "fp");
+    CHECK(decide_after_wait(timed_out, "fp") == reserve_action::in_flight_conflict);
+
+    store::wait_result retaken; // released and reserved again by another request meanwhile
+    retaken.existing = rec(store::record_state::in_flight, "fp");
+    CHECK(decide_after_wait(retaken, "fp") == reserve_action::in_flight_conflict);
+
+    // A store failure never lets the duplicate through: the first may still be running.
+    store::wait_result failed;
+    failed.ec = make_error_code(error::store_timeout);
+    CHECK(decide_after_wait(failed, "fp") == reserve_action::in_flight_conflict);
+    CHECK(shadow_after_reserve(reserve_action::released_conflict) == shadow_finding::would_conflict);
+}
+
+TEST_CASE("decide_after_admit: quota verdicts and store failures")
+{
+    using config::failure_mode;
+    store::admit_result ok;
+    CHECK(decide_after_admit(ok, failure_mode::reject) == quota_action::forward);
+    store::admit_result busy;
+    busy.verdict = store::admission::too_many_in_flight;
+    CHECK(decide_after_admit(busy, failure_mode::reject) == quota_action::reject_quota);
+    CHECK(decide_after_admit(busy, failure_mode::pass_through) == quota_action::reject_quota);
+    store::admit_result fast;
+    fast.verdict = store::admission::rate_exceeded;
+    CHECK(decide_after_admit(fast, failure_mode::reject) == quota_action::reject_quota);
+    store::admit_result failed;
+    failed.ec = make_error_code(error::store_unavailable);
+    CHECK(decide_after_admit(failed, failure_mode::reject) == quota_action::reject_store_failure);
+    CHECK(decide_after_admit(failed, failure_mode::pass_through) == quota_action::forward);
+}
+
+TEST_CASE("resolve_tenant_policy: the tenant's entry, else default, else the route's TTLs")
+{
+    config::config cfg;
+    auto route = guarded_policy();
+    route.lock_ttl = config::duration(30000);
+    route.record_ttl = config::duration(86400000);
+    auto none = resolve_tenant_policy(cfg, route, "acme");
+    CHECK_FALSE(none.limited);
+    CHECK(none.lock_ttl == route.lock_ttl);
+    CHECK(none.record_ttl == route.record_ttl);
+
+    config::tenant_config acme;
+    acme.max_in_flight = 5;
+    acme.record_ttl = config::duration(3600000);
+    cfg.tenants.emplace("acme", acme);
+    config::tenant_config fallback;
+    fallback.new_keys_per_second = 2.5;
+    fallback.lock_ttl = config::duration(10000);
+    cfg.tenants.emplace("default", fallback);
+
+    auto a = resolve_tenant_policy(cfg, route, "acme");
+    CHECK(a.limited);
+    CHECK(a.limits.max_in_flight == 5);
+    CHECK(a.limits.new_keys_per_second == 0);
+    CHECK(a.record_ttl == config::duration(3600000));
+    CHECK(a.lock_ttl == route.lock_ttl);
+
+    auto other = resolve_tenant_policy(cfg, route, "globex");
+    CHECK(other.limited);
+    CHECK(other.limits.new_keys_per_second == 2.5);
+    CHECK(other.lock_ttl == config::duration(10000));
+    CHECK(other.record_ttl == route.record_ttl);
+}
+
+TEST_CASE("retry_after_seconds rounds up and is at least 1")
+{
+    CHECK(retry_after_seconds(0) == 1);
+    CHECK(retry_after_seconds(250) == 1);
+    CHECK(retry_after_seconds(1000) == 1);
+    CHECK(retry_after_seconds(1001) == 2);
+    CHECK(retry_after_seconds(59999) == 60);
+}

@@ -1,7 +1,10 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <doctest/doctest.h>
 #include <functional>
@@ -423,4 +426,96 @@ TEST_CASE("memory store: two threads reserving on a full store keep the bound an
     }
     CHECK(f.stats().entries == max_entries);
     CHECK(f.stats().bytes == bytes);
+}
+
+TEST_CASE(
+    "memory store: tenant max_in_flight counts admitted reservations until they leave or their lock expires")
+{
+    fixture f;
+    store::tenant_limits limits;
+    limits.max_in_flight = 2;
+    auto admit = [&](std::string tenant, std::string token) {
+        return run(f.ioc, f.s->admit(tenant, token, limits, 10s));
+    };
+    CHECK(admit("acme", "a").verdict == store::admission::admitted);
+    CHECK(admit("acme", "b").verdict == store::admission::admitted);
+    auto third = admit("acme", "c");
+    CHECK(third.verdict == store::admission::too_many_in_flight);
+    CHECK(third.retry_after.count() > 0);
+    CHECK(admit("globex", "g").verdict == store::admission::admitted); // tenants are separate
+    CHECK_FALSE(run(f.ioc, f.s->leave("acme", "a")));
+    CHECK(admit("acme", "c").verdict == store::admission::admitted);
+    CHECK(admit("acme", "d").verdict == store::admission::too_many_in_flight);
+    // A reservation that never left (a crashed gateway) stops counting when its lock expires.
+    f.clock.now += 11s;
+    CHECK(admit("acme", "d").verdict == store::admission::admitted);
+}
+
+TEST_CASE("memory store: tenant new_keys_per_second is a token bucket with burst = rate")
+{
+    fixture f;
+    store::tenant_limits limits;
+    limits.new_keys_per_second = 4;
+    int token = 0;
+    auto admit = [&] { return run(f.ioc, f.s->admit("acme", "t" + std::to_string(++token), limits, 10s)); };
+    for (int i = 0; i < 4; ++i)
+        CHECK(admit().verdict == store::admission::admitted);
+    auto refused = admit();
+    CHECK(refused.verdict == store::admission::rate_exceeded);
+    CHECK(refused.retry_after.count() == 250); // one token at 4/s
+    f.clock.now += 250ms;
+    CHECK(admit().verdict == store::admission::admitted);
+    CHECK(admit().verdict == store::admission::rate_exceeded);
+    f.clock.now += 10s; // refills to the burst, not beyond
+    for (int i = 0; i < 4; ++i)
+        CHECK(admit().verdict == store::admission::admitted);
+    CHECK(admit().verdict == store::admission::rate_exceeded);
+}
+
+TEST_CASE("memory store: wait_settled returns when the key completes or is released, or at the deadline")
+{
+    fixture f;
+    store::scope sc{"", "w"};
+    REQUIRE(run(f.ioc, f.s->reserve(sc, in_flight("t1"), 30s)).acquired);
+    // The waiter starts first; the owner completes from another coroutine on the same context.
+    auto waited = boost::asio::co_spawn(f.ioc, f.s->wait_settled(sc, 5s), boost::asio::use_future);
+    boost::asio::co_spawn(
+        f.ioc,
+        [&]() -> boost::asio::awaitable<void> {
+            boost::asio::steady_timer t(f.ioc, 20ms);
+            co_await t.async_wait(boost::asio::use_awaitable);
+            co_await f.s->complete(sc, completed("t1", "done"), 1h);
+        },
+        boost::asio::detached);
+    auto started = std::chrono::steady_clock::now();
+    f.ioc.restart();
+    f.ioc.run();
+    auto r = waited.get();
+    CHECK(std::chrono::steady_clock::now() - started < 2s);
+    CHECK_FALSE(r.ec);
+    CHECK_FALSE(r.timed_out);
+    REQUIRE(r.existing);
+    CHECK(r.existing->state == store::record_state::completed);
+    CHECK(r.existing->response.body == "done");
+
+    // Released: the waiter sees no record.
+    store::scope sc2{"", "w2"};
+    REQUIRE(run(f.ioc, f.s->reserve(sc2, in_flight("t2"), 30s)).acquired);
+    auto waited2 = boost::asio::co_spawn(f.ioc, f.s->wait_settled(sc2, 5s), boost::asio::use_future);
+    boost::asio::co_spawn(
+        f.ioc, [&]() -> boost::asio::awaitable<void> { co_await f.s->release(sc2, "t2"); },
+        boost::asio::detached);
+    f.ioc.restart();
+    f.ioc.run();
+    auto r2 = waited2.get();
+    CHECK_FALSE(r2.timed_out);
+    CHECK_FALSE(r2.existing);
+
+    // Nobody settles it: timed out, still in flight.
+    store::scope sc3{"", "w3"};
+    REQUIRE(run(f.ioc, f.s->reserve(sc3, in_flight("t3"), 30s)).acquired);
+    auto r3 = run(f.ioc, f.s->wait_settled(sc3, 50ms));
+    CHECK(r3.timed_out);
+    REQUIRE(r3.existing);
+    CHECK(r3.existing->state == store::record_state::in_flight);
 }

@@ -3,6 +3,8 @@
 // the value used when the key is absent; config/idemgate.example.yaml shows every key.
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -31,7 +33,7 @@ struct redis_config {
     std::string key_prefix = "idemgate"; // keys are <prefix>:<tenant>:<key> (escaped)
     duration command_timeout{250};       // per command; a timeout means "outcome unknown"
     duration connect_timeout{1000};
-    duration reconnect_backoff_max{2000}; // reconnect with exponential backoff up to this
+    duration reconnect_backoff_max{2000};    // reconnect with exponential backoff up to this
     duration eviction_check_interval{30000}; // re-read maxmemory-policy; 0 = on (re)connect only
 };
 
@@ -58,6 +60,7 @@ struct upstream_config {
 enum class json_mode { raw, canonical };
 enum class route_mode { enforce, shadow };
 enum class unknown_outcome_mode { release, hold };
+enum class in_flight_mode { reject, wait };
 
 // What the request fingerprint covers besides method and path.
 struct fingerprint_config {
@@ -88,6 +91,20 @@ struct idempotency_config {
     // release the key (a retry executes again) or hold it as outcome_unknown until record_ttl.
     unknown_outcome_mode on_unknown_outcome = unknown_outcome_mode::release;
     bool expose_expiry = false; // recorded and replayed answers carry Idempotency-Expires
+    // A duplicate of a request still in flight: 409 + Retry-After at once (reject), or wait up to
+    // wait_timeout for the first answer and replay it (wait).
+    in_flight_mode on_in_flight = in_flight_mode::reject;
+    duration wait_timeout{10000};
+};
+
+// Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway
+// instance through the store. 0 = unlimited.
+struct tenant_config {
+    std::uint64_t max_in_flight = 0;    // reservations in flight at once
+    double new_keys_per_second = 0;     // new reservations (token bucket, burst = max(1, rate))
+    std::optional<duration> record_ttl; // override the route's
+    std::optional<duration> lock_ttl;
+    bool limited() const noexcept { return max_in_flight > 0 || new_keys_per_second > 0; }
 };
 
 struct route_config {
@@ -102,6 +119,7 @@ struct limits_config {
     std::size_t max_response_body = 8 * 1024 * 1024;
     std::size_t max_header_bytes = 16 * 1024; // 431 above it
     std::size_t max_connections = 10000;      // client connections, all threads
+    std::size_t max_waiting = 10000;          // duplicates waiting at once (wait mode); 503 beyond
 };
 
 struct timeouts_config {
@@ -130,6 +148,11 @@ struct config {
     limits_config limits;
     timeouts_config timeouts;
     admin_config admin;
+    // Keyed by tenant; the entry "default" applies to every tenant without its own.
+    std::map<std::string, tenant_config, std::less<>> tenants;
+
+    // The tenant's entry, else "default", else nullptr (no limits, the route's TTLs).
+    const tenant_config* find_tenant(std::string_view tenant) const;
 };
 
 // Thrown by load/parse with every problem found, one per line, each naming the key path,

@@ -9,17 +9,18 @@ namespace idemgate::gateway {
 
 // What happened to one request; the access log's "outcome" and the metrics label.
 enum class outcome {
-    executed,      // first request for a key: forwarded and recorded
-    replayed,      // finished duplicate: answered from the record
-    conflict,      // duplicate while the first is still in flight: 409
-    mismatch,      // same key, other fingerprint: 409 or 422
-    rejected,      // bad request answered by the gateway (4xx before the store)
-    store_error,   // store failed and on_failure: reject -> 503
-    pass_through,  // not guarded (no key, method not listed) or store failed with pass_through
-    upstream_error // guarded or not: the upstream failed (502/504) or answered 5xx
+    executed,       // first request for a key: forwarded and recorded
+    replayed,       // finished duplicate: answered from the record
+    conflict,       // duplicate while the first is still in flight: 409
+    mismatch,       // same key, other fingerprint: 409 or 422
+    rejected,       // bad request answered by the gateway (4xx before the store)
+    store_error,    // store failed and on_failure: reject -> 503
+    pass_through,   // not guarded (no key, method not listed) or store failed with pass_through
+    upstream_error, // guarded or not: the upstream failed (502/504) or answered 5xx
+    throttled       // a new key beyond its tenant's quota: 429, upstream not called
 };
 std::string_view to_string(outcome o) noexcept;
-inline constexpr int outcome_count = 8;
+inline constexpr int outcome_count = 9;
 
 // 1 to 255 visible ASCII characters (0x21-0x7E).
 bool is_valid_key(std::string_view key) noexcept;
@@ -51,6 +52,8 @@ enum class reserve_action {
     in_flight_conflict,        // 409 + Retry-After
     fingerprint_mismatch,      // 409 / 422
     outcome_unknown,           // 409 outcome-unknown: sent before, no answer, held (never resent)
+    released_conflict,         // wait mode: the first request failed and its key was released
+                               // while we waited: 409 + Retry-After, so the client's retry runs it
     reject_store_failure,      // 503, upstream not called
     pass_through_store_failure // forward unprotected, counted
 };
@@ -58,6 +61,35 @@ enum class reserve_action {
 // Phase 2: what the store said about the key.
 reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
                                     config::failure_mode on_failure) noexcept;
+
+// Phase 2, wait mode (on_in_flight: wait): a duplicate of an in-flight request waited with
+// store::session::wait_settled. A store failure or the deadline answer 409 as reject mode would
+// have (never a pass-through: the first request may still be running).
+reserve_action decide_after_wait(const store::wait_result& result, std::string_view fingerprint) noexcept;
+
+// The limits and TTLs that apply to a tenant's request: the tenant's entry (or "default")
+// overrides the route's TTLs.
+struct tenant_policy {
+    store::tenant_limits limits;
+    bool limited = false; // some limit is set: the reservation must be admitted
+    config::duration lock_ttl{0};
+    config::duration record_ttl{0};
+};
+tenant_policy resolve_tenant_policy(const config::config& cfg, const config::idempotency_config& route,
+                                    std::string_view tenant);
+
+enum class quota_action {
+    forward,             // admitted
+    reject_quota,        // 429 tenant-quota-exceeded + Retry-After; the key is released
+    reject_store_failure // the quota could not be checked and on_failure: reject: 503, key released
+};
+
+// Phase 2b, after store::session::admit for a limited tenant. A store failure with
+// on_failure: pass_through forwards (the key is held, only the quota is not enforced).
+quota_action decide_after_admit(const store::admit_result& result, config::failure_mode on_failure) noexcept;
+
+// Retry-After seconds for a wait of `ms` milliseconds: rounded up, at least 1.
+long long retry_after_seconds(long long ms) noexcept;
 
 enum class completion_action {
     record,  // the upstream gave a settled answer (< 500): keep it for replay
@@ -67,9 +99,9 @@ enum class completion_action {
 
 // Phase 3: after the upstream call. `upstream_answered` is false for connect/timeout/protocol
 // errors; `request_sent` says whether the whole request was written before that happened.
-completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent = false,
-                                        config::unknown_outcome_mode on_unknown =
-                                            config::unknown_outcome_mode::release) noexcept;
+completion_action decide_after_upstream(
+    bool upstream_answered, unsigned status, bool request_sent = false,
+    config::unknown_outcome_mode on_unknown = config::unknown_outcome_mode::release) noexcept;
 
 // Shadow mode (routes[].idempotency.mode: shadow): every request is forwarded as if unguarded,
 // reserve/complete still run, and this says what enforcement would have done instead.

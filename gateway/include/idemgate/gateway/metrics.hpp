@@ -12,13 +12,16 @@
 namespace idemgate::store {
 struct redis_stats;
 struct memory_stats;
-}
+} // namespace idemgate::store
 
 namespace idemgate::gateway {
 
 using idemgate::latency_histogram;
 
 enum class store_op { reserve, complete, release };
+
+// How a wait-mode duplicate's wait ended.
+enum class wait_end { settled, released, timed_out, refused };
 inline constexpr int store_op_count = 3;
 
 struct metrics {
@@ -39,6 +42,13 @@ struct metrics {
     std::atomic<std::int64_t> requests_in_flight{0};
     // Shadow-mode routes: what enforcement would have done (index = shadow_finding).
     std::array<std::atomic<std::uint64_t>, shadow_finding_count> shadow{};
+    // Tenant quotas: new keys refused (index 0 too many in flight, 1 rate exceeded), and quota
+    // checks that failed in the store.
+    std::array<std::atomic<std::uint64_t>, 2> tenant_throttled{};
+    std::atomic<std::uint64_t> tenant_quota_errors{0};
+    // Wait mode: duplicates waiting now, and how waits ended (index = wait_end).
+    std::atomic<std::int64_t> waiting{0};
+    std::array<std::atomic<std::uint64_t>, 4> waits{};
 
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 

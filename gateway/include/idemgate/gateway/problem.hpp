@@ -34,6 +34,12 @@ inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
                                    "A request with this Idempotency-Key is still being processed"};
 inline constexpr problem outcome_unknown{http::status::conflict, "outcome-unknown",
                                          "The outcome of the first request with this key is unknown"};
+inline constexpr problem released{http::status::conflict, "request-released",
+                                  "The first request with this key failed and was released"};
+inline constexpr problem tenant_quota{http::status::too_many_requests, "tenant-quota-exceeded",
+                                      "The tenant's quota of new idempotency keys is exhausted"};
+inline constexpr problem too_many_waiting{http::status::service_unavailable, "too-many-waiting",
+                                          "Too many duplicate requests are waiting"};
 inline constexpr problem mismatch{http::status::conflict, "idempotency-key-reused",
                                   "Idempotency-Key reused with a different request"};
 inline constexpr problem body_too_large{http::status::payload_too_large, "body-too-large",

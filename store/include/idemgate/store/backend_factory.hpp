@@ -7,6 +7,9 @@
 namespace idemgate::store {
 
 // store.type memory -> the embedded store (memory.max_entries); redis -> the Redis store.
-std::shared_ptr<backend> make_backend(const config::store_config& cfg);
+// `publish_settled`: some route waits for in-flight duplicates (on_in_flight: wait), so the
+// Redis store publishes settlements and subscribes for its waiters (the memory store always
+// notifies in process).
+std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publish_settled = false);
 
 } // namespace idemgate::store

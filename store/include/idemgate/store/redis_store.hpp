@@ -6,6 +6,11 @@
 //   reserve:  SET key <in-flight record> NX PX lock_ttl GET
 //   complete: EVALSHA (owner-checked SET ... PX record_ttl)
 //   release:  EVALSHA (owner-checked DEL)
+// (complete and release also PUBLISH on the key's channel with redis_options::publish_settled)
+// Tenant quotas use <prefix>:q:{<tenant>}:f (a sorted set of in-flight owner tokens scored by
+// lock expiry) and <prefix>:q:{<tenant>}:r (the token bucket), one hash tag per tenant:
+//   admit:    EVALSHA (prune, count, refill, take, add) on both
+//   leave:    ZREM
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -54,6 +59,10 @@ struct redis_options {
     // Error replies (OOM, READONLY, NOPERM, MOVED...) are logged with their text: the first at
     // once, then at most one line per interval per backend, which counts those not logged.
     std::chrono::milliseconds error_log_interval{1000};
+    // Wait mode: complete and release PUBLISH on the record key's channel, and the backend
+    // keeps one subscriber connection for the keys its waiters wait for. Off, nothing is
+    // published (an ACL user then needs no channel permission).
+    bool publish_settled = false;
 };
 
 // The Redis backend; open_session() connects (and keeps reconnecting) in the background.
@@ -69,5 +78,8 @@ std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cf
 // The Redis key of a scope: <prefix>:<tenant>:<key>, tenant and key percent-encoded
 // (':' '%' and bytes outside printable ASCII), so no two scopes share a key.
 std::string redis_key(std::string_view prefix, scope s);
+
+// The two keys of a tenant's quota: {in-flight set, token bucket}.
+std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string_view tenant);
 
 } // namespace idemgate::store

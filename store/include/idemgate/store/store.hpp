@@ -67,6 +67,31 @@ struct lookup_result {
     std::int64_t expires_in_ms = 0; // time to live left, when `existing`
 };
 
+// A tenant's limits (config tenants:); 0 = unlimited.
+struct tenant_limits {
+    std::uint64_t max_in_flight = 0;
+    double new_keys_per_second = 0; // token bucket; burst = max(1, rate)
+};
+
+enum class admission {
+    admitted,
+    too_many_in_flight, // max_in_flight reservations are in flight already
+    rate_exceeded       // the token bucket is empty
+};
+
+struct admit_result {
+    boost::system::error_code ec; // set: the store failed, nothing was counted
+    admission verdict = admission::admitted;
+    duration retry_after{0}; // when refused: when a retry may be admitted
+};
+
+// After wait_settled: what the key holds once it is no longer in flight, or at the deadline.
+struct wait_result {
+    boost::system::error_code ec;   // set: the store failed
+    std::optional<record> existing; // nullopt: released (or expired); else completed / held / in flight
+    bool timed_out = false;         // the deadline passed with the key still in flight
+};
+
 // One thread's handle on the store. Not thread-safe: use it from its executor only.
 class session {
 public:
@@ -85,6 +110,21 @@ public:
     // Delete the key, only if it still holds owner_token (error::not_owner otherwise).
     virtual boost::asio::awaitable<boost::system::error_code> release(scope s,
                                                                       std::string_view owner_token) = 0;
+
+    // Tenant quotas. Counts a new reservation (owner_token, in flight until lock_ttl at most)
+    // against the tenant's limits, atomically across every gateway sharing the store, in one
+    // round trip. A refused reservation is not counted.
+    virtual boost::asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
+                                                       const tenant_limits& limits, duration lock_ttl);
+    // The reservation admitted under owner_token is over (completed, released or held).
+    virtual boost::asio::awaitable<boost::system::error_code> leave(std::string_view tenant,
+                                                                    std::string_view owner_token);
+
+    // Wait mode. Waits until the key no longer holds an in-flight record (completed, released,
+    // held, expired), at most `timeout`, and reports what it holds then. Woken by a notification
+    // from whichever gateway completes or releases the key (backend option publish_settled), not
+    // by polling.
+    virtual boost::asio::awaitable<wait_result> wait_settled(scope s, duration timeout);
 
     // Operator access (admin API), off the request path. The defaults answer store_unavailable
     // for a backend that has not implemented them.

@@ -1,0 +1,45 @@
+#pragma once
+// Wait mode over Redis: one subscriber connection per process (not per waiter) that SUBSCRIBEs
+// to the channel of each key somebody waits for, and turns the messages the complete/release
+// scripts PUBLISH into settle_notifier wake-ups. Private to the store library.
+#include "redis_connection.hpp"
+#include "settle_notifier.hpp"
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace idemgate::store::detail {
+
+class settle_subscriber : public std::enable_shared_from_this<settle_subscriber> {
+public:
+    settle_subscriber(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
+                      settle_notifier& notifier);
+
+    // Connects (and reconnects) in the background and hooks into the notifier.
+    void start();
+    // Closes for good. Callable from any thread.
+    void shutdown();
+
+private:
+    // Brings the subscription of `channel` in line with whether the notifier has waiters on it.
+    // Runs on ex_; reconciling rather than acting on each event keeps it right whatever order
+    // the events of several threads arrive in.
+    void reconcile(const std::string& channel);
+    boost::asio::awaitable<void> subscribe(std::shared_ptr<settle_subscriber> self, std::string channel,
+                                           std::uint64_t gen);
+    boost::asio::awaitable<void> unsubscribe(std::shared_ptr<settle_subscriber> self, std::string channel,
+                                             std::uint64_t gen);
+    void on_up();
+
+    boost::asio::any_io_executor ex_;
+    std::shared_ptr<redis_shared> shared_;
+    settle_notifier& notifier_;
+    std::shared_ptr<redis_connection> conn_;
+    std::unordered_set<std::string> subscribed_;              // requested (sent) on this connection
+    std::unordered_map<std::string, int> pending_subscribes_; // SUBSCRIBEs awaiting confirmation
+    std::uint64_t generation_ = 0;                            // bumped per connection
+};
+
+} // namespace idemgate::store::detail
