@@ -520,10 +520,48 @@ private:
     {
         // `password` is not a key: secrets come from the environment, never from the file (STYLE.md).
         map_view map(*this, child(store, "redis"), "store.redis",
-                     {"address", "password_env", "db", "key_prefix", "command_timeout", "connect_timeout",
-                      "reconnect_backoff_max", "eviction_check_interval"});
+                     {"mode", "address", "nodes", "topology_refresh", "password_env", "db", "key_prefix",
+                      "command_timeout", "connect_timeout", "reconnect_backoff_max",
+                      "eviction_check_interval"});
+        if (auto text = scalar(map, "mode", "a string")) {
+            if (*text == "standalone")
+                redis.mode = redis_mode::standalone;
+            else if (*text == "cluster")
+                redis.mode = redis_mode::cluster;
+            else if (*text == "sentinel")
+                problem(map.path_of("mode"), "sentinel mode is not built yet (use standalone or cluster)");
+            else
+                problem(map.path_of("mode"), quote(*text) + " is not a mode (use standalone or cluster)");
+        }
         read_endpoint(map, "address", redis.address);
+        if (const auto* nodes = map.find("nodes")) {
+            auto path = map.path_of("nodes");
+            if (!nodes->IsSequence()) {
+                problem(path, std::string("expected a list of host:port, got ") + kind_name(*nodes));
+            } else {
+                for (std::size_t i = 0; i < nodes->size(); ++i) {
+                    auto item_path = path + "[" + std::to_string(i) + "]";
+                    auto text = scalar((*nodes)[i], item_path, "an endpoint (host:port)");
+                    if (!text)
+                        continue;
+                    auto checked = check_endpoint(*text);
+                    if (!checked.value)
+                        problem(item_path, checked.problem);
+                    else
+                        redis.nodes.push_back(std::move(*checked.value));
+                }
+            }
+        }
+        read_duration(map, "topology_refresh", redis.topology_refresh);
+        if (redis.mode == redis_mode::cluster) {
+            if (redis.nodes.empty())
+                problem(map.path_of("nodes"), "cluster mode needs at least one seed node (host:port)");
+            if (map.find("address"))
+                problem(map.path_of("address"), "not used in cluster mode (list the seed nodes under nodes)");
+        }
         read_int(map, "db", redis.db, 0, 15);
+        if (redis.mode == redis_mode::cluster && redis.db != 0)
+            problem(map.path_of("db"), "Redis Cluster has only database 0");
         if (auto text = scalar(map, "key_prefix", "a string")) {
             bool has_space = false;
             for (char c : *text)

@@ -134,6 +134,26 @@ void render_redis_metrics(const store::redis_stats& s, std::string& out)
                        "1: Redis maxmemory-policy is noeviction; 0: another policy, records can be "
                        "evicted; -1: unknown (not read yet, or CONFIG GET refused).");
     prometheus::sample(out, "idemgate_redis_eviction_safe", "", double(s.eviction_safe.load()));
+    prometheus::header(out, "idemgate_redis_cluster_redirects_total", "counter",
+                       "Redis Cluster redirects followed, and commands given up after too many.");
+    prometheus::sample(out, "idemgate_redis_cluster_redirects_total", "kind=\"moved\"",
+                       double(s.cluster_moved.load()));
+    prometheus::sample(out, "idemgate_redis_cluster_redirects_total", "kind=\"ask\"",
+                       double(s.cluster_ask.load()));
+    prometheus::sample(out, "idemgate_redis_cluster_redirects_total", "kind=\"too_many\"",
+                       double(s.cluster_redirect_loops.load()));
+    counter("idemgate_redis_cluster_topology_reads_total",
+            "Slot map reads (CLUSTER SHARDS), and failed ones.", "result=\"ok\"",
+            double(s.cluster_refreshes.load() - s.cluster_refresh_failures.load()));
+    prometheus::sample(out, "idemgate_redis_cluster_topology_reads_total", "result=\"failed\"",
+                       double(s.cluster_refresh_failures.load()));
+    prometheus::header(
+        out, "idemgate_redis_cluster_slots_served", "gauge",
+        "Slots with a primary in the last slot map (16384 when complete; 0 outside cluster mode).");
+    prometheus::sample(out, "idemgate_redis_cluster_slots_served", "",
+                       double(s.cluster_slots_covered.load()));
+    prometheus::header(out, "idemgate_redis_cluster_primaries", "gauge", "Primaries in the last slot map.");
+    prometheus::sample(out, "idemgate_redis_cluster_primaries", "", double(s.cluster_primaries.load()));
     prometheus::header(out, "idemgate_redis_command_duration_seconds", "histogram",
                        "Redis command latency, enqueue to reply.");
     s.latency.render(out, "idemgate_redis_command_duration_seconds", "");

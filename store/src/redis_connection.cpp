@@ -179,8 +179,14 @@ struct redis_connection::pending_command {
 };
 
 redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared)
-    : ex_(std::move(ex)), shared_(std::move(shared)), socket_(ex_), wake_writer_(ex_), lost_(ex_),
-      backoff_(ex_), connect_deadline_(ex_), policy_timer_(ex_)
+    : redis_connection(std::move(ex), shared, shared->cfg.address)
+{
+}
+
+redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
+                                   config::endpoint address)
+    : ex_(std::move(ex)), shared_(std::move(shared)), address_(std::move(address)), socket_(ex_),
+      wake_writer_(ex_), lost_(ex_), backoff_(ex_), connect_deadline_(ex_), policy_timer_(ex_)
 {
 }
 
@@ -191,9 +197,16 @@ redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<red
     subscriber_ = std::move(hooks);
 }
 
+void redis_connection::set_address_source(std::function<config::endpoint()> source)
+{
+    address_source_ = std::move(source);
+}
+
 void redis_connection::start()
 {
     auto self = shared_from_this();
+    // Commands issued before run() begins wait for this first attempt rather than failing.
+    connecting_ = true;
     asio::co_spawn(ex_, run(self), log_spawn_failure);
 }
 
@@ -244,7 +257,7 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                     shared_->stats.connections_up.fetch_add(1, std::memory_order_relaxed);
                 backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
                 if (reported_down)
-                    log::info("redis reconnected", {{"address", shared_->cfg.address.to_string()}});
+                    log::info("redis reconnected", {{"address", address_.to_string()}});
                 reported_down = false;
                 if (subscriber_) {
                     if (subscriber_->on_up)
@@ -264,7 +277,7 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                 if (!subscriber_)
                     shared_->stats.connections_up.fetch_sub(1, std::memory_order_relaxed);
                 if (!stopped_) {
-                    log::warn("redis connection lost", {{"address", shared_->cfg.address.to_string()}});
+                    log::warn("redis connection lost", {{"address", address_.to_string()}});
                     reported_down = true;
                 }
             }
@@ -273,7 +286,7 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             // Once per failure streak; AUTH/SELECT/PING failures say what the server answered.
             auto why = handshake_error_.empty() ? ec.message() : handshake_error_;
             log::error("redis unreachable; retrying with backoff",
-                       {{"address", shared_->cfg.address.to_string()}, {"error", why}});
+                       {{"address", address_.to_string()}, {"error", why}});
             reported_down = true;
         }
         handshake_error_.clear();
@@ -291,7 +304,9 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
 asio::awaitable<error_code> redis_connection::connect()
 {
     using namespace asio::experimental::awaitable_operators;
-    const auto& addr = shared_->cfg.address;
+    if (address_source_)
+        address_ = address_source_();
+    const auto addr = address_;
     socket_ = asio::ip::tcp::socket(ex_);
     connect_deadline_.expires_after(shared_->cfg.connect_timeout);
 
@@ -380,9 +395,8 @@ asio::awaitable<void> redis_connection::check_version(std::shared_ptr<redis_conn
     for (char c : version.substr(0, version.find('.')))
         major = c >= '0' && c <= '9' ? major * 10 + (c - '0') : major;
     if (major < 7)
-        log::error(
-            "redis 7.0 or newer is required (reserve uses SET NX GET); every reserve will fail",
-            {{"address", shared_->cfg.address.to_string()}, {"redis_version", printable_text(version)}});
+        log::error("redis 7.0 or newer is required (reserve uses SET NX GET); every reserve will fail",
+                   {{"address", address_.to_string()}, {"redis_version", printable_text(version)}});
 }
 
 asio::awaitable<void> redis_connection::watch_eviction_policy(std::shared_ptr<redis_connection>,
@@ -426,11 +440,16 @@ asio::awaitable<void> redis_connection::check_eviction_policy()
 
 asio::awaitable<command_result> redis_connection::execute(std::span<const std::string_view> args)
 {
-    return enqueue(args, false);
+    return enqueue(args, false, false);
+}
+
+asio::awaitable<command_result> redis_connection::execute_asking(std::span<const std::string_view> args)
+{
+    return enqueue(args, false, true);
 }
 
 asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::string_view> args,
-                                                          bool handshake)
+                                                          bool handshake, bool asking)
 {
     auto self = shared_from_this(); // the connection outlives this command
     auto& stats = shared_->stats;
@@ -448,6 +467,18 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
     auto cmd = std::make_shared<pending_command>(ex_);
     cmd->sent = clock::now();
     cmd->event.expires_after(shared_->cfg.command_timeout);
+    if (asking && send_now) {
+        // Redis Cluster ASK redirect: ASKING must come right before the command on the same
+        // connection; both are queued here in one go, so nothing can come between them. ASKING's
+        // own reply (+OK) is read and dropped. (A command that has to wait for a connection goes
+        // without it, is redirected again and retried by the caller.)
+        static constexpr std::array<std::string_view, 1> asking_args{"ASKING"};
+        auto asking_cmd = std::make_shared<pending_command>(ex_);
+        asking_cmd->abandoned = true;
+        append_command(out_, asking_args);
+        pending_.push_back(std::move(asking_cmd));
+        bump(stats.commands_sent);
+    }
     if (send_now) {
         append_command(out_, args);
         pending_.push_back(cmd);
@@ -482,7 +513,7 @@ void redis_connection::check_stall()
     auto limit = std::max<clock::duration>(shared_->cfg.connect_timeout, 4 * shared_->cfg.command_timeout);
     if (connected_ && !pending_.empty() && clock::now() - pending_.front()->sent > limit) {
         log::warn("redis not answering; reconnecting",
-                  {{"address", shared_->cfg.address.to_string()}, {"pending", pending_.size()}});
+                  {{"address", address_.to_string()}, {"pending", pending_.size()}});
         on_lost(generation_, "stalled", {});
     }
 }
@@ -511,7 +542,7 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
             if (redisReaderGetReply(parser.get(), &raw) != REDIS_OK) {
                 bump(stats.errors_protocol);
                 log::warn("unparsable reply from redis; reconnecting",
-                          {{"address", shared_->cfg.address.to_string()}, {"error", parser->errstr}});
+                          {{"address", address_.to_string()}, {"error", parser->errstr}});
                 fail_pending(make_error_code(error::store_protocol));
                 on_lost(gen, "protocol", {});
                 co_return;
@@ -527,8 +558,7 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
             }
             if (pending_.empty()) {
                 bump(stats.errors_protocol);
-                log::warn("unexpected reply from redis; reconnecting",
-                          {{"address", shared_->cfg.address.to_string()}});
+                log::warn("unexpected reply from redis; reconnecting", {{"address", address_.to_string()}});
                 on_lost(gen, "protocol", {});
                 co_return;
             }

@@ -96,6 +96,14 @@ public:
     redis_connection(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared);
     redis_connection(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
                      subscriber_hooks hooks);
+    // A connection to one node (Redis Cluster): `address` instead of store.redis.address.
+    redis_connection(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
+                     config::endpoint address);
+
+    // Asked for the address before every connect attempt (a subscriber that follows the
+    // cluster's nodes). Set before start().
+    void set_address_source(std::function<config::endpoint()> source);
+    const config::endpoint& address() const noexcept { return address_; }
 
     // Starts connecting (and reconnecting with backoff) in the background.
     void start();
@@ -106,6 +114,8 @@ public:
 
     // Sends one command; fails fast with store_unavailable while not up.
     boost::asio::awaitable<command_result> execute(std::span<const std::string_view> args);
+    // ASKING immediately followed by the command (Redis Cluster ASK redirect).
+    boost::asio::awaitable<command_result> execute_asking(std::span<const std::string_view> args);
 
 private:
     struct pending_command;
@@ -122,7 +132,8 @@ private:
     boost::asio::awaitable<void> watch_eviction_policy(std::shared_ptr<redis_connection> self,
                                                        std::uint64_t gen);
     boost::asio::awaitable<void> check_eviction_policy();
-    boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake);
+    boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake,
+                                                   bool asking = false);
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
     void fail_pending(boost::system::error_code ec);
@@ -132,6 +143,8 @@ private:
 
     boost::asio::any_io_executor ex_;
     std::shared_ptr<redis_shared> shared_;
+    config::endpoint address_;
+    std::function<config::endpoint()> address_source_;
     std::optional<subscriber_hooks> subscriber_;
     boost::asio::ip::tcp::socket socket_;
     boost::asio::steady_timer wake_writer_; // cancelled to wake an idle writer
@@ -150,6 +163,30 @@ private:
     bool connecting_ = false;      // a connect attempt (connect + handshake) is under way
     bool writer_idle_ = false;
     bool stopped_ = false;
+};
+
+// Where a session's commands go: one connection (standalone), or the node serving the key's
+// slot (cluster). `key` is the one key the command touches.
+class command_router {
+public:
+    virtual ~command_router() = default;
+    virtual boost::asio::awaitable<command_result> execute(std::string_view key,
+                                                           std::span<const std::string_view> args) = 0;
+    virtual void shutdown() = 0;
+};
+
+class single_router final : public command_router {
+public:
+    explicit single_router(std::shared_ptr<redis_connection> conn) : conn_(std::move(conn)) {}
+    boost::asio::awaitable<command_result> execute(std::string_view,
+                                                   std::span<const std::string_view> args) override
+    {
+        return conn_->execute(args);
+    }
+    void shutdown() override { conn_->shutdown(); }
+
+private:
+    std::shared_ptr<redis_connection> conn_;
 };
 
 } // namespace idemgate::store::detail

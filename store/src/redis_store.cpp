@@ -1,3 +1,4 @@
+#include "redis_cluster.hpp"
 #include "redis_connection.hpp"
 #include "settle_subscriber.hpp"
 
@@ -171,18 +172,22 @@ bool is_noscript(const detail::command_result& r)
 
 class redis_session final : public session {
 public:
-    redis_session(std::shared_ptr<detail::redis_connection> conn,
+    redis_session(std::unique_ptr<detail::command_router> router,
                   std::shared_ptr<detail::redis_shared> shared,
-                  std::shared_ptr<detail::settle_subscriber> subscriber)
-        : conn_(std::move(conn)), shared_(std::move(shared)), subscriber_(std::move(subscriber))
+                  std::shared_ptr<detail::settle_subscriber> subscriber,
+                  std::shared_ptr<detail::cluster_refresher> refresher)
+        : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
+          refresher_(std::move(refresher))
     {
     }
 
     ~redis_session() override
     {
-        conn_->shutdown();
+        router_->shutdown();
         if (subscriber_)
             subscriber_->shutdown();
+        if (refresher_)
+            refresher_->shutdown();
     }
 
     asio::awaitable<reserve_result> reserve(scope s, const record& in_flight, duration lock_ttl) override
@@ -191,7 +196,7 @@ public:
         auto value = encode_record(in_flight);
         auto px = ttl_ms(lock_ttl);
         std::array<std::string_view, 7> args{"SET", key, value, "NX", "PX", px, "GET"};
-        auto r = co_await conn_->execute(args);
+        auto r = co_await router_->execute(key, args);
         reserve_result out;
         if (r.ec) {
             log_if_error_reply("reserve", "SET", r);
@@ -271,7 +276,7 @@ public:
     {
         auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant);
         std::array<std::string_view, 3> zrem{"ZREM", keys[0], owner_token};
-        auto r = co_await conn_->execute(zrem);
+        auto r = co_await router_->execute(keys[0], zrem);
         if (r.ec)
             log_if_error_reply("leave", "ZREM", r);
         co_return r.ec;
@@ -294,7 +299,7 @@ public:
         auto key = redis_key(shared_->cfg.key_prefix, s);
         lookup_result out;
         std::array<std::string_view, 2> get{"GET", key};
-        auto r = co_await conn_->execute(get);
+        auto r = co_await router_->execute(key, get);
         if (r.ec) {
             log_if_error_reply("lookup", "GET", r);
             out.ec = r.ec;
@@ -310,7 +315,7 @@ public:
             co_return out;
         }
         std::array<std::string_view, 2> pttl{"PTTL", key};
-        auto t = co_await conn_->execute(pttl);
+        auto t = co_await router_->execute(key, pttl);
         if (t.ec) {
             log_if_error_reply("lookup", "PTTL", t);
             out.ec = t.ec;
@@ -327,7 +332,7 @@ public:
     {
         auto key = redis_key(shared_->cfg.key_prefix, s);
         std::array<std::string_view, 2> del{"DEL", key};
-        auto r = co_await conn_->execute(del);
+        auto r = co_await router_->execute(key, del);
         removed = false;
         if (r.ec) {
             log_if_error_reply("remove", "DEL", r);
@@ -345,7 +350,7 @@ private:
     std::string_view publish_flag() const noexcept { return shared_->options.publish_settled ? "1" : "0"; }
 
     // EVALSHA the script with `keys` keys followed by the other arguments (`args` holds both);
-    // on NOSCRIPT (a restarted or flushed server) load it and retry once. Error replies are
+    // on NOSCRIPT retry once as EVAL (which caches the script on that node). Error replies are
     // logged; the result carries the reply.
     asio::awaitable<detail::command_result> run_script(std::string_view operation, const lua_script& script,
                                                        std::size_t keys,
@@ -358,15 +363,17 @@ private:
         for (auto a : args)
             command_args[n++] = a;
         std::span<const std::string_view> command(command_args.data(), n);
-        auto r = co_await conn_->execute(command);
+        // The first key routes the command.
+        auto route_key = args.empty() ? std::string_view{} : args[0];
+        auto r = co_await router_->execute(route_key, command);
         if (is_noscript(r)) {
-            std::array<std::string_view, 3> load{"SCRIPT", "LOAD", script.text};
-            auto loaded = co_await conn_->execute(load);
-            if (loaded.ec) {
-                log_if_error_reply(operation, "SCRIPT LOAD", loaded);
-                co_return loaded;
-            }
-            r = co_await conn_->execute(command);
+            // A restarted, flushed or newly promoted node, or the target of a cluster redirect,
+            // lacks the script: EVAL sends its text (and caches it there) through the same
+            // routing, so it reaches the node that answered NOSCRIPT. The next EVALSHA is cheap
+            // again.
+            command_args[0] = "EVAL";
+            command_args[1] = script.text;
+            r = co_await router_->execute(route_key, command);
         }
         if (r.ec)
             log_if_error_reply(operation, "EVALSHA", r);
@@ -402,9 +409,10 @@ private:
             shared_->log_error_reply(operation, command, r);
     }
 
-    std::shared_ptr<detail::redis_connection> conn_;
+    std::unique_ptr<detail::command_router> router_;
     std::shared_ptr<detail::redis_shared> shared_;
     std::shared_ptr<detail::settle_subscriber> subscriber_; // the first session runs it
+    std::shared_ptr<detail::cluster_refresher> refresher_;  // cluster mode: the first session runs it
 };
 
 class redis_backend_impl final : public redis_backend {
@@ -412,28 +420,50 @@ public:
     redis_backend_impl(const config::redis_config& cfg, const redis_options& options)
         : shared_(std::make_shared<detail::redis_shared>(cfg, options))
     {
+        if (cfg.mode == config::redis_mode::cluster)
+            topology_ = std::make_shared<detail::cluster_topology>(cfg.nodes);
     }
 
     std::unique_ptr<session> open_session(asio::any_io_executor ex) override
     {
+        // The first session's thread also runs the process-wide helpers; that session owns them.
+        bool first = !first_session_opened_.exchange(true);
+        std::shared_ptr<detail::cluster_refresher> refresher;
+        if (topology_ && first) {
+            refresher = std::make_shared<detail::cluster_refresher>(ex, shared_, topology_);
+            refresher->start();
+        }
         std::shared_ptr<detail::settle_subscriber> subscriber;
-        if (shared_->options.publish_settled && !subscriber_started_.exchange(true)) {
-            // One subscriber per process, on the first session's thread; that session owns it.
-            subscriber = std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier);
+        if (shared_->options.publish_settled && first) {
+            subscriber =
+                std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier, topology_);
             subscriber->start();
         }
-        auto conn = std::make_shared<detail::redis_connection>(std::move(ex), shared_);
-        conn->start();
-        return std::make_unique<redis_session>(std::move(conn), shared_, std::move(subscriber));
+        std::unique_ptr<detail::command_router> router;
+        if (topology_) {
+            router = std::make_unique<detail::cluster_router>(std::move(ex), shared_, topology_);
+        } else {
+            auto conn = std::make_shared<detail::redis_connection>(std::move(ex), shared_);
+            conn->start();
+            router = std::make_unique<detail::single_router>(std::move(conn));
+        }
+        return std::make_unique<redis_session>(std::move(router), shared_, std::move(subscriber),
+                                               std::move(refresher));
     }
 
-    bool ready() const override { return shared_->stats.connections_up.load(std::memory_order_relaxed) > 0; }
+    bool ready() const override
+    {
+        if (topology_)
+            return topology_->ready();
+        return shared_->stats.connections_up.load(std::memory_order_relaxed) > 0;
+    }
     std::string_view kind() const noexcept override { return "redis"; }
     const redis_stats& stats() const noexcept override { return shared_->stats; }
 
 private:
     std::shared_ptr<detail::redis_shared> shared_;
-    std::atomic<bool> subscriber_started_{false};
+    std::shared_ptr<detail::cluster_topology> topology_; // cluster mode only
+    std::atomic<bool> first_session_opened_{false};
 };
 
 } // namespace

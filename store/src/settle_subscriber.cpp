@@ -1,5 +1,7 @@
 #include "settle_subscriber.hpp"
 
+#include "redis_cluster.hpp"
+
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,8 +12,8 @@ namespace idemgate::store::detail {
 namespace asio = boost::asio;
 
 settle_subscriber::settle_subscriber(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
-                                     settle_notifier& notifier)
-    : ex_(std::move(ex)), shared_(std::move(shared)), notifier_(notifier)
+                                     settle_notifier& notifier, std::shared_ptr<cluster_topology> topology)
+    : ex_(std::move(ex)), shared_(std::move(shared)), notifier_(notifier), topology_(std::move(topology))
 {
 }
 
@@ -37,6 +39,15 @@ void settle_subscriber::start()
         }
     };
     conn_ = std::make_shared<redis_connection>(ex_, shared_, std::move(hooks));
+    if (topology_) {
+        conn_->set_address_source([weak] {
+            auto self = weak.lock();
+            auto nodes = self ? self->topology_->candidates() : std::vector<config::endpoint>{};
+            if (nodes.empty())
+                return config::endpoint{"127.0.0.1", 6379};
+            return nodes[self->next_node_++ % nodes.size()];
+        });
+    }
     notifier_.on_interest = [weak, ex = ex_](const std::string& channel, bool) {
         asio::post(ex, [weak, channel] {
             if (auto self = weak.lock())

@@ -5,6 +5,10 @@
 #include "redis_connection.hpp"
 #include "settle_notifier.hpp"
 
+namespace idemgate::store::detail {
+class cluster_topology;
+}
+
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -14,8 +18,10 @@ namespace idemgate::store::detail {
 
 class settle_subscriber : public std::enable_shared_from_this<settle_subscriber> {
 public:
+    // With `topology` (cluster mode) the connection goes to a node of the cluster, another one
+    // after each loss; PUBLISH reaches subscribers on every node.
     settle_subscriber(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
-                      settle_notifier& notifier);
+                      settle_notifier& notifier, std::shared_ptr<cluster_topology> topology = nullptr);
 
     // Connects (and reconnects) in the background and hooks into the notifier.
     void start();
@@ -36,6 +42,8 @@ private:
     boost::asio::any_io_executor ex_;
     std::shared_ptr<redis_shared> shared_;
     settle_notifier& notifier_;
+    std::shared_ptr<cluster_topology> topology_;
+    std::size_t next_node_ = 0;
     std::shared_ptr<redis_connection> conn_;
     std::unordered_set<std::string> subscribed_;              // requested (sent) on this connection
     std::unordered_map<std::string, int> pending_subscribes_; // SUBSCRIBEs awaiting confirmation

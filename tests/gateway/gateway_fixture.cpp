@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
@@ -23,11 +24,29 @@ store_under_test make_store(const gateway_options& options)
         y += "  redis:\n";
         y += "    address: \"" + store.redis->address() + "\"\n";
         y += "    key_prefix: idemgate-test\n";
+    } else if (kind == "cluster") {
+        static std::shared_ptr<redis_cluster> shared;
+        if (options.breaks_store) {
+            store.cluster = std::make_shared<redis_cluster>();
+        } else {
+            if (!shared)
+                shared = std::make_shared<redis_cluster>();
+            store.cluster = shared;
+        }
+        static int prefix_counter = 0;
+        y.replace(y.find("  type: cluster"), 15, "  type: redis");
+        y += "  redis:\n";
+        y += "    mode: cluster\n";
+        y += "    nodes:\n";
+        for (const auto& a : store.cluster->addresses())
+            y += "      - \"" + a + "\"\n";
+        y += "    key_prefix: idemgate-test-" + std::to_string(::getpid()) + "-" +
+             std::to_string(++prefix_counter) + "\n";
     } else if (kind == "memory") {
         y += "  memory:\n";
         y += "    max_entries: " + std::to_string(options.memory_max_entries) + "\n";
     } else {
-        throw std::runtime_error("IDEMGATE_TEST_STORE must be memory or redis, not " + kind);
+        throw std::runtime_error("IDEMGATE_TEST_STORE must be memory, redis or cluster, not " + kind);
     }
     return store;
 }
@@ -84,6 +103,7 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
 
 gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(options))
 {
+    options_breaks_store_ = options.breaks_store;
     env_ = options.env;
     // A port that was free a moment ago and that nothing here listens on: connect is refused.
     yaml_ = gateway_yaml(store, upstream.port(), free_port(), options);
@@ -130,7 +150,7 @@ std::unique_ptr<gateway_process> gateway_fixture::start_another()
 bool redis_store_under_test()
 {
     const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    return choice && std::string(choice) == "redis";
+    return choice && (std::string(choice) == "redis" || std::string(choice) == "cluster");
 }
 
 http_response gateway_fixture::post(const std::string& path, const std::string& key, const std::string& body,
@@ -166,6 +186,12 @@ std::string gateway_fixture::break_store()
         store.redis->stop(true);
         return "redis-server killed";
     }
+    if (store.cluster) {
+        if (!options_breaks_store_)
+            throw std::runtime_error("break_store on the shared cluster: set gateway_options::breaks_store");
+        store.cluster->stop_all();
+        return "every cluster node killed";
+    }
     auto filler = post("/api/orders", unique_key("filler"), "{}");
     if (filler.status != 201)
         throw std::runtime_error("break_store: filling the memory store answered " + filler.raw);
@@ -192,6 +218,17 @@ bool is_problem(const http_response& res, int status)
     auto* detail = problem.if_contains("detail");
     return type && type->is_string() && !type->as_string().empty() && title && title->is_string() && code &&
            code->is_int64() && code->as_int64() == status && detail && detail->is_string();
+}
+
+double metric(std::uint16_t admin_port, const std::string& series)
+{
+    auto text = http_request(admin_port, "GET", "/metrics").body;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(series + " ", 0) == 0)
+            return std::stod(line.substr(series.size() + 1));
+    return -1;
 }
 
 std::string unique_key(const std::string& stem)

@@ -14,7 +14,10 @@ namespace idemgate::test {
 // The `store:` block of the YAML plus the server behind it, if any.
 struct store_under_test {
     std::unique_ptr<redis_server> redis;
-    std::string yaml; // top-level "store:" block, newline-terminated
+    std::shared_ptr<redis_cluster> cluster; // IDEMGATE_TEST_STORE=cluster (shared by tests)
+    std::string yaml;                       // top-level "store:" block, newline-terminated
+    // Records outlive the gateway process (Redis, standalone or cluster).
+    bool persistent() const { return redis || cluster; }
 };
 
 // Knobs a test may turn; each string is a block of YAML lines inserted as described.
@@ -29,6 +32,7 @@ struct gateway_options {
     std::string top_level;         // extra top-level keys
     std::string store_extra;       // extra keys under store: (2-space indent)
     std::vector<std::pair<std::string, std::string>> env; // extra environment of the gateway
+    bool breaks_store = false; // the test calls break_store(): a cluster of its own, not the shared one
 };
 
 // Routes of the generated config:
@@ -37,7 +41,9 @@ struct gateway_options {
 //   /strict/  -> upstream, idempotency with required: true
 //   /down/    -> an upstream address nobody listens on, idempotency on
 //   /plain/   -> upstream, no idempotency
-// memory, or redis when IDEMGATE_TEST_STORE=redis.
+// memory, redis when IDEMGATE_TEST_STORE=redis, a Redis Cluster (3 + 3) when it is cluster:
+// one cluster shared by the tests of the process (each gateway under its own key_prefix)
+// unless options.breaks_store.
 store_under_test make_store(const gateway_options& options = {});
 
 std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_port, std::uint16_t dead_port,
@@ -73,6 +79,7 @@ public:
 private:
     std::string yaml_;
     std::vector<std::pair<std::string, std::string>> env_;
+    bool options_breaks_store_ = false;
 };
 
 // True when this run uses the Redis store (IDEMGATE_TEST_STORE=redis).
@@ -93,5 +100,8 @@ boost::json::object parse_object(const std::string& text);
 // An RFC 9457 answer: this status, application/problem+json, string type/title/detail, numeric status.
 bool is_problem(const http_response& res, int status);
 std::string unique_key(const std::string& stem);
+// The value of the Prometheus sample `series` (e.g. `name{label="v"}`) on the admin port's
+// /metrics, or -1 when absent.
+double metric(std::uint16_t admin_port, const std::string& series);
 
 } // namespace idemgate::test

@@ -74,6 +74,7 @@ TEST_CASE("store failure with on_failure reject answers 503 without calling the 
     gateway_options options;
     options.on_failure = "reject";
     options.memory_max_entries = 1;
+    options.breaks_store = true;
     gateway_fixture f(options);
     auto how = f.break_store();
     CAPTURE(how);
@@ -93,6 +94,7 @@ TEST_CASE("store failure with on_failure pass_through forwards unprotected")
     gateway_options options;
     options.on_failure = "pass_through";
     options.memory_max_entries = 1;
+    options.breaks_store = true;
     gateway_fixture f(options);
     auto how = f.break_store();
     CAPTURE(how);

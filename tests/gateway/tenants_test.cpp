@@ -12,16 +12,9 @@ using namespace idemgate::test;
 
 namespace {
 
-// Value of the Prometheus sample `series`, or -1 when absent.
 double metric(gateway_fixture& f, const std::string& series)
 {
-    auto text = http_request(f.gateway->admin_port(), "GET", "/metrics").body;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(series + " ", 0) == 0)
-            return std::stod(line.substr(series.size() + 1));
-    return -1;
+    return idemgate::test::metric(f.gateway->admin_port(), series);
 }
 
 gateway_options tenant_options(const std::string& tenants)

@@ -161,6 +161,121 @@ std::string redis_server::command(const std::vector<std::string>& args)
 
 // ---------------------------------------------------------------------------------------------
 
+redis_cluster::redis_cluster()
+{
+    for (int i = 0; i < 6; ++i)
+        nodes_.push_back(std::make_unique<redis_server>(std::vector<std::string>{
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
+            std::to_string(free_port()), "--cluster-node-timeout", "2000"}));
+    std::vector<std::string> args{"--cluster", "create"};
+    for (const auto& a : addresses())
+        args.push_back(a);
+    args.insert(args.end(), {"--cluster-replicas", "1", "--cluster-yes"});
+    child_process create("redis-cli", args);
+    auto rc = create.wait_exit(60s);
+    if (rc != 0)
+        throw std::runtime_error("redis-cli --cluster create failed:\n" + create.output());
+    if (!wait_ok(30s))
+        throw std::runtime_error("the cluster did not reach cluster_state:ok within 30 s");
+    // And every replica has finished its first sync (WAIT and failover tests count on it).
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+        int linked = 0;
+        for (auto& n : nodes_)
+            if (n->command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos)
+                ++linked;
+        if (linked == 3)
+            break;
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the cluster's replicas did not finish syncing within 30 s");
+        std::this_thread::sleep_for(50ms); // polling the replicas' own state
+    }
+}
+
+std::vector<std::string> redis_cluster::addresses() const
+{
+    std::vector<std::string> out;
+    for (const auto& n : nodes_)
+        out.push_back(n->address());
+    return out;
+}
+
+bool redis_cluster::ok()
+{
+    for (auto& n : nodes_) {
+        std::string info;
+        try {
+            info = n->command({"CLUSTER", "INFO"});
+        } catch (const std::exception&) {
+            continue; // a stopped node
+        }
+        if (info.find("cluster_state:ok") == std::string::npos ||
+            info.find("cluster_slots_ok:16384") == std::string::npos)
+            return false;
+    }
+    return true;
+}
+
+bool redis_cluster::wait_ok(milliseconds timeout)
+{
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (ok())
+            return true;
+        std::this_thread::sleep_for(50ms); // polling the cluster's own state
+    }
+    return ok();
+}
+
+std::string redis_cluster::id_of(std::size_t i)
+{
+    auto reply = nodes_[i]->command({"CLUSTER", "MYID"});
+    // $40\r\n<id>\r\n
+    auto start = reply.find("\r\n");
+    return reply.substr(start + 2, 40);
+}
+
+std::size_t redis_cluster::primary_for(const std::string& key)
+{
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        std::string reply;
+        try {
+            reply = nodes_[i]->command({"GET", key});
+        } catch (const std::exception&) {
+            continue;
+        }
+        // A primary answers the key (nil or a value); others redirect (MOVED) or refuse.
+        if (reply.rfind("-MOVED", 0) != 0 && reply.rfind("-", 0) != 0)
+            return i;
+    }
+    throw std::runtime_error("no node serves key " + key);
+}
+
+std::size_t redis_cluster::other_primary(std::size_t not_this)
+{
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        if (i == not_this)
+            continue;
+        std::string info;
+        try {
+            info = nodes_[i]->command({"ROLE"});
+        } catch (const std::exception&) {
+            continue;
+        }
+        if (info.find("master") != std::string::npos)
+            return i;
+    }
+    throw std::runtime_error("no other primary");
+}
+
+void redis_cluster::stop_all()
+{
+    for (auto& n : nodes_)
+        n->stop(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+
 namespace {
 
 void replace_all(std::string& text, const std::string& from, const std::string& to)

@@ -25,8 +25,13 @@ struct endpoint {
 enum class store_type { memory, redis };
 enum class failure_mode { reject, pass_through };
 
+enum class redis_mode { standalone, cluster, sentinel };
+
 struct redis_config {
-    endpoint address{"127.0.0.1", 6379};
+    redis_mode mode = redis_mode::standalone;
+    endpoint address{"127.0.0.1", 6379}; // standalone
+    std::vector<endpoint> nodes;         // cluster: seed nodes (any reachable one will do)
+    duration topology_refresh{2000};     // cluster: re-read the slot map this often (and on redirects)
     std::string password_env;            // name of the env var holding the password ("" = no AUTH)
     std::string password;                // resolved from password_env at load time, never from YAML
     int db = 0;                          // SELECT db

@@ -47,6 +47,15 @@ struct redis_stats {
     // record has a TTL, so volatile-* evicts them too); -1 unknown: not read yet, or CONFIG refused
     // (renamed or disabled on managed Redis), which is tolerated with a warning.
     std::atomic<int> eviction_safe{-1};
+    // Redis Cluster: redirects followed (MOVED, ASK), commands given up after max redirects,
+    // slot map reads (and failed ones), slots served and primaries in the last map.
+    std::atomic<std::uint64_t> cluster_moved{0};
+    std::atomic<std::uint64_t> cluster_ask{0};
+    std::atomic<std::uint64_t> cluster_redirect_loops{0};
+    std::atomic<std::uint64_t> cluster_refreshes{0};
+    std::atomic<std::uint64_t> cluster_refresh_failures{0};
+    std::atomic<std::int64_t> cluster_slots_covered{0};
+    std::atomic<std::int64_t> cluster_primaries{0};
     // Latency of answered commands (enqueue to reply).
     latency_histogram latency;
 };

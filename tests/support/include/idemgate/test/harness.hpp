@@ -88,6 +88,33 @@ private:
     std::unique_ptr<child_process> proc_;
 };
 
+// A Redis Cluster of 3 primaries + 3 replicas on free loopback ports (RECIPES.md): six
+// redis-server processes with their own bus ports, joined by `redis-cli --cluster create`; the
+// constructor returns once every node reports cluster_state:ok with all slots served.
+class redis_cluster {
+public:
+    redis_cluster();
+    std::size_t size() const { return nodes_.size(); }
+    redis_server& node(std::size_t i) { return *nodes_[i]; }
+    // "host:port" of every node.
+    std::vector<std::string> addresses() const;
+    // The index of the node serving `key` as primary (CLUSTER KEYSLOT + CLUSTER SHARDS).
+    std::size_t primary_for(const std::string& key);
+    // The index of a primary other than `not_this`.
+    std::size_t other_primary(std::size_t not_this);
+    // Node ids (CLUSTER MYID).
+    std::string id_of(std::size_t i);
+    // Whether every live node reports cluster_state:ok.
+    bool ok();
+    // Waits (bounded) until ok().
+    bool wait_ok(milliseconds timeout = 20s);
+    // Kills every node (a store that is gone).
+    void stop_all();
+
+private:
+    std::vector<std::unique_ptr<redis_server>> nodes_;
+};
+
 // The real idemgate binary with a YAML config. In the YAML text, "${LISTEN}" and "${ADMIN}"
 // are replaced by 127.0.0.1:0 unless given; the actual ports are read from the start-up line
 // {"msg":"listening","listen":"127.0.0.1:P","admin_listen":"127.0.0.1:Q",...}.

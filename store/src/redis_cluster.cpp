@@ -1,0 +1,388 @@
+#include "redis_cluster.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+#include <hiredis/hiredis.h>
+#include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
+
+namespace idemgate::store::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::uint16_t crc16_xmodem(std::string_view data) noexcept
+{
+    std::uint16_t crc = 0;
+    for (char ch : data) {
+        crc ^= static_cast<std::uint16_t>(static_cast<unsigned char>(ch) << 8);
+        for (int i = 0; i < 8; ++i)
+            crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
+                                 : static_cast<std::uint16_t>(crc << 1);
+    }
+    return crc;
+}
+
+std::string_view str(const redisReply* r) noexcept
+{
+    return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+               ? std::string_view(r->str, r->len)
+               : std::string_view{};
+}
+
+// The value for `name` in a RESP2 flat map (key, value, key, value ...), or nullptr.
+const redisReply* field(const redisReply& map, std::string_view name) noexcept
+{
+    if (map.type != REDIS_REPLY_ARRAY)
+        return nullptr;
+    for (std::size_t i = 0; i + 1 < map.elements; i += 2)
+        if (str(map.element[i]) == name)
+            return map.element[i + 1];
+    return nullptr;
+}
+
+} // namespace
+
+std::uint16_t cluster_slot(std::string_view key) noexcept
+{
+    auto open = key.find('{');
+    if (open != std::string_view::npos) {
+        auto close = key.find('}', open + 1);
+        if (close != std::string_view::npos && close > open + 1)
+            key = key.substr(open + 1, close - open - 1);
+    }
+    return static_cast<std::uint16_t>(crc16_xmodem(key) % cluster_slots);
+}
+
+std::optional<cluster_redirect> parse_redirect(std::string_view text)
+{
+    cluster_redirect out;
+    if (text.starts_with("MOVED "))
+        text.remove_prefix(6);
+    else if (text.starts_with("ASK ")) {
+        out.ask = true;
+        text.remove_prefix(4);
+    } else
+        return std::nullopt;
+    auto space = text.find(' ');
+    if (space == std::string_view::npos)
+        return std::nullopt;
+    unsigned slot = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + space, slot);
+    if (ec != std::errc{} || end != text.data() + space || slot >= cluster_slots)
+        return std::nullopt;
+    out.slot = static_cast<std::uint16_t>(slot);
+    auto address = text.substr(space + 1);
+    auto colon = address.rfind(':');
+    if (colon == std::string_view::npos || colon == 0)
+        return std::nullopt;
+    unsigned port = 0;
+    auto port_text = address.substr(colon + 1);
+    auto [pend, pec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (pec != std::errc{} || pend != port_text.data() + port_text.size() || port == 0 || port > 65535)
+        return std::nullopt;
+    out.to.host = std::string(address.substr(0, colon));
+    out.to.port = static_cast<std::uint16_t>(port);
+    return out;
+}
+
+std::size_t slot_map::covered_slots() const noexcept
+{
+    std::size_t n = 0;
+    for (auto o : owner)
+        n += o >= 0 ? 1 : 0;
+    return n;
+}
+
+std::optional<slot_map> parse_cluster_shards(const redisReply& reply, std::string& why)
+{
+    if (reply.type != REDIS_REPLY_ARRAY) {
+        why = "CLUSTER SHARDS: not an array";
+        return std::nullopt;
+    }
+    slot_map m;
+    for (std::size_t s = 0; s < reply.elements; ++s) {
+        const auto& shard = *reply.element[s];
+        const auto* slots = field(shard, "slots");
+        const auto* nodes = field(shard, "nodes");
+        if (!slots || !nodes || slots->type != REDIS_REPLY_ARRAY || nodes->type != REDIS_REPLY_ARRAY ||
+            slots->elements % 2 != 0) {
+            why = "CLUSTER SHARDS: a shard without slots or nodes";
+            return std::nullopt;
+        }
+        if (slots->elements == 0)
+            continue; // a primary without slots serves nothing
+        const redisReply* primary = nullptr;
+        for (std::size_t n = 0; n < nodes->elements; ++n)
+            if (str(field(*nodes->element[n], "role")) == "master")
+                primary = nodes->element[n];
+        if (!primary)
+            continue; // no primary right now: its slots stay uncovered
+        config::endpoint ep;
+        auto endpoint = str(field(*primary, "endpoint"));
+        auto ip = str(field(*primary, "ip"));
+        ep.host = std::string(!endpoint.empty() && endpoint != "?" ? endpoint : ip);
+        const auto* port = field(*primary, "port");
+        if (ep.host.empty() || !port || port->type != REDIS_REPLY_INTEGER || port->integer <= 0 ||
+            port->integer > 65535) {
+            why = "CLUSTER SHARDS: a primary without an address";
+            return std::nullopt;
+        }
+        ep.port = static_cast<std::uint16_t>(port->integer);
+        auto index = static_cast<std::int16_t>(m.primaries.size());
+        m.primaries.push_back(ep);
+        m.online.push_back(str(field(*primary, "health")) == "online");
+        for (std::size_t i = 0; i < slots->elements; i += 2) {
+            const auto* lo = slots->element[i];
+            const auto* hi = slots->element[i + 1];
+            if (lo->type != REDIS_REPLY_INTEGER || hi->type != REDIS_REPLY_INTEGER || lo->integer < 0 ||
+                hi->integer >= static_cast<long long>(cluster_slots) || lo->integer > hi->integer) {
+                why = "CLUSTER SHARDS: a bad slot range";
+                return std::nullopt;
+            }
+            for (auto slot = lo->integer; slot <= hi->integer; ++slot)
+                m.owner[static_cast<std::size_t>(slot)] = index;
+        }
+    }
+    return m;
+}
+
+cluster_topology::cluster_topology(std::vector<config::endpoint> seeds)
+    : seeds_(std::move(seeds)), map_(std::make_shared<slot_map>())
+{
+}
+
+std::shared_ptr<const slot_map> cluster_topology::map() const
+{
+    std::lock_guard lock(mutex_);
+    return map_;
+}
+
+void cluster_topology::replace(slot_map m)
+{
+    auto next = std::make_shared<const slot_map>(std::move(m));
+    std::lock_guard lock(mutex_);
+    map_ = std::move(next);
+    version_.fetch_add(1, std::memory_order_release);
+}
+
+void cluster_topology::moved(std::uint16_t slot, const config::endpoint& to)
+{
+    {
+        std::lock_guard lock(mutex_);
+        auto next = std::make_shared<slot_map>(*map_);
+        std::int16_t index = -1;
+        for (std::size_t i = 0; i < next->primaries.size(); ++i)
+            if (next->primaries[i].host == to.host && next->primaries[i].port == to.port)
+                index = static_cast<std::int16_t>(i);
+        if (index < 0) {
+            index = static_cast<std::int16_t>(next->primaries.size());
+            next->primaries.push_back(to);
+            next->online.push_back(true);
+        }
+        next->owner[slot] = index;
+        map_ = std::move(next);
+        version_.fetch_add(1, std::memory_order_release);
+    }
+    request_refresh();
+}
+
+std::vector<config::endpoint> cluster_topology::candidates() const
+{
+    auto m = map();
+    std::vector<config::endpoint> out = m->primaries;
+    for (const auto& s : seeds_)
+        out.push_back(s);
+    return out;
+}
+
+void cluster_topology::request_refresh()
+{
+    if (on_refresh_request)
+        on_refresh_request();
+}
+
+cluster_router::cluster_router(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
+                               std::shared_ptr<cluster_topology> topology)
+    : ex_(std::move(ex)), shared_(std::move(shared)), topology_(std::move(topology))
+{
+}
+
+std::shared_ptr<redis_connection> cluster_router::connection(const config::endpoint& node)
+{
+    auto name = node.to_string();
+    auto it = connections_.find(name);
+    if (it != connections_.end())
+        return it->second;
+    auto conn = std::make_shared<redis_connection>(ex_, shared_, node);
+    conn->start();
+    connections_.emplace(std::move(name), conn);
+    return conn;
+}
+
+asio::awaitable<command_result> cluster_router::execute_on(const config::endpoint& node,
+                                                           std::span<const std::string_view> args)
+{
+    auto conn = connection(node);
+    co_return co_await conn->execute(args);
+}
+
+asio::awaitable<command_result> cluster_router::execute(std::string_view key,
+                                                        std::span<const std::string_view> args)
+{
+    if (topology_->version() != map_version_) {
+        map_version_ = topology_->version();
+        map_ = topology_->map();
+    }
+    auto slot = cluster_slot(key);
+    const auto* owner = map_->node_for(slot);
+    if (!owner) {
+        topology_->request_refresh();
+        shared_->stats.errors_unavailable.fetch_add(1, std::memory_order_relaxed);
+        co_return command_result{make_error_code(error::store_unavailable), nullptr};
+    }
+    config::endpoint target = *owner;
+    bool asking = false;
+    for (int redirects = 0;; ++redirects) {
+        auto conn = connection(target);
+        command_result r;
+        if (asking)
+            r = co_await conn->execute_asking(args);
+        else
+            r = co_await conn->execute(args);
+        if (r.ec == error::store_unavailable || r.ec == error::store_timeout) {
+            topology_->request_refresh(); // the node may have failed over
+            co_return r;
+        }
+        if (r.ec != error::store_error_reply || !r.reply)
+            co_return r;
+        auto redirect = parse_redirect(std::string_view(r.reply->str, r.reply->len));
+        if (!redirect)
+            co_return r; // TRYAGAIN, CLUSTERDOWN, ...: a store error like any other
+        if (redirects >= max_redirects) {
+            shared_->stats.cluster_redirect_loops.fetch_add(1, std::memory_order_relaxed);
+            co_return r;
+        }
+        if (redirect->ask) {
+            shared_->stats.cluster_ask.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            shared_->stats.cluster_moved.fetch_add(1, std::memory_order_relaxed);
+            topology_->moved(redirect->slot, redirect->to);
+        }
+        asking = redirect->ask;
+        target = redirect->to;
+    }
+}
+
+void cluster_router::shutdown()
+{
+    for (auto& [name, conn] : connections_)
+        conn->shutdown();
+}
+
+cluster_refresher::cluster_refresher(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
+                                     std::shared_ptr<cluster_topology> topology)
+    : ex_(ex), shared_(shared), topology_(topology), router_(ex, shared, topology), timer_(ex)
+{
+}
+
+void cluster_refresher::start()
+{
+    std::weak_ptr<cluster_refresher> weak = weak_from_this();
+    topology_->on_refresh_request = [weak, ex = ex_] {
+        asio::post(ex, [weak] {
+            if (auto self = weak.lock()) {
+                self->requested_ = true;
+                self->timer_.cancel();
+            }
+        });
+    };
+    asio::co_spawn(ex_, run(shared_from_this()), asio::detached);
+}
+
+void cluster_refresher::shutdown()
+{
+    asio::post(ex_, [self = shared_from_this()] {
+        self->stopped_ = true;
+        self->timer_.cancel();
+        self->router_.shutdown();
+        self->topology_->on_refresh_request = nullptr;
+    });
+}
+
+asio::awaitable<void> cluster_refresher::run(std::shared_ptr<cluster_refresher>)
+{
+    using namespace std::chrono_literals;
+    while (!stopped_) {
+        requested_ = false;
+        bool complete = co_await refresh();
+        if (stopped_)
+            break;
+        // Until the map is complete and every primary connected, look again soon.
+        auto wait = complete ? shared_->cfg.topology_refresh : std::chrono::milliseconds(100);
+        if (!requested_) {
+            timer_.expires_after(wait);
+            co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        if (requested_ && !stopped_) {
+            // Redirects come in bursts: one refresh per burst.
+            timer_.expires_after(20ms);
+            co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+    }
+}
+
+asio::awaitable<bool> cluster_refresher::refresh()
+{
+    std::string why = "no node answered";
+    std::optional<slot_map> fresh;
+    for (const auto& node : topology_->candidates()) {
+        std::array<std::string_view, 2> args{"CLUSTER", "SHARDS"};
+        auto r = co_await router_.execute_on(node, args);
+        if (stopped_)
+            co_return false;
+        if (r.ec) {
+            why = node.to_string() + ": " + reply_text(r);
+            continue;
+        }
+        fresh = parse_cluster_shards(*r.reply, why);
+        if (fresh)
+            break;
+    }
+    shared_->stats.cluster_refreshes.fetch_add(1, std::memory_order_relaxed);
+    if (!fresh) {
+        shared_->stats.cluster_refresh_failures.fetch_add(1, std::memory_order_relaxed);
+        topology_->set_ready(false);
+        if (!logged_down_)
+            log::error("redis cluster: cannot read the slot map; retrying", {{"error", why}});
+        logged_down_ = true;
+        co_return false;
+    }
+    // Ready: every slot served by a primary the cluster calls online and we are connected to.
+    std::size_t covered = fresh->covered_slots();
+    bool ready = covered == cluster_slots;
+    for (std::size_t i = 0; i < fresh->primaries.size(); ++i)
+        ready = ready && fresh->online[i] && router_.connection(fresh->primaries[i])->up();
+    shared_->stats.cluster_slots_covered.store(static_cast<std::int64_t>(covered), std::memory_order_relaxed);
+    shared_->stats.cluster_primaries.store(static_cast<std::int64_t>(fresh->primaries.size()),
+                                           std::memory_order_relaxed);
+    topology_->replace(std::move(*fresh));
+    if (ready != topology_->ready() || logged_down_) {
+        if (ready)
+            log::info("redis cluster: every slot is served",
+                      {{"primaries", shared_->stats.cluster_primaries.load()}});
+        else
+            log::warn("redis cluster: not every slot is served by a reachable primary",
+                      {{"slots_covered", covered}});
+    }
+    logged_down_ = !ready;
+    topology_->set_ready(ready);
+    co_return ready;
+}
+
+} // namespace idemgate::store::detail

@@ -1,0 +1,214 @@
+// Issue 9 (cluster): the gateway over a real Redis Cluster (3 primaries + 3 replicas) while slots
+// move and primaries fail. Runs in the gateway_tests_redis_cluster entry
+// (IDEMGATE_TEST_STORE=cluster); elsewhere each case says so and returns.
+#include "gateway_fixture.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+using namespace idemgate::test;
+
+namespace {
+
+bool cluster_run()
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    return choice && std::string(choice) == "cluster";
+}
+
+// The integer of a RESP integer reply (":123\r\n").
+long long resp_integer(const std::string& reply)
+{
+    REQUIRE_MESSAGE(reply.rfind(':', 0) == 0, reply);
+    return std::stoll(reply.substr(1));
+}
+
+int readyz(gateway_fixture& f)
+{
+    try {
+        return http_request(f.gateway->admin_port(), "GET", "/readyz", {}, {}, 1s).status;
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+// Waits (bounded) until /readyz answers `status`; returns how long it took, or -1 ms.
+milliseconds wait_readyz(gateway_fixture& f, int status, milliseconds timeout)
+{
+    auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < timeout) {
+        if (readyz(f) == status)
+            return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+        std::this_thread::sleep_for(20ms); // polling the gateway's readiness
+    }
+    return milliseconds(-1);
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("cluster");
+
+TEST_CASE("a slot migrating between primaries: ASK then MOVED are followed, nothing runs twice")
+{
+    if (!cluster_run()) {
+        MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
+        return;
+    }
+    gateway_options options;
+    options.breaks_store = true; // it moves a slot: a cluster of its own
+    gateway_fixture f(options);
+    auto& cluster = *f.store.cluster;
+    // Keys with one hash tag share a slot (record keys keep the client's braces).
+    const std::string tag = "{mig" + std::to_string(::getpid()) + "}";
+    auto slot = std::to_string(resp_integer(cluster.node(0).command({"CLUSTER", "KEYSLOT", tag})));
+    auto a = cluster.primary_for(tag);
+    auto b = cluster.other_primary(a);
+    auto id_a = cluster.id_of(a);
+    auto id_b = cluster.id_of(b);
+
+    auto first = f.post("/api/orders", tag + "-1", "{}");
+    REQUIRE(first.status == 201);
+
+    // Migration under way: keys still on A are served there, new ones go to B (ASK).
+    REQUIRE(cluster.node(b).command({"CLUSTER", "SETSLOT", slot, "IMPORTING", id_a}) == "+OK\r\n");
+    REQUIRE(cluster.node(a).command({"CLUSTER", "SETSLOT", slot, "MIGRATING", id_b}) == "+OK\r\n");
+    auto second = f.post("/api/orders", tag + "-2", "{}");
+    CHECK(second.status == 201);
+    auto replay_first = f.post("/api/orders", tag + "-1", "{}");
+    CHECK(replay_first.header("idempotent-replayed") == "true");
+    auto replay_second = f.post("/api/orders", tag + "-2", "{}");
+    CHECK(replay_second.header("idempotent-replayed") == "true");
+    CHECK(replay_second.body == second.body);
+    CHECK(metric(f.gateway->admin_port(), "idemgate_redis_cluster_redirects_total{kind=\"ask\"}") >= 1);
+
+    // Move what is left on A, then hand the slot to B everywhere: MOVED from now on.
+    auto keys = cluster.node(a).command({"CLUSTER", "GETKEYSINSLOT", slot, "100"});
+    std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(cluster.node(b).port()), "", "0",
+                                     "5000",    "KEYS"};
+    std::size_t pos = 0;
+    int moved_keys = 0;
+    while ((pos = keys.find('$', pos)) != std::string::npos) {
+        auto len_end = keys.find("\r\n", pos);
+        auto len = std::stoul(keys.substr(pos + 1, len_end - pos - 1));
+        migrate.push_back(keys.substr(len_end + 2, len));
+        pos = len_end + 2 + len;
+        ++moved_keys;
+    }
+    CHECK(moved_keys == 1); // the first key; the second was created on B
+    REQUIRE(cluster.node(a).command(migrate) == "+OK\r\n");
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+        auto role = cluster.node(i).command({"ROLE"});
+        if (role.find("master") != std::string::npos)
+            CHECK(cluster.node(i).command({"CLUSTER", "SETSLOT", slot, "NODE", id_b}) == "+OK\r\n");
+    }
+    auto after = f.post("/api/orders", tag + "-1", "{}");
+    CHECK(after.header("idempotent-replayed") == "true");
+    CHECK(after.body == first.body);
+    CHECK(f.post("/api/orders", tag + "-3", "{}").status == 201);
+    CHECK(metric(f.gateway->admin_port(), "idemgate_redis_cluster_redirects_total{kind=\"moved\"}") >= 1);
+    CHECK(f.executions() == 3);
+}
+
+TEST_CASE("a killed primary: readyz 503 until its replica is promoted, then keys run and replay again")
+{
+    if (!cluster_run()) {
+        MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
+        return;
+    }
+    gateway_options options;
+    options.breaks_store = true;
+    options.lock_ttl = "40s";
+    gateway_fixture f(options);
+    auto& cluster = *f.store.cluster;
+    const std::string tag = "{kill" + std::to_string(::getpid()) + "}";
+    auto victim = cluster.primary_for(tag);
+
+    auto before = f.post("/api/orders", tag + "-before", "{}");
+    REQUIRE(before.status == 201);
+    // WAIT for the replica so the record survives the failover (asynchronous replication
+    // would otherwise be allowed to lose it; README: min_replicas_ack).
+    auto acked = cluster.node(victim).command({"WAIT", "1", "2000"});
+    REQUIRE(resp_integer(acked) == 1);
+
+    cluster.node(victim).stop(true);
+    auto down = wait_readyz(f, 503, 10s);
+    CHECK(down.count() >= 0);
+    auto during = f.post("/api/orders", tag + "-during", "{}");
+    CHECK((during.status == 201 || is_problem(during, 503))); // before or after the promotion
+
+    auto back = wait_readyz(f, 200, 20s);
+    REQUIRE_MESSAGE(back.count() >= 0, "readyz did not come back after the replica's promotion");
+    MESSAGE("gap from the kill being noticed to readyz 200: " << back.count() << " ms");
+    auto replay = f.post("/api/orders", tag + "-before", "{}");
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay.body == before.body);
+    auto fresh = f.post("/api/orders", tag + "-after", "{}");
+    CHECK(fresh.status == 201);
+    auto fresh_again = f.post("/api/orders", tag + "-after", "{}");
+    CHECK(fresh_again.header("idempotent-replayed") == "true");
+}
+
+TEST_CASE("CLUSTER FAILOVER under load: every key runs once and its retry replays")
+{
+    if (!cluster_run()) {
+        MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
+        return;
+    }
+    gateway_options options;
+    options.breaks_store = true;
+    gateway_fixture f(options);
+    auto& cluster = *f.store.cluster;
+    const std::string tag = "{fo" + std::to_string(::getpid()) + "}";
+    auto primary = cluster.primary_for(tag);
+    // Its replica: the node whose ROLE names the primary's port.
+    std::size_t replica = cluster.size();
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+        auto role = cluster.node(i).command({"ROLE"});
+        if (role.find("slave") != std::string::npos &&
+            role.find(std::to_string(cluster.node(primary).port())) != std::string::npos)
+            replica = i;
+    }
+    REQUIRE(replica < cluster.size());
+
+    std::atomic<bool> stop{false};
+    std::atomic<int> created{0}, replayed{0}, refused{0}, executed_twice{0};
+    std::thread load([&] {
+        for (int i = 0; !stop; ++i) {
+            auto key = tag + "-" + std::to_string(i);
+            auto a = f.post("/api/orders", key, "{}");
+            if (a.status != 201) {
+                refused += is_problem(a, 503) ? 1 : 0;
+                continue;
+            }
+            ++created;
+            auto b = f.post("/api/orders", key, "{}");
+            if (b.header("idempotent-replayed") == "true")
+                ++replayed;
+            else if (b.status == 201)
+                ++executed_twice;
+        }
+    });
+    std::this_thread::sleep_for(300ms); // let the load run before the failover
+    REQUIRE(cluster.node(replica).command({"CLUSTER", "FAILOVER"}) == "+OK\r\n");
+    auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (std::chrono::steady_clock::now() < deadline &&
+           cluster.node(replica).command({"ROLE"}).find("master") == std::string::npos)
+        std::this_thread::sleep_for(20ms); // polling the cluster's own state
+    std::this_thread::sleep_for(500ms);    // and traffic after it
+    stop = true;
+    load.join();
+    CHECK(cluster.node(replica).command({"ROLE"}).find("master") != std::string::npos);
+    MESSAGE("created " << created.load() << ", replayed " << replayed.load() << ", refused "
+                       << refused.load());
+    CHECK(created.load() > 10);
+    CHECK(executed_twice.load() == 0);
+    CHECK(replayed.load() == created.load());
+    CHECK(wait_readyz(f, 200, 10s).count() >= 0);
+}
+
+TEST_SUITE_END();
