@@ -522,7 +522,7 @@ private:
         map_view map(*this, child(store, "redis"), "store.redis",
                      {"mode", "address", "nodes", "topology_refresh", "password_env", "db", "key_prefix",
                       "command_timeout", "connect_timeout", "reconnect_backoff_max",
-                      "eviction_check_interval"});
+                      "eviction_check_interval", "min_replicas_ack"});
         if (auto text = scalar(map, "mode", "a string")) {
             if (*text == "standalone")
                 redis.mode = redis_mode::standalone;
@@ -553,6 +553,7 @@ private:
             }
         }
         read_duration(map, "topology_refresh", redis.topology_refresh);
+        read_int(map, "min_replicas_ack", redis.min_replicas_ack, 0, 100);
         if (redis.mode == redis_mode::cluster) {
             if (redis.nodes.empty())
                 problem(map.path_of("nodes"), "cluster mode needs at least one seed node (host:port)");

@@ -134,6 +134,9 @@ void render_redis_metrics(const store::redis_stats& s, std::string& out)
                        "1: Redis maxmemory-policy is noeviction; 0: another policy, records can be "
                        "evicted; -1: unknown (not read yet, or CONFIG GET refused).");
     prometheus::sample(out, "idemgate_redis_eviction_safe", "", double(s.eviction_safe.load()));
+    counter("idemgate_records_unreplicated_total",
+            "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT).", "",
+            double(s.records_unreplicated.load()));
     prometheus::header(out, "idemgate_redis_cluster_redirects_total", "counter",
                        "Redis Cluster redirects followed, and commands given up after too many.");
     prometheus::sample(out, "idemgate_redis_cluster_redirects_total", "kind=\"moved\"",

@@ -167,6 +167,25 @@ void redis_shared::log_error_reply(std::string_view operation, std::string_view 
     log::warn("redis answered with an error", std::move(fields));
 }
 
+void redis_shared::log_unreplicated(std::string_view key, long long acked, const command_result& r)
+{
+    const std::int64_t now = clock::now().time_since_epoch().count();
+    auto next = next_unreplicated_log_.load(std::memory_order_relaxed);
+    const std::int64_t interval =
+        std::chrono::duration_cast<clock::duration>(options.error_log_interval).count();
+    if (now < next ||
+        !next_unreplicated_log_.compare_exchange_strong(next, now + interval, std::memory_order_relaxed))
+        return;
+    boost::json::object fields{{"key", printable_text(key)},
+                               {"min_replicas_ack", cfg.min_replicas_ack},
+                               {"replicas_acknowledged", acked}};
+    if (acked < 0)
+        fields["error"] = reply_text(r);
+    log::warn("record acknowledged by fewer replicas than min_replicas_ack; a failover now could lose it "
+              "(idemgate_records_unreplicated_total counts them all)",
+              std::move(fields));
+}
+
 struct redis_connection::pending_command {
     explicit pending_command(const asio::any_io_executor& ex) : event(ex) {}
     asio::steady_timer event; // deadline; cancelled by the reader when the reply arrives

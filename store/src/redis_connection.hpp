@@ -74,12 +74,17 @@ struct redis_shared {
     // options.error_log_interval. Thread-safe, lock-free.
     void log_error_reply(std::string_view operation, std::string_view command, const command_result& r);
 
+    // A completed record fewer than min_replicas_ack replicas acknowledged (`acked`; -1: WAIT
+    // failed, `r` says how). Rate-limited like log_error_reply.
+    void log_unreplicated(std::string_view key, long long acked, const command_result& r);
+
 private:
     std::mutex policy_mutex_;
     bool policy_read_ = false;                    // some check got an answer (policy or refusal)
     std::string last_policy_;                     // as last read; "" = refused
     std::atomic<std::int64_t> next_error_log_{0}; // steady_clock ticks; before it, only count
     std::atomic<std::uint64_t> unlogged_error_replies_{0};
+    std::atomic<std::int64_t> next_unreplicated_log_{0};
 };
 
 // A connection in subscriber mode (wait mode's notifications): pub/sub messages go to

@@ -231,7 +231,10 @@ public:
         auto value = encode_record(completed);
         auto px = ttl_ms(record_ttl);
         std::array<std::string_view, 4> argv{prefix, value, px, publish_flag()};
-        co_return co_await run_owned("complete", complete_lua(), key, argv);
+        auto ec = co_await run_owned("complete", complete_lua(), key, argv);
+        if (!ec && shared_->cfg.min_replicas_ack > 0 && completed.state == record_state::completed)
+            co_await wait_for_replicas(key);
+        co_return ec;
     }
 
     asio::awaitable<error_code> release(scope s, std::string_view owner_token) override
@@ -347,6 +350,29 @@ public:
     }
 
 private:
+    // min_replicas_ack: WAIT until that many replicas have the record, within half the command
+    // timeout (so the answer comes before our own deadline). The client gets its answer either
+    // way; a record fewer replicas acknowledged is counted and logged: a failover now could lose
+    // it and let a retry run again.
+    asio::awaitable<void> wait_for_replicas(std::string_view key)
+    {
+        auto wanted = std::to_string(shared_->cfg.min_replicas_ack);
+        auto timeout = std::to_string(std::max<duration::rep>(shared_->cfg.command_timeout.count() / 2, 1));
+        std::array<std::string_view, 3> args{"WAIT", wanted, timeout};
+        auto r = co_await router_->execute(key, args);
+        long long acked = -1;
+        if (!r.ec && r.reply->type == REDIS_REPLY_INTEGER)
+            acked = r.reply->integer;
+        if (acked >= static_cast<long long>(shared_->cfg.min_replicas_ack))
+            co_return;
+        shared_->stats.records_unreplicated.fetch_add(1, std::memory_order_relaxed);
+        detail::command_result why;
+        if (r.ec) {
+            why = std::move(r);
+        }
+        shared_->log_unreplicated(key, acked, why);
+    }
+
     std::string_view publish_flag() const noexcept { return shared_->options.publish_settled ? "1" : "0"; }
 
     // EVALSHA the script with `keys` keys followed by the other arguments (`args` holds both);

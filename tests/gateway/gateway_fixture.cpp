@@ -24,6 +24,7 @@ store_under_test make_store(const gateway_options& options)
         y += "  redis:\n";
         y += "    address: \"" + store.redis->address() + "\"\n";
         y += "    key_prefix: idemgate-test\n";
+        y += options.redis_extra;
     } else if (kind == "cluster") {
         static std::shared_ptr<redis_cluster> shared;
         if (options.breaks_store) {
@@ -40,6 +41,7 @@ store_under_test make_store(const gateway_options& options)
         y += "    nodes:\n";
         for (const auto& a : store.cluster->addresses())
             y += "      - \"" + a + "\"\n";
+        y += options.redis_extra;
         y += "    key_prefix: idemgate-test-" + std::to_string(::getpid()) + "-" +
              std::to_string(++prefix_counter) + "\n";
     } else if (kind == "memory") {

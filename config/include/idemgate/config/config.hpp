@@ -40,6 +40,7 @@ struct redis_config {
     duration connect_timeout{1000};
     duration reconnect_backoff_max{2000};    // reconnect with exponential backoff up to this
     duration eviction_check_interval{30000}; // re-read maxmemory-policy; 0 = on (re)connect only
+    unsigned min_replicas_ack = 0;           // > 0: WAIT for that many replicas after each complete
 };
 
 struct memory_config {

@@ -56,6 +56,8 @@ struct redis_stats {
     std::atomic<std::uint64_t> cluster_refresh_failures{0};
     std::atomic<std::int64_t> cluster_slots_covered{0};
     std::atomic<std::int64_t> cluster_primaries{0};
+    // Completed records that fewer than min_replicas_ack replicas acknowledged (WAIT).
+    std::atomic<std::uint64_t> records_unreplicated{0};
     // Latency of answered commands (enqueue to reply).
     latency_histogram latency;
 };
