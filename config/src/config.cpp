@@ -522,16 +522,17 @@ private:
         map_view map(*this, child(store, "redis"), "store.redis",
                      {"mode", "address", "nodes", "topology_refresh", "password_env", "db", "key_prefix",
                       "command_timeout", "connect_timeout", "reconnect_backoff_max",
-                      "eviction_check_interval", "min_replicas_ack"});
+                      "eviction_check_interval", "min_replicas_ack", "sentinel"});
         if (auto text = scalar(map, "mode", "a string")) {
             if (*text == "standalone")
                 redis.mode = redis_mode::standalone;
             else if (*text == "cluster")
                 redis.mode = redis_mode::cluster;
             else if (*text == "sentinel")
-                problem(map.path_of("mode"), "sentinel mode is not built yet (use standalone or cluster)");
+                redis.mode = redis_mode::sentinel;
             else
-                problem(map.path_of("mode"), quote(*text) + " is not a mode (use standalone or cluster)");
+                problem(map.path_of("mode"),
+                        quote(*text) + " is not a mode (use standalone, cluster or sentinel)");
         }
         read_endpoint(map, "address", redis.address);
         if (const auto* nodes = map.find("nodes")) {
@@ -559,6 +560,26 @@ private:
                 problem(map.path_of("nodes"), "cluster mode needs at least one seed node (host:port)");
             if (map.find("address"))
                 problem(map.path_of("address"), "not used in cluster mode (list the seed nodes under nodes)");
+        }
+        if (redis.mode == redis_mode::sentinel) {
+            if (redis.nodes.empty())
+                problem(map.path_of("nodes"), "sentinel mode needs the sentinels (host:port each)");
+            if (map.find("address"))
+                problem(map.path_of("address"), "not used in sentinel mode (the sentinels name the primary)");
+        }
+        map_view sentinel(*this, child(map, "sentinel"), "store.redis.sentinel",
+                          {"master_name", "password_env"});
+        read_string(sentinel, "master_name", redis.sentinel_master_name);
+        if (redis.sentinel_master_name.empty())
+            problem(sentinel.path_of("master_name"), "must not be empty");
+        read_string(sentinel, "password_env", redis.sentinel_password_env);
+        if (!redis.sentinel_password_env.empty()) {
+            const char* value = getenv_(redis.sentinel_password_env.c_str());
+            if (!value)
+                problem(sentinel.path_of("password_env"),
+                        "environment variable " + quote(redis.sentinel_password_env) + " is not set");
+            else
+                redis.sentinel_password = value;
         }
         read_int(map, "db", redis.db, 0, 15);
         if (redis.mode == redis_mode::cluster && redis.db != 0)

@@ -326,6 +326,10 @@ asio::awaitable<error_code> redis_connection::connect()
     if (address_source_)
         address_ = address_source_();
     const auto addr = address_;
+    if (addr.port == 0) {
+        handshake_error_ = "no address yet (waiting for the sentinels to name the primary)";
+        co_return make_error_code(asio::error::host_not_found_try_again);
+    }
     socket_ = asio::ip::tcp::socket(ex_);
     connect_deadline_.expires_after(shared_->cfg.connect_timeout);
 
@@ -368,15 +372,16 @@ asio::awaitable<error_code> redis_connection::connect()
 asio::awaitable<error_code> redis_connection::handshake()
 {
     const auto& cfg = shared_->cfg;
-    if (!cfg.password.empty()) {
-        std::array<std::string_view, 2> args{"AUTH", cfg.password};
+    const auto& password = to_sentinel_ ? cfg.sentinel_password : cfg.password;
+    if (!password.empty()) {
+        std::array<std::string_view, 2> args{"AUTH", password};
         auto r = co_await enqueue(args, true);
         if (r.ec) {
             handshake_error_ = "AUTH: " + reply_text(r);
             co_return r.ec;
         }
     }
-    if (cfg.db != 0) {
+    if (cfg.db != 0 && !to_sentinel_) {
         auto db = std::to_string(cfg.db);
         std::array<std::string_view, 2> args{"SELECT", db};
         auto r = co_await enqueue(args, true);
@@ -394,6 +399,26 @@ asio::awaitable<error_code> redis_connection::handshake()
     if (r.ec) {
         handshake_error_ = "PING: " + reply_text(r);
         co_return r.ec;
+    }
+    if (cfg.mode == config::redis_mode::sentinel && !to_sentinel_ && !subscriber_) {
+        // Sentinel mode: the address may be stale (a failover since the sentinels were asked);
+        // only a primary is used.
+        std::array<std::string_view, 1> role{"ROLE"};
+        auto rr = co_await enqueue(role, true);
+        if (rr.ec) {
+            handshake_error_ = "ROLE: " + reply_text(rr);
+            co_return rr.ec;
+        }
+        std::string_view what;
+        if (rr.reply->type == REDIS_REPLY_ARRAY && rr.reply->elements > 0 &&
+            rr.reply->element[0]->type == REDIS_REPLY_STRING)
+            what = std::string_view(rr.reply->element[0]->str, rr.reply->element[0]->len);
+        if (what != "master") {
+            handshake_error_ = "ROLE: " + printable_text(what) + ", not the primary";
+            if (shared_->on_primary_suspect)
+                shared_->on_primary_suspect();
+            co_return make_error_code(error::store_unavailable);
+        }
     }
     co_return error_code{};
 }
@@ -585,14 +610,28 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
             pending_.pop_front();
             if (cmd->abandoned)
                 continue;
+            bool demoted = false;
             if (reply->type == REDIS_REPLY_ERROR) {
                 bump(stats.errors_reply);
                 cmd->ec = make_error_code(error::store_error_reply);
+                // Sentinel mode: the primary became a replica under us. Drop the connection and
+                // let the monitor find the new primary.
+                demoted = shared_->cfg.mode == config::redis_mode::sentinel &&
+                          std::string_view(reply->str, reply->len).starts_with("READONLY");
             }
             bump(stats.replies);
             cmd->reply = std::move(reply);
             cmd->done = true;
             cmd->event.cancel();
+            if (demoted) {
+                log::warn("redis answered READONLY: the primary was demoted; asking the sentinels again",
+                          {{"address", address_.to_string()}});
+                if (shared_->on_primary_suspect)
+                    shared_->on_primary_suspect();
+                fail_pending(make_error_code(error::store_unavailable));
+                on_lost(gen, "readonly", {});
+                co_return;
+            }
         }
     }
 }

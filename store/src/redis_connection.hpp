@@ -63,6 +63,9 @@ struct redis_shared {
     std::size_t max_pending = 100000;           // commands queued or awaiting a reply
     std::size_t max_pending_bytes = 256u << 20; // bytes queued but not yet written
     settle_notifier notifier{true};             // wait mode: waiters by channel (= record key)
+    // Sentinel mode: a data connection found it is not talking to the primary (ROLE, READONLY);
+    // the monitor re-asks the sentinels. Set once before any connection starts.
+    std::function<void()> on_primary_suspect;
 
     // Records what CONFIG GET maxmemory-policy answered (`policy`), or that it was refused
     // (nullopt; `why` says how), sets stats.eviction_safe and logs each change once: an error
@@ -106,8 +109,11 @@ public:
                      config::endpoint address);
 
     // Asked for the address before every connect attempt (a subscriber that follows the
-    // cluster's nodes). Set before start().
+    // cluster's nodes; a data connection that follows Sentinel's primary). Set before start().
     void set_address_source(std::function<config::endpoint()> source);
+    // This connection talks to a Sentinel: AUTH with the sentinel password, no SELECT, no ROLE
+    // check. Set before start() (with subscriber hooks).
+    void talk_to_sentinel() { to_sentinel_ = true; }
     const config::endpoint& address() const noexcept { return address_; }
 
     // Starts connecting (and reconnecting with backoff) in the background.
@@ -151,6 +157,7 @@ private:
     config::endpoint address_;
     std::function<config::endpoint()> address_source_;
     std::optional<subscriber_hooks> subscriber_;
+    bool to_sentinel_ = false;
     boost::asio::ip::tcp::socket socket_;
     boost::asio::steady_timer wake_writer_; // cancelled to wake an idle writer
     boost::asio::steady_timer lost_;        // cancelled when the connection is lost

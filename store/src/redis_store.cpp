@@ -1,5 +1,6 @@
 #include "redis_cluster.hpp"
 #include "redis_connection.hpp"
+#include "redis_sentinel.hpp"
 #include "settle_subscriber.hpp"
 
 #include <array>
@@ -448,6 +449,14 @@ public:
     {
         if (cfg.mode == config::redis_mode::cluster)
             topology_ = std::make_shared<detail::cluster_topology>(cfg.nodes);
+        if (cfg.mode == config::redis_mode::sentinel)
+            monitor_ = std::make_shared<detail::sentinel_monitor>(shared_);
+    }
+
+    ~redis_backend_impl() override
+    {
+        if (monitor_)
+            monitor_->shutdown();
     }
 
     std::unique_ptr<session> open_session(asio::any_io_executor ex) override
@@ -459,10 +468,12 @@ public:
             refresher = std::make_shared<detail::cluster_refresher>(ex, shared_, topology_);
             refresher->start();
         }
+        if (monitor_ && first)
+            monitor_->start(ex);
         std::shared_ptr<detail::settle_subscriber> subscriber;
         if (shared_->options.publish_settled && first) {
-            subscriber =
-                std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier, topology_);
+            subscriber = std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier,
+                                                                     topology_, monitor_);
             subscriber->start();
         }
         std::unique_ptr<detail::command_router> router;
@@ -470,6 +481,8 @@ public:
             router = std::make_unique<detail::cluster_router>(std::move(ex), shared_, topology_);
         } else {
             auto conn = std::make_shared<detail::redis_connection>(std::move(ex), shared_);
+            if (monitor_)
+                conn->set_address_source([m = monitor_] { return m->current(); });
             conn->start();
             router = std::make_unique<detail::single_router>(std::move(conn));
         }
@@ -489,6 +502,7 @@ public:
 private:
     std::shared_ptr<detail::redis_shared> shared_;
     std::shared_ptr<detail::cluster_topology> topology_; // cluster mode only
+    std::shared_ptr<detail::sentinel_monitor> monitor_;  // sentinel mode only
     std::atomic<bool> first_session_opened_{false};
 };
 

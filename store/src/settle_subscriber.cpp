@@ -1,6 +1,7 @@
 #include "settle_subscriber.hpp"
 
 #include "redis_cluster.hpp"
+#include "redis_sentinel.hpp"
 
 #include <array>
 #include <boost/asio/co_spawn.hpp>
@@ -12,8 +13,10 @@ namespace idemgate::store::detail {
 namespace asio = boost::asio;
 
 settle_subscriber::settle_subscriber(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
-                                     settle_notifier& notifier, std::shared_ptr<cluster_topology> topology)
-    : ex_(std::move(ex)), shared_(std::move(shared)), notifier_(notifier), topology_(std::move(topology))
+                                     settle_notifier& notifier, std::shared_ptr<cluster_topology> topology,
+                                     std::shared_ptr<sentinel_monitor> monitor)
+    : ex_(std::move(ex)), shared_(std::move(shared)), notifier_(notifier), topology_(std::move(topology)),
+      monitor_(std::move(monitor))
 {
 }
 
@@ -39,6 +42,8 @@ void settle_subscriber::start()
         }
     };
     conn_ = std::make_shared<redis_connection>(ex_, shared_, std::move(hooks));
+    if (monitor_)
+        conn_->set_address_source([m = monitor_] { return m->current(); });
     if (topology_) {
         conn_->set_address_source([weak] {
             auto self = weak.lock();

@@ -7,7 +7,8 @@
 
 namespace idemgate::store::detail {
 class cluster_topology;
-}
+class sentinel_monitor;
+} // namespace idemgate::store::detail
 
 #include <memory>
 #include <string>
@@ -21,7 +22,8 @@ public:
     // With `topology` (cluster mode) the connection goes to a node of the cluster, another one
     // after each loss; PUBLISH reaches subscribers on every node.
     settle_subscriber(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
-                      settle_notifier& notifier, std::shared_ptr<cluster_topology> topology = nullptr);
+                      settle_notifier& notifier, std::shared_ptr<cluster_topology> topology = nullptr,
+                      std::shared_ptr<sentinel_monitor> monitor = nullptr);
 
     // Connects (and reconnects) in the background and hooks into the notifier.
     void start();
@@ -43,6 +45,7 @@ private:
     std::shared_ptr<redis_shared> shared_;
     settle_notifier& notifier_;
     std::shared_ptr<cluster_topology> topology_;
+    std::shared_ptr<sentinel_monitor> monitor_; // sentinel mode: follow the primary
     std::size_t next_node_ = 0;
     std::shared_ptr<redis_connection> conn_;
     std::unordered_set<std::string> subscribed_;              // requested (sent) on this connection

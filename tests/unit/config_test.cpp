@@ -818,3 +818,82 @@ tenants:
     CHECK(w.find("tenants.acme.lock_ttl: 5000ms is not above") != std::string::npos);
     CHECK(w.find("tenants.globex") == std::string::npos);
 }
+
+TEST_CASE("redis modes: cluster and sentinel keys parse, and their errors name the key path")
+{
+    auto c = cfg::parse(R"(store:
+  type: redis
+  redis:
+    mode: cluster
+    nodes: ["127.0.0.1:7000", "127.0.0.1:7001"]
+    topology_refresh: 5s
+    min_replicas_ack: 1
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+)",
+                        no_env);
+    CHECK(c.store.redis.mode == cfg::redis_mode::cluster);
+    REQUIRE(c.store.redis.nodes.size() == 2);
+    CHECK(c.store.redis.nodes[1].port == 7001);
+    CHECK(c.store.redis.topology_refresh == std::chrono::seconds(5));
+    CHECK(c.store.redis.min_replicas_ack == 1);
+
+    auto s = cfg::parse(R"(store:
+  type: redis
+  redis:
+    mode: sentinel
+    nodes: ["127.0.0.1:26379"]
+    sentinel: { master_name: orders-primary }
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+)",
+                        no_env);
+    CHECK(s.store.redis.mode == cfg::redis_mode::sentinel);
+    CHECK(s.store.redis.sentinel_master_name == "orders-primary");
+
+    auto bad = joined(problems_of(R"(store:
+  type: redis
+  redis:
+    mode: cluster
+    address: "127.0.0.1:6379"
+    db: 2
+    nodes: ["nohost", 7]
+    min_replicas_ack: -1
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+)"));
+    CHECK(bad.find("store.redis.address: not used in cluster mode") != std::string::npos);
+    CHECK(bad.find("store.redis.db: Redis Cluster has only database 0") != std::string::npos);
+    CHECK(bad.find("store.redis.nodes[0]:") != std::string::npos);
+    CHECK(bad.find("store.redis.nodes[1]:") != std::string::npos);
+    CHECK(bad.find("store.redis.min_replicas_ack: -1 out of range") != std::string::npos);
+
+    auto bad_sentinel = joined(problems_of(R"(store:
+  type: redis
+  redis:
+    mode: sentinel
+    sentinel: { master_name: "", password_env: NOPE }
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+)"));
+    CHECK(bad_sentinel.find("store.redis.nodes: sentinel mode needs the sentinels") != std::string::npos);
+    CHECK(bad_sentinel.find("store.redis.sentinel.master_name: must not be empty") != std::string::npos);
+    CHECK(bad_sentinel.find("store.redis.sentinel.password_env: environment variable \"NOPE\" is not set") !=
+          std::string::npos);
+    auto bad_mode = joined(problems_of(R"(store:
+  redis: { mode: replicated }
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+)"));
+    CHECK(bad_mode.find("store.redis.mode: \"replicated\" is not a mode") != std::string::npos);
+}

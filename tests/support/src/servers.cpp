@@ -92,6 +92,11 @@ std::string resp_command(std::uint16_t port, const std::vector<std::string>& arg
 
 // ---------------------------------------------------------------------------------------------
 
+std::string redis_command(std::uint16_t port, const std::vector<std::string>& args, milliseconds timeout)
+{
+    return resp_command(port, args, timeout);
+}
+
 redis_server::redis_server(std::vector<std::string> extra_args)
     : extra_args_(std::move(extra_args)), port_(free_port())
 {

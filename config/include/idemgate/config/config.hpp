@@ -30,7 +30,10 @@ enum class redis_mode { standalone, cluster, sentinel };
 struct redis_config {
     redis_mode mode = redis_mode::standalone;
     endpoint address{"127.0.0.1", 6379}; // standalone
-    std::vector<endpoint> nodes;         // cluster: seed nodes (any reachable one will do)
+    std::vector<endpoint> nodes;         // cluster: seed nodes; sentinel: the sentinels
+    std::string sentinel_master_name = "mymaster";
+    std::string sentinel_password_env;   // for the sentinels, if they require AUTH
+    std::string sentinel_password;       // resolved from sentinel_password_env
     duration topology_refresh{2000};     // cluster: re-read the slot map this often (and on redirects)
     std::string password_env;            // name of the env var holding the password ("" = no AUTH)
     std::string password;                // resolved from password_env at load time, never from YAML

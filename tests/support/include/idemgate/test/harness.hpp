@@ -66,6 +66,10 @@ private:
     int pid_ = -1;
 };
 
+// One command to the Redis (or Sentinel) on 127.0.0.1:port; the raw RESP reply.
+std::string redis_command(std::uint16_t port, const std::vector<std::string>& args,
+                          milliseconds timeout = 5s);
+
 // A private redis-server on a free port (never 6379), no persistence by default.
 class redis_server {
 public:

@@ -1,0 +1,147 @@
+#include "redis_sentinel.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+#include <hiredis/hiredis.h>
+#include <idemgate/common/log.hpp>
+
+namespace idemgate::store::detail {
+
+namespace asio = boost::asio;
+
+sentinel_monitor::sentinel_monitor(std::shared_ptr<redis_shared> shared) : shared_(std::move(shared)) {}
+
+config::endpoint sentinel_monitor::current() const
+{
+    std::lock_guard lock(mutex_);
+    return current_;
+}
+
+void sentinel_monitor::start(asio::any_io_executor ex)
+{
+    ex_ = ex;
+    timer_.emplace(ex);
+    std::weak_ptr<sentinel_monitor> weak = weak_from_this();
+    shared_->on_primary_suspect = [weak, ex] {
+        asio::post(ex, [weak] {
+            if (auto self = weak.lock())
+                self->request();
+        });
+    };
+    auto rotate = [weak](std::size_t sentinel_monitor::*next) {
+        return [weak, next] {
+            auto self = weak.lock();
+            if (!self || self->shared_->cfg.nodes.empty())
+                return config::endpoint{"", 0};
+            const auto& nodes = self->shared_->cfg.nodes;
+            return nodes[(self.get()->*next)++ % nodes.size()];
+        };
+    };
+    // Both connections skip the data connections' checks (subscriber hooks) and talk to sentinels.
+    query_ = std::make_shared<redis_connection>(ex, shared_, subscriber_hooks{});
+    query_->talk_to_sentinel();
+    query_->set_address_source(rotate(&sentinel_monitor::next_query_sentinel_));
+    subscriber_hooks hooks;
+    hooks.on_message = [weak](std::string_view channel, std::string_view payload) {
+        if (channel != "+switch-master")
+            return;
+        if (auto self = weak.lock()) {
+            log::info("sentinel announced a new primary", {{"message", printable_text(payload)}});
+            self->request();
+        }
+    };
+    hooks.on_up = [weak] {
+        auto self = weak.lock();
+        if (!self)
+            return;
+        asio::co_spawn(
+            self->ex_,
+            [self]() -> asio::awaitable<void> {
+                std::array<std::string_view, 2> args{"SUBSCRIBE", "+switch-master"};
+                co_await self->subscribed_->execute(args);
+            },
+            asio::detached);
+    };
+    subscribed_ = std::make_shared<redis_connection>(ex, shared_, std::move(hooks));
+    subscribed_->talk_to_sentinel();
+    subscribed_->set_address_source(rotate(&sentinel_monitor::next_sub_sentinel_));
+    query_->start();
+    subscribed_->start();
+    asio::co_spawn(ex, run(shared_from_this()), asio::detached);
+}
+
+void sentinel_monitor::shutdown()
+{
+    if (!timer_)
+        return;
+    asio::post(ex_, [self = shared_from_this()] {
+        self->stopped_ = true;
+        self->timer_->cancel();
+        self->query_->shutdown();
+        self->subscribed_->shutdown();
+    });
+}
+
+void sentinel_monitor::request()
+{
+    requested_ = true;
+    if (timer_)
+        timer_->cancel();
+}
+
+asio::awaitable<void> sentinel_monitor::run(std::shared_ptr<sentinel_monitor>)
+{
+    using namespace std::chrono_literals;
+    while (!stopped_) {
+        requested_ = false;
+        co_await ask();
+        if (stopped_)
+            break;
+        bool known = current().port != 0;
+        if (!requested_) {
+            timer_->expires_after(known ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(100));
+            co_await timer_->async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+    }
+}
+
+asio::awaitable<void> sentinel_monitor::ask()
+{
+    const auto& name = shared_->cfg.sentinel_master_name;
+    std::array<std::string_view, 3> args{"SENTINEL", "get-master-addr-by-name", name};
+    auto r = co_await query_->execute(args);
+    if (stopped_)
+        co_return;
+    const redisReply* reply = r.reply.get();
+    if (r.ec || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_STRING || reply->element[1]->type != REDIS_REPLY_STRING) {
+        if (!reported_unknown_)
+            log::warn("sentinels do not name a primary yet; retrying",
+                      {{"master_name", name}, {"reply", r.ec ? reply_text(r) : std::string("nil")}});
+        reported_unknown_ = true;
+        co_return;
+    }
+    reported_unknown_ = false;
+    config::endpoint ep;
+    ep.host.assign(reply->element[0]->str, reply->element[0]->len);
+    std::string_view port_text(reply->element[1]->str, reply->element[1]->len);
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc{} || port == 0 || port > 65535)
+        co_return;
+    ep.port = static_cast<std::uint16_t>(port);
+    std::lock_guard lock(mutex_);
+    if (ep.host != current_.host || ep.port != current_.port) {
+        log::info("sentinels name the primary",
+                  {{"master_name", name},
+                   {"address", ep.to_string()},
+                   {"previous", current_.port ? current_.to_string() : "none"}});
+        current_ = ep;
+    }
+}
+
+} // namespace idemgate::store::detail

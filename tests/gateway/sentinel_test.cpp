@@ -1,0 +1,149 @@
+// Issue 9 (sentinel): the gateway finds the primary through real sentinels (one primary, one
+// replica, three sentinels) and follows it when the primary is killed. Runs in the
+// gateway_tests_redis_store entry (IDEMGATE_TEST_STORE=redis); elsewhere it says so and returns.
+#include "gateway_fixture.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <memory>
+#include <thread>
+
+using namespace idemgate::test;
+
+namespace {
+
+// One primary, one replica and three sentinels on free loopback ports (RECIPES.md).
+struct sentinel_set {
+    std::unique_ptr<redis_server> primary;
+    std::unique_ptr<redis_server> replica;
+    temp_dir dir;
+    std::vector<std::uint16_t> ports;
+    std::vector<std::unique_ptr<child_process>> sentinels;
+
+    sentinel_set()
+    {
+        primary = std::make_unique<redis_server>();
+        replica = std::make_unique<redis_server>(
+            std::vector<std::string>{"--replicaof", "127.0.0.1", std::to_string(primary->port())});
+        wait_for([&] {
+            return replica->command({"INFO", "replication"}).find("master_link_status:up") !=
+                   std::string::npos;
+        });
+        for (int i = 0; i < 3; ++i) {
+            auto port = free_port();
+            ports.push_back(port);
+            auto file = dir.write_file("sentinel-" + std::to_string(i) + ".conf",
+                                       "port " + std::to_string(port) + "\nbind 127.0.0.1\ndir " +
+                                           dir.path() + "\nsentinel monitor mymaster 127.0.0.1 " +
+                                           std::to_string(primary->port()) +
+                                           " 2\nsentinel down-after-milliseconds mymaster 1000\n"
+                                           "sentinel failover-timeout mymaster 4000\n");
+            sentinels.push_back(std::make_unique<child_process>(
+                "redis-server", std::vector<std::string>{file, "--sentinel"}));
+        }
+        // Ready when every sentinel sees the replica and the two other sentinels.
+        wait_for([&] {
+            for (auto port : ports) {
+                std::string master;
+                try {
+                    master = redis_command(port, {"SENTINEL", "MASTER", "mymaster"}, 1s);
+                } catch (const std::exception&) {
+                    return false;
+                }
+                if (master.find("num-slaves\r\n$1\r\n1") == std::string::npos ||
+                    master.find("num-other-sentinels\r\n$1\r\n2") == std::string::npos)
+                    return false;
+            }
+            return true;
+        });
+    }
+
+    ~sentinel_set()
+    {
+        for (auto& s : sentinels)
+            s->signal(SIGKILL);
+    }
+
+    template<class Pred>
+    static void wait_for(Pred pred)
+    {
+        auto deadline = std::chrono::steady_clock::now() + 30s;
+        while (!pred()) {
+            if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("sentinel test set-up did not settle within 30 s");
+            std::this_thread::sleep_for(50ms); // polling the servers' own state
+        }
+    }
+
+    std::string store_yaml() const
+    {
+        std::string y =
+            "store:\n  type: redis\n  on_failure: reject\n  redis:\n    mode: sentinel\n    nodes:\n";
+        for (auto port : ports)
+            y += "      - \"127.0.0.1:" + std::to_string(port) + "\"\n";
+        y += "    sentinel:\n      master_name: mymaster\n    key_prefix: idemgate-sentinel-test\n";
+        return y;
+    }
+};
+
+int readyz(gateway_process& g)
+{
+    try {
+        return http_request(g.admin_port(), "GET", "/readyz", {}, {}, 1s).status;
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("sentinel");
+
+TEST_CASE("sentinel mode: the gateway finds the primary and follows a failover")
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    if (!choice || std::string(choice) != "redis") {
+        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+        return;
+    }
+    sentinel_set set;
+    test_upstream_process upstream;
+    store_under_test store;
+    store.yaml = set.store_yaml();
+    gateway_options options;
+    gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), options));
+    sentinel_set::wait_for([&] { return readyz(gateway) == 200; });
+
+    auto post = [&](const std::string& key) {
+        return gateway_request(gateway.port(), "POST", "/api/orders",
+                               {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
+    };
+    const std::string before = unique_key("sentinel-before");
+    auto first = post(before);
+    REQUIRE(first.status == 201);
+    // The replica has it before the primary dies (WAIT), so the failover cannot lose it.
+    REQUIRE(set.primary->command({"WAIT", "1", "2000"}) == ":1\r\n");
+
+    auto killed = std::chrono::steady_clock::now();
+    set.primary->stop(true);
+    // Until the sentinels promote the replica, requests follow on_failure (503 here).
+    sentinel_set::wait_for([&] { return post(unique_key("probe")).status == 201; });
+    auto gap = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - killed);
+    MESSAGE("from the primary's kill to the first request served by the promoted replica: " << gap.count()
+                                                                                            << " ms");
+    CHECK(gap < 20s);
+    CHECK(set.replica->command({"ROLE"}).find("master") != std::string::npos);
+    CHECK(readyz(gateway) == 200);
+    auto replay = post(before);
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay.body == first.body);
+    bool logged = false;
+    for (const auto& line : gateway.process().lines())
+        logged = logged || (line.find("sentinels name the primary") != std::string::npos &&
+                            line.find(std::to_string(set.replica->port())) != std::string::npos);
+    CHECK(logged);
+}
+
+TEST_SUITE_END();
