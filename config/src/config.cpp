@@ -455,7 +455,7 @@ private:
     void load_store(const map_view& top, store_config& store)
     {
         map_view map(*this, child(top, "store"), "store",
-                     {"type", "on_failure", "redis", "memory", "key_secret_env"});
+                     {"type", "on_failure", "redis", "memory", "key_secret_env", "hash_keys", "encryption"});
         read_string(map, "key_secret_env", store.key_secret_env);
         if (!store.key_secret_env.empty()) {
             const char* value = getenv_(store.key_secret_env.c_str());
@@ -485,6 +485,11 @@ private:
                 problem(map.path_of("on_failure"),
                         quote(*text) + " is not a failure mode (use reject or pass_through)");
         }
+        read_bool(map, "hash_keys", store.hash_keys);
+        if (store.hash_keys && store.key_secret_env.empty())
+            problem(map.path_of("hash_keys"),
+                    "needs store.key_secret_env (keys are stored as HMACs under that secret)");
+        load_encryption(map, store.encryption);
         load_redis(map, store.redis);
 
         map_view memory(*this, child(map, "memory"), "store.memory", {"max_entries", "max_bytes"});
@@ -492,12 +497,63 @@ private:
         read_size(memory, "max_bytes", store.memory.max_bytes, false);
     }
 
+    void load_encryption(const map_view& store, encryption_config& encryption)
+    {
+        map_view map(*this, child(store, "encryption"), "store.encryption", {"key_env", "previous_key_env"});
+        read_string(map, "key_env", encryption.key_env);
+        read_string(map, "previous_key_env", encryption.previous_key_env);
+        encryption.key = record_key(map, "key_env", encryption.key_env);
+        encryption.previous_key = record_key(map, "previous_key_env", encryption.previous_key_env);
+    }
+
+    // The 32 raw bytes of an AES-256 key held as 64 hex digits in the variable `name` names; ""
+    // when `name` is empty or the variable is unusable (then a problem at `key`).
+    std::string record_key(const map_view& map, std::string_view key, const std::string& name)
+    {
+        if (name.empty())
+            return {};
+        const char* value = getenv_(name.c_str());
+        if (!value || !*value) {
+            problem(map.path_of(key), "environment variable " + quote(name) + " is not set");
+            return {};
+        }
+        std::string_view hex(value);
+        std::string bytes;
+        for (std::size_t i = 0; hex.size() == 64 && i < hex.size(); i += 2) {
+            int hi = hex_digit(hex[i]);
+            int lo = hex_digit(hex[i + 1]);
+            if (hi < 0 || lo < 0)
+                break;
+            bytes.push_back(static_cast<char>(hi << 4 | lo));
+        }
+        if (bytes.size() != 32) {
+            // The value is a secret: say what is wrong with it, never what it is.
+            problem(map.path_of(key), "environment variable " + quote(name) +
+                                          " must hold 64 hex digits (a 32-byte AES-256 key), it holds " +
+                                          std::to_string(hex.size()) + " characters" +
+                                          (hex.size() == 64 ? " that are not all hex digits" : ""));
+            return {};
+        }
+        return bytes;
+    }
+
+    static int hex_digit(char c)
+    {
+        if (c >= '0' && c <= '9')
+            return c - '0';
+        if (c >= 'a' && c <= 'f')
+            return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+            return c - 'A' + 10;
+        return -1;
+    }
+
     void load_redis(const map_view& store, redis_config& redis)
     {
         // `password` is not a key: secrets come from the environment, never from the file (STYLE.md).
         map_view map(*this, child(store, "redis"), "store.redis",
-                     {"address", "password_env", "db", "key_prefix", "command_timeout", "connect_timeout",
-                      "reconnect_backoff_max", "eviction_check_interval"});
+                     {"address", "password_env", "username", "db", "key_prefix", "command_timeout",
+                      "connect_timeout", "reconnect_backoff_max", "eviction_check_interval"});
         read_endpoint(map, "address", redis.address);
         read_int(map, "db", redis.db, 0, 15);
         if (auto text = scalar(map, "key_prefix", "a string")) {
@@ -525,6 +581,10 @@ private:
             else
                 redis.password = value;
         }
+        read_string(map, "username", redis.username);
+        if (!redis.username.empty() && redis.password_env.empty())
+            problem(map.path_of("username"),
+                    "needs store.redis.password_env (an ACL user logs in with AUTH username password)");
     }
 
     void load_upstreams(const map_view& top, std::vector<upstream_config>& upstreams)
@@ -891,6 +951,14 @@ std::string fingerprint_config::describe() const
 std::vector<std::string> warnings(const config& cfg)
 {
     std::vector<std::string> out;
+    // The memory store keeps decoded records inside this process (no dump, no replica, no
+    // network), so neither option is applied to it; say so rather than accept them silently.
+    if (cfg.store.type == store_type::memory && cfg.store.encryption.enabled())
+        out.push_back("store.encryption: the memory store does not encrypt records (they never leave this "
+                      "process); encryption applies to store.type: redis");
+    if (cfg.store.type == store_type::memory && cfg.store.hash_keys)
+        out.push_back("store.hash_keys: the memory store does not hash keys (they never leave this process); "
+                      "hash_keys applies to store.type: redis");
     const auto& t = cfg.timeouts;
     auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
     for (std::size_t i = 0; i < cfg.routes.size(); ++i) {

@@ -10,6 +10,9 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg)
     case config::store_type::redis: {
         redis_options options;
         options.eviction_check_interval = cfg.redis.eviction_check_interval;
+        if (cfg.hash_keys)
+            options.key_hash_secret = cfg.key_secret;
+        options.cipher = record_cipher(cfg.encryption.key, cfg.encryption.previous_key);
         return make_redis_backend(cfg.redis, options);
     }
     case config::store_type::memory: break;

@@ -6,7 +6,8 @@
 
 namespace idemgate::store {
 
-// store.type memory -> the embedded store (memory.max_entries); redis -> the Redis store.
+// store.type memory -> the embedded store (memory.max_entries); redis -> the Redis store, with
+// hash_keys and encryption (the memory store applies neither; config::warnings says so).
 std::shared_ptr<backend> make_backend(const config::store_config& cfg);
 
 } // namespace idemgate::store

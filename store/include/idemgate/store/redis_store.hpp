@@ -2,7 +2,8 @@
 // The Redis store: one pipelined connection per I/O thread (session), hiredis' reply parser,
 // Asio for the socket. See issue 3.
 //
-// Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key). Operations, one round trip each:
+// Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key), or with store.hash_keys
+// <prefix>:{<hex HMAC>} (hashed_redis_key). Operations, one round trip each:
 //   reserve:  SET key <in-flight record> NX PX lock_ttl GET
 //   complete: EVALSHA (owner-checked SET ... PX record_ttl)
 //   release:  EVALSHA (owner-checked DEL)
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/config/config.hpp>
+#include <idemgate/store/record_cipher.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
 #include <string>
@@ -54,6 +56,11 @@ struct redis_options {
     // Error replies (OOM, READONLY, NOPERM, MOVED...) are logged with their text: the first at
     // once, then at most one line per interval per backend, which counts those not logged.
     std::chrono::milliseconds error_log_interval{1000};
+    // store.hash_keys: the secret keys are hashed under (store.key_secret); "" = escaped keys.
+    std::string key_hash_secret;
+    // store.encryption: completed records are stored sealed (record_codec.hpp, version 2), and
+    // sealed records open under its current or previous key.
+    record_cipher cipher;
 };
 
 // The Redis backend; open_session() connects (and keeps reconnecting) in the background.
@@ -69,5 +76,15 @@ std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cf
 // The Redis key of a scope: <prefix>:<tenant>:<key>, tenant and key percent-encoded
 // (':' '%' and bytes outside printable ASCII), so no two scopes share a key.
 std::string redis_key(std::string_view prefix, scope s);
+
+// The Redis key of a scope with store.hash_keys: <prefix>:{<lower-case hex HMAC-SHA256(secret,
+// tenant \0 key)>}. Neither the key nor the tenant can be read from it; the braces are a Redis
+// Cluster hash tag (the slot is computed over the hex only).
+std::string hashed_redis_key(std::string_view prefix, scope s, std::string_view secret);
+
+// A tenant as it may appear inside a Redis key (e.g. per-tenant keys): percent-encoded as in
+// redis_key when `secret` is empty, else the lower-case hex HMAC-SHA256(secret, tenant) (never
+// equal to a record's hash: tenants hold no NUL byte).
+std::string redis_tenant_tag(std::string_view tenant, std::string_view secret);
 
 } // namespace idemgate::store
