@@ -134,6 +134,7 @@ TEST_SUITE("record encryption")
     {
         record_cipher cipher(key_a);
         auto bytes = sealed(card_record(), cipher, "idemgate:acme:order-1");
+        CHECK(fault_of(bytes, cipher, "idemgate:acme:order-2") == seal_fault::not_authentic); // same length
         CHECK(fault_of(bytes, cipher, "idemgate:mallory:order-1") == seal_fault::not_authentic);
         CHECK(fault_of(bytes, cipher, "") == seal_fault::not_authentic);
     }
