@@ -520,11 +520,11 @@ private:
         std::string_view hex(value);
         std::string bytes;
         for (std::size_t i = 0; hex.size() == 64 && i < hex.size(); i += 2) {
-            int hi = hex_digit(hex[i]);
-            int lo = hex_digit(hex[i + 1]);
-            if (hi < 0 || lo < 0)
+            unsigned char byte = 0;
+            auto [end, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, byte, 16);
+            if (ec != std::errc{} || end != hex.data() + i + 2)
                 break;
-            bytes.push_back(static_cast<char>(hi << 4 | lo));
+            bytes.push_back(static_cast<char>(byte));
         }
         if (bytes.size() != 32) {
             // The value is a secret: say what is wrong with it, never what it is.
@@ -535,17 +535,6 @@ private:
             return {};
         }
         return bytes;
-    }
-
-    static int hex_digit(char c)
-    {
-        if (c >= '0' && c <= '9')
-            return c - '0';
-        if (c >= 'a' && c <= 'f')
-            return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-            return c - 'A' + 10;
-        return -1;
     }
 
     void load_redis(const map_view& store, redis_config& redis)
