@@ -802,31 +802,34 @@ TEST_CASE("hash_keys, encryption keys and the ACL username load from the environ
 
 TEST_CASE("hash_keys, encryption and username problems name their key paths")
 {
-    CHECK(problems_text(minimal + "store:\n  hash_keys: true\n") ==
-          "store.hash_keys: needs store.key_secret_env (keys are stored as HMACs under that secret)");
-    CHECK(problems_text(minimal + "store:\n  hash_keys: yes\n") ==
-          "store.hash_keys: \"yes\" is not a boolean (use true or false)");
-    CHECK(problems_text(minimal + "store:\n  encryption:\n    key_env: MISSING\n") ==
-          "store.encryption.key_env: environment variable \"MISSING\" is not set");
-    CHECK(problems_text(minimal + "store:\n  encryption:\n    key_env: EMPTY\n") ==
-          "store.encryption.key_env: environment variable \"EMPTY\" is not set");
-    CHECK(problems_text(minimal + "store:\n  encryption:\n    key_env: SHORT_KEY\n") ==
-          "store.encryption.key_env: environment variable \"SHORT_KEY\" must hold 64 hex digits (a 32-byte "
-          "AES-256 key), it holds 6 characters");
-    CHECK(problems_text(minimal + "store:\n  encryption:\n    key_env: NOT_HEX_KEY\n") ==
-          "store.encryption.key_env: environment variable \"NOT_HEX_KEY\" must hold 64 hex digits (a 32-byte "
-          "AES-256 key), it holds 64 characters that are not all hex digits");
-    CHECK(problems_text(minimal +
-                        "store:\n  encryption:\n    key_env: KEY_A\n    previous_key_env: SHORT_KEY\n") ==
-          "store.encryption.previous_key_env: environment variable \"SHORT_KEY\" must hold 64 hex digits (a "
-          "32-byte AES-256 key), it holds 6 characters");
-    CHECK(problems_text(minimal + "store:\n  encryption:\n    previous_key_env: MISSING\n") ==
-          "store.encryption.previous_key_env: environment variable \"MISSING\" is not set");
-    CHECK(problems_text(minimal + "store:\n  encryption:\n    key: KEY_A\n") ==
-          "store.encryption.key: unknown key");
-    CHECK(problems_text(minimal + "store:\n  redis:\n    username: idem\n") ==
-          "store.redis.username: needs store.redis.password_env (an ACL user logs in with AUTH username "
-          "password)");
+    const std::string must_hold = " must hold 64 hex digits (a 32-byte AES-256 key), it holds ";
+    const std::pair<std::string, std::string> rows[] = {
+        {"store:\n  hash_keys: true\n",
+         "store.hash_keys: needs store.key_secret_env (keys are stored as HMACs under that secret)"},
+        {"store:\n  hash_keys: yes\n", "store.hash_keys: \"yes\" is not a boolean (use true or false)"},
+        {"store:\n  encryption:\n    key_env: MISSING\n",
+         "store.encryption.key_env: environment variable \"MISSING\" is not set"},
+        {"store:\n  encryption:\n    key_env: EMPTY\n",
+         "store.encryption.key_env: environment variable \"EMPTY\" is not set"},
+        {"store:\n  encryption:\n    key_env: SHORT_KEY\n",
+         "store.encryption.key_env: environment variable \"SHORT_KEY\"" + must_hold + "6 characters"},
+        {"store:\n  encryption:\n    key_env: NOT_HEX_KEY\n",
+         "store.encryption.key_env: environment variable \"NOT_HEX_KEY\"" + must_hold +
+             "64 characters that are not all hex digits"},
+        {"store:\n  encryption:\n    key_env: KEY_A\n    previous_key_env: SHORT_KEY\n",
+         "store.encryption.previous_key_env: environment variable \"SHORT_KEY\"" + must_hold +
+             "6 characters"},
+        {"store:\n  encryption:\n    previous_key_env: MISSING\n",
+         "store.encryption.previous_key_env: environment variable \"MISSING\" is not set"},
+        {"store:\n  encryption:\n    key: KEY_A\n", "store.encryption.key: unknown key"},
+        {"store:\n  redis:\n    username: idem\n",
+         "store.redis.username: needs store.redis.password_env (an ACL user logs in with AUTH username "
+         "password)"},
+    };
+    for (const auto& [yaml, problem] : rows) {
+        CAPTURE(yaml);
+        CHECK(problems_text(minimal + yaml) == problem);
+    }
     // The key itself never appears in a message.
     CHECK(problems_text(minimal + "store:\n  encryption:\n    key_env: NOT_HEX_KEY\n").find("zz00") ==
           std::string::npos);
