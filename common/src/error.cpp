@@ -23,6 +23,7 @@ public:
         case error::upstream_timeout: return "upstream timed out";
         case error::upstream_protocol: return "invalid HTTP from the upstream";
         case error::upstream_too_large: return "upstream response exceeds max_response_body";
+        case error::record_seal_failed: return "record could not be encrypted";
         }
         return "unknown idemgate error";
     }

@@ -479,7 +479,7 @@ private:
     void load_store(const map_view& top, store_config& store)
     {
         map_view map(*this, child(top, "store"), "store",
-                     {"type", "on_failure", "redis", "memory", "key_secret_env"});
+                     {"type", "on_failure", "redis", "memory", "key_secret_env", "hash_keys", "encryption"});
         read_string(map, "key_secret_env", store.key_secret_env);
         if (!store.key_secret_env.empty()) {
             const char* value = getenv_(store.key_secret_env.c_str());
@@ -509,6 +509,11 @@ private:
                 problem(map.path_of("on_failure"),
                         quote(*text) + " is not a failure mode (use reject or pass_through)");
         }
+        read_bool(map, "hash_keys", store.hash_keys);
+        if (store.hash_keys && store.key_secret_env.empty())
+            problem(map.path_of("hash_keys"),
+                    "needs store.key_secret_env (keys are stored as HMACs under that secret)");
+        load_encryption(map, store.encryption);
         load_redis(map, store.redis);
 
         map_view memory(*this, child(map, "memory"), "store.memory", {"max_entries", "max_bytes"});
@@ -516,12 +521,52 @@ private:
         read_size(memory, "max_bytes", store.memory.max_bytes, false);
     }
 
+    void load_encryption(const map_view& store, encryption_config& encryption)
+    {
+        map_view map(*this, child(store, "encryption"), "store.encryption", {"key_env", "previous_key_env"});
+        read_string(map, "key_env", encryption.key_env);
+        read_string(map, "previous_key_env", encryption.previous_key_env);
+        encryption.key = record_key(map, "key_env", encryption.key_env);
+        encryption.previous_key = record_key(map, "previous_key_env", encryption.previous_key_env);
+    }
+
+    // The 32 raw bytes of an AES-256 key held as 64 hex digits in the variable `name` names; ""
+    // when `name` is empty or the variable is unusable (then a problem at `key`).
+    std::string record_key(const map_view& map, std::string_view key, const std::string& name)
+    {
+        if (name.empty())
+            return {};
+        const char* value = getenv_(name.c_str());
+        if (!value || !*value) {
+            problem(map.path_of(key), "environment variable " + quote(name) + " is not set");
+            return {};
+        }
+        std::string_view hex(value);
+        std::string bytes;
+        for (std::size_t i = 0; hex.size() == 64 && i < hex.size(); i += 2) {
+            unsigned char byte = 0;
+            auto [end, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, byte, 16);
+            if (ec != std::errc{} || end != hex.data() + i + 2)
+                break;
+            bytes.push_back(static_cast<char>(byte));
+        }
+        if (bytes.size() != 32) {
+            // The value is a secret: say what is wrong with it, never what it is.
+            problem(map.path_of(key), "environment variable " + quote(name) +
+                                          " must hold 64 hex digits (a 32-byte AES-256 key), it holds " +
+                                          std::to_string(hex.size()) + " characters" +
+                                          (hex.size() == 64 ? " that are not all hex digits" : ""));
+            return {};
+        }
+        return bytes;
+    }
+
     void load_redis(const map_view& store, redis_config& redis)
     {
         // `password` is not a key: secrets come from the environment, never from the file (STYLE.md).
         map_view map(*this, child(store, "redis"), "store.redis",
-                     {"mode", "address", "nodes", "topology_refresh", "password_env", "db", "key_prefix",
-                      "command_timeout", "connect_timeout", "reconnect_backoff_max",
+                     {"mode", "address", "nodes", "topology_refresh", "password_env", "username", "db",
+                      "key_prefix", "command_timeout", "connect_timeout", "reconnect_backoff_max",
                       "eviction_check_interval", "min_replicas_ack", "sentinel"});
         if (auto text = scalar(map, "mode", "a string")) {
             if (*text == "standalone")
@@ -609,6 +654,10 @@ private:
             else
                 redis.password = value;
         }
+        read_string(map, "username", redis.username);
+        if (!redis.username.empty() && redis.password_env.empty())
+            problem(map.path_of("username"),
+                    "needs store.redis.password_env (an ACL user logs in with AUTH username password)");
     }
 
     void load_upstreams(const map_view& top, std::vector<upstream_config>& upstreams)
@@ -1035,6 +1084,14 @@ const tenant_config* config::find_tenant(std::string_view tenant) const
 std::vector<std::string> warnings(const config& cfg)
 {
     std::vector<std::string> out;
+    // The memory store keeps decoded records inside this process (no dump, no replica, no
+    // network), so neither option is applied to it; say so rather than accept them silently.
+    if (cfg.store.type == store_type::memory && cfg.store.encryption.enabled())
+        out.push_back("store.encryption: the memory store does not encrypt records (they never leave this "
+                      "process); encryption applies to store.type: redis");
+    if (cfg.store.type == store_type::memory && cfg.store.hash_keys)
+        out.push_back("store.hash_keys: the memory store does not hash keys (they never leave this process); "
+                      "hash_keys applies to store.type: redis");
     const auto& t = cfg.timeouts;
     auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
     for (const auto& [name, tenant] : cfg.tenants) {

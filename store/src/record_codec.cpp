@@ -4,6 +4,7 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/record_codec.hpp>
 #include <limits>
+#include <openssl/crypto.h>
 
 namespace idemgate::store {
 
@@ -246,11 +247,57 @@ private:
     std::string_view rest_;
 };
 
-bool decode_into(std::string_view bytes, record& r)
+// The response part (status, reason, headers, body) up to the end of `in`.
+bool decode_response(reader& in, stored_response& response)
 {
+    std::uint64_t status_and_flag = 0;
+    if (!in.varint(status_and_flag) || (status_and_flag >> 1) > std::numeric_limits<unsigned>::max())
+        return false;
+    response.status = static_cast<unsigned>(status_and_flag >> 1);
+    if (status_and_flag & 1) {
+        if (!in.bytes(response.reason))
+            return false;
+    } else {
+        auto reason = standard_reason(response.status);
+        if (reason.empty())
+            return false; // the encoder never omits a reason it cannot restore
+        response.reason.assign(reason);
+    }
+    std::uint64_t count = 0;
+    // Each header costs at least two bytes, so a count above remaining/2 is garbage: this
+    // bounds the reserve() below by the input size.
+    if (!in.varint(count) || count > in.remaining() / 2)
+        return false;
+    response.headers.resize(static_cast<std::size_t>(count));
+    for (auto& h : response.headers)
+        if (!in.header_name(h.name) || !in.bytes(h.value))
+            return false;
+    if (!in.bytes(response.body))
+        return false;
+    return in.done();
+}
+
+// The authenticated data of a sealed response: the Redis key (or any binding the caller
+// names), length-prefixed so no two (binding, head) pairs read alike, then the record's clear
+// head (version through fingerprint). A ciphertext copied under another key or into another
+// record (other token, fingerprint, state or time) does not open.
+struct sealed_aad {
+    sealed_aad(std::string_view binding, std::string_view head) : parts{std::string_view{}, binding, head}
+    {
+        put_varint(length, binding.size());
+        parts[0] = length;
+    }
+    std::string length;
+    std::array<std::string_view, 3> parts;
+};
+
+bool decode_into(std::string_view bytes, record& r, const record_cipher& cipher, std::string_view binding,
+                 seal_fault& fault)
+{
+    fault = seal_fault::malformed;
     reader in(bytes);
     unsigned char version = 0;
-    if (!in.byte(version) || version != record_codec_version)
+    if (!in.byte(version) || (version != record_codec_version && version != record_codec_version_sealed))
         return false;
     if (!in.token(r.owner_token))
         return false;
@@ -286,48 +333,28 @@ bool decode_into(std::string_view bytes, record& r)
 
     r.response = {};
     if (r.state != record_state::completed)
-        return in.done();
+        return version == record_codec_version && in.done(); // only responses are sealed
+    if (version == record_codec_version)
+        return decode_response(in, r.response);
 
-    std::uint64_t status_and_flag = 0;
-    if (!in.varint(status_and_flag) || (status_and_flag >> 1) > std::numeric_limits<unsigned>::max())
+    auto head = bytes.substr(0, bytes.size() - in.remaining());
+    std::string_view sealed;
+    in.raw(in.remaining(), sealed);
+    sealed_aad aad(binding, head);
+    std::string plaintext;
+    if (cipher.open(sealed, aad.parts, plaintext, &fault))
         return false;
-    r.response.status = static_cast<unsigned>(status_and_flag >> 1);
-    if (status_and_flag & 1) {
-        if (!in.bytes(r.response.reason))
-            return false;
-    } else {
-        auto reason = standard_reason(r.response.status);
-        if (reason.empty())
-            return false; // the encoder never omits a reason it cannot restore
-        r.response.reason.assign(reason);
+    reader inner(plaintext);
+    if (!decode_response(inner, r.response)) {
+        fault = seal_fault::malformed; // authentic, so written by a broken encoder
+        return false;
     }
-    std::uint64_t count = 0;
-    // Each header costs at least two bytes, so a count above remaining/2 is garbage: this
-    // bounds the reserve() below by the input size.
-    if (!in.varint(count) || count > in.remaining() / 2)
-        return false;
-    r.response.headers.resize(static_cast<std::size_t>(count));
-    for (auto& h : r.response.headers)
-        if (!in.header_name(h.name) || !in.bytes(h.value))
-            return false;
-    if (!in.bytes(r.response.body))
-        return false;
-    return in.done();
+    return true;
 }
 
-} // namespace
-
-void encode_record(const record& r, std::string& out)
+void encode_head(const record& r, unsigned char version, std::string& out)
 {
-    std::size_t size_hint = 16 + r.owner_token.size() + r.fingerprint.size();
-    if (r.state == record_state::completed) {
-        size_hint += 16 + r.response.reason.size() + r.response.body.size();
-        for (const auto& h : r.response.headers)
-            size_hint += 4 + h.name.size() + h.value.size();
-    }
-    out.reserve(out.size() + size_hint);
-
-    out.push_back(static_cast<char>(record_codec_version));
+    out.push_back(static_cast<char>(version));
     put_token(out, r.owner_token);
     out.push_back(static_cast<char>(r.state));
     put_varint(out, static_cast<std::uint64_t>(r.created_unix_ms));
@@ -336,19 +363,66 @@ void encode_record(const record& r, std::string& out)
         out.back() = static_cast<char>(fingerprint_raw);
         put_bytes(out, r.fingerprint);
     }
-    if (r.state != record_state::completed)
-        return;
-    auto reason = standard_reason(r.response.status);
-    bool custom_reason = reason.empty() || r.response.reason != reason;
-    put_varint(out, static_cast<std::uint64_t>(r.response.status) << 1 | (custom_reason ? 1 : 0));
+}
+
+void encode_response(const stored_response& response, std::string& out)
+{
+    auto reason = standard_reason(response.status);
+    bool custom_reason = reason.empty() || response.reason != reason;
+    put_varint(out, static_cast<std::uint64_t>(response.status) << 1 | (custom_reason ? 1 : 0));
     if (custom_reason)
-        put_bytes(out, r.response.reason);
-    put_varint(out, r.response.headers.size());
-    for (const auto& h : r.response.headers) {
+        put_bytes(out, response.reason);
+    put_varint(out, response.headers.size());
+    for (const auto& h : response.headers) {
         put_header_name(out, h.name);
         put_bytes(out, h.value);
     }
-    put_bytes(out, r.response.body);
+    put_bytes(out, response.body);
+}
+
+std::size_t size_hint(const record& r)
+{
+    std::size_t hint = 16 + r.owner_token.size() + r.fingerprint.size();
+    if (r.state == record_state::completed) {
+        hint += 16 + r.response.reason.size() + r.response.body.size();
+        for (const auto& h : r.response.headers)
+            hint += 4 + h.name.size() + h.value.size();
+    }
+    return hint;
+}
+
+} // namespace
+
+void encode_record(const record& r, std::string& out)
+{
+    out.reserve(out.size() + size_hint(r));
+    encode_head(r, record_codec_version, out);
+    if (r.state == record_state::completed)
+        encode_response(r.response, out);
+}
+
+boost::system::error_code encode_record(const record& r, std::string& out, const record_cipher& cipher,
+                                        std::string_view binding)
+{
+    if (r.state != record_state::completed || !cipher.seals()) {
+        encode_record(r, out);
+        return {};
+    }
+    const auto start = out.size();
+    const auto hint = size_hint(r);
+    out.reserve(start + hint + record_cipher::overhead);
+    encode_head(r, record_codec_version_sealed, out);
+    std::string plaintext;
+    plaintext.reserve(hint);
+    encode_response(r.response, plaintext);
+    // `out` may hold other bytes before `start`; the head is what follows them.
+    auto head = std::string(out, start);
+    sealed_aad aad(binding, head);
+    auto ec = cipher.seal(plaintext, aad.parts, out);
+    OPENSSL_cleanse(plaintext.data(), plaintext.size());
+    if (ec)
+        out.resize(start);
+    return ec;
 }
 
 std::string encode_record(const record& r)
@@ -360,8 +434,18 @@ std::string encode_record(const record& r)
 
 boost::system::error_code decode_record(std::string_view bytes, record& out)
 {
+    return decode_record(bytes, out, record_cipher{}, {});
+}
+
+boost::system::error_code decode_record(std::string_view bytes, record& out, const record_cipher& cipher,
+                                        std::string_view binding, seal_fault* fault)
+{
     record r;
-    if (!decode_into(bytes, r))
+    seal_fault why = seal_fault::none;
+    bool ok = decode_into(bytes, r, cipher, binding, why);
+    if (fault)
+        *fault = ok ? seal_fault::none : why;
+    if (!ok)
         return make_error_code(error::record_corrupt);
     out = std::move(r);
     return {};

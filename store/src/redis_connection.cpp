@@ -144,46 +144,62 @@ void redis_shared::note_eviction_policy(std::optional<std::string_view> policy, 
     }
 }
 
-void redis_shared::log_error_reply(std::string_view operation, std::string_view command,
-                                   const command_result& r)
+bool log_throttle::allow(std::chrono::milliseconds interval, std::uint64_t& not_logged) noexcept
 {
     // An OOM or READONLY server answers every command with an error: one line per interval, not
     // one per request.
     const std::int64_t now = clock::now().time_since_epoch().count();
-    auto next = next_error_log_.load(std::memory_order_relaxed);
-    const std::int64_t interval =
-        std::chrono::duration_cast<clock::duration>(options.error_log_interval).count();
-    if (now < next ||
-        !next_error_log_.compare_exchange_strong(next, now + interval, std::memory_order_relaxed)) {
-        unlogged_error_replies_.fetch_add(1, std::memory_order_relaxed);
-        return;
+    auto next = next_.load(std::memory_order_relaxed);
+    const std::int64_t ticks = std::chrono::duration_cast<clock::duration>(interval).count();
+    if (now < next || !next_.compare_exchange_strong(next, now + ticks, std::memory_order_relaxed)) {
+        held_back_.fetch_add(1, std::memory_order_relaxed);
+        return false;
     }
+    not_logged = held_back_.exchange(0, std::memory_order_relaxed);
+    return true;
+}
+
+void redis_shared::log_error_reply(std::string_view operation, std::string_view command,
+                                   const command_result& r)
+{
+    std::uint64_t unlogged = 0;
+    if (!error_reply_log_.allow(options.error_log_interval, unlogged))
+        return;
     boost::json::object fields{{"address", cfg.address.to_string()},
                                {"operation", operation},
                                {"command", command},
                                {"reply", reply_text(r)}};
-    if (auto unlogged = unlogged_error_replies_.exchange(0, std::memory_order_relaxed))
+    if (unlogged)
         fields["error_replies_not_logged"] = unlogged;
     log::warn("redis answered with an error", std::move(fields));
 }
 
 void redis_shared::log_unreplicated(std::string_view key, long long acked, const command_result& r)
 {
-    const std::int64_t now = clock::now().time_since_epoch().count();
-    auto next = next_unreplicated_log_.load(std::memory_order_relaxed);
-    const std::int64_t interval =
-        std::chrono::duration_cast<clock::duration>(options.error_log_interval).count();
-    if (now < next ||
-        !next_unreplicated_log_.compare_exchange_strong(next, now + interval, std::memory_order_relaxed))
+    std::uint64_t unlogged = 0;
+    if (!unreplicated_log_.allow(options.error_log_interval, unlogged))
         return;
     boost::json::object fields{{"key", printable_text(key)},
                                {"min_replicas_ack", cfg.min_replicas_ack},
                                {"replicas_acknowledged", acked}};
     if (acked < 0)
         fields["error"] = reply_text(r);
+    if (unlogged)
+        fields["unreplicated_records_not_logged"] = unlogged;
     log::warn("record acknowledged by fewer replicas than min_replicas_ack; a failover now could lose it "
               "(idemgate_records_unreplicated_total counts them all)",
               std::move(fields));
+}
+
+void redis_shared::log_corrupt_record(std::string_view key, std::size_t bytes, std::string_view why)
+{
+    std::uint64_t unlogged = 0;
+    if (!corrupt_record_log_.allow(options.error_log_interval, unlogged))
+        return;
+    boost::json::object fields{{"key", printable_text(key)}, {"bytes", bytes}, {"why", why}};
+    if (unlogged)
+        fields["corrupt_records_not_logged"] = unlogged;
+    log::error("stored idempotency record does not decode; not served", std::move(fields));
 }
 
 struct redis_connection::pending_command {
@@ -372,12 +388,20 @@ asio::awaitable<error_code> redis_connection::connect()
 asio::awaitable<error_code> redis_connection::handshake()
 {
     const auto& cfg = shared_->cfg;
+    // Sentinel connections AUTH with the sentinels' own password, without a user.
     const auto& password = to_sentinel_ ? cfg.sentinel_password : cfg.password;
-    if (!password.empty()) {
-        std::array<std::string_view, 2> args{"AUTH", password};
+    const std::string_view username = to_sentinel_ ? std::string_view{} : std::string_view(cfg.username);
+    if (!username.empty() || !password.empty()) {
+        // AUTH password (the default user), or AUTH username password (an ACL user, Redis 6+).
+        const bool acl_user = !username.empty();
+        std::array<std::string_view, 3> auth{"AUTH", username, password};
+        if (!acl_user)
+            auth = {"AUTH", password, {}};
+        std::span<const std::string_view> args(auth.data(), acl_user ? 3 : 2);
         auto r = co_await enqueue(args, true);
         if (r.ec) {
-            handshake_error_ = "AUTH: " + reply_text(r);
+            handshake_error_ =
+                (acl_user ? "AUTH (user " + printable_text(cfg.username) + "): " : "AUTH: ") + reply_text(r);
             co_return r.ec;
         }
     }

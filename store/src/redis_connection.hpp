@@ -53,6 +53,18 @@ std::string printable_text(std::string_view text);
 // came), through printable_text.
 std::string reply_text(const command_result& r);
 
+// Lets one log line through per interval and counts the others. Thread-safe, lock-free.
+class log_throttle {
+public:
+    // True when a line may be logged now; `not_logged` is then how many were held back since
+    // the last one that was.
+    bool allow(std::chrono::milliseconds interval, std::uint64_t& not_logged) noexcept;
+
+private:
+    std::atomic<std::int64_t> next_{0}; // steady_clock ticks; before it, only count
+    std::atomic<std::uint64_t> held_back_{0};
+};
+
 // State shared by every connection of one backend.
 struct redis_shared {
     redis_shared(config::redis_config c, redis_options o) : cfg(std::move(c)), options(o) {}
@@ -81,13 +93,17 @@ struct redis_shared {
     // failed, `r` says how). Rate-limited like log_error_reply.
     void log_unreplicated(std::string_view key, long long acked, const command_result& r);
 
+    // Logs a stored value at `key` that did not decode (`why`), rate-limited like
+    // log_error_reply: a wrong encryption key makes every replay fail. Thread-safe, lock-free.
+    void log_corrupt_record(std::string_view key, std::size_t bytes, std::string_view why);
+
 private:
     std::mutex policy_mutex_;
-    bool policy_read_ = false;                    // some check got an answer (policy or refusal)
-    std::string last_policy_;                     // as last read; "" = refused
-    std::atomic<std::int64_t> next_error_log_{0}; // steady_clock ticks; before it, only count
-    std::atomic<std::uint64_t> unlogged_error_replies_{0};
-    std::atomic<std::int64_t> next_unreplicated_log_{0};
+    bool policy_read_ = false; // some check got an answer (policy or refusal)
+    std::string last_policy_;  // as last read; "" = refused
+    log_throttle error_reply_log_;
+    log_throttle corrupt_record_log_;
+    log_throttle unreplicated_log_;
 };
 
 // A connection in subscriber mode (wait mode's notifications): pub/sub messages go to
@@ -98,6 +114,15 @@ struct subscriber_hooks {
     std::function<void()> on_up;   // after each (re)connect and handshake
     std::function<void()> on_lost; // the connection was lost (or shut down)
 };
+
+// This backend's Redis key of a scope: hashed_redis_key under options.key_hash_secret
+// (store.hash_keys), else redis_key.
+std::string redis_key_of(const redis_shared& shared, scope s);
+
+// A tenant as it may appear in this backend's Redis keys (per-tenant keys such as quotas):
+// store::redis_tenant_tag under options.key_hash_secret, so with store.hash_keys no raw tenant
+// reaches Redis.
+std::string redis_tenant_tag(const redis_shared& shared, std::string_view tenant);
 
 class redis_connection : public std::enable_shared_from_this<redis_connection> {
 public:

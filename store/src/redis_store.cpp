@@ -10,6 +10,7 @@
 #include <idemgate/common/log.hpp>
 #include <idemgate/store/record_codec.hpp>
 #include <idemgate/store/redis_store.hpp>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 namespace idemgate::store {
@@ -37,6 +38,21 @@ void append_escaped(std::string& out, std::string_view part, bool braces = false
     }
 }
 
+// Appends the lower-case hex HMAC-SHA256(secret, message).
+void append_hmac_hex(std::string& out, std::string_view secret, std::string_view message)
+{
+    std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
+    unsigned int mac_size = 0;
+    if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+              reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &mac_size))
+        mac_size = 0; // not reached with OpenSSL's SHA-256; an empty hash never matches a real one
+    static constexpr char hex[] = "0123456789abcdef";
+    for (unsigned i = 0; i < mac_size; ++i) {
+        out.push_back(hex[mac[i] >> 4]);
+        out.push_back(hex[mac[i] & 0xf]);
+    }
+}
+
 } // namespace
 
 std::string redis_key(std::string_view prefix, scope s)
@@ -51,11 +67,58 @@ std::string redis_key(std::string_view prefix, scope s)
     return out;
 }
 
-std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string_view tenant)
+std::string hashed_redis_key(std::string_view prefix, scope s, std::string_view secret)
+{
+    std::string out;
+    out.reserve(prefix.size() + 3 + 2 * 32);
+    out.append(prefix);
+    out.append(":{");
+    std::string message;
+    message.reserve(s.tenant.size() + 1 + s.key.size());
+    message.append(s.tenant);
+    message.push_back('\0');
+    message.append(s.key);
+    append_hmac_hex(out, secret, message);
+    out.push_back('}');
+    return out;
+}
+
+std::string redis_tenant_tag(std::string_view tenant, std::string_view secret)
+{
+    std::string out;
+    if (secret.empty())
+        append_escaped(out, tenant);
+    else
+        append_hmac_hex(out, secret, tenant);
+    return out;
+}
+
+namespace detail {
+
+std::string redis_key_of(const redis_shared& shared, scope s)
+{
+    const auto& secret = shared.options.key_hash_secret;
+    if (secret.empty())
+        return redis_key(shared.cfg.key_prefix, s);
+    return hashed_redis_key(shared.cfg.key_prefix, s, secret);
+}
+
+std::string redis_tenant_tag(const redis_shared& shared, std::string_view tenant)
+{
+    return store::redis_tenant_tag(tenant, shared.options.key_hash_secret);
+}
+
+} // namespace detail
+
+std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string_view tenant,
+                                            std::string_view secret)
 {
     std::string base(prefix);
     base.append(":q:{");
-    append_escaped(base, tenant, true);
+    if (secret.empty())
+        append_escaped(base, tenant, true);
+    else
+        append_hmac_hex(base, secret, tenant); // store.hash_keys: no raw tenant in Redis
     base.push_back('}');
     return {base + ":f", base + ":r"};
 }
@@ -193,7 +256,7 @@ public:
 
     asio::awaitable<reserve_result> reserve(scope s, const record& in_flight, duration lock_ttl) override
     {
-        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto key = detail::redis_key_of(*shared_, s);
         auto value = encode_record(in_flight);
         auto px = ttl_ms(lock_ttl);
         std::array<std::string_view, 7> args{"SET", key, value, "NX", "PX", px, "GET"};
@@ -214,10 +277,7 @@ public:
             co_return out;
         }
         record existing;
-        if (auto ec = decode_record(std::string_view(r.reply->str, r.reply->len), existing)) {
-            shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
-            log::error("stored idempotency record does not decode; not served",
-                       {{"key", key}, {"bytes", r.reply->len}});
+        if (auto ec = decode(key, std::string_view(r.reply->str, r.reply->len), existing)) {
             out.ec = ec;
             co_return out;
         }
@@ -227,9 +287,13 @@ public:
 
     asio::awaitable<error_code> complete(scope s, const record& completed, duration record_ttl) override
     {
-        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto key = detail::redis_key_of(*shared_, s);
         auto prefix = owner_prefix(completed.owner_token);
-        auto value = encode_record(completed);
+        std::string value;
+        if (auto ec = encode_record(completed, value, shared_->options.cipher, key)) {
+            log::error("could not encrypt an idempotency record; not stored", {{"key", key}});
+            co_return ec;
+        }
         auto px = ttl_ms(record_ttl);
         std::array<std::string_view, 4> argv{prefix, value, px, publish_flag()};
         auto ec = co_await run_owned("complete", complete_lua(), key, argv);
@@ -240,7 +304,7 @@ public:
 
     asio::awaitable<error_code> release(scope s, std::string_view owner_token) override
     {
-        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto key = detail::redis_key_of(*shared_, s);
         auto prefix = owner_prefix(owner_token);
         std::array<std::string_view, 2> argv{prefix, publish_flag()};
         co_return co_await run_owned("release", release_lua(), key, argv);
@@ -249,7 +313,7 @@ public:
     asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
                                         const tenant_limits& limits, duration lock_ttl) override
     {
-        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant);
+        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant, shared_->options.key_hash_secret);
         auto max = std::to_string(limits.max_in_flight);
         auto rate = rate_text(limits.new_keys_per_second);
         auto ttl = ttl_ms(lock_ttl);
@@ -278,7 +342,7 @@ public:
 
     asio::awaitable<error_code> leave(std::string_view tenant, std::string_view owner_token) override
     {
-        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant);
+        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant, shared_->options.key_hash_secret);
         std::array<std::string_view, 3> zrem{"ZREM", keys[0], owner_token};
         auto r = co_await router_->execute(keys[0], zrem);
         if (r.ec)
@@ -293,14 +357,14 @@ public:
             out.ec = make_error_code(error::store_unavailable);
             co_return out;
         }
-        auto channel = redis_key(shared_->cfg.key_prefix, s);
+        auto channel = detail::redis_key_of(*shared_, s);
         co_return co_await detail::wait_until_settled(shared_->notifier, *this, s, channel, timeout);
     }
 
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
     asio::awaitable<lookup_result> lookup(scope s) override
     {
-        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto key = detail::redis_key_of(*shared_, s);
         lookup_result out;
         std::array<std::string_view, 2> get{"GET", key};
         auto r = co_await router_->execute(key, get);
@@ -312,10 +376,13 @@ public:
         if (r.reply->type == REDIS_REPLY_NIL)
             co_return out;
         record existing;
-        if (r.reply->type != REDIS_REPLY_STRING ||
-            decode_record(std::string_view(r.reply->str, r.reply->len), existing)) {
-            shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
-            out.ec = make_error_code(error::record_corrupt);
+        if (r.reply->type != REDIS_REPLY_STRING) {
+            shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+            out.ec = make_error_code(error::store_protocol);
+            co_return out;
+        }
+        if (auto ec = decode(key, std::string_view(r.reply->str, r.reply->len), existing)) {
+            out.ec = ec;
             co_return out;
         }
         std::array<std::string_view, 2> pttl{"PTTL", key};
@@ -334,7 +401,7 @@ public:
 
     asio::awaitable<error_code> remove(scope s, bool& removed) override
     {
-        auto key = redis_key(shared_->cfg.key_prefix, s);
+        auto key = detail::redis_key_of(*shared_, s);
         std::array<std::string_view, 2> del{"DEL", key};
         auto r = co_await router_->execute(key, del);
         removed = false;
@@ -405,6 +472,19 @@ private:
         if (r.ec)
             log_if_error_reply(operation, "EVALSHA", r);
         co_return r;
+    }
+
+    // A stored value that does not decode, or is sealed and does not open (unknown key, altered,
+    // moved from another key), is never served: counted, logged (rate-limited), record_corrupt.
+    error_code decode(std::string_view key, std::string_view bytes, record& out)
+    {
+        seal_fault fault = seal_fault::none;
+        auto ec = decode_record(bytes, out, shared_->options.cipher, key, &fault);
+        if (ec) {
+            shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
+            shared_->log_corrupt_record(key, bytes.size(), to_string(fault));
+        }
+        return ec;
     }
 
     // run_script with one key, for the owner-checked scripts: 1 -> ok, 0 -> not_owner.

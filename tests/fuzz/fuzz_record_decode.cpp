@@ -1,6 +1,7 @@
 // libFuzzer target: any bytes through the store's record decoder (what a Redis GET or a Lua
 // script reply hands back). Garbage must end as record_corrupt without touching the output;
-// a decoded record must re-encode to a canonical form that decodes to the same record.
+// a decoded record must re-encode to a canonical form that decodes to the same record, and
+// seal and open again to the same record (store.encryption).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -42,11 +43,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 {
     std::string_view bytes(reinterpret_cast<const char*>(data), size);
     record decoded = sentinel();
+    // The same bytes through the decoder with keys (store.encryption): a sealed record under an
+    // unknown key, or one that does not authenticate, is record_corrupt like any garbage; a
+    // clear record decodes exactly as without keys.
+    static const record_cipher cipher(std::string(32, 'k'));
+    record opened = sentinel();
+    auto opened_ec = decode_record(bytes, opened, cipher, "fuzz:key");
     if (auto ec = decode_record(bytes, decoded)) {
         require(ec == make_error_code(error::record_corrupt), "a decode failed with another error");
         require(decoded == sentinel(), "a failed decode changed its output");
+        require(opened_ec || (!bytes.empty() && bytes[0] == char(record_codec_version_sealed)),
+                "only a sealed record decodes with keys and not without");
+        require(opened_ec || opened.state == record_state::completed, "a sealed record without a response");
+        require(!opened_ec || opened == sentinel(), "a failed keyed decode changed its output");
         return 0;
     }
+    require(!opened_ec && opened == decoded, "a clear record decodes differently with keys");
+
+    // Sealing any decoded record and opening it again gives the record back.
+    std::string sealed;
+    require(!encode_record(decoded, sealed, cipher, "fuzz:key"), "sealing failed");
+    record unsealed;
+    require(!decode_record(sealed, unsealed, cipher, "fuzz:key") && unsealed == decoded,
+            "decode(seal(r)) != r");
+    require(decode_record(sealed, unsealed, cipher, "fuzz:other") == make_error_code(error::record_corrupt) ||
+                decoded.state != record_state::completed,
+            "a sealed record opened under another binding");
     if (decoded.state == record_state::in_flight)
         require(decoded.response == stored_response{}, "an in-flight record carries a response");
 

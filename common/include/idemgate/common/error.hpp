@@ -18,6 +18,7 @@ enum class error {
     upstream_timeout,      // the upstream did not answer in time
     upstream_protocol,     // the upstream's answer was not valid HTTP
     upstream_too_large,    // the upstream's body exceeded limits.max_response_body
+    record_seal_failed,    // a record could not be encrypted (store.encryption; OpenSSL failed)
 };
 
 const boost::system::error_category& idemgate_category() noexcept;

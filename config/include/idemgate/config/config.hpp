@@ -37,8 +37,9 @@ struct redis_config {
     duration topology_refresh{2000};     // cluster: re-read the slot map this often (and on redirects)
     std::string password_env;            // name of the env var holding the password ("" = no AUTH)
     std::string password;                // resolved from password_env at load time, never from YAML
+    std::string username;                // ACL user: AUTH username password ("" = AUTH password)
     int db = 0;                          // SELECT db
-    std::string key_prefix = "idemgate"; // keys are <prefix>:<tenant>:<key> (escaped)
+    std::string key_prefix = "idemgate"; // keys are <prefix>:<tenant>:<key> (escaped) or hashed
     duration command_timeout{250};       // per command; a timeout means "outcome unknown"
     duration connect_timeout{1000};
     duration reconnect_backoff_max{2000};    // reconnect with exponential backoff up to this
@@ -51,10 +52,22 @@ struct memory_config {
     std::size_t max_bytes = 256 * 1024 * 1024; // bound on stored bytes (keys, records, bodies)
 };
 
+// Records at rest (issue 9): the response part of a completed record is AES-256-GCM encrypted.
+struct encryption_config {
+    std::string key_env;          // env var: 64 hex digits (32 bytes); new records ("" = written in clear)
+    std::string previous_key_env; // env var: an older key, only decrypts (rotation; "" = none)
+    std::string key;              // 32 raw bytes, resolved from key_env at load time, never from YAML
+    std::string previous_key;     // 32 raw bytes, resolved from previous_key_env
+    bool enabled() const noexcept { return !key.empty() || !previous_key.empty(); }
+};
+
 struct store_config {
     store_type type = store_type::memory;
-    std::string key_secret_env; // env var with a secret (>= 32 bytes) for credential scopes
+    std::string key_secret_env; // env var with a secret (>= 32 bytes): credential scopes, hash_keys
     std::string key_secret;     // resolved from key_secret_env at load time, never from YAML
+    // Redis keys are <prefix>:{hex HMAC-SHA256(key_secret, tenant \0 key)}: no raw key or tenant.
+    bool hash_keys = false;
+    encryption_config encryption;
     redis_config redis;
     memory_config memory;
     failure_mode on_failure = failure_mode::reject;

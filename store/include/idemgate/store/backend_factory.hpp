@@ -6,7 +6,8 @@
 
 namespace idemgate::store {
 
-// store.type memory -> the embedded store (memory.max_entries); redis -> the Redis store.
+// store.type memory -> the embedded store (memory.max_entries); redis -> the Redis store, with
+// hash_keys and encryption (the memory store applies neither; config::warnings says so).
 // `publish_settled`: some route waits for in-flight duplicates (on_in_flight: wait), so the
 // Redis store publishes settlements and subscribes for its waiters (the memory store always
 // notifies in process).

@@ -16,7 +16,18 @@
 // check ownership by comparing a prefix (owner_prefix) without decoding the rest. Packing the
 // token, fingerprint, reason and common header names keeps the per-record overhead small
 // (issue 5: Redis memory per record <= response size + 200 bytes).
+//
+// Version 2 (store.encryption, issue 9) is a completed record whose response part is sealed:
+//   u8 version=2 | token | u8 state=2 | varint created_unix_ms | fingerprint   (as version 1: the head)
+//   | key id (4) | nonce (12) | AES-256-GCM(the version-1 response part) | tag (16)
+// The authenticated data is varint(len) + binding (the Redis key) + the head, so a ciphertext
+// moved to another key or record does not open (record_cipher.hpp). Records without a response
+// (in flight, outcome unknown) have nothing to seal and stay version 1; they are what
+// complete/release compare owner_prefix against, so the prefix stays the version-1 one.
+// Version-1 completed records still decode when a cipher is given (written before encryption
+// was turned on; they expire by record_ttl).
 #include <boost/system/error_code.hpp>
+#include <idemgate/store/record_cipher.hpp>
 #include <idemgate/store/store.hpp>
 #include <string>
 #include <string_view>
@@ -24,16 +35,29 @@
 namespace idemgate::store {
 
 inline constexpr unsigned char record_codec_version = 1;
+inline constexpr unsigned char record_codec_version_sealed = 2;
 
-// Appends the encoding of `r` to `out`.
+// Appends the (version 1, clear) encoding of `r` to `out`.
 void encode_record(const record& r, std::string& out);
 
 // The encoding of `r`.
 std::string encode_record(const record& r);
 
+// Appends the encoding of `r` to `out`: version 2 when `r` is completed and `cipher` has a
+// current key (the response sealed and bound to `binding`), else version 1.
+// error::record_seal_failed when sealing fails (then `out` is unchanged).
+boost::system::error_code encode_record(const record& r, std::string& out, const record_cipher& cipher,
+                                        std::string_view binding);
+
 // Decodes `bytes` into `out`. error::record_corrupt on truncated, trailing, garbage or
-// unknown-version input; never throws.
+// unknown-version input; never throws. A sealed (version 2) record never decodes here.
 boost::system::error_code decode_record(std::string_view bytes, record& out);
+
+// The same, opening a sealed record with `cipher` and the `binding` it was encoded with.
+// error::record_corrupt also when it is under an unknown key or not authentic; `out` is then
+// untouched, and `fault` (when given) says why, for the log.
+boost::system::error_code decode_record(std::string_view bytes, record& out, const record_cipher& cipher,
+                                        std::string_view binding, seal_fault* fault = nullptr);
 
 // The bytes every encoding of a record owned by `owner_token` starts with.
 std::string owner_prefix(std::string_view owner_token);

@@ -2,7 +2,8 @@
 // The Redis store: one pipelined connection per I/O thread (session), hiredis' reply parser,
 // Asio for the socket. See issue 3.
 //
-// Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key). Operations, one round trip each:
+// Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key), or with store.hash_keys
+// <prefix>:{<hex HMAC>} (hashed_redis_key). Operations, one round trip each:
 //   reserve:  SET key <in-flight record> NX PX lock_ttl GET
 //   complete: EVALSHA (owner-checked SET ... PX record_ttl)
 //   release:  EVALSHA (owner-checked DEL)
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/config/config.hpp>
+#include <idemgate/store/record_cipher.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
 #include <string>
@@ -74,6 +76,11 @@ struct redis_options {
     // keeps one subscriber connection for the keys its waiters wait for. Off, nothing is
     // published (an ACL user then needs no channel permission).
     bool publish_settled = false;
+    // store.hash_keys: the secret keys are hashed under (store.key_secret); "" = escaped keys.
+    std::string key_hash_secret;
+    // store.encryption: completed records are stored sealed (record_codec.hpp, version 2), and
+    // sealed records open under its current or previous key.
+    record_cipher cipher;
 };
 
 // The Redis backend; open_session() connects (and keeps reconnecting) in the background.
@@ -90,7 +97,18 @@ std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cf
 // (':' '%' and bytes outside printable ASCII), so no two scopes share a key.
 std::string redis_key(std::string_view prefix, scope s);
 
-// The two keys of a tenant's quota: {in-flight set, token bucket}.
-std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string_view tenant);
+// The Redis key of a scope with store.hash_keys: <prefix>:{<lower-case hex HMAC-SHA256(secret,
+// tenant \0 key)>}. Neither the key nor the tenant can be read from it; the braces are a Redis
+// Cluster hash tag (the slot is computed over the hex only).
+std::string hashed_redis_key(std::string_view prefix, scope s, std::string_view secret);
+
+// A tenant as it may appear inside a Redis key (e.g. per-tenant keys): percent-encoded as in
+// redis_key when `secret` is empty, else the lower-case hex HMAC-SHA256(secret, tenant) (never
+// equal to a record's hash: tenants hold no NUL byte).
+std::string redis_tenant_tag(std::string_view tenant, std::string_view secret);
+// The two keys of a tenant's quota: {in-flight set, token bucket}, under the hash tag
+// {<tenant, percent-encoded>} or, with a secret (store.hash_keys), {<hex HMAC of the tenant>}.
+std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string_view tenant,
+                                            std::string_view secret = {});
 
 } // namespace idemgate::store
