@@ -98,7 +98,9 @@ void check_refused_but_alive(gateway_process& gw, test_upstream_process& upstrea
             return l.find("redis unreachable; retrying with backoff") != std::string::npos;
         },
         10s);
-    REQUIRE_MESSAGE(line, gw.process().output());
+    CHECK_MESSAGE(line, gw.process().output()); // not REQUIRE: the other rows of a table still run
+    if (!line)
+        return;
     CHECK_MESSAGE(line->find(why) != std::string::npos, *line);
     CHECK(readyz(gw) == 503);
 
@@ -302,10 +304,10 @@ TEST_SUITE("redis over TLS")
     TEST_CASE("wait mode over TLS: the subscriber connection uses TLS and the duplicate gets the replay")
     {
         tls_fixture f;
-        auto gw = start_gateway(f.yaml(f.trusting(), "      on_in_flight: wait\n      wait_timeout: 10s\n"));
+        auto gw = start_gateway(f.yaml(f.trusting(), "      on_in_flight: wait\n      wait_timeout: 3s\n"));
         auto key = unique_key("wait");
         http_response first;
-        std::thread lead([&] { first = post(*gw, key, R"({"n":1})", {{"X-Test-Delay-Ms", "400"}}); });
+        std::jthread lead([&] { first = post(*gw, key, R"({"n":1})", {{"X-Test-Delay-Ms", "400"}}); });
         REQUIRE(eventually([&] { return f.upstream.executions() == 1; }));
         auto dup = post(*gw, key, R"({"n":1})");
         lead.join();
