@@ -172,7 +172,8 @@ TEST_SUITE("redis over TLS")
         tls_store s(cfg);
         REQUIRE(eventually([&] { return s.backend->ready(); }));
 
-        store::scope scope{"t", unique_key("store")};
+        const auto key = unique_key("store"); // scope holds views: the key must outlive it
+        store::scope scope{"t", key};
         auto first = s.io.run([&]() -> asio::awaitable<store::reserve_result> {
             co_return co_await s.session->reserve(scope, in_flight_record("owner-a"), 30s);
         });
