@@ -36,6 +36,22 @@ std::string openssl_reason(const error_code& ec)
     return ec ? ec.message() : "OpenSSL gave no reason";
 }
 
+// Called by OpenSSL when the server asks for a client certificate and none is configured;
+// remembers that it asked (in the transport's flag) and sends none.
+// Asio keeps its own pointer in the SSL object's app data: ours gets an index of its own.
+int certificate_request_index()
+{
+    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return index;
+}
+
+int note_certificate_request(SSL* ssl, X509**, EVP_PKEY**)
+{
+    if (auto* requested = static_cast<bool*>(SSL_get_ex_data(ssl, certificate_request_index())))
+        *requested = true;
+    return 0;
+}
+
 bool is_ip_literal(const std::string& host)
 {
     error_code ec;
@@ -57,6 +73,8 @@ redis_tls_context::redis_tls_context(const config::redis_tls_config& cfg)
     SSL_CTX_set_min_proto_version(ssl.native_handle(), TLS1_2_VERSION);
     ssl.set_options(ssl::context::default_workarounds | ssl::context::no_compression);
     ssl.set_verify_mode(cfg.verify ? ssl::verify_peer : ssl::verify_none);
+    if (cfg.cert_file.empty())
+        SSL_CTX_set_client_cert_cb(ssl.native_handle(), &note_certificate_request);
 
     error_code ec;
     if (!cfg.ca_file.empty()) {
@@ -180,8 +198,14 @@ asio::awaitable<error_code> redis_transport::handshake(const std::string& host, 
         }
     }
 
+    // A TLS 1.3 server checks the client certificate after our handshake is done, and its
+    // refusal ends the first read, which can come after the PING's deadline: remember that it
+    // asked, so the log can say so whatever the timing.
+    certificate_requested_ = false;
+    SSL_set_ex_data(native, certificate_request_index(), &certificate_requested_);
     auto shook = co_await (stream->async_handshake(ssl::stream_base::client, as_tuple(use_awaitable)) ||
                            deadline.async_wait(as_tuple(use_awaitable)));
+    SSL_set_ex_data(native, certificate_request_index(), nullptr);
     if (shook.index() == 1) {
         failure_ = "TLS handshake timed out (is the server at this address speaking TLS?)";
         close();
@@ -196,9 +220,14 @@ asio::awaitable<error_code> redis_transport::handshake(const std::string& host, 
                        "\")";
         else
             failure_ = "TLS handshake failed: " + ec.message();
+        if (certificate_requested_) // TLS 1.2 refuses a missing client certificate in the handshake
+            failure_ +=
+                "; the server asked for a client certificate and store.redis.tls.cert_file is not set";
         close();
         co_return ec;
     }
+    if (certificate_requested_)
+        failure_ = "TLS: the server asked for a client certificate and store.redis.tls.cert_file is not set";
     co_return error_code{};
 }
 
@@ -232,7 +261,7 @@ void redis_transport::note_tls_error(const char* what, error_code ec)
     // first read after a TLS 1.3 handshake, so a command, not connect(), sees it.
     if (ec && (ec.category() == asio::error::get_ssl_category() ||
                ec.category() == ssl::error::get_stream_category()))
-        failure_ = what + ec.message();
+        failure_ += (failure_.empty() ? what : std::string("; ") + what) + ec.message();
 }
 
 void redis_transport::close()

@@ -57,7 +57,8 @@ public:
     void close();
 
     // For the log line of a failure streak: why the last connect or TLS read/write failed, when
-    // an error code alone does not say it (the certificate problem, a TLS alert); else "".
+    // an error code alone does not say it (the certificate problem, a TLS alert), or that the
+    // server asked for a client certificate none is configured for; else "".
     const std::string& failure() const noexcept { return failure_; }
 
 private:
@@ -74,6 +75,7 @@ private:
     // every operation in flight so closing and reconnecting never frees a stream still in use.
     std::shared_ptr<tls_stream> stream_;
     std::string failure_;
+    bool certificate_requested_ = false; // the server asked for a client certificate we lack
 };
 
 } // namespace idemgate::store::detail
