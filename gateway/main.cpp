@@ -12,6 +12,7 @@
 #include <idemgate/store/memory_store.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -60,11 +61,16 @@ int main(int argc, char** argv)
     }
 
     idemgate::config::config cfg;
+    std::vector<std::string> problems;
     try {
         cfg = idemgate::config::load_file(config_path);
+        problems = idemgate::store::check_backend_config(cfg.store); // e.g. TLS files OpenSSL refuses
     } catch (const idemgate::config::config_error& e) {
+        problems = e.problems();
+    }
+    if (!problems.empty()) {
         std::fprintf(stderr, "idemgate: invalid configuration %s:\n", config_path.c_str());
-        for (const auto& p : e.problems())
+        for (const auto& p : problems)
             std::fprintf(stderr, "  %s\n", p.c_str());
         return 1;
     }

@@ -13,6 +13,7 @@ build_pkgs=(
   libhiredis-dev        # Redis protocol reader/formatter
   libsqlite3-dev        # sample order service persistence
   redis-server          # the shared store, started by tests and the demo
+  openssl               # the CLI that makes the TLS tests' certificates (tests/support/src/tls.cpp)
   clang libclang-rt-14-dev  # libFuzzer + its ASan/UBSan runtimes (scripts/fuzz.sh, run by the tests)
 )
 runtime_pkgs=(

@@ -18,11 +18,13 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
   asan_dir="${ASAN_BUILD_DIR:-build-asan}"
   cmake -S . -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEMGATE_SANITIZE=address \
     -DIDEMGATE_BUILD_BENCH=OFF >/dev/null
-  cmake --build "$asan_dir" -j "${JOBS:-2}" --target unit_tests gateway_tests idemgate idemgate-test-upstream
+  cmake --build "$asan_dir" -j "${JOBS:-2}" --target unit_tests gateway_tests redis_tests idemgate idemgate-test-upstream
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   (cd "$asan_dir" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 900 \
     -R '^(unit_tests|gateway_tests|gateway_tests_redis_store)$')
+  # TLS to Redis (issue 9): the OpenSSL stream's lifetime across reconnects is worth a sanitizer.
+  "$asan_dir/bin/redis_tests" -ts='redis over TLS'
   echo "test.sh: sanitizer pass done after $((SECONDS - started)) s"
 fi
 

@@ -1,8 +1,10 @@
 #include "idemgate/config/config.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -567,7 +569,7 @@ private:
         map_view map(*this, child(store, "redis"), "store.redis",
                      {"mode", "address", "nodes", "topology_refresh", "password_env", "username", "db",
                       "key_prefix", "command_timeout", "connect_timeout", "reconnect_backoff_max",
-                      "eviction_check_interval", "min_replicas_ack", "sentinel"});
+                      "eviction_check_interval", "min_replicas_ack", "sentinel", "tls"});
         if (auto text = scalar(map, "mode", "a string")) {
             if (*text == "standalone")
                 redis.mode = redis_mode::standalone;
@@ -658,6 +660,60 @@ private:
         if (!redis.username.empty() && redis.password_env.empty())
             problem(map.path_of("username"),
                     "needs store.redis.password_env (an ACL user logs in with AUTH username password)");
+        load_redis_tls(map, redis.tls);
+    }
+
+    // Files are checked for readability here; that they hold PEM certificates and a matching key
+    // is checked where OpenSSL loads them (store::check_backend_config, run by --check too).
+    void load_redis_tls(const map_view& redis, redis_tls_config& tls)
+    {
+        map_view map(*this, child(redis, "tls"), "store.redis.tls",
+                     {"enabled", "ca_file", "cert_file", "key_file", "server_name", "verify"});
+        read_bool(map, "enabled", tls.enabled);
+        read_string(map, "ca_file", tls.ca_file);
+        read_string(map, "cert_file", tls.cert_file);
+        read_string(map, "key_file", tls.key_file);
+        read_string(map, "server_name", tls.server_name);
+        read_bool(map, "verify", tls.verify);
+        if (!tls.enabled) {
+            // An error, not a warning: a file that names a CA or a client certificate says the
+            // operator expects TLS, and the password would otherwise cross the network in clear.
+            for (auto [key, set] :
+                 {std::pair{"ca_file", !tls.ca_file.empty()}, std::pair{"cert_file", !tls.cert_file.empty()},
+                  std::pair{"key_file", !tls.key_file.empty()},
+                  std::pair{"server_name", !tls.server_name.empty()}, std::pair{"verify", !tls.verify}})
+                if (set)
+                    problem(map.path_of(key), "set while store.redis.tls.enabled is false (the connection "
+                                              "would be plain TCP); set enabled: true or remove it");
+            return;
+        }
+        if (!tls.cert_file.empty() && tls.key_file.empty())
+            problem(map.path_of("cert_file"), "needs store.redis.tls.key_file (a client certificate "
+                                              "is useless without its private key)");
+        if (tls.cert_file.empty() && !tls.key_file.empty())
+            problem(map.path_of("key_file"), "needs store.redis.tls.cert_file (the client "
+                                             "certificate of this private key)");
+        for (auto [key, file] : {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
+                                 std::pair{"key_file", &tls.key_file}})
+            if (!file->empty())
+                check_readable(map.path_of(key), *file);
+        bool name_ok = true;
+        for (char c : tls.server_name)
+            name_ok = name_ok && (is_host_name_char(c) || is_ipv6_char(c));
+        if (!name_ok)
+            problem(map.path_of("server_name"), quote(tls.server_name) + " is not a host name or IP address");
+    }
+
+    void check_readable(const std::string& path, const std::string& file)
+    {
+        std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
+        char byte = 0;
+        if (!f || (std::fread(&byte, 1, 1, f.get()) != 1 && std::ferror(f.get()))) {
+            problem(path, "cannot read " + quote(file) + ": " + std::strerror(errno));
+            return;
+        }
+        if (std::feof(f.get()))
+            problem(path, quote(file) + " is empty");
     }
 
     void load_upstreams(const map_view& top, std::vector<upstream_config>& upstreams)
@@ -1092,6 +1148,9 @@ std::vector<std::string> warnings(const config& cfg)
     if (cfg.store.type == store_type::memory && cfg.store.hash_keys)
         out.push_back("store.hash_keys: the memory store does not hash keys (they never leave this process); "
                       "hash_keys applies to store.type: redis");
+    if (cfg.store.type == store_type::redis && cfg.store.redis.tls.enabled && !cfg.store.redis.tls.verify)
+        out.push_back("store.redis.tls.verify: false: the Redis server's certificate and name are not "
+                      "checked, so anyone on the network path can impersonate it (for testing only)");
     const auto& t = cfg.timeouts;
     auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
     for (const auto& [name, tenant] : cfg.tenants) {

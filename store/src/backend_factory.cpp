@@ -1,3 +1,5 @@
+#include "redis_transport.hpp"
+
 #include <idemgate/store/backend_factory.hpp>
 #include <idemgate/store/memory_store.hpp>
 #include <idemgate/store/redis_store.hpp>
@@ -22,6 +24,18 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
     options.max_entries = cfg.memory.max_entries;
     options.max_bytes = cfg.memory.max_bytes;
     return make_memory_backend(std::move(options));
+}
+
+std::vector<std::string> check_backend_config(const config::store_config& cfg)
+{
+    if (cfg.type != config::store_type::redis)
+        return {};
+    try {
+        detail::make_redis_tls_context(cfg.redis.tls);
+    } catch (const config::config_error& e) {
+        return e.problems();
+    }
+    return {};
 }
 
 } // namespace idemgate::store

@@ -4,11 +4,8 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <charconv>
 #include <exception>
 #include <hiredis/hiredis.h>
@@ -220,8 +217,9 @@ redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<red
 
 redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
                                    config::endpoint address)
-    : ex_(std::move(ex)), shared_(std::move(shared)), address_(std::move(address)), socket_(ex_),
-      wake_writer_(ex_), lost_(ex_), backoff_(ex_), connect_deadline_(ex_), policy_timer_(ex_)
+    : ex_(std::move(ex)), shared_(std::move(shared)), address_(std::move(address)),
+      transport_(ex_, shared_->tls), wake_writer_(ex_), lost_(ex_), backoff_(ex_), connect_deadline_(ex_),
+      policy_timer_(ex_)
 {
 }
 
@@ -320,6 +318,9 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
         if (ec && !stopped_ && !reported_down) {
             // Once per failure streak; AUTH/SELECT/PING failures say what the server answered.
             auto why = handshake_error_.empty() ? ec.message() : handshake_error_;
+            // E.g. a server that refused our client certificate in a TLS alert after the handshake.
+            if (!transport_.failure().empty() && why.find(transport_.failure()) == std::string::npos)
+                why += "; " + transport_.failure();
             log::error("redis unreachable; retrying with backoff",
                        {{"address", address_.to_string()}, {"error", why}});
             reported_down = true;
@@ -338,7 +339,6 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
 
 asio::awaitable<error_code> redis_connection::connect()
 {
-    using namespace asio::experimental::awaitable_operators;
     if (address_source_)
         address_ = address_source_();
     const auto addr = address_;
@@ -346,42 +346,16 @@ asio::awaitable<error_code> redis_connection::connect()
         handshake_error_ = "no address yet (waiting for the sentinels to name the primary)";
         co_return make_error_code(asio::error::host_not_found_try_again);
     }
-    socket_ = asio::ip::tcp::socket(ex_);
     connect_deadline_.expires_after(shared_->cfg.connect_timeout);
-
-    std::vector<asio::ip::tcp::endpoint> endpoints;
-    error_code ec;
-    auto ip = asio::ip::make_address(addr.host, ec);
-    if (!ec) {
-        endpoints.emplace_back(ip, addr.port);
-    } else {
-        asio::ip::tcp::resolver resolver(ex_);
-        auto resolved =
-            co_await (resolver.async_resolve(addr.host, std::to_string(addr.port), as_tuple(use_awaitable)) ||
-                      connect_deadline_.async_wait(as_tuple(use_awaitable)));
-        if (resolved.index() == 1)
-            co_return make_error_code(asio::error::timed_out);
-        auto [rec, results] = std::get<0>(std::move(resolved));
-        if (rec)
-            co_return rec;
-        for (const auto& entry : results)
-            endpoints.push_back(entry.endpoint());
+    auto ec = co_await transport_.connect(addr.host, addr.port, connect_deadline_);
+    if (ec) {
+        handshake_error_ = transport_.failure(); // a TLS failure says why (certificate, name)
+        co_return ec;
     }
-    if (stopped_)
+    if (stopped_) {
+        transport_.close();
         co_return make_error_code(asio::error::operation_aborted);
-
-    auto connected = co_await (asio::async_connect(socket_, endpoints, as_tuple(use_awaitable)) ||
-                               connect_deadline_.async_wait(as_tuple(use_awaitable)));
-    if (connected.index() == 1) {
-        socket_.close(ec);
-        co_return make_error_code(asio::error::timed_out);
     }
-    auto [cec, endpoint] = std::get<0>(connected);
-    if (cec) {
-        socket_.close(ec);
-        co_return cec;
-    }
-    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
     co_return error_code{};
 }
 
@@ -592,7 +566,7 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
     std::vector<char> buf(read_chunk);
     auto& stats = shared_->stats;
     for (;;) {
-        auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), as_tuple(use_awaitable));
+        auto [ec, n] = co_await transport_.async_read_some(asio::buffer(buf));
         if (gen != generation_ || !connected_)
             co_return;
         if (ec) {
@@ -673,7 +647,7 @@ asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connect
         }
         writing_.clear();    // a stale batch of a lost connection is dropped
         writing_.swap(out_); // one write for everything queued so far
-        auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(writing_), as_tuple(use_awaitable));
+        auto [ec, n] = co_await transport_.async_write(asio::buffer(writing_));
         if (gen != generation_ || !connected_)
             co_return;
         writing_.clear();
@@ -692,9 +666,7 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     if (subscriber_ && subscriber_->on_lost)
         subscriber_->on_lost();
     writer_idle_ = false;
-    error_code ignored;
-    socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    transport_.close();
     wake_writer_.cancel();
     lost_.cancel();
     policy_timer_.cancel();

@@ -9,12 +9,12 @@
 //
 // Everything here runs on the connection's executor (one I/O thread); only shutdown() may be
 // called from elsewhere.
+#include "redis_transport.hpp"
 #include "settle_notifier.hpp"
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
@@ -67,9 +67,13 @@ private:
 
 // State shared by every connection of one backend.
 struct redis_shared {
-    redis_shared(config::redis_config c, redis_options o) : cfg(std::move(c)), options(o) {}
+    redis_shared(config::redis_config c, redis_options o)
+        : cfg(std::move(c)), options(o), tls(make_redis_tls_context(cfg.tls))
+    {
+    }
     const config::redis_config cfg;
     const redis_options options;
+    const std::shared_ptr<redis_tls_context> tls; // one OpenSSL context per backend; null = plain TCP
     redis_stats stats;
     std::atomic<bool> version_checked{false};   // the Redis version is checked once per backend
     std::size_t max_pending = 100000;           // commands queued or awaiting a reply
@@ -183,7 +187,7 @@ private:
     std::function<config::endpoint()> address_source_;
     std::optional<subscriber_hooks> subscriber_;
     bool to_sentinel_ = false;
-    boost::asio::ip::tcp::socket socket_;
+    redis_transport transport_;             // TCP or TLS
     boost::asio::steady_timer wake_writer_; // cancelled to wake an idle writer
     boost::asio::steady_timer lost_;        // cancelled when the connection is lost
     boost::asio::steady_timer backoff_;

@@ -19,7 +19,8 @@ TEST_CASE("min_replicas_ack: records no replica acknowledged are answered, repla
         return;
     }
     gateway_options options;
-    options.redis_extra = "    min_replicas_ack: 1\n    command_timeout: 400ms\n";
+    // WAIT gets half of command_timeout: 1 s, ample for a replica on loopback under load.
+    options.redis_extra = "    min_replicas_ack: 1\n    command_timeout: 2s\n";
     gateway_fixture f(options);
 
     // No replica: the answer still comes, the record is kept and replays, and it is counted.

@@ -50,37 +50,6 @@ std::string redis_gateway_yaml(const redis_server& redis, const test_upstream_pr
            "      record_ttl: 1h\n";
 }
 
-int readyz(const gateway_process& gw)
-{
-    try {
-        return http_request(gw.admin_port(), "GET", "/readyz", {}, {}, 1s).status;
-    } catch (const std::exception&) {
-        return 0;
-    }
-}
-
-// A gateway that answered /readyz 200.
-std::unique_ptr<gateway_process> start_gateway(const std::string& yaml)
-{
-    auto gw = std::make_unique<gateway_process>(yaml);
-    REQUIRE(eventually([&] { return readyz(*gw) == 200; }, 10s));
-    return gw;
-}
-
-http_response post(const gateway_process& gw, const std::string& key, const std::string& body,
-                   std::vector<std::pair<std::string, std::string>> headers = {})
-{
-    headers.emplace_back("Idempotency-Key", key);
-    headers.emplace_back("Content-Type", "application/json");
-    return http_request(gw.port(), "POST", "/api/orders", headers, body, 5s);
-}
-
-std::string unique_key(const std::string& stem)
-{
-    static std::atomic<int> n{0};
-    return stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
-}
-
 } // namespace
 
 TEST_SUITE("gateway over redis")

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <cstring>
+#include <doctest/doctest.h>
 #include <idemgate/store/record_codec.hpp>
 #include <netinet/in.h>
 #include <poll.h>
@@ -56,6 +57,36 @@ config::redis_config redis_config_for(std::uint16_t port)
     cfg.connect_timeout = std::chrono::milliseconds(1000);
     cfg.reconnect_backoff_max = std::chrono::milliseconds(200);
     return cfg;
+}
+
+int readyz(const gateway_process& gw)
+{
+    try {
+        return http_request(gw.admin_port(), "GET", "/readyz", {}, {}, 1s).status;
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+std::unique_ptr<gateway_process> start_gateway(const std::string& yaml)
+{
+    auto gw = std::make_unique<gateway_process>(yaml);
+    REQUIRE_MESSAGE(eventually([&] { return readyz(*gw) == 200; }, 10s), gw->process().output());
+    return gw;
+}
+
+http_response post(const gateway_process& gw, const std::string& key, const std::string& body,
+                   std::vector<std::pair<std::string, std::string>> headers)
+{
+    headers.emplace_back("Idempotency-Key", key);
+    headers.emplace_back("Content-Type", "application/json");
+    return http_request(gw.port(), "POST", "/api/orders", headers, body, 5s);
+}
+
+std::string unique_key(const std::string& stem)
+{
+    static std::atomic<int> n{0};
+    return stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
 }
 
 std::string fingerprint_of(const std::string& seed)

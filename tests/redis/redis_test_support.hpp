@@ -12,6 +12,8 @@
 #include <future>
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/store.hpp>
+#include <idemgate/test/harness.hpp>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -58,6 +60,17 @@ bool eventually(const std::function<bool()>& pred,
 
 // A redis_config for a server on 127.0.0.1:port with test-friendly timeouts.
 config::redis_config redis_config_for(std::uint16_t port);
+
+// The real idemgate binary over Redis (gateway_redis_test, redis_tls_test):
+// its /readyz status, 0 when it does not answer within 1 s;
+int readyz(const gateway_process& gw);
+// a gateway started on `yaml` that answered /readyz 200 (the test fails otherwise);
+std::unique_ptr<gateway_process> start_gateway(const std::string& yaml);
+// POST /api/orders with Idempotency-Key `key` and a JSON body;
+http_response post(const gateway_process& gw, const std::string& key, const std::string& body,
+                   std::vector<std::pair<std::string, std::string>> headers = {});
+// an idempotency key unique to this process and call.
+std::string unique_key(const std::string& stem);
 
 // A 64-char lower-case hex fingerprint derived from `seed`.
 std::string fingerprint_of(const std::string& seed);

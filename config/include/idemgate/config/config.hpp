@@ -25,6 +25,15 @@ struct endpoint {
 enum class store_type { memory, redis };
 enum class failure_mode { reject, pass_through };
 
+// TLS to Redis (managed Redis). Off by default; every other key needs `enabled: true`.
+struct redis_tls_config {
+    bool enabled = false;
+    std::string ca_file;     // PEM CA bundle the server is verified against ("" = system store)
+    std::string cert_file;   // client certificate chain (PEM) for mutual TLS; needs key_file
+    std::string key_file;    // its private key (PEM); needs cert_file
+    std::string server_name; // SNI and the name verified ("" = the host connected to)
+    bool verify = true;      // false: no certificate or name check (testing only; warned)
+};
 enum class redis_mode { standalone, cluster, sentinel };
 
 struct redis_config {
@@ -45,6 +54,7 @@ struct redis_config {
     duration reconnect_backoff_max{2000};    // reconnect with exponential backoff up to this
     duration eviction_check_interval{30000}; // re-read maxmemory-policy; 0 = on (re)connect only
     unsigned min_replicas_ack = 0;           // > 0: WAIT for that many replicas after each complete
+    redis_tls_config tls;
 };
 
 struct memory_config {

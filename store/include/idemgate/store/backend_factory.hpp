@@ -3,6 +3,8 @@
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace idemgate::store {
 
@@ -12,5 +14,10 @@ namespace idemgate::store {
 // Redis store publishes settlements and subscribes for its waiters (the memory store always
 // notifies in process).
 std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publish_settled = false);
+
+// What config::load cannot check without the store's libraries, one problem per line naming the
+// key path: the TLS files OpenSSL must accept (PEM certificates, a private key that matches its
+// certificate). Empty when the store can be built. Run by --check and before start-up.
+std::vector<std::string> check_backend_config(const config::store_config& cfg);
 
 } // namespace idemgate::store

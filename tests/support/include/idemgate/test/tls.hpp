@@ -1,0 +1,62 @@
+#pragma once
+// TLS for the integration tests (issue 9): certificates made at test time with the openssl CLI
+// (EC P-256, which keeps it fast), and a TLS-only redis-server.
+#include <cstdint>
+#include <idemgate/test/harness.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace idemgate::test {
+
+// A test PKI in its own temp_dir: a CA; a server certificate it signed for IP:127.0.0.1 and
+// DNS:localhost; a client certificate it signed (clientAuth); and, to show what must fail, an
+// unrelated second CA and a private key that belongs to no certificate. Paths to PEM files.
+class test_certificates {
+public:
+    test_certificates();
+    test_certificates(const test_certificates&) = delete;
+    test_certificates& operator=(const test_certificates&) = delete;
+
+    std::string ca_cert;
+    std::string server_cert;
+    std::string server_key;
+    std::string client_cert;
+    std::string client_key;
+    std::string other_ca_cert; // signed nothing here: verifying against it fails
+    std::string stray_key;     // matches none of the certificates
+
+private:
+    void openssl(const std::vector<std::string>& args);
+    // A key and a certificate signed by the CA, with the given extensions (extfile lines).
+    void make_leaf(const std::string& name, const std::string& extensions);
+
+    temp_dir dir_;
+};
+
+// redis-server listening only for TLS (--port 0 --tls-port P) on 127.0.0.1 with the server
+// certificate of `certs`; `auth_clients` requires a client certificate signed by the CA.
+// Ready when the server logged that it accepts connections.
+class tls_redis_server {
+public:
+    explicit tls_redis_server(const test_certificates& certs, bool auth_clients = false);
+    ~tls_redis_server();
+    tls_redis_server(const tls_redis_server&) = delete;
+    tls_redis_server& operator=(const tls_redis_server&) = delete;
+
+    std::uint16_t port() const { return port_; }
+    std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+    // One command through `redis-cli --tls` (with the client certificate), its output trimmed.
+    std::string cli(const std::vector<std::string>& args);
+
+private:
+    void start();
+
+    const test_certificates& certs_;
+    bool auth_clients_;
+    temp_dir dir_;
+    std::uint16_t port_ = 0;
+    std::unique_ptr<child_process> proc_;
+};
+
+} // namespace idemgate::test

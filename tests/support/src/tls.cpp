@@ -1,0 +1,149 @@
+// Test certificates from the openssl CLI and a TLS-only redis-server (see tls.hpp).
+#include "idemgate/test/tls.hpp"
+
+#include <signal.h>
+#include <stdexcept>
+
+namespace idemgate::test {
+
+namespace {
+
+const std::vector<std::string> ec_p256{"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"};
+
+std::string run_to_end(child_process& proc, const std::string& what)
+{
+    auto status = proc.wait_exit(30s);
+    if (!status || *status != 0)
+        throw std::runtime_error(what + " failed (exit " + (status ? std::to_string(*status) : "timeout") +
+                                 "):\n" + proc.output());
+    std::string out;
+    for (const auto& line : proc.lines())
+        out += (out.empty() ? "" : "\n") + line;
+    return out;
+}
+
+} // namespace
+
+test_certificates::test_certificates()
+{
+    const auto& d = dir_.path();
+    ca_cert = d + "/ca.crt";
+    std::vector<std::string> ca{"req", "-x509", "-new"};
+    ca.insert(ca.end(), ec_p256.begin(), ec_p256.end());
+    ca.insert(ca.end(), {"-keyout", d + "/ca.key", "-out", ca_cert, "-days", "2", "-subj",
+                         "/CN=idemgate test CA", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+                         "keyUsage=critical,keyCertSign,cRLSign"});
+    openssl(ca);
+
+    make_leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+    server_cert = d + "/server.crt";
+    server_key = d + "/server.key";
+    make_leaf("client", "extendedKeyUsage=clientAuth\n");
+    client_cert = d + "/client.crt";
+    client_key = d + "/client.key";
+
+    other_ca_cert = d + "/other-ca.crt";
+    std::vector<std::string> other{"req", "-x509", "-new"};
+    other.insert(other.end(), ec_p256.begin(), ec_p256.end());
+    other.insert(other.end(), {"-keyout", d + "/other-ca.key", "-out", other_ca_cert, "-days", "2", "-subj",
+                               "/CN=unrelated test CA", "-addext", "basicConstraints=critical,CA:TRUE"});
+    openssl(other);
+
+    stray_key = d + "/stray.key";
+    openssl({"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", stray_key});
+}
+
+void test_certificates::make_leaf(const std::string& name, const std::string& extensions)
+{
+    const auto& d = dir_.path();
+    std::vector<std::string> req{"req", "-new"};
+    req.insert(req.end(), ec_p256.begin(), ec_p256.end());
+    req.insert(req.end(), {"-keyout", d + "/" + name + ".key", "-out", d + "/" + name + ".csr", "-subj",
+                           "/CN=idemgate test " + name});
+    openssl(req);
+    auto ext = dir_.write_file(name + ".ext", "basicConstraints=CA:FALSE\n" + extensions);
+    openssl({"x509", "-req", "-in", d + "/" + name + ".csr", "-CA", ca_cert, "-CAkey", d + "/ca.key",
+             "-set_serial", name == "server" ? "2" : "3", "-days", "2", "-extfile", ext, "-out",
+             d + "/" + name + ".crt"});
+}
+
+void test_certificates::openssl(const std::vector<std::string>& args)
+{
+    child_process proc("openssl", args);
+    run_to_end(proc, "openssl " + args.front());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+tls_redis_server::tls_redis_server(const test_certificates& certs, bool auth_clients)
+    : certs_(certs), auth_clients_(auth_clients)
+{
+    // The port was free a moment ago; if another process took it, redis exits and we retry.
+    for (int attempt = 0;; ++attempt) {
+        try {
+            start();
+            return;
+        } catch (const std::exception&) {
+            if (attempt >= 2)
+                throw;
+        }
+    }
+}
+
+tls_redis_server::~tls_redis_server()
+{
+    if (proc_) {
+        proc_->signal(SIGKILL);
+        proc_->wait_exit(10s);
+    }
+}
+
+void tls_redis_server::start()
+{
+    port_ = free_port();
+    std::vector<std::string> args{"--port",
+                                  "0",
+                                  "--tls-port",
+                                  std::to_string(port_),
+                                  "--bind",
+                                  "127.0.0.1",
+                                  "--save",
+                                  "",
+                                  "--appendonly",
+                                  "no",
+                                  "--dir",
+                                  dir_.path(),
+                                  "--daemonize",
+                                  "no",
+                                  "--tls-cert-file",
+                                  certs_.server_cert,
+                                  "--tls-key-file",
+                                  certs_.server_key,
+                                  "--tls-ca-cert-file",
+                                  certs_.ca_cert,
+                                  "--tls-auth-clients",
+                                  auth_clients_ ? "yes" : "no"};
+    proc_ = std::make_unique<child_process>("redis-server", args);
+    // Redis logs this once it listens on every port; it exits if the TLS port was taken.
+    auto ready = proc_->wait_for_line(
+        [](const std::string& l) { return l.find("Ready to accept connections") != std::string::npos; }, 10s);
+    if (!ready) {
+        auto log = proc_->output();
+        proc_->signal(SIGKILL);
+        proc_->wait_exit(10s);
+        proc_.reset();
+        throw std::runtime_error("TLS redis-server did not become ready:\n" + log);
+    }
+}
+
+std::string tls_redis_server::cli(const std::vector<std::string>& args)
+{
+    std::vector<std::string> all{
+        "--tls",           "--cacert", certs_.ca_cert, "--cert", certs_.client_cert,   "--key",
+        certs_.client_key, "-h",       "127.0.0.1",    "-p",     std::to_string(port_)};
+    all.insert(all.end(), args.begin(), args.end());
+    child_process proc("redis-cli", all);
+    return run_to_end(proc, "redis-cli");
+}
+
+} // namespace idemgate::test
