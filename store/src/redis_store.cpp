@@ -236,12 +236,16 @@ bool is_noscript(const detail::command_result& r)
 
 class redis_session final : public session {
 public:
+    // The first session also owns the process-wide helpers it runs on its thread (cluster
+    // refresher, wait-mode subscriber, sentinel monitor) and stops them while that thread's
+    // io_context still exists.
     redis_session(std::unique_ptr<detail::command_router> router,
                   std::shared_ptr<detail::redis_shared> shared,
                   std::shared_ptr<detail::settle_subscriber> subscriber,
-                  std::shared_ptr<detail::cluster_refresher> refresher)
+                  std::shared_ptr<detail::cluster_refresher> refresher,
+                  std::shared_ptr<detail::sentinel_monitor> monitor)
         : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
-          refresher_(std::move(refresher))
+          refresher_(std::move(refresher)), monitor_(std::move(monitor))
     {
     }
 
@@ -252,6 +256,8 @@ public:
             subscriber_->shutdown();
         if (refresher_)
             refresher_->shutdown();
+        if (monitor_)
+            monitor_->shutdown();
     }
 
     asio::awaitable<reserve_result> reserve(scope s, const record& in_flight, duration lock_ttl) override
@@ -520,6 +526,7 @@ private:
     std::shared_ptr<detail::redis_shared> shared_;
     std::shared_ptr<detail::settle_subscriber> subscriber_; // the first session runs it
     std::shared_ptr<detail::cluster_refresher> refresher_;  // cluster mode: the first session runs it
+    std::shared_ptr<detail::sentinel_monitor> monitor_;     // sentinel mode: the first session runs it
 };
 
 class redis_backend_impl final : public redis_backend {
@@ -531,12 +538,6 @@ public:
             topology_ = std::make_shared<detail::cluster_topology>(cfg.nodes);
         if (cfg.mode == config::redis_mode::sentinel)
             monitor_ = std::make_shared<detail::sentinel_monitor>(shared_);
-    }
-
-    ~redis_backend_impl() override
-    {
-        if (monitor_)
-            monitor_->shutdown();
     }
 
     std::unique_ptr<session> open_session(asio::any_io_executor ex) override
@@ -567,7 +568,7 @@ public:
             router = std::make_unique<detail::single_router>(std::move(conn));
         }
         return std::make_unique<redis_session>(std::move(router), shared_, std::move(subscriber),
-                                               std::move(refresher));
+                                               std::move(refresher), first ? monitor_ : nullptr);
     }
 
     bool ready() const override
