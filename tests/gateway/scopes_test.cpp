@@ -2,6 +2,7 @@
 // against the real binary over both stores.
 #include "gateway_fixture.hpp"
 
+#include <chrono>
 #include <ctime>
 #include <doctest/doctest.h>
 
@@ -161,9 +162,16 @@ TEST_CASE("expose_expiry: recorded and replayed answers carry the record's expir
     options.idempotency_extra = "      expose_expiry: true\n";
     gateway_fixture f(options);
     const std::string key = unique_key("expiry");
-    auto before = static_cast<long long>(std::time(nullptr));
+    // system_clock, as the gateway reads it: time() is the coarse clock, which can still show the
+    // previous second when the gateway's clock_gettime has crossed into the next one.
+    auto unix_seconds = [] {
+        return static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+    };
+    auto before = unix_seconds();
     auto first = f.post("/api/orders", key, "{}");
-    auto after = static_cast<long long>(std::time(nullptr));
+    auto after = unix_seconds();
     REQUIRE(first.has_header("idempotency-expires"));
     auto expires = parse_http_date(first.header("idempotency-expires"));
     CHECK(expires >= before + 2 * 86400 - 1);
