@@ -157,6 +157,28 @@ void render_redis_metrics(const store::redis_stats& s, std::string& out)
                        double(s.cluster_slots_covered.load()));
     prometheus::header(out, "idemgate_redis_cluster_primaries", "gauge", "Primaries in the last slot map.");
     prometheus::sample(out, "idemgate_redis_cluster_primaries", "", double(s.cluster_primaries.load()));
+    // One series per primary of the last slot map: bounded by the cluster's size.
+    auto nodes = s.cluster_nodes();
+    for (auto& n : nodes) { // a label value: escape what the text format reserves
+        std::string escaped;
+        for (char c : n.node) {
+            if (c == '"' || c == '\\')
+                escaped.push_back('\\');
+            escaped.push_back(c == '\n' ? ' ' : c);
+        }
+        n.node = std::move(escaped);
+    }
+    prometheus::header(out, "idemgate_redis_cluster_node_up", "gauge",
+                       "Per primary of the last slot map: 1 when the cluster calls it online and this "
+                       "gateway is connected to it.");
+    for (const auto& n : nodes)
+        prometheus::sample(out, "idemgate_redis_cluster_node_up", "node=\"" + n.node + "\"",
+                           n.online && n.connected ? 1.0 : 0.0);
+    prometheus::header(out, "idemgate_redis_cluster_node_slots", "gauge",
+                       "Per primary of the last slot map: the slots it serves.");
+    for (const auto& n : nodes)
+        prometheus::sample(out, "idemgate_redis_cluster_node_slots", "node=\"" + n.node + "\"",
+                           double(n.slots));
     prometheus::header(out, "idemgate_redis_command_duration_seconds", "histogram",
                        "Redis command latency, enqueue to reply.");
     s.latency.render(out, "idemgate_redis_command_duration_seconds", "");

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "redis_cluster.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -99,7 +100,7 @@ std::size_t slot_map::covered_slots() const noexcept
     return n;
 }
 
-std::optional<slot_map> parse_cluster_shards(const redisReply& reply, std::string& why)
+std::optional<slot_map> parse_cluster_shards(const redisReply& reply, std::string& why, bool tls)
 {
     if (reply.type != REDIS_REPLY_ARRAY) {
         why = "CLUSTER SHARDS: not an array";
@@ -127,7 +128,14 @@ std::optional<slot_map> parse_cluster_shards(const redisReply& reply, std::strin
         auto endpoint = str(field(*primary, "endpoint"));
         auto ip = str(field(*primary, "ip"));
         ep.host = std::string(!endpoint.empty() && endpoint != "?" ? endpoint : ip);
+        // A node lists "port" (plain TCP) and/or "tls-port"; a TLS client needs the latter.
+        // Without "tls-port", a TLS-only node (tls-cluster yes, port 0) announces its TLS port
+        // as "port".
         const auto* port = field(*primary, "port");
+        if (tls) {
+            if (const auto* tls_port = field(*primary, "tls-port"))
+                port = tls_port;
+        }
         if (ep.host.empty() || !port || port->type != REDIS_REPLY_INTEGER || port->integer <= 0 ||
             port->integer > 65535) {
             why = "CLUSTER SHARDS: a primary without an address";
@@ -151,6 +159,26 @@ std::optional<slot_map> parse_cluster_shards(const redisReply& reply, std::strin
     }
     return m;
 }
+
+} // namespace idemgate::store::detail
+
+namespace idemgate::store {
+
+void redis_stats::set_cluster_nodes(std::vector<cluster_node> nodes)
+{
+    std::lock_guard lock(cluster_nodes_mutex_);
+    cluster_nodes_ = std::move(nodes);
+}
+
+std::vector<redis_stats::cluster_node> redis_stats::cluster_nodes() const
+{
+    std::lock_guard lock(cluster_nodes_mutex_);
+    return cluster_nodes_;
+}
+
+} // namespace idemgate::store
+
+namespace idemgate::store::detail {
 
 cluster_topology::cluster_topology(std::vector<config::endpoint> seeds)
     : seeds_(std::move(seeds)), map_(std::make_shared<slot_map>())
@@ -232,12 +260,30 @@ asio::awaitable<command_result> cluster_router::execute_on(const config::endpoin
     co_return co_await conn->execute(args);
 }
 
+void cluster_router::close_departed(const slot_map& map)
+{
+    auto kept = [&](const config::endpoint& e) {
+        auto same = [&](const config::endpoint& o) { return o.host == e.host && o.port == e.port; };
+        return std::any_of(map.primaries.begin(), map.primaries.end(), same);
+    };
+    for (auto it = connections_.begin(); it != connections_.end();) {
+        // A command still awaiting its reply there keeps the connection until the next change.
+        if (!kept(it->second->address()) && it->second->idle()) {
+            it->second->shutdown();
+            it = connections_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
 asio::awaitable<command_result> cluster_router::execute(std::string_view key,
                                                         std::span<const std::string_view> args)
 {
     if (topology_->version() != map_version_) {
         map_version_ = topology_->version();
         map_ = topology_->map();
+        close_departed(*map_);
     }
     auto slot = cluster_slot(key);
     const auto* owner = map_->node_for(slot);
@@ -350,7 +396,7 @@ asio::awaitable<bool> cluster_refresher::refresh()
             why = node.to_string() + ": " + reply_text(r);
             continue;
         }
-        fresh = parse_cluster_shards(*r.reply, why);
+        fresh = parse_cluster_shards(*r.reply, why, shared_->cfg.tls.enabled);
         if (fresh)
             break;
     }
@@ -368,6 +414,19 @@ asio::awaitable<bool> cluster_refresher::refresh()
     bool ready = covered == cluster_slots;
     for (std::size_t i = 0; i < fresh->primaries.size(); ++i)
         ready = ready && fresh->online[i] && router_.connection(fresh->primaries[i])->up();
+    std::vector<redis_stats::cluster_node> nodes(fresh->primaries.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        nodes[i].node = fresh->primaries[i].to_string();
+        nodes[i].online = fresh->online[i];
+        nodes[i].connected = router_.connection(fresh->primaries[i])->up();
+    }
+    for (auto owner : fresh->owner)
+        if (owner >= 0)
+            ++nodes[static_cast<std::size_t>(owner)].slots;
+    shared_->stats.set_cluster_nodes(std::move(nodes));
+    // Nodes no longer in the map (gone, or demoted to replicas): close what we hold to them. A
+    // seed among them is reopened if a later read needs it (when every primary fails to answer).
+    router_.close_departed(*fresh);
     shared_->stats.cluster_slots_covered.store(static_cast<std::int64_t>(covered), std::memory_order_relaxed);
     shared_->stats.cluster_primaries.store(static_cast<std::int64_t>(fresh->primaries.size()),
                                            std::memory_order_relaxed);

@@ -58,7 +58,8 @@ struct slot_map {
 };
 
 // Builds a slot map from a CLUSTER SHARDS reply (RESP2); nullopt with `why` if malformed.
-std::optional<slot_map> parse_cluster_shards(const redisReply& reply, std::string& why);
+// `tls`: address each primary by its "tls-port" when it lists one.
+std::optional<slot_map> parse_cluster_shards(const redisReply& reply, std::string& why, bool tls = false);
 
 class cluster_topology {
 public:
@@ -102,6 +103,8 @@ public:
                                                       std::span<const std::string_view> args);
     // The connection to `node`, opened on first use.
     std::shared_ptr<redis_connection> connection(const config::endpoint& node);
+    // Closes the idle connections to nodes that are not primaries in `map`.
+    void close_departed(const slot_map& map);
 
 private:
     boost::asio::any_io_executor ex_;

@@ -151,6 +151,8 @@ public:
     void shutdown();
     // True while connected and past AUTH / SELECT.
     bool up() const noexcept { return up_; }
+    // No command queued or awaiting its reply (call on the connection's executor).
+    bool idle() const noexcept { return pending_.empty() && waiting_.empty() && out_.empty(); }
 
     // Sends one command; fails fast with store_unavailable while not up.
     boost::asio::awaitable<command_result> execute(std::span<const std::string_view> args);

@@ -126,11 +126,14 @@ TEST_CASE("a killed primary: readyz 503 until its replica is promoted, then keys
     // The record must survive the failover: asynchronous replication may lose a write the
     // primary acknowledged (README: min_replicas_ack). A WAIT from the test's own connection
     // would prove nothing: WAIT counts replicas that have *that connection's* last write.
-    options.redis_extra = "    min_replicas_ack: 1\n    command_timeout: 2s\n";
+    options.redis_extra =
+        "    min_replicas_ack: 1\n    command_timeout: 2s\n    reconnect_backoff_max: 200ms\n";
     gateway_fixture f(options);
     auto& cluster = *f.store.cluster;
     const std::string tag = "{kill" + std::to_string(::getpid()) + "}";
     auto victim = cluster.primary_for(tag);
+    auto victim_up = "idemgate_redis_cluster_node_up{node=\"" + cluster.node(victim).address() + "\"}";
+    CHECK(metric(f.gateway->admin_port(), victim_up) == 1);
 
     auto before = f.post("/api/orders", tag + "-before", "{}");
     REQUIRE(before.status == 201);
@@ -152,6 +155,22 @@ TEST_CASE("a killed primary: readyz 503 until its replica is promoted, then keys
     CHECK(fresh.status == 201);
     auto fresh_again = f.post("/api/orders", tag + "-after", "{}");
     CHECK(fresh_again.header("idempotent-replayed") == "true");
+
+    // The dead node left the slot map: no gauge for it, three primaries up, and no connection
+    // keeps reconnecting to it once each I/O thread has run a command under the new map (40
+    // requests on new connections reach both threads).
+    CHECK(metric(f.gateway->admin_port(), victim_up) < 0);
+    auto text = http_request(f.gateway->admin_port(), "GET", "/metrics", {}, {}, 5s).body;
+    std::size_t up = 0;
+    for (auto pos = text.find("\nidemgate_redis_cluster_node_up{"); pos != std::string::npos;
+         pos = text.find("\nidemgate_redis_cluster_node_up{", pos + 1))
+        up += text.compare(text.find("} ", pos) + 2, 1, "1") == 0;
+    CHECK(up == 3);
+    for (int i = 0; i < 40; ++i)
+        f.post("/api/orders", tag + "-spread-" + std::to_string(i), "{}");
+    auto attempts = metric(f.gateway->admin_port(), "idemgate_redis_reconnect_attempts_total");
+    std::this_thread::sleep_for(1500ms); // several 200 ms backoffs: reconnects would show
+    CHECK(metric(f.gateway->admin_port(), "idemgate_redis_reconnect_attempts_total") == attempts);
 }
 
 TEST_CASE("CLUSTER FAILOVER under load: every key runs once and its retry replays")

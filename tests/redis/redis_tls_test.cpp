@@ -322,6 +322,61 @@ TEST_SUITE("redis over TLS")
         CHECK(text.find("idemgate_waits_total{result=\"settled\"} 1") != std::string::npos);
     }
 
+    TEST_CASE("cluster mode over TLS: every primary on its TLS port, a MOVED followed to a TLS port")
+    {
+        test_certificates certs;
+        tls_redis_cluster cluster(certs);
+        test_upstream_process upstream;
+        auto yaml = tls_gateway_yaml(cluster.node(0).address(), upstream,
+                                     tls_block("      ca_file: \"" + certs.ca_cert + "\"\n"));
+        std::string nodes = "    mode: cluster\n    nodes:\n";
+        for (const auto& a : cluster.addresses())
+            nodes += "      - \"" + a + "\"\n";
+        auto at = yaml.find("    address: ");
+        REQUIRE(at != std::string::npos);
+        yaml.replace(at, yaml.find('\n', at) + 1 - at, nodes);
+        auto gw = start_gateway(yaml);
+
+        // Keys on every slot range: each primary is reached (on the TLS port CLUSTER SHARDS
+        // lists), and each retry replays.
+        std::vector<std::string> keys;
+        for (int i = 0; i < 24; ++i)
+            keys.push_back(unique_key("tls-cluster-" + std::to_string(i)));
+        for (const auto& k : keys)
+            CHECK(post(*gw, k, "{}").status == 201);
+        for (const auto& k : keys)
+            CHECK(post(*gw, k, "{}").header("idempotent-replayed") == "true");
+        CHECK(upstream.executions() == keys.size());
+        for (std::size_t i = 0; i < cluster.size(); ++i)
+            CHECK(std::stoi(cluster.node(i).cli({"DBSIZE"})) > 0);
+
+        // Move an empty slot to another primary behind the gateway's back: the old owner answers
+        // MOVED with an address the gateway must reach over TLS.
+        // The key is its own hash tag, so the slot of the Redis key (prefix:tenant:key) is its own.
+        std::string key = unique_key("tls-moved");
+        key.insert(key.begin(), '{');
+        key.push_back('}');
+        auto slot = cluster.node(0).cli({"CLUSTER", "KEYSLOT", key});
+        std::size_t owner = cluster.size();
+        for (std::size_t i = 0; i < cluster.size(); ++i)
+            if (cluster.node(i).cli({"GET", key}).find("MOVED") == std::string::npos)
+                owner = i;
+        REQUIRE(owner < cluster.size());
+        auto target = (owner + 1) % cluster.size();
+        auto target_id = cluster.node(target).cli({"CLUSTER", "MYID"});
+        CHECK(cluster.node(target).cli({"CLUSTER", "SETSLOT", slot, "NODE", target_id}) == "OK");
+        for (std::size_t i = 0; i < cluster.size(); ++i)
+            if (i != target)
+                CHECK(cluster.node(i).cli({"CLUSTER", "SETSLOT", slot, "NODE", target_id}) == "OK");
+        auto moved = post(*gw, key, "{}");
+        CHECK(moved.status == 201);
+        CHECK(post(*gw, key, "{}").header("idempotent-replayed") == "true");
+        CHECK(std::stoi(cluster.node(target).cli({"CLUSTER", "COUNTKEYSINSLOT", slot})) == 1);
+        auto text = http_request(gw->admin_port(), "GET", "/metrics", {}, {}, 5s).body;
+        CHECK(text.find("idemgate_redis_cluster_redirects_total{kind=\"moved\"} 0") == std::string::npos);
+        CHECK(upstream.executions() == keys.size() + 1);
+    }
+
     TEST_CASE("--check names the TLS key path of each file problem")
     {
         test_certificates certs;

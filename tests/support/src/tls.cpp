@@ -2,7 +2,9 @@
 #include "idemgate/test/tls.hpp"
 
 #include <signal.h>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace idemgate::test {
 
@@ -35,7 +37,9 @@ test_certificates::test_certificates()
                          "keyUsage=critical,keyCertSign,cRLSign"});
     openssl(ca);
 
-    make_leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+    // clientAuth too: the nodes of a TLS cluster present it to each other on the cluster bus,
+    // which always asks for a client certificate.
+    make_leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n");
     server_cert = d + "/server.crt";
     server_key = d + "/server.key";
     make_leaf("client", "extendedKeyUsage=clientAuth\n");
@@ -75,8 +79,9 @@ void test_certificates::openssl(const std::vector<std::string>& args)
 
 // ---------------------------------------------------------------------------------------------
 
-tls_redis_server::tls_redis_server(const test_certificates& certs, bool auth_clients)
-    : certs_(certs), auth_clients_(auth_clients)
+tls_redis_server::tls_redis_server(const test_certificates& certs, bool auth_clients,
+                                   std::vector<std::string> extra_args)
+    : certs_(certs), auth_clients_(auth_clients), extra_args_(std::move(extra_args))
 {
     // The port was free a moment ago; if another process took it, redis exits and we retry.
     for (int attempt = 0;; ++attempt) {
@@ -123,6 +128,7 @@ void tls_redis_server::start()
                                   certs_.ca_cert,
                                   "--tls-auth-clients",
                                   auth_clients_ ? "yes" : "no"};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     proc_ = std::make_unique<child_process>("redis-server", args);
     // Redis logs this once it listens on every port; it exits if the TLS port was taken.
     auto ready = proc_->wait_for_line(
@@ -144,6 +150,47 @@ std::string tls_redis_server::cli(const std::vector<std::string>& args)
     all.insert(all.end(), args.begin(), args.end());
     child_process proc("redis-cli", all);
     return run_to_end(proc, "redis-cli");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+tls_redis_cluster::tls_redis_cluster(const test_certificates& certs)
+{
+    for (int i = 0; i < 3; ++i)
+        nodes_.push_back(std::make_unique<tls_redis_server>(
+            certs, false,
+            std::vector<std::string>{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                     "--cluster-port", std::to_string(free_port()), "--cluster-node-timeout",
+                                     "2000", "--tls-cluster", "yes"}));
+    std::vector<std::string> args{"--cluster", "create"};
+    for (const auto& a : addresses())
+        args.push_back(a);
+    args.insert(args.end(), {"--cluster-replicas", "0", "--cluster-yes"});
+    nodes_[0]->cli(args);
+    // Every node sees all slots served (the bus gossips the new configuration).
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+        int ok = 0;
+        for (auto& n : nodes_) {
+            auto info = n->cli({"CLUSTER", "INFO"});
+            if (info.find("cluster_state:ok") != std::string::npos &&
+                info.find("cluster_slots_ok:16384") != std::string::npos)
+                ++ok;
+        }
+        if (ok == 3)
+            return;
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the TLS cluster did not reach cluster_state:ok within 30 s");
+        std::this_thread::sleep_for(100ms); // polling the cluster's own state
+    }
+}
+
+std::vector<std::string> tls_redis_cluster::addresses() const
+{
+    std::vector<std::string> out;
+    for (const auto& n : nodes_)
+        out.push_back(n->address());
+    return out;
 }
 
 } // namespace idemgate::test

@@ -21,7 +21,9 @@
 #include <idemgate/store/record_cipher.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace idemgate::store {
 
@@ -62,6 +64,21 @@ struct redis_stats {
     std::atomic<std::uint64_t> records_unreplicated{0};
     // Latency of answered commands (enqueue to reply).
     latency_histogram latency;
+
+    // Redis Cluster: the primaries of the last slot map (bounded by the cluster's size), for the
+    // per-node gauges. Written by the topology refresher, read by /metrics.
+    struct cluster_node {
+        std::string node; // host:port
+        std::size_t slots = 0;
+        bool online = false;    // as CLUSTER SHARDS says
+        bool connected = false; // the refresher's connection to it is up
+    };
+    void set_cluster_nodes(std::vector<cluster_node> nodes);
+    std::vector<cluster_node> cluster_nodes() const;
+
+private:
+    mutable std::mutex cluster_nodes_mutex_;
+    std::vector<cluster_node> cluster_nodes_;
 };
 
 // Store options not (yet) in config::redis_config.

@@ -39,7 +39,9 @@ private:
 // Ready when the server logged that it accepts connections.
 class tls_redis_server {
 public:
-    explicit tls_redis_server(const test_certificates& certs, bool auth_clients = false);
+    // `extra_args` are appended to the redis-server command line.
+    explicit tls_redis_server(const test_certificates& certs, bool auth_clients = false,
+                              std::vector<std::string> extra_args = {});
     ~tls_redis_server();
     tls_redis_server(const tls_redis_server&) = delete;
     tls_redis_server& operator=(const tls_redis_server&) = delete;
@@ -54,9 +56,26 @@ private:
 
     const test_certificates& certs_;
     bool auth_clients_;
+    std::vector<std::string> extra_args_;
     temp_dir dir_;
     std::uint16_t port_ = 0;
     std::unique_ptr<child_process> proc_;
+};
+
+// A TLS-only Redis Cluster of 3 primaries without replicas (tls-cluster yes: the bus is TLS
+// too), joined by `redis-cli --tls --cluster create`; ready once every node serves all slots.
+class tls_redis_cluster {
+public:
+    explicit tls_redis_cluster(const test_certificates& certs);
+    tls_redis_cluster(const tls_redis_cluster&) = delete;
+    tls_redis_cluster& operator=(const tls_redis_cluster&) = delete;
+
+    std::size_t size() const { return nodes_.size(); }
+    tls_redis_server& node(std::size_t i) { return *nodes_[i]; }
+    std::vector<std::string> addresses() const;
+
+private:
+    std::vector<std::unique_ptr<tls_redis_server>> nodes_;
 };
 
 } // namespace idemgate::test
