@@ -15,6 +15,8 @@
 #   MEMORY_BODIES="200 2048" (upstream response body sizes, bytes, for the Redis memory figure)
 #   STORM_KEYS=200  STORM_REPEATS=8  KEEP_WORK=0 (1: keep the temp dir with every log)
 #   RESULTS_DIR=bench/results
+#   REDIS_MODES="cluster tls": extra gateway targets on a 3-primary Redis Cluster and on a
+#   TLS-only redis-server ("" skips them)
 #   ONLY=memory: only the Redis memory per record (builds just idemgate and bench-client, starts
 #   one nginx, one redis-server and one gateway, about a minute); prints its table, writes nothing.
 set -euo pipefail
@@ -32,6 +34,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 RECORDS=${RECORDS:-20000}
 MEMORY_BODIES=${MEMORY_BODIES:-200 2048}
 ONLY=${ONLY:-}
+REDIS_MODES=${REDIS_MODES-cluster tls}
 [[ -z $ONLY || $ONLY = memory ]] || { echo "bench: ONLY must be empty or 'memory', not '$ONLY'" >&2; exit 2; }
 STORM_KEYS=${STORM_KEYS:-200}
 STORM_REPEATS=${STORM_REPEATS:-8}
@@ -197,10 +200,12 @@ start_nginx() {
 
 # Starts idemgate with a rendered config; sets port_<name> and admin_<name> from its ready line.
 # The Redis port is $redis_port unless a fourth argument names another.
+# Further KEY=VALUE arguments fill other placeholders (NODES, CA_FILE).
 start_gateway() {
     local name=$1 template=$2 upstream_port=$3 store_port=${4:-${redis_port:-0}} line
+    shift $(($# < 4 ? $# : 4))
     render "$template" "$work/$name.yaml" "PORT=0" "ADMIN_PORT=0" "THREADS=$THREADS" \
-        "UPSTREAM_PORT=$upstream_port" "REDIS_PORT=$store_port"
+        "UPSTREAM_PORT=$upstream_port" "REDIS_PORT=$store_port" "$@"
     "$bin/idemgate" --config "$work/$name.yaml" --check >"$work/$name.check.log" 2>&1 ||
         { cat "$work/$name.check.log" >&2; die "$name: config rejected"; }
     start "$name" "$bin/idemgate" --config "$work/$name.yaml"
@@ -356,6 +361,66 @@ if ((have_gateway)); then
     start_gateway idemgate-redis gateway-redis.yaml "$upstream_port"
     start_gateway idemgate-memory gateway-memory.yaml "$upstream_port"
 fi
+extra_gateways=()
+if ((have_gateway)) && [[ $REDIS_MODES == *cluster* ]]; then
+    # Three primaries, no replicas (RECIPES.md), each with its own bus port.
+    cluster_nodes=() cluster_pids=()
+    for i in 1 2 3; do
+        pick_port node_port
+        pick_port bus_port
+        mkdir -p "$work/cluster-$i"
+        start "cluster-$i" redis-server --port "$node_port" --bind 127.0.0.1 --save "" --appendonly no \
+            --dir "$work/cluster-$i" --daemonize no --cluster-enabled yes --cluster-config-file nodes.conf \
+            --cluster-port "$bus_port" --cluster-node-timeout 2000
+        wait_for_log "cluster-$i" 'Ready to accept connections' >/dev/null
+        cluster_nodes+=("127.0.0.1:$node_port")
+        cluster_pids+=("$(pid_of "cluster-$i")")
+    done
+    redis-cli --cluster create "${cluster_nodes[@]}" --cluster-replicas 0 --cluster-yes \
+        >"$work/cluster-create.log" 2>&1 || { cat "$work/cluster-create.log" >&2; die "redis-cli --cluster create failed"; }
+    for ((i = 0; i < 200; i++)); do
+        ok=1
+        for n in "${cluster_nodes[@]}"; do
+            redis-cli -p "${n##*:}" CLUSTER INFO 2>/dev/null | grep -q 'cluster_state:ok' || ok=0
+        done
+        ((ok)) && break
+        sleep 0.05
+    done
+    ((ok)) || die "the bench cluster did not reach cluster_state:ok"
+    nodes_yaml=$(printf '"%s", ' "${cluster_nodes[@]}")
+    start_gateway idemgate-cluster gateway-cluster.yaml "$upstream_port" 0 "NODES=${nodes_yaml%, }"
+    extra_gateways+=(idemgate-cluster)
+fi
+if ((have_gateway)) && [[ $REDIS_MODES == *tls* ]]; then
+    # A CA and a server certificate for 127.0.0.1 (EC P-256), then a TLS-only redis-server.
+    tls_dir=$work/tls
+    mkdir -p "$tls_dir"
+    (
+        cd "$tls_dir"
+        openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout ca.key -out ca.crt \
+            -days 2 -subj /CN=idemgate-bench-ca -addext basicConstraints=critical,CA:TRUE
+        openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout server.key -out server.csr \
+            -subj /CN=127.0.0.1
+        printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \
+            -extfile server.ext
+    ) >"$work/tls-certs.log" 2>&1 || { cat "$work/tls-certs.log" >&2; die "could not make TLS certificates"; }
+    pick_port tls_redis_port
+    mkdir -p "$work/redis-tls"
+    start redis-tls redis-server --port 0 --tls-port "$tls_redis_port" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$work/redis-tls" --daemonize no --tls-cert-file "$tls_dir/server.crt" \
+        --tls-key-file "$tls_dir/server.key" --tls-ca-cert-file "$tls_dir/ca.crt" --tls-auth-clients no
+    wait_for_log redis-tls 'Ready to accept connections' >/dev/null
+    start_gateway idemgate-tls gateway-tls.yaml "$upstream_port" "$tls_redis_port" "CA_FILE=$tls_dir/ca.crt"
+    extra_gateways+=(idemgate-tls)
+fi
+# A gateway's readiness (Redis reachable, every slot served): wait for it before measuring.
+for g in "${extra_gateways[@]}"; do
+    for ((i = 0; i < 300; i++)); do
+        [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$(eval echo "\$admin_${g//-/_}")/readyz") = 200 ]] && break
+        sleep 0.05
+    done
+done
 say "targets: bare-beast $port_bare_beast, nginx-proxy $port_nginx_proxy, nginx-cache $port_nginx_cache," \
     "haproxy $port_haproxy${redis_port:+, redis $redis_port, idemgate-redis $(port_of idemgate-redis)," \
     "idemgate-memory $(port_of idemgate-memory)}"
@@ -390,12 +455,15 @@ if ((have_gateway)); then
     check_replay idemgate-redis "$(port_of idemgate-redis)" '^Idempotent-Replayed: true'
     check_replay idemgate-memory "$(port_of idemgate-memory)" '^Idempotent-Replayed: true'
 fi
+for g in "${extra_gateways[@]}"; do
+    check_replay "$g" "$(port_of "$g")" '^Idempotent-Replayed: true'
+done
 for t in "${!sanity[@]}"; do say "sanity $t: ${sanity[$t]}"; done
 
 # Pre-warm the 10 000 replay keys, then check a second pass is all replays.
 warm_prefix="warm-$run_id"
 warm_targets=(nginx-cache)
-((have_gateway)) && warm_targets+=(idemgate-redis idemgate-memory)
+((have_gateway)) && warm_targets+=(idemgate-redis idemgate-memory "${extra_gateways[@]}")
 for t in "${warm_targets[@]}"; do
     "$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" \
         --connections 32 >"$work/warm-$t.json" || sanity[$t]="warm-up failed: $(cat "$work/warm-$t.json")"
@@ -403,7 +471,7 @@ for t in "${warm_targets[@]}"; do
     post "$(port_of "$t")" bench-replay-one >/dev/null
 done
 if ((have_gateway)); then
-    for t in idemgate-redis idemgate-memory; do
+    for t in idemgate-redis idemgate-memory "${extra_gateways[@]}"; do
         out=$("$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" --connections 32 || true)
         grep -q '"keys_executed_once":0,' <<<"$out" || sanity[$t]="second pass over warm keys was not all replays: $out"
     done
@@ -424,6 +492,9 @@ if ((have_gateway)); then
     for t in idemgate-redis idemgate-memory; do
         plan+=("$t:replay_one:replay_one" "$t:replay_10k:replay_warm" "$t:first_execution:first_execution" "$t:mixed_90_10:mixed")
     done
+    for t in "${extra_gateways[@]}"; do
+        plan+=("$t:replay_10k:replay_warm" "$t:first_execution:first_execution")
+    done
 fi
 runs=$work/runs.tsv
 : >"$runs"
@@ -437,7 +508,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
         port=$(port_of "$target")
         gw_pid=$(server_pids "$target")
         redis_pid=""
-        [[ $target = idemgate-redis ]] && redis_pid=$(pid_of redis)
+        case $target in
+        idemgate-redis) redis_pid=$(pid_of redis) ;;
+        idemgate-cluster) redis_pid="${cluster_pids[*]}" ;;
+        idemgate-tls) redis_pid=$(pid_of redis-tls) ;;
+        esac
         served0=$(upstream_served)
         gw0=$(cpu_ticks $gw_pid)
         rd0=$(cpu_ticks $redis_pid)
@@ -594,6 +669,15 @@ if ((have_gateway)); then
         p=$(get $g replay_one 5); add_ratio "$g replay p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 5" "$(lat_met "$p" 5000)"
         p=$(get $g first_execution 5); add_ratio "$g first execution p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 8" "$(lat_met "$p" 8000)"
     done
+    # Redis modes beside standalone Redis (issue 9): the same scenarios, as ratios.
+    for g in "${extra_gateways[@]}"; do
+        r=$(ratio "$(ok_rps $g replay_10k)" "$(ok_rps idemgate-redis replay_10k)")
+        add_ratio "$g replay 10k keys / idemgate-redis replay 10k keys" "$r" "(info)" "-"
+        r=$(ratio "$(ok_rps $g first_execution)" "$(ok_rps idemgate-redis first_execution)")
+        add_ratio "$g first execution / idemgate-redis first execution" "$r" "(info)" "-"
+        r=$(cpu_ratio "$(cpu_of $g first_execution)" "$(cpu_of idemgate-redis first_execution)")
+        add_ratio "$g CPU (gateway + Redis) per first execution / idemgate-redis" "$r" "(info: lower is cheaper)" "-"
+    done
     if [[ $mem_json != null ]]; then
         # Information, not a goal: what a record costs is Redis' allocator and dict overhead as
         # much as ours (bench/README.md).
@@ -620,7 +704,7 @@ md=$RESULTS_DIR/latest.md
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
-        [[ $t = idemgate-redis ]] || rcpu=""
+        [[ $t = idemgate-redis || $t = idemgate-cluster || $t = idemgate-tls ]] || rcpu=""
         if [[ $v = ok ]]; then
             echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
         else
