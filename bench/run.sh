@@ -359,6 +359,7 @@ if ((have_gateway)); then
         --dir "$work/redis" --daemonize no --protected-mode yes
     wait_for_log redis 'Ready to accept connections' >/dev/null
     start_gateway idemgate-redis gateway-redis.yaml "$upstream_port"
+    start_gateway idemgate-redis-tier gateway-redis-tier.yaml "$upstream_port"
     start_gateway idemgate-memory gateway-memory.yaml "$upstream_port"
 fi
 extra_gateways=()
@@ -453,6 +454,7 @@ done
 check_replay nginx-cache "$port_nginx_cache" '^X-Cache-Status: HIT'
 if ((have_gateway)); then
     check_replay idemgate-redis "$(port_of idemgate-redis)" '^Idempotent-Replayed: true'
+    check_replay idemgate-redis-tier "$(port_of idemgate-redis-tier)" '^Idempotent-Replayed: true'
     check_replay idemgate-memory "$(port_of idemgate-memory)" '^Idempotent-Replayed: true'
 fi
 for g in "${extra_gateways[@]}"; do
@@ -463,7 +465,7 @@ for t in "${!sanity[@]}"; do say "sanity $t: ${sanity[$t]}"; done
 # Pre-warm the 10 000 replay keys, then check a second pass is all replays.
 warm_prefix="warm-$run_id"
 warm_targets=(nginx-cache)
-((have_gateway)) && warm_targets+=(idemgate-redis idemgate-memory "${extra_gateways[@]}")
+((have_gateway)) && warm_targets+=(idemgate-redis idemgate-redis-tier idemgate-memory "${extra_gateways[@]}")
 for t in "${warm_targets[@]}"; do
     "$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" \
         --connections 32 >"$work/warm-$t.json" || sanity[$t]="warm-up failed: $(cat "$work/warm-$t.json")"
@@ -471,7 +473,7 @@ for t in "${warm_targets[@]}"; do
     post "$(port_of "$t")" bench-replay-one >/dev/null
 done
 if ((have_gateway)); then
-    for t in idemgate-redis idemgate-memory "${extra_gateways[@]}"; do
+    for t in idemgate-redis idemgate-redis-tier idemgate-memory "${extra_gateways[@]}"; do
         out=$("$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" --connections 32 || true)
         grep -q '"keys_executed_once":0,' <<<"$out" || sanity[$t]="second pass over warm keys was not all replays: $out"
     done
@@ -489,7 +491,7 @@ plan=(
     nginx-cache:replay_10k:replay_warm
 )
 if ((have_gateway)); then
-    for t in idemgate-redis idemgate-memory; do
+    for t in idemgate-redis idemgate-redis-tier idemgate-memory; do
         plan+=("$t:replay_one:replay_one" "$t:replay_10k:replay_warm" "$t:first_execution:first_execution" "$t:mixed_90_10:mixed")
     done
     for t in "${extra_gateways[@]}"; do
@@ -509,7 +511,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
         gw_pid=$(server_pids "$target")
         redis_pid=""
         case $target in
-        idemgate-redis) redis_pid=$(pid_of redis) ;;
+        idemgate-redis | idemgate-redis-tier) redis_pid=$(pid_of redis) ;;
         idemgate-cluster) redis_pid="${cluster_pids[*]}" ;;
         idemgate-tls) redis_pid=$(pid_of redis-tls) ;;
         esac
@@ -651,7 +653,7 @@ cache10k=$(ok_rps nginx-cache replay_10k)
 nproxy=$(ok_rps nginx-proxy proxy)
 hproxy=$(ok_rps haproxy proxy)
 if ((have_gateway)); then
-    for g in idemgate-redis idemgate-memory; do
+    for g in idemgate-redis idemgate-redis-tier idemgate-memory; do
         rep=$(ok_rps $g replay_one) rep10k=$(ok_rps $g replay_10k) first=$(ok_rps $g first_execution)
         r=$(ratio "$rep" "$bare"); add_ratio "$g replay / bare Beast" "$r" ">= 0.85" "$(met "$r" 0.85)"
         r=$(ratio "$rep" "$cache"); add_ratio "$g replay / nginx cache hit" "$r" ">= 1.5" "$(met "$r" 1.5)"
@@ -704,7 +706,7 @@ md=$RESULTS_DIR/latest.md
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
-        [[ $t = idemgate-redis || $t = idemgate-cluster || $t = idemgate-tls ]] || rcpu=""
+        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-cluster || $t = idemgate-tls ]] || rcpu=""
         if [[ $v = ok ]]; then
             echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
         else

@@ -481,7 +481,8 @@ private:
     void load_store(const map_view& top, store_config& store)
     {
         map_view map(*this, child(top, "store"), "store",
-                     {"type", "on_failure", "redis", "memory", "key_secret_env", "hash_keys", "encryption"});
+                     {"type", "on_failure", "redis", "memory", "key_secret_env", "hash_keys", "encryption",
+                      "local_tier"});
         read_string(map, "key_secret_env", store.key_secret_env);
         if (!store.key_secret_env.empty()) {
             const char* value = getenv_(store.key_secret_env.c_str());
@@ -521,6 +522,14 @@ private:
         map_view memory(*this, child(map, "memory"), "store.memory", {"max_entries", "max_bytes"});
         read_int(memory, "max_entries", store.memory.max_entries, 1, std::numeric_limits<std::size_t>::max());
         read_size(memory, "max_bytes", store.memory.max_bytes, false);
+        load_local_tier(map, store.local_tier);
+    }
+
+    void load_local_tier(const map_view& store, local_tier_config& tier)
+    {
+        map_view map(*this, child(store, "local_tier"), "store.local_tier", {"max_bytes", "max_age"});
+        read_size(map, "max_bytes", tier.max_bytes);
+        read_duration(map, "max_age", tier.max_age);
     }
 
     void load_encryption(const map_view& store, encryption_config& encryption)

@@ -34,12 +34,19 @@ struct gateway_context {
     bool ready() const { return !draining.load() && backend->ready(); }
 };
 
+class local_tier;
+struct tier_entry;
+
 // Everything one I/O thread owns; only touched from its io_context.
 struct worker {
+    worker();
+    ~worker();
+
     boost::asio::io_context ioc{1};
     tcp::acceptor acceptor{ioc};
     std::unique_ptr<store::session> store;
     std::vector<std::unique_ptr<upstream_pool>> pools; // index = config upstream index
+    std::unique_ptr<local_tier> tier;                  // store.local_tier; null when off
     std::mt19937_64 rng{std::random_device{}()};
     std::thread thread;
 
@@ -55,7 +62,10 @@ struct handled {
     std::string key;
     std::string principal; // credential scopes: the first 16 hex digits of the credentials' HMAC
     shadow_finding shadow = shadow_finding::none; // shadow-mode routes only
-    bool request_sent = false;                    // the request was written upstream (set by forward)
+    // A replay from the local tier: written from these bytes; `response` then carries only the
+    // status (for the access log).
+    std::shared_ptr<const tier_entry> prerendered;
+    bool request_sent = false; // the request was written upstream (set by forward)
     bool close_after = false;
 };
 

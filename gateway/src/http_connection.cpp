@@ -2,6 +2,7 @@
 
 #include "access_log.hpp"
 #include "idempotency_filter.hpp"
+#include "local_tier.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -315,14 +316,40 @@ private:
         // arrived gets Connection: close on its answer (issue 8).
         bool keep_alive =
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
-        h.response.keep_alive(keep_alive);
-        auto ec = co_await write_message(stream_, h.response, scratch_, cfg_.timeouts.client_write);
+        error_code ec;
+        if (h.prerendered) {
+            ec = co_await write_prerendered(*h.prerendered, req.version(), keep_alive);
+        } else {
+            h.response.keep_alive(keep_alive);
+            ec = co_await write_message(stream_, h.response, scratch_, cfg_.timeouts.client_write);
+        }
         auto elapsed = clock_type::now() - started;
         ctx_.stats.request_latency.observe(elapsed);
         ctx_.stats.count(h.result);
         if (cfg_.access_log)
             log_request(req, h, client_, elapsed, ec);
         co_return !ec && keep_alive;
+    }
+
+    // A local-tier replay in one gather write: the bytes write_message would have produced for
+    // the same replay (the Connection field as Beast's keep_alive() sets it).
+    asio::awaitable<error_code> write_prerendered(const tier_entry& e, unsigned version, bool keep_alive)
+    {
+        std::string_view proto = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+        std::string_view connection;
+        if (version == 10 && keep_alive)
+            connection = "Connection: keep-alive\r\n";
+        else if (version != 10 && !keep_alive)
+            connection = "Connection: close\r\n";
+        std::array<asio::const_buffer, 6> buffers{asio::buffer(proto.data(), proto.size()),
+                                                  asio::buffer(e.status_line),
+                                                  asio::buffer(e.fields),
+                                                  asio::buffer(connection.data(), connection.size()),
+                                                  asio::buffer("\r\n", 2),
+                                                  asio::buffer(e.body)};
+        beast::get_lowest_layer(stream_).expires_after(cfg_.timeouts.client_write);
+        auto [ec, n] = co_await asio::async_write(stream_, buffers, use_tuple);
+        co_return ec;
     }
 
     gateway_context& ctx_;

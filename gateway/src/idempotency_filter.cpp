@@ -1,5 +1,6 @@
 #include "idempotency_filter.hpp"
 
+#include "local_tier.hpp"
 #include "proxy.hpp"
 
 #include <array>
@@ -166,9 +167,10 @@ std::optional<handled> classify_request(const config::route_config& route, const
 }
 
 // Phase 3: the upstream answered (or did not); keep the answer for replay or free the key.
+// `recorded` (local tier on): gets a copy of the response the store now holds for replay.
 asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope, store::record& in_flight,
                              const config::idempotency_config& policy, config::duration record_ttl,
-                             bool answered, handled& h)
+                             bool answered, handled& h, std::optional<store::stored_response>* recorded)
 {
     auto completion =
         decide_after_upstream(answered, h.response.result_int(), h.request_sent, policy.on_unknown_outcome);
@@ -218,6 +220,8 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
     auto t1 = clock_type::now();
     auto ec = co_await w.store->complete(scope, done, record_ttl);
     account(ctx.stats, store_op::complete, t1, ec);
+    if (recorded && !ec)
+        recorded->emplace(done.response); // a copy: the body goes back to the client's answer
     h.response.body() = std::move(done.response.body);
     if (ec) {
         ctx.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
@@ -370,6 +374,20 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     in_flight.created_unix_ms = log::now_unix_ms();
 
     auto tp = resolve_tenant_policy(ctx.cfg, policy, h.tenant);
+    // Local tier: a finished record this thread has a fresh copy of is answered from it, with no
+    // store round trip. Shadow routes never replay, so they never look.
+    local_tier* tier = shadow ? nullptr : w.tier.get();
+    std::string record_id;
+    if (tier) {
+        record_id = ctx.backend->record_id(scope);
+        auto copy = tier->find(record_id, clock_type::now());
+        if (copy && copy->fingerprint == in_flight.fingerprint) {
+            h.response.result(copy->status); // for the access log; the bytes come from the copy
+            h.prerendered = std::move(copy);
+            h.result = outcome::replayed;
+            co_return h;
+        }
+    }
     auto t0 = clock_type::now();
     store::reserve_result reserved = co_await w.store->reserve(scope, in_flight, tp.lock_ttl);
     if (account(ctx.stats, store_op::reserve, t0, reserved.ec))
@@ -406,6 +424,14 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     case reserve_action::replay:
         h.response = replay_response(std::move(reserved.existing->response), version);
         h.result = outcome::replayed;
+        if (tier) {
+            // The store's TTL started when the record was completed, after it was created.
+            auto now = clock_type::now();
+            auto left = std::chrono::milliseconds(reserved.existing->created_unix_ms + tp.record_ttl.count() -
+                                                  log::now_unix_ms());
+            tier->insert(std::move(record_id), std::move(reserved.existing->fingerprint), h.response,
+                         now + left, now);
+        }
         co_return h;
     case reserve_action::in_flight_conflict:
         h.response =
@@ -462,9 +488,17 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
 
     h.result = outcome::executed;
     bool answered = co_await forward(ctx, w, *route, req, client, h, scratch);
-    // settle() moves the token into the record: keep a copy for leave().
+    // settle() moves the token and the fingerprint into the record: keep copies.
     std::string token = admitted ? in_flight.owner_token : std::string();
-    co_await settle(ctx, w, scope, in_flight, policy, tp.record_ttl, answered, h);
+    std::string fingerprint_copy = tier ? in_flight.fingerprint : std::string();
+    std::optional<store::stored_response> recorded;
+    co_await settle(ctx, w, scope, in_flight, policy, tp.record_ttl, answered, h, tier ? &recorded : nullptr);
+    if (recorded) {
+        // The store's TTL starts a moment after this: the copy expires first.
+        auto now = clock_type::now();
+        auto replay = replay_response(std::move(*recorded), version);
+        tier->insert(std::move(record_id), std::move(fingerprint_copy), replay, now + tp.record_ttl, now);
+    }
     if (admitted) {
         auto ec = co_await w.store->leave(h.tenant, token);
         if (ec)

@@ -1,6 +1,7 @@
 #include "listener.hpp"
 
 #include "http_connection.hpp"
+#include "local_tier.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -24,6 +25,9 @@ namespace beast = boost::beast;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+worker::worker() = default;
+worker::~worker() = default;
 
 std::string worker::new_owner_token()
 {
@@ -95,8 +99,24 @@ void listener::bind()
     // threads: 0 = one per CPU this process may use (affinity and cgroup CPU quota included).
     unsigned n = cfg.threads ? cfg.threads : available_cpus();
     tcp::endpoint ep = resolve_one(control_, cfg.listen, "listen");
+    const auto& tier_cfg = cfg.store.local_tier;
+    if (tier_cfg.max_bytes > 0) {
+        // A record an operator removed (here or in another gateway) leaves every thread's tier;
+        // "" means removals may have been missed: everything goes. Set before any session opens.
+        ctx_.backend->on_removed([this](std::string_view id) {
+            for (auto& w : workers_)
+                asio::post(w->ioc, [t = w->tier.get(), id = std::string(id)] {
+                    if (id.empty())
+                        t->clear();
+                    else
+                        t->erase(id);
+                });
+        });
+    }
     for (unsigned i = 0; i < n; ++i) {
         auto w = std::make_unique<worker>();
+        if (tier_cfg.max_bytes > 0)
+            w->tier = std::make_unique<local_tier>(tier_cfg.max_bytes / n, tier_cfg.max_age, ctx_.stats);
         open_listener(w->acceptor, ep, true, "listen");
         if (i == 0)
             ep = w->acceptor.local_endpoint();

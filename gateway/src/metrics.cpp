@@ -98,6 +98,19 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
             prometheus::sample(out, "idemgate_waits_total", std::string("result=\"") + ends[i] + "\"",
                                static_cast<double>(waits[i].load()));
     }
+    prometheus::header(out, "idemgate_local_tier_lookups_total", "counter",
+                       "Local tier lookups of keyed requests: hit (answered from the process) or miss.");
+    prometheus::sample(out, "idemgate_local_tier_lookups_total", "result=\"hit\"",
+                       static_cast<double>(tier_hits.load()));
+    prometheus::sample(out, "idemgate_local_tier_lookups_total", "result=\"miss\"",
+                       static_cast<double>(tier_misses.load()));
+    prometheus::header(out, "idemgate_local_tier_evictions_total", "counter",
+                       "Local tier copies evicted to stay within store.local_tier.max_bytes.");
+    prometheus::sample(out, "idemgate_local_tier_evictions_total", "",
+                       static_cast<double>(tier_evictions.load()));
+    prometheus::header(out, "idemgate_local_tier_bytes", "gauge",
+                       "Bytes held by the local tier, all threads.");
+    prometheus::sample(out, "idemgate_local_tier_bytes", "", static_cast<double>(tier_bytes.load()));
     prometheus::header(out, "idemgate_ready", "gauge",
                        "1 when the gateway is ready (store reachable, not draining).");
     prometheus::sample(out, "idemgate_ready", "", ready ? 1.0 : 0.0);

@@ -13,6 +13,7 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
         redis_options options;
         options.eviction_check_interval = cfg.redis.eviction_check_interval;
         options.publish_settled = publish_settled;
+        options.publish_removals = cfg.local_tier.max_bytes > 0;
         if (cfg.hash_keys)
             options.key_hash_secret = cfg.key_secret;
         options.cipher = record_cipher(cfg.encryption.key, cfg.encryption.previous_key);

@@ -239,12 +239,16 @@ public:
         auto now = options_.now();
         auto k = scope_map_key(s);
         shard& sh = shards_[shard_of(k)];
-        std::lock_guard lock(sh.mutex);
-        auto it = sh.entries.find(k);
-        if (it == sh.entries.end())
-            return false;
-        bool live = it->second.expires > now;
-        erase(sh, it);
+        bool live = false;
+        {
+            std::lock_guard lock(sh.mutex);
+            auto it = sh.entries.find(k);
+            if (it == sh.entries.end())
+                return false;
+            live = it->second.expires > now;
+            erase(sh, it);
+        }
+        removed(record_id(s)); // the gateway's local tier forgets it too
         return live;
     }
 

@@ -1,6 +1,6 @@
-#include <algorithm>
 #include "redis_cluster.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -119,6 +119,15 @@ struct subscriber_hooks {
     std::function<void()> on_lost; // the connection was lost (or shut down)
 };
 
+// The channel remove() publishes removed record keys on (redis_options::publish_removals).
+// Never a record key: those have a second ':' or a '{' after the prefix.
+inline std::string removal_channel(std::string_view key_prefix)
+{
+    std::string out(key_prefix);
+    out += ":removed";
+    return out;
+}
+
 // This backend's Redis key of a scope: hashed_redis_key under options.key_hash_secret
 // (store.hash_keys), else redis_key.
 std::string redis_key_of(const redis_shared& shared, scope s);

@@ -420,6 +420,15 @@ public:
             co_return make_error_code(error::store_protocol);
         }
         removed = r.reply->integer > 0;
+        if (shared_->options.publish_removals) {
+            // Every gateway's local tier forgets the record (this one's too, through its own
+            // subscriber). A lost message leaves copies until their max_age: logged.
+            auto channel = detail::removal_channel(shared_->cfg.key_prefix);
+            std::array<std::string_view, 3> publish{"PUBLISH", channel, key};
+            auto p = co_await router_->execute(key, publish);
+            if (p.ec)
+                log_if_error_reply("remove", "PUBLISH", p);
+        }
         co_return error_code{};
     }
 
@@ -552,9 +561,12 @@ public:
         if (monitor_ && first)
             monitor_->start(ex);
         std::shared_ptr<detail::settle_subscriber> subscriber;
-        if (shared_->options.publish_settled && first) {
+        if ((shared_->options.publish_settled || shared_->options.publish_removals) && first) {
             subscriber = std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier,
                                                                      topology_, monitor_);
+            if (shared_->options.publish_removals)
+                subscriber->on_removed(detail::removal_channel(shared_->cfg.key_prefix),
+                                       [this](std::string_view id) { removed(id); });
             subscriber->start();
         }
         std::unique_ptr<detail::command_router> router;
@@ -578,6 +590,7 @@ public:
         return shared_->stats.connections_up.load(std::memory_order_relaxed) > 0;
     }
     std::string_view kind() const noexcept override { return "redis"; }
+    std::string record_id(scope s) const override { return detail::redis_key_of(*shared_, s); }
     const redis_stats& stats() const noexcept override { return shared_->stats; }
 
 private:

@@ -38,3 +38,17 @@ boost::asio::awaitable<wait_result> session::wait_settled(scope, duration)
 }
 
 } // namespace idemgate::store
+
+namespace idemgate::store {
+
+std::string backend::record_id(scope s) const
+{
+    std::string out;
+    out.reserve(s.tenant.size() + 1 + s.key.size());
+    out.append(s.tenant);
+    out.push_back('\0'); // tenants and keys are visible ASCII: no two scopes read alike
+    out.append(s.key);
+    return out;
+}
+
+} // namespace idemgate::store

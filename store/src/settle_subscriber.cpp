@@ -25,8 +25,13 @@ void settle_subscriber::start()
     std::weak_ptr<settle_subscriber> weak = weak_from_this();
     subscriber_hooks hooks;
     // Called on ex_ by the connection's reader; notify() is thread-safe and posts to waiters.
-    hooks.on_message = [weak](std::string_view channel, std::string_view) {
-        if (auto self = weak.lock())
+    hooks.on_message = [weak](std::string_view channel, std::string_view payload) {
+        auto self = weak.lock();
+        if (!self)
+            return;
+        if (!self->removal_channel_.empty() && channel == self->removal_channel_)
+            self->removal_listener_(payload);
+        else
             self->notifier_.notify(channel);
     };
     hooks.on_up = [weak] {
@@ -68,10 +73,34 @@ void settle_subscriber::shutdown()
         conn_->shutdown();
 }
 
+void settle_subscriber::on_removed(std::string channel, std::function<void(std::string_view)> listener)
+{
+    removal_channel_ = std::move(channel);
+    removal_listener_ = std::move(listener);
+}
+
 void settle_subscriber::on_up()
 {
+    if (!removal_channel_.empty())
+        asio::co_spawn(ex_, subscribe_removals(shared_from_this(), generation_), asio::detached);
     for (const auto& channel : notifier_.channels())
         reconcile(channel);
+}
+
+asio::awaitable<void> settle_subscriber::subscribe_removals(std::shared_ptr<settle_subscriber>,
+                                                            std::uint64_t gen)
+{
+    std::array<std::string_view, 2> args{"SUBSCRIBE", removal_channel_};
+    auto r = co_await conn_->execute(args);
+    if (gen != generation_)
+        co_return; // lost meanwhile: on_up() subscribes again
+    if (r.ec) {
+        // Refused (an ACL without the channel): local copies then live to their max_age.
+        shared_->log_error_reply("local tier", "SUBSCRIBE", r);
+        co_return;
+    }
+    // Removals published while this connection was down were missed: "" = forget every copy.
+    removal_listener_("");
 }
 
 void settle_subscriber::reconcile(const std::string& channel)

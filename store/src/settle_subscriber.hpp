@@ -10,6 +10,7 @@ class cluster_topology;
 class sentinel_monitor;
 } // namespace idemgate::store::detail
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -25,6 +26,9 @@ public:
                       settle_notifier& notifier, std::shared_ptr<cluster_topology> topology = nullptr,
                       std::shared_ptr<sentinel_monitor> monitor = nullptr);
 
+    // Also SUBSCRIBE to `channel` on every (re)connect and hand each message's payload to
+    // `listener` (called on the subscriber's executor). Before start().
+    void on_removed(std::string channel, std::function<void(std::string_view)> listener);
     // Connects (and reconnects) in the background and hooks into the notifier.
     void start();
     // Closes for good. Callable from any thread.
@@ -40,6 +44,8 @@ private:
     boost::asio::awaitable<void> unsubscribe(std::shared_ptr<settle_subscriber> self, std::string channel,
                                              std::uint64_t gen);
     void on_up();
+    boost::asio::awaitable<void> subscribe_removals(std::shared_ptr<settle_subscriber> self,
+                                                    std::uint64_t gen);
 
     boost::asio::any_io_executor ex_;
     std::shared_ptr<redis_shared> shared_;
@@ -48,6 +54,8 @@ private:
     std::shared_ptr<sentinel_monitor> monitor_; // sentinel mode: follow the primary
     std::size_t next_node_ = 0;
     std::shared_ptr<redis_connection> conn_;
+    std::string removal_channel_; // "" = none
+    std::function<void(std::string_view)> removal_listener_;
     std::unordered_set<std::string> subscribed_;              // requested (sent) on this connection
     std::unordered_map<std::string, int> pending_subscribes_; // SUBSCRIBEs awaiting confirmation
     std::uint64_t generation_ = 0;                            // bumped per connection

@@ -62,6 +62,12 @@ struct memory_config {
     std::size_t max_bytes = 256 * 1024 * 1024; // bound on stored bytes (keys, records, bodies)
 };
 
+// Finished records kept in the gateway process (per I/O thread), so replays skip the store.
+struct local_tier_config {
+    std::size_t max_bytes = 0;      // all threads together; 0 = off
+    duration max_age{10000};        // a copy never outlives this, nor its record's TTL
+};
+
 // Records at rest (issue 9): the response part of a completed record is AES-256-GCM encrypted.
 struct encryption_config {
     std::string key_env;          // env var: 64 hex digits (32 bytes); new records ("" = written in clear)
@@ -80,6 +86,7 @@ struct store_config {
     encryption_config encryption;
     redis_config redis;
     memory_config memory;
+    local_tier_config local_tier;
     failure_mode on_failure = failure_mode::reject;
 };
 

@@ -49,6 +49,12 @@ struct metrics {
     // Wait mode: duplicates waiting now, and how waits ended (index = wait_end).
     std::atomic<std::int64_t> waiting{0};
     std::array<std::atomic<std::uint64_t>, 4> waits{};
+    // Local tier (store.local_tier): lookups answered from the process or not, copies evicted
+    // for room, bytes held by every thread's tier.
+    std::atomic<std::uint64_t> tier_hits{0};
+    std::atomic<std::uint64_t> tier_misses{0};
+    std::atomic<std::uint64_t> tier_evictions{0};
+    std::atomic<std::int64_t> tier_bytes{0};
 
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 

@@ -93,6 +93,10 @@ struct redis_options {
     // keeps one subscriber connection for the keys its waiters wait for. Off, nothing is
     // published (an ACL user then needs no channel permission).
     bool publish_settled = false;
+    // The gateway's local tier (store.local_tier): remove() PUBLISHes the record's key on
+    // `<key_prefix>:removed`, and the subscriber connection (the same one as wait mode's)
+    // SUBSCRIBEs to it and reports every removal, by any gateway, to backend::on_removed.
+    bool publish_removals = false;
     // store.hash_keys: the secret keys are hashed under (store.key_secret); "" = escaped keys.
     std::string key_hash_secret;
     // store.encryption: completed records are stored sealed (record_codec.hpp, version 2), and

@@ -9,6 +9,7 @@
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -147,6 +148,28 @@ public:
 
     // Human-readable kind for logs and metrics ("memory", "redis").
     virtual std::string_view kind() const noexcept = 0;
+
+    // A record's identity in this store, the same in every process sharing it (the Redis key).
+    // The gateway's local tier is keyed by it.
+    virtual std::string record_id(scope s) const;
+
+    // Called with the record_id of every record an operator removes (session::remove), in this
+    // process or — Redis, with redis_options::publish_removals — any other gateway sharing the
+    // store. Called on a store thread; must be thread-safe. Set before the first open_session().
+    void on_removed(std::function<void(std::string_view record_id)> listener)
+    {
+        removal_listener_ = std::move(listener);
+    }
+
+protected:
+    void removed(std::string_view record_id) const
+    {
+        if (removal_listener_)
+            removal_listener_(record_id);
+    }
+
+private:
+    std::function<void(std::string_view)> removal_listener_;
 };
 
 } // namespace idemgate::store
