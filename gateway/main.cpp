@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <idemgate/common/io_backend.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/metrics.hpp>
@@ -22,7 +23,8 @@ constexpr const char* usage = R"(usage: idemgate --config FILE [--check]
   --config FILE   YAML configuration (see config/idemgate.example.yaml)
   --check         validate the configuration and exit: 0 if valid, 1 with messages otherwise
   --help          this text
-  --version       print the version
+  --version       print the version and the I/O backend (epoll, or io_uring in an
+                  IDEMGATE_IO_URING build); exit 1 if that backend cannot run here
 
 Signals: SIGTERM/SIGINT stop accepting, let in-flight requests finish and be recorded
 (up to timeouts.drain), then exit 0.
@@ -41,7 +43,11 @@ int main(int argc, char** argv)
             return 0;
         }
         if (arg == "--version") {
-            std::printf("idemgate %s\n", IDEMGATE_VERSION);
+            std::printf("idemgate %s (%s)\n", IDEMGATE_VERSION, idemgate::io_backend_name().data());
+            if (auto why = idemgate::io_backend_probe()) {
+                std::fprintf(stderr, "idemgate: %s\n", why->c_str());
+                return 1;
+            }
             return 0;
         }
         if (arg == "--check") {
@@ -83,6 +89,11 @@ int main(int argc, char** argv)
     }
     for (const auto& w : warnings)
         idemgate::log::warn("risky configuration", {{"warning", w}});
+    if (auto why = idemgate::io_backend_probe()) {
+        idemgate::log::error("start-up failed", {{"error", *why}});
+        std::fprintf(stderr, "idemgate: %s\n", why->c_str());
+        return 1;
+    }
 
     try {
         // Redis publishes settlements only when some route waits for them (wait mode).

@@ -15,6 +15,7 @@ build_pkgs=(
   redis-server          # the shared store, started by tests and the demo
   openssl               # the CLI that makes the TLS tests' certificates (tests/support/src/tls.cpp)
   clang libclang-rt-14-dev  # libFuzzer + its ASan/UBSan runtimes (scripts/fuzz.sh, run by the tests)
+  liburing-dev          # the io_uring build (-DIDEMGATE_IO_URING=ON), built and tested by the tests
 )
 runtime_pkgs=(
   libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 ca-certificates curl

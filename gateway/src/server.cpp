@@ -5,6 +5,7 @@
 #include "listener.hpp"
 
 #include <boost/asio/post.hpp>
+#include <idemgate/common/io_backend.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/server.hpp>
 
@@ -67,6 +68,7 @@ int server::run()
                                     {"admin_listen", endpoint_string(i.admin.endpoint())},
                                     {"threads", static_cast<std::int64_t>(i.listener.threads())},
                                     {"store", i.ctx.backend->kind()},
+                                    {"io", io_backend_name()},
                                     {"version", IDEMGATE_VERSION}});
         },
         [&i] { i.admin.stop(); });

@@ -262,6 +262,12 @@ TEST_CASE("--help and --version answer and exit 0")
     auto version = run_idemgate({"--version"});
     CHECK(version.status == 0);
     CHECK(version.output.find("0.1") != std::string::npos);
+    // The I/O backend this tree was built with (the test shares idemgate::common's definitions).
+#ifdef IDEMGATE_IO_URING
+    CHECK(version.output.find("(io_uring)") != std::string::npos);
+#else
+    CHECK(version.output.find("(epoll)") != std::string::npos);
+#endif
 }
 
 TEST_SUITE_END();
