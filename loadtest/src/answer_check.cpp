@@ -36,11 +36,22 @@ void sort_by_name(std::vector<std::pair<std::string_view, std::string_view>>& v)
     }
 }
 
-std::string shorten(std::string_view s, std::size_t max = 120)
+// Where two texts first differ, with a little context on both sides.
+std::string difference_of(std::string_view mine, std::string_view first)
 {
-    if (s.size() <= max)
-        return std::string(s);
-    return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " bytes)";
+    std::size_t at = 0;
+    while (at < mine.size() && at < first.size() && mine[at] == first[at])
+        ++at;
+    std::size_t from = at > 24 ? at - 24 : 0;
+    auto excerpt = [&](std::string_view s) {
+        std::string out = from ? "..." : "";
+        out += s.substr(from, 72);
+        if (s.size() > from + 72)
+            out += "...";
+        return "\"" + out + "\"";
+    };
+    return "differs at byte " + std::to_string(at) + ": " + excerpt(mine) + " (" + std::to_string(mine.size()) +
+           " bytes), first answer " + excerpt(first) + " (" + std::to_string(first.size()) + " bytes)";
 }
 
 } // namespace
@@ -86,8 +97,8 @@ bool never_compared(std::string_view name) noexcept
     return false;
 }
 
-answer_checker::answer_checker(std::uint64_t keys, std::vector<std::string> ignored_headers)
-    : keys_(keys), slots_(new slot[keys]), ignored_(std::move(ignored_headers))
+answer_checker::answer_checker(std::uint64_t keys, std::string key_prefix, std::vector<std::string> ignored_headers)
+    : keys_(keys), key_prefix_(std::move(key_prefix)), slots_(new slot[keys]), ignored_(std::move(ignored_headers))
 {
 }
 
@@ -113,11 +124,11 @@ void answer_checker::compared_headers(const response& res,
     sort_by_name(out);
 }
 
-void answer_checker::fail(std::string description)
+void answer_checker::note(std::string& example, std::string description)
 {
-    std::lock_guard lock(failure_mutex_);
-    if (first_failure_.empty())
-        first_failure_ = std::move(description);
+    std::lock_guard lock(example_mutex_);
+    if (example.empty())
+        example = std::move(description);
 }
 
 bool answer_checker::same_as_first(const first_answer& first, const response& res,
@@ -135,7 +146,7 @@ bool answer_checker::same_as_first(const first_answer& first, const response& re
         return false;
     }
     if (res.body() != first.body) {
-        difference = "body " + shorten(res.body()) + ", first answer " + shorten(first.body);
+        difference = "body " + difference_of(res.body(), first.body);
         return false;
     }
     compared_headers(res, scratch);
@@ -152,8 +163,7 @@ bool answer_checker::same_as_first(const first_answer& first, const response& re
             return false;
         }
         if (value != first_value) {
-            difference = "header " + first_name + ": \"" + shorten(value) + "\", first answer \"" +
-                         shorten(first_value) + "\"";
+            difference = "header " + first_name + " " + difference_of(value, first_value);
             return false;
         }
     }
@@ -173,11 +183,15 @@ void answer_checker::observe_table_key(std::uint64_t key, std::string_view key_n
 {
     slot& s = slots_[key];
     auto kind = classify(res);
-    bool replayed = marked_replayed(res);
     first_answer* first = s.first.load(std::memory_order_acquire);
     if (kind == answer_kind::recorded) {
-        if (!replayed)
-            s.executed.fetch_add(1, std::memory_order_relaxed);
+        // A key runs upstream once: every executed (unmarked) answer after the first is a breach,
+        // whatever order the answers arrive in.
+        if (!marked_replayed(res) && s.executed.fetch_add(1, std::memory_order_relaxed) != 0) {
+            replays_unmarked_.fetch_add(1, std::memory_order_relaxed);
+            note(first_unmarked_, "key " + std::string(key_name) + " was executed again: a second answer (status " +
+                                      std::to_string(res.result_int()) + ") without Idempotent-Replayed: true");
+        }
         if (first == nullptr) {
             auto mine = std::make_unique<first_answer>();
             mine->status = res.result_int();
@@ -193,14 +207,6 @@ void answer_checker::observe_table_key(std::uint64_t key, std::string_view key_n
             if (s.first.compare_exchange_strong(first, mine.get(), std::memory_order_acq_rel,
                                                 std::memory_order_acquire)) {
                 mine.release();
-                if (replayed) {
-                    unexpected_replays_.fetch_add(1, std::memory_order_relaxed);
-                    fail("key " + std::string(key_name) +
-                         ": its first answer in this run was already a replay (the key existed before "
-                         "the run: use a fresh --key-prefix)");
-                } else {
-                    keys_first_executed_.fetch_add(1, std::memory_order_relaxed);
-                }
                 return;
             }
             // Another thread published first; `first` now points at its answer.
@@ -212,12 +218,7 @@ void answer_checker::observe_table_key(std::uint64_t key, std::string_view key_n
     std::string difference;
     if (!same_as_first(*first, res, scratch, difference)) {
         replays_mismatched_.fetch_add(1, std::memory_order_relaxed);
-        fail("key " + std::string(key_name) + ": a later answer differs from the first: " + difference);
-    }
-    if (!replayed) {
-        replays_unmarked_.fetch_add(1, std::memory_order_relaxed);
-        fail("key " + std::string(key_name) + ": a later answer (status " + std::to_string(res.result_int()) +
-             ") has no Idempotent-Replayed: true");
+        note(first_mismatch_, "key " + std::string(key_name) + ": " + difference);
     }
 }
 
@@ -226,8 +227,8 @@ void answer_checker::observe_new_key(std::string_view key_name, const response& 
     if (classify(res) != answer_kind::recorded)
         return;
     if (marked_replayed(res)) {
-        unexpected_replays_.fetch_add(1, std::memory_order_relaxed);
-        fail("new key " + std::string(key_name) + " was answered as a replay");
+        unexpected_new_keys_.fetch_add(1, std::memory_order_relaxed);
+        note(first_unexpected_, "new key " + std::string(key_name) + " was answered as a replay");
     } else {
         new_keys_executed_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -241,7 +242,7 @@ bool answer_checker::has_first(std::uint64_t key) const noexcept
 std::uint64_t answer_checker::failures() const noexcept
 {
     return replays_mismatched_.load(std::memory_order_relaxed) + replays_unmarked_.load(std::memory_order_relaxed) +
-           unexpected_replays_.load(std::memory_order_relaxed);
+           unexpected_new_keys_.load(std::memory_order_relaxed);
 }
 
 check_totals answer_checker::totals() const
@@ -250,19 +251,30 @@ check_totals answer_checker::totals() const
     t.replays_checked = replays_checked_.load();
     t.replays_mismatched = replays_mismatched_.load();
     t.replays_unmarked = replays_unmarked_.load();
-    t.unexpected_replays = unexpected_replays_.load();
-    t.keys_first_executed = keys_first_executed_.load();
+    t.unexpected_replays = unexpected_new_keys_.load();
     t.new_keys_executed = new_keys_executed_.load();
+    std::uint64_t example = keys_;
     for (std::uint64_t i = 0; i < keys_; ++i) {
-        if (slots_[i].executed.load() > 1)
+        auto executed = slots_[i].executed.load();
+        bool answered = slots_[i].first.load() != nullptr;
+        if (executed >= 1)
+            ++t.keys_executed;
+        if (executed > 1)
             ++t.keys_executed_twice;
-        if (slots_[i].first.load() == nullptr)
+        if (!answered)
             ++t.keys_without_answer;
+        if (answered && executed == 0) {
+            ++t.unexpected_replays;
+            example = std::min(example, i);
+        }
     }
-    {
-        std::lock_guard lock(failure_mutex_);
-        t.first_failure = first_failure_;
-    }
+    std::lock_guard lock(example_mutex_);
+    t.first_mismatch = first_mismatch_;
+    t.first_unmarked = first_unmarked_;
+    t.first_unexpected = first_unexpected_;
+    if (t.first_unexpected.empty() && example < keys_)
+        t.first_unexpected = "key " + key_prefix_ + "-" + std::to_string(example) +
+                             " got only replays: it existed before the run (use a fresh --key-prefix)";
     return t;
 }
 

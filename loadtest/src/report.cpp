@@ -141,17 +141,20 @@ void write_text_report(std::ostream& out, const run_result& r)
         out << "  errors       connect " << t.connect_errors << ", write " << t.write_errors << ", read "
             << t.read_errors << ", timeout " << t.timeouts << "\n";
     const auto& c = r.checks;
-    out << "  replays      " << c.replays_checked << " checked against their key's first answer: "
+    out << "  replays      " << c.replays_checked << " answers checked against their key's first answer: "
         << c.replays_checked - std::min(c.replays_checked, c.replays_mismatched) << " identical, "
-        << c.replays_mismatched << " differed, " << c.replays_unmarked << " without Idempotent-Replayed: true\n";
+        << c.replays_mismatched << " differed; " << c.replays_unmarked
+        << " repeated executions (no Idempotent-Replayed: true)\n";
     out << "  conflicts    " << t.conflicts_409() << " answers 409";
     if (o.mode == workload::storm)
         out << " (" << t.in_flight_retries << " request-in-flight asked again)";
     out << "\n";
-    out << "  executions   " << r.expected_executions << " keys executed by this run (first answers without "
+    out << "  executions   " << r.expected_executions << " keys executed by this run (answered without "
         << "Idempotent-Replayed)";
     if (c.keys_executed_twice)
         out << "; " << c.keys_executed_twice << " keys executed more than once";
+    if (c.unexpected_replays)
+        out << "; " << c.unexpected_replays << " keys only replayed";
     out << "\n";
     if (r.metrics_before && r.metrics_after) {
         double executed = r.metrics_after->outcome("executed") - r.metrics_before->outcome("executed");
@@ -206,7 +209,9 @@ json::object json_report(const run_result& r)
                                  {"unexpected_replays", c.unexpected_replays},
                                  {"keys_executed_more_than_once", c.keys_executed_twice},
                                  {"keys_without_answer", c.keys_without_answer},
-                                 {"first_failure", c.first_failure}};
+                                 {"first_mismatch", c.first_mismatch},
+                                 {"first_unmarked", c.first_unmarked},
+                                 {"first_unexpected", c.first_unexpected}};
     json::object executions;
     executions["keys_executed"] = r.expected_executions;
     if (r.metrics_before && r.metrics_after) {

@@ -337,16 +337,17 @@ void judge(run_result& r)
     const auto& o = r.opts;
     const auto& c = r.checks;
     auto& f = r.failures;
-    std::string detail = c.first_failure.empty() ? "" : " (first: " + c.first_failure + ")";
+    auto example = [](const std::string& e) { return e.empty() ? std::string() : " (first: " + e + ")"; };
     if (c.replays_mismatched)
-        f.push_back(std::to_string(c.replays_mismatched) + " replays differed from their key's first answer" + detail);
+        f.push_back(std::to_string(c.replays_mismatched) + " answers differed from their key's first answer" +
+                    example(c.first_mismatch));
     if (c.replays_unmarked)
-        f.push_back(std::to_string(c.replays_unmarked) + " later answers lacked Idempotent-Replayed: true" + detail);
+        f.push_back(std::to_string(c.replays_unmarked) +
+                    " answers were executions of a key already executed (no Idempotent-Replayed: true; " +
+                    std::to_string(c.keys_executed_twice) + " keys)" + example(c.first_unmarked));
     if (c.unexpected_replays)
-        f.push_back(std::to_string(c.unexpected_replays) + " keys were answered as replays on their first request" +
-                    detail);
-    if (c.keys_executed_twice)
-        f.push_back(std::to_string(c.keys_executed_twice) + " keys got more than one executed (unmarked) answer");
+        f.push_back(std::to_string(c.unexpected_replays) + " keys were never executed by this run, only replayed" +
+                    example(c.first_unexpected));
     bool expects_replays = o.mode == workload::replay || o.mode == workload::storm ||
                            (o.mode == workload::mixed && o.replay_percent > 0);
     if (expects_replays && c.replays_checked == 0)
@@ -393,7 +394,7 @@ run_result run(const options& opts, std::ostream* progress)
     }
     request_template request(opts);
     std::uint64_t table_keys = opts.mode == workload::first ? 0 : opts.keys;
-    answer_checker checker(table_keys, opts.ignore_headers);
+    answer_checker checker(table_keys, r.key_prefix, opts.ignore_headers);
 
     bool warm = opts.mode == workload::replay || (opts.mode == workload::mixed && opts.replay_percent > 0);
     if (warm) {
@@ -412,7 +413,7 @@ run_result run(const options& opts, std::ostream* progress)
         r.timed = run_phase(plan, progress, to_string(opts.mode));
     }
     r.checks = checker.totals();
-    r.expected_executions = r.checks.keys_first_executed + r.checks.new_keys_executed;
+    r.expected_executions = r.checks.keys_executed + r.checks.new_keys_executed;
     if (r.metrics_before) {
         std::string error;
         r.metrics_after = settled_metrics(opts, *r.metrics_before, r.warmup.answers + r.timed.answers, error);

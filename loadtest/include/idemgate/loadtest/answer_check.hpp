@@ -43,23 +43,26 @@ struct first_answer {
     std::vector<std::pair<std::string, std::string>> headers; // lower-case name, value; sorted by name
 };
 
-// Totals of the checks (all threads).
+// Totals of the checks (all threads). The checks do not depend on the order answers arrive in:
+// in a storm a replay can reach us before the execution it replays.
 struct check_totals {
-    std::uint64_t replays_checked = 0;    // answers compared with their key's first answer
+    std::uint64_t replays_checked = 0;    // answers compared with the first answer seen for their key
     std::uint64_t replays_mismatched = 0; // status, reason, body or a header differed
-    std::uint64_t replays_unmarked = 0;   // compared answers without Idempotent-Replayed: true
-    std::uint64_t unexpected_replays = 0; // a key's first answer in this run was already a replay
-    std::uint64_t keys_first_executed = 0;   // keys whose first answer here was an execution
-    std::uint64_t keys_executed_twice = 0;   // keys with more than one executed (unmarked) answer
-    std::uint64_t keys_without_answer = 0;   // keys of the table never answered with a recorded answer
-    std::uint64_t new_keys_executed = 0;     // one-off keys (first, mixed) answered as executions
-    std::string first_failure;               // a readable description of the first failed check
+    std::uint64_t replays_unmarked = 0;   // executed (unmarked) answers beyond the first for a key
+    std::uint64_t unexpected_replays = 0; // keys (or new keys) answered only by replays: not executed here
+    std::uint64_t keys_executed = 0;      // table keys with an executed answer in this run
+    std::uint64_t keys_executed_twice = 0; // table keys with more than one executed answer
+    std::uint64_t keys_without_answer = 0; // table keys never given a recorded answer
+    std::uint64_t new_keys_executed = 0;   // one-off keys (first, mixed) answered as executions
+    // One example of each failure, readable; empty when none.
+    std::string first_mismatch, first_unmarked, first_unexpected;
 };
 
 class answer_checker {
 public:
-    // `keys`: the table of keys that may be requested more than once (warm keys, storm keys).
-    answer_checker(std::uint64_t keys, std::vector<std::string> ignored_headers);
+    // `keys`: the table of keys that may be requested more than once (warm keys, storm keys),
+    // named <key_prefix>-<index>.
+    answer_checker(std::uint64_t keys, std::string key_prefix, std::vector<std::string> ignored_headers);
     ~answer_checker();
     answer_checker(const answer_checker&) = delete;
     answer_checker& operator=(const answer_checker&) = delete;
@@ -77,7 +80,7 @@ public:
     check_totals totals() const;
 
 private:
-    void fail(std::string description);
+    void note(std::string& example, std::string description);
     bool same_as_first(const first_answer& first, const response& res,
                        std::vector<std::pair<std::string_view, std::string_view>>& scratch,
                        std::string& difference) const;
@@ -89,12 +92,13 @@ private:
         std::atomic<std::uint32_t> executed{0};
     };
     std::uint64_t keys_;
+    std::string key_prefix_;
     std::unique_ptr<slot[]> slots_;
     std::vector<std::string> ignored_;
     std::atomic<std::uint64_t> replays_checked_{0}, replays_mismatched_{0}, replays_unmarked_{0},
-        unexpected_replays_{0}, keys_first_executed_{0}, new_keys_executed_{0};
-    mutable std::mutex failure_mutex_;
-    std::string first_failure_;
+        unexpected_new_keys_{0}, new_keys_executed_{0};
+    mutable std::mutex example_mutex_;
+    std::string first_mismatch_, first_unmarked_, first_unexpected_;
 };
 
 } // namespace idemgate::loadtest
