@@ -1,4 +1,5 @@
 #include <boost/json/array.hpp>
+#include <cmath>
 #include <cstdio>
 #include <idemgate/loadtest/report.hpp>
 
@@ -216,8 +217,13 @@ json::object json_report(const run_result& r)
     executions["keys_executed"] = r.expected_executions;
     if (r.metrics_before && r.metrics_after) {
         json::object m;
-        for (const auto& [name, after] : r.metrics_after->by_outcome)
-            m[name] = after - r.metrics_before->outcome(name);
+        for (const auto& [name, after] : r.metrics_after->by_outcome) {
+            double delta = after - r.metrics_before->outcome(name);
+            if (delta == std::floor(delta) && std::fabs(delta) < 9e15)
+                m[name] = static_cast<std::int64_t>(delta); // counters: integers in the JSON
+            else
+                m[name] = delta;
+        }
         double executed = r.metrics_after->outcome("executed") - r.metrics_before->outcome("executed");
         executions["gateway"] = std::move(m);
         executions["per_key"] =
