@@ -133,7 +133,7 @@ void write_text_report(std::ostream& out, const run_result& r)
     out << "\n";
     out << "  status       " << status_text(t) << "\n";
     if (!t.problems.empty()) {
-        out << "  gateway      ";
+        out << "  problems     ";
         for (const auto& [slug, n] : t.problems)
             out << slug << ": " << n << "  ";
         out << "(its own problem+json answers)\n";
