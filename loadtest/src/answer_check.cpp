@@ -50,8 +50,9 @@ std::string difference_of(std::string_view mine, std::string_view first)
             out += "...";
         return "\"" + out + "\"";
     };
-    return "differs at byte " + std::to_string(at) + ": " + excerpt(mine) + " (" + std::to_string(mine.size()) +
-           " bytes), first answer " + excerpt(first) + " (" + std::to_string(first.size()) + " bytes)";
+    return "differs at byte " + std::to_string(at) + ": " + excerpt(mine) + " (" +
+           std::to_string(mine.size()) + " bytes), first answer " + excerpt(first) + " (" +
+           std::to_string(first.size()) + " bytes)";
 }
 
 } // namespace
@@ -87,18 +88,28 @@ bool marked_replayed(const response& res) noexcept
 
 bool never_compared(std::string_view name) noexcept
 {
-    static constexpr std::string_view names[] = {
-        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
-        "te",         "trailer",    "transfer-encoding", "upgrade",           "content-length",
-        "set-cookie", "idempotent-replayed"};
+    static constexpr std::string_view names[] = {"connection",
+                                                 "keep-alive",
+                                                 "proxy-connection",
+                                                 "proxy-authenticate",
+                                                 "proxy-authorization",
+                                                 "te",
+                                                 "trailer",
+                                                 "transfer-encoding",
+                                                 "upgrade",
+                                                 "content-length",
+                                                 "set-cookie",
+                                                 "idempotent-replayed"};
     for (auto n : names)
         if (beast::iequals(name, n))
             return true;
     return false;
 }
 
-answer_checker::answer_checker(std::uint64_t keys, std::string key_prefix, std::vector<std::string> ignored_headers)
-    : keys_(keys), key_prefix_(std::move(key_prefix)), slots_(new slot[keys]), ignored_(std::move(ignored_headers))
+answer_checker::answer_checker(std::uint64_t keys, std::string key_prefix,
+                               std::vector<std::string> ignored_headers)
+    : keys_(keys), key_prefix_(std::move(key_prefix)), slots_(new slot[keys]),
+      ignored_(std::move(ignored_headers))
 {
 }
 
@@ -136,7 +147,8 @@ bool answer_checker::same_as_first(const first_answer& first, const response& re
                                    std::string& difference) const
 {
     if (res.result_int() != first.status) {
-        difference = "status " + std::to_string(res.result_int()) + ", first answer " + std::to_string(first.status);
+        difference =
+            "status " + std::to_string(res.result_int()) + ", first answer " + std::to_string(first.status);
         if (auto slug = gateway_problem_slug(res); !slug.empty())
             difference += " (gateway problem " + std::string(slug) + ")";
         return false;
@@ -189,8 +201,9 @@ void answer_checker::observe_table_key(std::uint64_t key, std::string_view key_n
         // whatever order the answers arrive in.
         if (!marked_replayed(res) && s.executed.fetch_add(1, std::memory_order_relaxed) != 0) {
             replays_unmarked_.fetch_add(1, std::memory_order_relaxed);
-            note(first_unmarked_, "key " + std::string(key_name) + " was executed again: a second answer (status " +
-                                      std::to_string(res.result_int()) + ") without Idempotent-Replayed: true");
+            note(first_unmarked_,
+                 "key " + std::string(key_name) + " was executed again: a second answer (status " +
+                     std::to_string(res.result_int()) + ") without Idempotent-Replayed: true");
         }
         if (first == nullptr) {
             auto mine = std::make_unique<first_answer>();
@@ -241,7 +254,8 @@ bool answer_checker::has_first(std::uint64_t key) const noexcept
 
 std::uint64_t answer_checker::failures() const noexcept
 {
-    return replays_mismatched_.load(std::memory_order_relaxed) + replays_unmarked_.load(std::memory_order_relaxed) +
+    return replays_mismatched_.load(std::memory_order_relaxed) +
+           replays_unmarked_.load(std::memory_order_relaxed) +
            unexpected_new_keys_.load(std::memory_order_relaxed);
 }
 

@@ -70,7 +70,8 @@ asio::awaitable<void> fetch_all(const std::vector<target_url>& urls, std::chrono
     for (const auto& url : urls) {
         // Name resolution has no deadline of its own in Asio; the whole scrape runs under
         // io_context::run_for below.
-        auto [rec, endpoints] = co_await resolver.async_resolve(url.host, url.port, asio::as_tuple(asio::use_awaitable));
+        auto [rec, endpoints] =
+            co_await resolver.async_resolve(url.host, url.port, asio::as_tuple(asio::use_awaitable));
         if (rec) {
             error = url.text + ": cannot resolve " + url.host + ": " + rec.message();
             co_return;

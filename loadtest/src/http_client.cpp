@@ -54,8 +54,8 @@ asio::awaitable<exchange_error> http_client_connection::exchange(std::string_vie
             co_return err;
     }
     stream_->expires_after(timeout_);
-    auto [write_ec, written] = co_await asio::async_write(*stream_, asio::buffer(request.data(), request.size()),
-                                                          asio::as_tuple(asio::use_awaitable));
+    auto [write_ec, written] = co_await asio::async_write(
+        *stream_, asio::buffer(request.data(), request.size()), asio::as_tuple(asio::use_awaitable));
     if (write_ec) {
         close();
         co_return exchange_error{write_ec, exchange_stage::write};
@@ -68,7 +68,8 @@ asio::awaitable<exchange_error> http_client_connection::exchange(std::string_vie
         if (head_request)
             parser.skip(true);
         stream_->expires_after(timeout_);
-        auto [read_ec, n] = co_await http::async_read(*stream_, buffer_, parser, asio::as_tuple(asio::use_awaitable));
+        auto [read_ec, n] =
+            co_await http::async_read(*stream_, buffer_, parser, asio::as_tuple(asio::use_awaitable));
         if (read_ec) {
             close();
             co_return exchange_error{read_ec, exchange_stage::read};

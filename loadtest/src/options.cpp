@@ -18,7 +18,7 @@ std::string lower(std::string_view s)
     return out;
 }
 
-template <class T>
+template<class T>
 bool parse_number(std::string_view text, T& out)
 {
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -65,11 +65,13 @@ header_template parse_header(std::string_view text)
         throw usage_error("-H: \"" + std::string(name) + "\" is not a valid header name");
     if (has_control(value))
         throw usage_error("-H " + std::string(name) + ": the value contains control characters");
-    static constexpr std::string_view framing[] = {"host", "content-length", "transfer-encoding", "connection"};
+    static constexpr std::string_view framing[] = {"host", "content-length", "transfer-encoding",
+                                                   "connection"};
     for (auto f : framing)
         if (boost::beast::iequals(name, f))
-            throw usage_error("-H " + std::string(name) + ": set by idemgate-loadtest itself (the URL, --body, "
-                                                          "keep-alive)");
+            throw usage_error("-H " + std::string(name) +
+                              ": set by idemgate-loadtest itself (the URL, --body, "
+                              "keep-alive)");
     return {std::string(name), std::string(value)};
 }
 
@@ -166,7 +168,8 @@ std::optional<target_url> parse_url(std::string_view text, std::string& error)
 std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text)
 {
     std::size_t digits = 0;
-    while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    while (digits < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
         ++digits;
     double value = 0;
     if (digits == 0 || !parse_number(text.substr(0, digits), value) || !(value > 0))
@@ -295,7 +298,8 @@ options parse_options(const std::vector<std::string>& args)
         } else if (flag == "--key-prefix") {
             o.key_prefix = value();
             if (o.key_prefix.empty() || o.key_prefix.size() > 200 ||
-                !std::all_of(o.key_prefix.begin(), o.key_prefix.end(), [](char c) { return c >= 0x21 && c <= 0x7e; }))
+                !std::all_of(o.key_prefix.begin(), o.key_prefix.end(),
+                             [](char c) { return c >= 0x21 && c <= 0x7e; }))
                 throw usage_error(flag + ": 1 to 200 visible ASCII characters");
         } else if (flag == "--metrics") {
             std::string error;

@@ -41,7 +41,8 @@ std::string status_text(const phase_stats& s)
             continue;
         if (!out.empty())
             out += "  ";
-        out += (code == 599 ? std::string("599+") : std::to_string(code)) + ": " + std::to_string(s.status[code]);
+        out += (code == 599 ? std::string("599+") : std::to_string(code)) + ": " +
+               std::to_string(s.status[code]);
     }
     return out.empty() ? "none" : out;
 }
@@ -62,7 +63,8 @@ std::string workload_text(const options& o)
         return "mixed: " + std::to_string(o.replay_percent) + " % replays of " + std::to_string(o.keys) +
                " warm keys, the rest new keys";
     case workload::storm:
-        return "storm: " + std::to_string(o.keys) + " keys x " + std::to_string(o.copies) + " concurrent copies";
+        return "storm: " + std::to_string(o.keys) + " keys x " + std::to_string(o.copies) +
+               " concurrent copies";
     }
     return "";
 }
@@ -118,12 +120,13 @@ void write_text_report(std::ostream& out, const run_result& r)
     const auto& t = r.timed;
     out << "idemgate-loadtest " << o.url.text << "\n";
     out << "  workload     " << workload_text(o) << "; " << o.connections << " connections, " << o.threads
-        << (o.threads == 1 ? " thread, " : " threads, ") << loop_text(o) << "; keys " << r.key_prefix << "-*\n";
+        << (o.threads == 1 ? " thread, " : " threads, ") << loop_text(o) << "; keys " << r.key_prefix
+        << "-*\n";
     if (r.warmed_up)
         out << "  warm-up      " << r.warmup.answers << " answers in " << fixed(r.warmup.seconds, 2) << " s ("
             << status_text(r.warmup) << ")\n";
-    out << "  requests     " << t.answers << " answers in " << fixed(t.seconds, 2) << " s = "
-        << fixed(rate(t.answers, t.seconds), 0) << " req/s\n";
+    out << "  requests     " << t.answers << " answers in " << fixed(t.seconds, 2)
+        << " s = " << fixed(rate(t.answers, t.seconds), 0) << " req/s\n";
     out << "  latency      ";
     for (const auto& p : percentiles)
         out << p.text << " " << format_latency(t.latency.percentile(p.value)) << "  ";
@@ -163,7 +166,8 @@ void write_text_report(std::ostream& out, const run_result& r)
         double conflict = r.metrics_after->outcome("conflict") - r.metrics_before->outcome("conflict");
         out << "  gateway      executed +" << fixed(executed, 0) << ", replayed +" << fixed(replayed, 0)
             << ", conflict +" << fixed(conflict, 0) << " (metrics): "
-            << (r.expected_executions ? fixed(executed / static_cast<double>(r.expected_executions), 2) : "n/a")
+            << (r.expected_executions ? fixed(executed / static_cast<double>(r.expected_executions), 2)
+                                      : "n/a")
             << " upstream executions per key\n";
     }
     if (r.ok()) {
@@ -226,8 +230,8 @@ json::object json_report(const run_result& r)
         }
         double executed = r.metrics_after->outcome("executed") - r.metrics_before->outcome("executed");
         executions["gateway"] = std::move(m);
-        executions["per_key"] =
-            r.expected_executions ? executed / static_cast<double>(r.expected_executions) : json::value(nullptr);
+        executions["per_key"] = r.expected_executions ? executed / static_cast<double>(r.expected_executions)
+                                                      : json::value(nullptr);
     }
     out["executions"] = std::move(executions);
     json::array failures;

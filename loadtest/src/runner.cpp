@@ -146,7 +146,8 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
     for (std::uint64_t i = 0;; ++i) {
         clock_type::time_point intended{};
         if (open_loop) {
-            double offset = (static_cast<double>(index) + static_cast<double>(i) * o.connections) * ns_per_request;
+            double offset =
+                (static_cast<double>(index) + static_cast<double>(i) * o.connections) * ns_per_request;
             intended = plan.start + std::chrono::nanoseconds(static_cast<std::int64_t>(offset));
             if (plan.end && intended >= *plan.end)
                 break;
@@ -346,8 +347,8 @@ void judge(run_result& r)
                     " answers were executions of a key already executed (no Idempotent-Replayed: true; " +
                     std::to_string(c.keys_executed_twice) + " keys)" + example(c.first_unmarked));
     if (c.unexpected_replays)
-        f.push_back(std::to_string(c.unexpected_replays) + " keys were never executed by this run, only replayed" +
-                    example(c.first_unexpected));
+        f.push_back(std::to_string(c.unexpected_replays) +
+                    " keys were never executed by this run, only replayed" + example(c.first_unexpected));
     bool expects_replays = o.mode == workload::replay || o.mode == workload::storm ||
                            (o.mode == workload::mixed && o.replay_percent > 0);
     if (expects_replays && c.replays_checked == 0)
@@ -357,7 +358,8 @@ void judge(run_result& r)
         if (c.keys_without_answer)
             f.push_back(std::to_string(c.keys_without_answer) + " storm keys never got a recorded answer");
         if (r.timed.gave_up)
-            f.push_back(std::to_string(r.timed.gave_up) + " storm copies were still 409 request-in-flight after --timeout");
+            f.push_back(std::to_string(r.timed.gave_up) +
+                        " storm copies were still 409 request-in-flight after --timeout");
     }
     std::uint64_t errors = r.warmup.errors() + r.timed.errors();
     if (errors)

@@ -46,11 +46,11 @@ struct first_answer {
 // Totals of the checks (all threads). The checks do not depend on the order answers arrive in:
 // in a storm a replay can reach us before the execution it replays.
 struct check_totals {
-    std::uint64_t replays_checked = 0;    // answers compared with the first answer seen for their key
-    std::uint64_t replays_mismatched = 0; // status, reason, body or a header differed
-    std::uint64_t replays_unmarked = 0;   // executed (unmarked) answers beyond the first for a key
-    std::uint64_t unexpected_replays = 0; // keys (or new keys) answered only by replays: not executed here
-    std::uint64_t keys_executed = 0;      // table keys with an executed answer in this run
+    std::uint64_t replays_checked = 0;     // answers compared with the first answer seen for their key
+    std::uint64_t replays_mismatched = 0;  // status, reason, body or a header differed
+    std::uint64_t replays_unmarked = 0;    // executed (unmarked) answers beyond the first for a key
+    std::uint64_t unexpected_replays = 0;  // keys (or new keys) answered only by replays: not executed here
+    std::uint64_t keys_executed = 0;       // table keys with an executed answer in this run
     std::uint64_t keys_executed_twice = 0; // table keys with more than one executed answer
     std::uint64_t keys_without_answer = 0; // table keys never given a recorded answer
     std::uint64_t new_keys_executed = 0;   // one-off keys (first, mixed) answered as executions

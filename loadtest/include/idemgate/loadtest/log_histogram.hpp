@@ -16,7 +16,10 @@ public:
     std::uint64_t count() const noexcept { return count_; }
     std::uint64_t min() const noexcept { return count_ ? min_ : 0; }
     std::uint64_t max() const noexcept { return max_; }
-    double mean() const noexcept { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0; }
+    double mean() const noexcept
+    {
+        return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0;
+    }
     // The smallest bucket bound at or below which `percent` % of the values lie (capped at
     // max()); 0 when empty.
     std::uint64_t percentile(double percent) const noexcept;

@@ -25,9 +25,9 @@ std::string_view to_string(workload w) noexcept;
 struct target_url {
     std::string host;
     std::string port = "80";
-    std::string target = "/";  // origin-form: path and query
-    std::string host_header;   // Host as written in the URL (host[:port])
-    std::string text;          // the URL as given
+    std::string target = "/"; // origin-form: path and query
+    std::string host_header;  // Host as written in the URL (host[:port])
+    std::string text;         // the URL as given
 };
 
 // A request header whose value may contain {key}.

@@ -24,7 +24,7 @@ private:
     };
     static text_template split(std::string_view text);
 
-    text_template head_; // request line and every header up to the key header's value
+    text_template head_; // request line and headers, the key header last (its value is {key})
     text_template body_;
     bool head_request_ = false;
     bool send_length_ = true;

@@ -18,8 +18,8 @@ namespace idemgate::loadtest {
 
 // What one phase (warm-up or timed) saw; one per thread, merged.
 struct phase_stats {
-    log_histogram latency;                   // ns; open loop: from the intended send time
-    std::array<std::uint64_t, 600> status{}; // answers by status code
+    log_histogram latency;                                      // ns; open loop: from the intended send time
+    std::array<std::uint64_t, 600> status{};                    // answers by status code
     std::map<std::string, std::uint64_t, std::less<>> problems; // the gateway's own answers by slug
     std::uint64_t answers = 0;
     std::uint64_t connect_errors = 0, write_errors = 0, read_errors = 0, timeouts = 0;
