@@ -7,14 +7,15 @@ RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DIDEMGATE_BUILD_TESTS=OFF -DIDEMGATE_BUILD_BENCH=OFF \
- && cmake --build build -j2 --target idemgate order-service \
- && strip build/bin/idemgate build/bin/order-service
+ && cmake --build build -j2 --target idemgate idemgate-loadtest order-service \
+ && strip build/bin/idemgate build/bin/idemgate-loadtest build/bin/order-service
 
 FROM debian:bookworm-slim AS runtime
 COPY scripts/install-deps.sh /tmp/install-deps.sh
 RUN bash /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin idemgate
 COPY --from=build /src/build/bin/idemgate /usr/local/bin/idemgate
+COPY --from=build /src/build/bin/idemgate-loadtest /usr/local/bin/idemgate-loadtest
 COPY --from=build /src/build/bin/order-service /usr/local/bin/order-service
 COPY config/docker.yaml /etc/idemgate/idemgate.yaml
 USER idemgate

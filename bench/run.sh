@@ -74,7 +74,7 @@ elif [[ ${SKIP_BUILD:-0} != 1 ]]; then
     if ! BUILD_DIR=$BUILD_DIR BUILD_TYPE=Release bash "$root/scripts/build.sh"; then
         # A target the bench does not run (a test mid-edit) must not stop the bench.
         say "full build failed; building only what the bench runs"
-        cmake --build "$BUILD_DIR" -j "${JOBS:-2}" --target idemgate bare-beast bench-client idemgate-test-upstream ||
+        cmake --build "$BUILD_DIR" -j "${JOBS:-2}" --target idemgate bare-beast bench-client idemgate-test-upstream idemgate-loadtest ||
             cmake --build "$BUILD_DIR" -j "${JOBS:-2}" --target bare-beast bench-client
     fi
 fi
@@ -93,7 +93,8 @@ done
 have_gateway=1
 [[ -x $bin/idemgate ]] || { have_gateway=0; say "WARNING: $bin/idemgate missing: gateway targets skipped"; }
 have_counter=1
-[[ -x $bin/idemgate-test-upstream || $ONLY = memory ]] || { have_counter=0; say "WARNING: idemgate-test-upstream missing: storm skipped"; }
+[[ ( -x $bin/idemgate-test-upstream && -x $bin/idemgate-loadtest ) || $ONLY = memory ]] ||
+    { have_counter=0; say "WARNING: idemgate-test-upstream or idemgate-loadtest missing: storm skipped"; }
 
 # ---------------------------------------------------------------- processes we own
 work=$(mktemp -d /tmp/idemgate-bench.XXXXXX)
@@ -569,14 +570,21 @@ if ((have_gateway && have_counter)); then
     executions() { curl -s --max-time 2 "http://127.0.0.1:$counter_port/__count" | sed -E 's/.*"executions":([0-9]+).*/\1/'; }
     for t in storm-redis storm-memory; do
         before=$(executions)
-        detail=$("$bin/bench-client" storm --port "$(port_of "$t")" --prefix "storm-$run_id-$t" \
-            --keys "$STORM_KEYS" --repeats "$STORM_REPEATS" --connections "$CONNECTIONS" 2>"$work/$t.client.err") && client_ok=1 || client_ok=0
+        # idemgate-loadtest storm: STORM_REPEATS copies of each key racing over CONNECTIONS
+        # connections (409 request-in-flight asked again); it fails unless every key executed once
+        # (its answers and the gateway's executed counter) and every answer repeats the first.
+        admin_var="admin_${t//-/_}"
+        detail=$("$bin/idemgate-loadtest" --url "http://127.0.0.1:$(port_of "$t")/api/orders" --mode storm \
+            --key-prefix "storm-$run_id-$t" --keys "$STORM_KEYS" --copies "$STORM_REPEATS" \
+            --connections "$CONNECTIONS" --threads 1 -H 'Content-Type: application/json' \
+            --body '{"item":"book","qty":1}' --metrics "http://127.0.0.1:${!admin_var}/metrics" --json \
+            2>"$work/$t.client.err") && client_ok=1 || client_ok=0
         after=$(executions)
         ran=$((after - before))
         if ((client_ok)) && ((ran == STORM_KEYS)); then
             verdict=PASS
         else
-            verdict="FAIL: upstream ran $ran times for $STORM_KEYS keys; $(cat "$work/$t.client.err")"
+            verdict="FAIL: upstream ran $ran times for $STORM_KEYS keys; $(grep -o '"failures":\[[^]]*\]' <<<"$detail" || true) $(cat "$work/$t.client.err")"
         fi
         storm_results+=("${t/storm-/idemgate-}"$'\t'"$verdict"$'\t'"$ran"$'\t'"$detail")
         say "storm ${t/storm-/idemgate-}: $verdict (upstream executions $ran, client $detail)"
@@ -715,7 +723,7 @@ md=$RESULTS_DIR/latest.md
     done <"$summary"
     if ((${#storm_results[@]})); then
         echo
-        echo "Duplicate storm: $STORM_KEYS new keys x $STORM_REPEATS copies over $CONNECTIONS connections, against the counting test upstream."
+        echo "Duplicate storm: $STORM_KEYS new keys x $STORM_REPEATS copies over $CONNECTIONS connections (\`idemgate-loadtest --mode storm\`), against the counting test upstream."
         echo
         echo "| target | result | upstream executions | client counts |"
         echo "|---|---|---:|---|"

@@ -1,0 +1,83 @@
+#pragma once
+// idemgate-loadtest's command line, parsed into one plain struct. Every error names the flag.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idemgate::loadtest {
+
+using namespace std::chrono_literals;
+
+// What the requests do with their keys.
+enum class workload {
+    replay, // every key executed once in a warm-up, then every timed request is a replay
+    first,  // every timed request carries a new key (a first execution)
+    mixed,  // replay_percent % replays of warm keys, the rest new keys
+    storm   // `copies` concurrent duplicates of each key, racing; exactly one may execute
+};
+std::string_view to_string(workload w) noexcept;
+
+// An http:// URL split for a client: where to connect and what to send.
+struct target_url {
+    std::string host;
+    std::string port = "80";
+    std::string target = "/"; // origin-form: path and query
+    std::string host_header;  // Host as written in the URL (host[:port])
+    std::string text;         // the URL as given
+};
+
+// A request header whose value may contain {key}.
+struct header_template {
+    std::string name;
+    std::string value;
+};
+
+struct options {
+    target_url url;
+    workload mode = workload::replay;
+    int replay_percent = 100; // mixed:<P>
+    std::uint64_t keys = 1000;
+    unsigned connections = 16;
+    unsigned threads = 0; // 0: min(2, cores, connections)
+    std::optional<std::chrono::nanoseconds> duration;
+    std::optional<std::uint64_t> requests;
+    std::optional<double> rate; // requests per second over all connections: open loop
+    unsigned copies = 0;        // storm: duplicates of each key; 0: one per connection
+    std::string method = "POST";
+    std::vector<header_template> headers; // -H, in order
+    std::string body;                     // --body, may contain {key}
+    std::string key_header = "Idempotency-Key";
+    std::string tenant_header = "X-Tenant-ID";
+    std::optional<std::string> tenant;
+    std::string key_prefix;                  // empty: a random prefix per run
+    std::vector<target_url> metrics;         // --metrics, summed (several instances of a fleet)
+    std::vector<std::string> ignore_headers; // lower-case names left out of the replay comparison
+    std::chrono::nanoseconds timeout = 10s;  // every connect, write and read
+    bool json = false;
+    bool help = false;
+    bool version = false;
+};
+
+// A command line that cannot run; what() names the flag.
+class usage_error : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+// Parses argv[1..] (without the program name). Throws usage_error.
+options parse_options(const std::vector<std::string>& args);
+
+// The --help text.
+std::string usage_text();
+
+// "http://host[:port][/path][?query]"; nullopt with `error` set otherwise (https is refused by name).
+std::optional<target_url> parse_url(std::string_view text, std::string& error);
+
+// "250ms", "10s", "2m", "1h", or a bare number of seconds; nullopt when invalid or not positive.
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text);
+
+} // namespace idemgate::loadtest

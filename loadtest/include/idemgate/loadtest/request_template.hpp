@@ -1,0 +1,33 @@
+#pragma once
+// The request every exchange sends, pre-split at each {key} so rendering one is a few appends.
+#include <idemgate/loadtest/options.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idemgate::loadtest {
+
+class request_template {
+public:
+    explicit request_template(const options& o);
+
+    // The whole request (head and body) for `key` into `out` (cleared first, capacity kept).
+    void render(std::string& out, std::string_view key) const;
+    bool head_request() const noexcept { return head_request_; }
+
+private:
+    // Literal text with {key} holes: parts_[0] key parts_[1] key ... parts_[n].
+    struct text_template {
+        std::vector<std::string> parts;
+        void append(std::string& out, std::string_view key) const;
+        std::size_t size(std::size_t key_size) const noexcept;
+    };
+    static text_template split(std::string_view text);
+
+    text_template head_; // request line and headers, the key header last (its value is {key})
+    text_template body_;
+    bool head_request_ = false;
+    bool send_length_ = true;
+};
+
+} // namespace idemgate::loadtest

@@ -1,0 +1,71 @@
+#include <idemgate/loadtest/request_template.hpp>
+
+#ifndef IDEMGATE_VERSION
+#define IDEMGATE_VERSION "dev"
+#endif
+
+namespace idemgate::loadtest {
+
+request_template::text_template request_template::split(std::string_view text)
+{
+    text_template t;
+    constexpr std::string_view hole = "{key}";
+    for (;;) {
+        auto at = text.find(hole);
+        if (at == std::string_view::npos) {
+            t.parts.emplace_back(text);
+            return t;
+        }
+        t.parts.emplace_back(text.substr(0, at));
+        text.remove_prefix(at + hole.size());
+    }
+}
+
+void request_template::text_template::append(std::string& out, std::string_view key) const
+{
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i != 0)
+            out.append(key);
+        out.append(parts[i]);
+    }
+}
+
+std::size_t request_template::text_template::size(std::size_t key_size) const noexcept
+{
+    std::size_t n = (parts.size() - 1) * key_size;
+    for (const auto& p : parts)
+        n += p.size();
+    return n;
+}
+
+request_template::request_template(const options& o)
+{
+    std::string head;
+    head += o.method + " " + o.url.target + " HTTP/1.1\r\nHost: " + o.url.host_header + "\r\n";
+    head += "User-Agent: idemgate-loadtest/" IDEMGATE_VERSION "\r\n";
+    for (const auto& h : o.headers)
+        head += h.name + ": " + h.value + "\r\n";
+    if (o.tenant)
+        head += o.tenant_header + ": " + *o.tenant + "\r\n";
+    head += o.key_header + ": {key}\r\n";
+    head_ = split(head);
+    body_ = split(o.body);
+    head_request_ = o.method == "HEAD";
+    // A GET or HEAD without a body sends no Content-Length (RFC 9110 8.6); others send 0.
+    send_length_ = !(o.body.empty() && (o.method == "GET" || o.method == "HEAD"));
+}
+
+void request_template::render(std::string& out, std::string_view key) const
+{
+    out.clear();
+    head_.append(out, key);
+    if (send_length_) {
+        out += "Content-Length: ";
+        out += std::to_string(body_.size(key.size()));
+        out += "\r\n";
+    }
+    out += "\r\n";
+    body_.append(out, key);
+}
+
+} // namespace idemgate::loadtest

@@ -1,0 +1,276 @@
+// The real idemgate-loadtest binary against the real gateway (memory store) in front of the test
+// upstream, and once straight at the upstream, where its replay check must fail.
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+#include <idemgate/test/harness.hpp>
+#include <memory>
+#include <thread>
+
+using namespace idemgate::test;
+namespace json = boost::json;
+
+namespace {
+
+// The gateway with its memory store: /api/ guarded (POST), /tenant/ guarded per X-Tenant-ID,
+// /plain/ not guarded.
+std::string gateway_config(std::uint16_t upstream_port)
+{
+    return "listen: \"${LISTEN}\"\n"
+           "admin_listen: \"${ADMIN}\"\n"
+           "threads: 2\n"
+           "access_log: false\n"
+           "store:\n"
+           "  type: memory\n"
+           "  memory:\n"
+           "    max_entries: 100000\n"
+           "upstreams:\n"
+           "  orders:\n"
+           "    address: \"127.0.0.1:" +
+           std::to_string(upstream_port) +
+           "\"\n"
+           "routes:\n"
+           "  - path_prefix: \"/api/\"\n"
+           "    upstream: orders\n"
+           "    idempotency:\n"
+           "      methods: [POST]\n"
+           "  - path_prefix: \"/tenant/\"\n"
+           "    upstream: orders\n"
+           "    idempotency:\n"
+           "      methods: [POST]\n"
+           "      tenant_header: X-Tenant-ID\n"
+           "  - path_prefix: \"/plain/\"\n"
+           "    upstream: orders\n";
+}
+
+struct loadtest_setup {
+    test_upstream_process upstream;
+    std::unique_ptr<gateway_process> gateway;
+
+    loadtest_setup() : gateway(std::make_unique<gateway_process>(gateway_config(upstream.port())))
+    {
+        // Ready is the event, not a sleep: /readyz answers 200 once the store is usable.
+        auto deadline = std::chrono::steady_clock::now() + 10s;
+        for (;;) {
+            int status = 0;
+            try {
+                status = http_request(gateway->admin_port(), "GET", "/readyz", {}, {}, 1s).status;
+            } catch (const std::exception&) {
+            }
+            if (status == 200)
+                break;
+            if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("idemgate not ready within 10 s");
+            std::this_thread::sleep_for(10ms);
+        }
+    }
+    std::string url(const std::string& path) const
+    {
+        return "http://127.0.0.1:" + std::to_string(gateway->port()) + path;
+    }
+    std::string metrics_url() const
+    {
+        return "http://127.0.0.1:" + std::to_string(gateway->admin_port()) + "/metrics";
+    }
+};
+
+struct loadtest_result {
+    int exit_status = -1;
+    std::string output;   // stdout and stderr, for messages
+    json::object summary; // the --json line, when there is one
+};
+
+loadtest_result run_loadtest(std::vector<std::string> args)
+{
+    child_process p(bin_dir() + "/idemgate-loadtest", std::move(args));
+    auto status = p.wait_exit(120s);
+    loadtest_result r;
+    r.output = p.output();
+    REQUIRE_MESSAGE(status.has_value(), "idemgate-loadtest did not exit within 120 s:\n" << r.output);
+    r.exit_status = *status;
+    for (const auto& line : p.lines()) {
+        if (line.empty() || line.front() != '{')
+            continue;
+        boost::system::error_code ec;
+        auto v = json::parse(line, ec);
+        if (!ec && v.is_object())
+            r.summary = v.as_object();
+    }
+    return r;
+}
+
+std::int64_t int_at(const json::object& o, std::initializer_list<const char*> path)
+{
+    const json::value* v = nullptr;
+    const json::object* at = &o;
+    for (auto name : path) {
+        v = at->if_contains(name);
+        if (!v)
+            return -1;
+        if (v->is_object())
+            at = &v->as_object();
+    }
+    if (v->is_int64())
+        return v->as_int64();
+    if (v->is_uint64())
+        return static_cast<std::int64_t>(v->as_uint64());
+    if (v->is_double())
+        return static_cast<std::int64_t>(v->as_double());
+    return -1;
+}
+
+} // namespace
+
+TEST_SUITE("loadtest binary")
+{
+
+    TEST_CASE("replay mode through the gateway passes every check and --json parses")
+    {
+        loadtest_setup s;
+        auto r =
+            run_loadtest({"--url", s.url("/api/orders"), "--mode", "replay", "--keys", "40", "--connections",
+                          "8", "--requests", "2000", "--body", "{\"order\":\"{key}\"}", "-H",
+                          "Content-Type: application/json", "--metrics", s.metrics_url(), "--json"});
+        INFO(r.output);
+        CHECK(r.exit_status == 0);
+        REQUIRE(!r.summary.empty());
+        CHECK(r.summary.at("ok").as_bool());
+        CHECK(r.summary.at("mode").as_string() == "replay");
+        CHECK(int_at(r.summary, {"answers"}) == 2000);
+        CHECK(int_at(r.summary, {"status", "201"}) == 2000);
+        CHECK(int_at(r.summary, {"warmup", "answers"}) == 40);
+        CHECK(int_at(r.summary, {"checks", "replays_checked"}) == 2000);
+        CHECK(int_at(r.summary, {"checks", "replays_mismatched"}) == 0);
+        CHECK(int_at(r.summary, {"checks", "replays_unmarked"}) == 0);
+        CHECK(int_at(r.summary, {"executions", "keys_executed"}) == 40);
+        CHECK(int_at(r.summary, {"executions", "gateway", "executed"}) == 40);
+        CHECK(int_at(r.summary, {"executions", "gateway", "replayed"}) == 2000);
+        CHECK(r.summary.at("executions").as_object().at("per_key").as_double() == 1.0);
+        CHECK(r.summary.at("latency_us").as_object().at("p99").as_double() > 0);
+        CHECK(r.summary.at("failures").as_array().empty());
+        CHECK(s.upstream.executions() == 40);
+    }
+
+    TEST_CASE("storm mode reports exactly one execution per key through the gateway's metrics")
+    {
+        loadtest_setup s;
+        // The upstream takes 30 ms, so the copies of a key arrive while its first copy is in flight.
+        auto r =
+            run_loadtest({"--url", s.url("/api/orders"), "--mode", "storm", "--keys", "25", "--connections",
+                          "16", "-H", "X-Test-Delay-Ms: 30", "--metrics", s.metrics_url(), "--json"});
+        INFO(r.output);
+        CHECK(r.exit_status == 0);
+        REQUIRE(!r.summary.empty());
+        CHECK(r.summary.at("ok").as_bool());
+        CHECK(int_at(r.summary, {"copies"}) == 16);
+        CHECK(int_at(r.summary, {"status", "201"}) == 25 * 16);
+        CHECK(int_at(r.summary, {"executions", "keys_executed"}) == 25);
+        CHECK(int_at(r.summary, {"executions", "gateway", "executed"}) == 25);
+        CHECK(r.summary.at("executions").as_object().at("per_key").as_double() == 1.0);
+        CHECK(int_at(r.summary, {"checks", "keys_executed_more_than_once"}) == 0);
+        CHECK(int_at(r.summary, {"checks", "replays_checked"}) == 25 * 15);
+        // Every 409 the gateway counted reached us and was asked again.
+        CHECK(int_at(r.summary, {"conflicts_409"}) ==
+              int_at(r.summary, {"executions", "gateway", "conflict"}));
+        CHECK(s.upstream.executions() == 25);
+    }
+
+    TEST_CASE("storm mode fails where the route is not guarded: every copy executes")
+    {
+        loadtest_setup s;
+        auto r = run_loadtest({"--url", s.url("/plain/orders"), "--mode", "storm", "--keys", "5",
+                               "--connections", "4", "--json"});
+        INFO(r.output);
+        CHECK(r.exit_status == 1);
+        REQUIRE(!r.summary.empty());
+        CHECK_FALSE(r.summary.at("ok").as_bool());
+        CHECK(int_at(r.summary, {"checks", "keys_executed_more_than_once"}) == 5);
+        CHECK(int_at(r.summary, {"checks", "replays_unmarked"}) == 15);
+        CHECK(s.upstream.executions() == 20);
+    }
+
+    TEST_CASE("pointed straight at the upstream, without the gateway, the replay check fails")
+    {
+        loadtest_setup s;
+        auto upstream_url = "http://" + s.upstream.address() + "/api/orders";
+        auto r =
+            run_loadtest({"--url", upstream_url, "--keys", "10", "--connections", "4", "--requests", "100"});
+        INFO(r.output);
+        CHECK(r.exit_status == 1);
+        CHECK(r.output.find("result       FAIL") != std::string::npos);
+        // The test upstream numbers its executions in the body: every "replay" differs from the first.
+        CHECK(r.output.find("100 answers differed from their key's first answer") != std::string::npos);
+        CHECK(r.output.find("body differs at byte") != std::string::npos);
+        CHECK(r.output.find("no Idempotent-Replayed: true") != std::string::npos);
+        CHECK(s.upstream.executions() == 110);
+    }
+
+    TEST_CASE("--rate with --requests finishes and reports latency from the intended send times")
+    {
+        loadtest_setup s;
+        auto r = run_loadtest({"--url", s.url("/api/orders"), "--rate", "400", "--requests", "200", "--keys",
+                               "20", "--connections", "4", "--metrics", s.metrics_url(), "--json"});
+        INFO(r.output);
+        CHECK(r.exit_status == 0);
+        REQUIRE(!r.summary.empty());
+        CHECK(r.summary.at("loop").as_string() == "open");
+        CHECK(r.summary.at("rate").as_double() == 400);
+        CHECK(int_at(r.summary, {"answers"}) == 200);
+        CHECK(int_at(r.summary, {"checks", "replays_checked"}) == 200);
+        const auto& latency = r.summary.at("latency_us").as_object();
+        for (auto name : {"p50", "p90", "p99", "p99_9", "max"})
+            CHECK(latency.at(name).as_double() > 0);
+        CHECK(latency.at("p50").as_double() <= latency.at("max").as_double());
+    }
+
+    TEST_CASE("mixed and first modes: executions per key match the gateway's count")
+    {
+        loadtest_setup s;
+        auto mixed = run_loadtest({"--url", s.url("/api/orders"), "--mode", "mixed:75", "--keys", "10",
+                                   "--requests", "400", "--metrics", s.metrics_url(), "--json"});
+        INFO(mixed.output);
+        CHECK(mixed.exit_status == 0);
+        REQUIRE(!mixed.summary.empty());
+        // 75 % of 400 replay the 10 warm keys; 100 new keys execute once each.
+        CHECK(int_at(mixed.summary, {"checks", "replays_checked"}) == 300);
+        CHECK(int_at(mixed.summary, {"executions", "keys_executed"}) == 110);
+        CHECK(int_at(mixed.summary, {"executions", "gateway", "executed"}) == 110);
+
+        auto first = run_loadtest({"--url", s.url("/api/orders"), "--mode", "first", "--requests", "150",
+                                   "--metrics", s.metrics_url(), "--json"});
+        INFO(first.output);
+        CHECK(first.exit_status == 0);
+        REQUIRE(!first.summary.empty());
+        CHECK(int_at(first.summary, {"executions", "keys_executed"}) == 150);
+        CHECK(int_at(first.summary, {"executions", "gateway", "executed"}) == 150);
+        CHECK(s.upstream.executions() == 110 + 150);
+    }
+
+    TEST_CASE("a tenant route: --tenant passes; without it the gateway's 400s are named and the run fails")
+    {
+        loadtest_setup s;
+        auto with = run_loadtest({"--url", s.url("/tenant/orders"), "--tenant", "acme", "--keys", "5",
+                                  "--requests", "50", "--json"});
+        INFO(with.output);
+        CHECK(with.exit_status == 0);
+        auto without =
+            run_loadtest({"--url", s.url("/tenant/orders"), "--keys", "5", "--requests", "50", "--json"});
+        INFO(without.output);
+        CHECK(without.exit_status == 1);
+        REQUIRE(!without.summary.empty());
+        CHECK(int_at(without.summary, {"gateway_problems", "missing-tenant"}) == 50);
+        CHECK(int_at(without.summary, {"checks", "replays_checked"}) == 0);
+        CHECK(without.summary.at("failures").as_array().size() == 1);
+    }
+
+    TEST_CASE("a bad command line or an unreachable target exits 2 with a message")
+    {
+        auto bad = run_loadtest({"--url", "http://127.0.0.1:1/x", "--mode", "sometimes"});
+        CHECK(bad.exit_status == 2);
+        CHECK(bad.output.find("--mode") != std::string::npos);
+        auto refused = run_loadtest(
+            {"--url", "http://127.0.0.1:" + std::to_string(free_port()) + "/x", "--requests", "5"});
+        CHECK(refused.exit_status == 2);
+        CHECK(refused.output.find("cannot connect") != std::string::npos);
+    }
+
+} // TEST_SUITE
