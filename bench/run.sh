@@ -361,6 +361,7 @@ if ((have_gateway)); then
     wait_for_log redis 'Ready to accept connections' >/dev/null
     start_gateway idemgate-redis gateway-redis.yaml "$upstream_port"
     start_gateway idemgate-redis-tier gateway-redis-tier.yaml "$upstream_port"
+    start_gateway idemgate-redis-log gateway-redis-log.yaml "$upstream_port"
     start_gateway idemgate-memory gateway-memory.yaml "$upstream_port"
 fi
 extra_gateways=()
@@ -456,6 +457,7 @@ check_replay nginx-cache "$port_nginx_cache" '^X-Cache-Status: HIT'
 if ((have_gateway)); then
     check_replay idemgate-redis "$(port_of idemgate-redis)" '^Idempotent-Replayed: true'
     check_replay idemgate-redis-tier "$(port_of idemgate-redis-tier)" '^Idempotent-Replayed: true'
+    check_replay idemgate-redis-log "$(port_of idemgate-redis-log)" '^Idempotent-Replayed: true'
     check_replay idemgate-memory "$(port_of idemgate-memory)" '^Idempotent-Replayed: true'
 fi
 for g in "${extra_gateways[@]}"; do
@@ -466,7 +468,7 @@ for t in "${!sanity[@]}"; do say "sanity $t: ${sanity[$t]}"; done
 # Pre-warm the 10 000 replay keys, then check a second pass is all replays.
 warm_prefix="warm-$run_id"
 warm_targets=(nginx-cache)
-((have_gateway)) && warm_targets+=(idemgate-redis idemgate-redis-tier idemgate-memory "${extra_gateways[@]}")
+((have_gateway)) && warm_targets+=(idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-memory "${extra_gateways[@]}")
 for t in "${warm_targets[@]}"; do
     "$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" \
         --connections 32 >"$work/warm-$t.json" || sanity[$t]="warm-up failed: $(cat "$work/warm-$t.json")"
@@ -474,7 +476,7 @@ for t in "${warm_targets[@]}"; do
     post "$(port_of "$t")" bench-replay-one >/dev/null
 done
 if ((have_gateway)); then
-    for t in idemgate-redis idemgate-redis-tier idemgate-memory "${extra_gateways[@]}"; do
+    for t in idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-memory "${extra_gateways[@]}"; do
         out=$("$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" --connections 32 || true)
         grep -q '"keys_executed_once":0,' <<<"$out" || sanity[$t]="second pass over warm keys was not all replays: $out"
     done
@@ -498,6 +500,10 @@ if ((have_gateway)); then
     for t in "${extra_gateways[@]}"; do
         plan+=("$t:replay_10k:replay_warm" "$t:first_execution:first_execution")
     done
+    # The access log's cost: the same gateway with access_log on (issue 12: <= 5 % below off).
+    plan+=("idemgate-redis-log:replay_one:replay_one" "idemgate-redis-log:first_execution:first_execution")
+    # Many connections: first executions at 512 connections beside nginx at 512.
+    plan+=("idemgate-redis:first_execution_512:first_execution:512" "nginx-proxy:proxy_512:first_execution:512")
 fi
 runs=$work/runs.tsv
 : >"$runs"
@@ -506,13 +512,14 @@ say "timed runs: ${#plan[@]} target/scenario pairs x $ROUNDS rounds x ${DURATION
 n=0
 for ((round = 1; round <= ROUNDS; round++)); do
     for entry in "${plan[@]}"; do
-        IFS=: read -r target scenario script <<<"$entry"
+        IFS=: read -r target scenario script conns <<<"$entry"
+        conns=${conns:-$CONNECTIONS}
         n=$((n + 1))
         port=$(port_of "$target")
         gw_pid=$(server_pids "$target")
         redis_pid=""
         case $target in
-        idemgate-redis | idemgate-redis-tier) redis_pid=$(pid_of redis) ;;
+        idemgate-redis | idemgate-redis-tier | idemgate-redis-log) redis_pid=$(pid_of redis) ;;
         idemgate-cluster) redis_pid="${cluster_pids[*]}" ;;
         idemgate-tls) redis_pid=$(pid_of redis-tls) ;;
         esac
@@ -520,7 +527,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
         gw0=$(cpu_ticks $gw_pid)
         rd0=$(cpu_ticks $redis_pid)
         out=$(BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" BENCH_KEYS=$WARM_KEYS \
-            wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 5s \
+            wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 5s \
             -s "$bench_dir/$script.lua" "http://127.0.0.1:$port/api/orders" 2>&1) || true
         gw1=$(cpu_ticks $gw_pid)
         rd1=$(cpu_ticks $redis_pid)
@@ -546,7 +553,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
             verdict="FAIL: $status_errors non-2xx answers"
         elif [[ $scenario = replay_* ]] && ((upstream_delta > 0)); then
             verdict="FAIL: $upstream_delta replays reached the upstream"
-        elif [[ $scenario = first_execution || $scenario = proxy ]] && ((upstream_delta < reqs)); then
+        elif [[ $scenario = first_execution* || $scenario = proxy* ]] && ((upstream_delta < reqs)); then
             verdict="FAIL: upstream served $upstream_delta of $reqs requests"
         elif [[ $scenario = mixed_* ]] && ((upstream_delta > reqs / 5)); then
             verdict="FAIL: upstream served $upstream_delta of $reqs requests (10 % expected)"
@@ -559,6 +566,41 @@ for ((round = 1; round <= ROUNDS; round++)); do
         say "[$n/$total] round $round $target $scenario: $rps req/s p50 ${p50}us p99 ${p99}us upstream+$upstream_delta $verdict"
     done
 done
+
+# ---------------------------------------------------------------- system calls per request
+# strace -c -f on a short separate run per row: strace slows what it traces, so these runs are
+# not timed; what they count (system calls per request) does not depend on speed. SYSCALLS=0 skips.
+syscall_rows=() # target \t scenario \t requests \t calls \t calls per request \t top calls
+if [[ ${SYSCALLS:-1} != 0 ]] && command -v strace >/dev/null; then
+    sys_plan=(bare-beast:static:replay_one nginx-cache:replay_one:replay_one nginx-proxy:proxy:first_execution)
+    ((have_gateway)) && sys_plan+=(idemgate-redis:replay_one:replay_one idemgate-redis-tier:replay_one:replay_one
+        idemgate-memory:replay_one:replay_one idemgate-redis:first_execution:first_execution)
+    for entry in "${sys_plan[@]}"; do
+        IFS=: read -r target scenario script <<<"$entry"
+        trace=$work/strace-$target-$scenario.txt
+        strace_args=()
+        for p in $(server_pids "$target"); do strace_args+=(-p "$p"); done
+        strace -f -c -o "$trace" "${strace_args[@]}" 2>"$trace.log" &
+        strace_pid=$!
+        sleep 0.5 # strace attaches to every thread before the run starts
+        out=$(BENCH_PREFIX="sys-$scenario-$run_id" BENCH_WARM_PREFIX="$warm_prefix" BENCH_KEYS=$WARM_KEYS \
+            wrk -t1 -c16 -d2s --timeout 5s -s "$bench_dir/$script.lua" \
+            "http://127.0.0.1:$(port_of "$target")/api/orders" 2>&1) || true
+        kill -INT "$strace_pid" 2>/dev/null || true
+        wait "$strace_pid" 2>/dev/null || true
+        reqs=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed -E 's/.*"requests":([0-9]+).*/\1/' || true)
+        calls=$(awk '$NF == "total" { print $4 }' "$trace" 2>/dev/null || true)
+        top=$(awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $4, $NF }' "$trace" 2>/dev/null | sort -rn | head -4 |
+            awk -v r="${reqs:-0}" '{ printf "%s%s %.2f", sep, $2, r ? $1 / r : 0; sep = ", " }')
+        if [[ -n $reqs && $reqs -gt 0 && -n $calls ]]; then
+            per=$(awk -v c="$calls" -v r="$reqs" 'BEGIN { printf "%.2f", c / r }')
+            syscall_rows+=("$target"$'\t'"$scenario"$'\t'"$reqs"$'\t'"$calls"$'\t'"$per"$'\t'"$top")
+            say "syscalls $target $scenario: $per per request ($calls for $reqs requests): $top"
+        else
+            say "syscalls $target $scenario: no result (strace: $(tail -1 "$trace.log" 2>/dev/null))"
+        fi
+    done
+fi
 
 # ---------------------------------------------------------------- duplicate storm
 storm_results=() # target \t verdict \t detail json
@@ -679,6 +721,16 @@ if ((have_gateway)); then
         p=$(get $g replay_one 5); add_ratio "$g replay p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 5" "$(lat_met "$p" 5000)"
         p=$(get $g first_execution 5); add_ratio "$g first execution p99 (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "<= 8" "$(lat_met "$p" 8000)"
     done
+    # The access log on vs off (issue 12: at most 5 % below).
+    r=$(ratio "$(ok_rps idemgate-redis-log replay_one)" "$(ok_rps idemgate-redis replay_one)")
+    add_ratio "access log on / off, replay (idemgate-redis)" "$r" ">= 0.95" "$(met "$r" 0.95)"
+    r=$(ratio "$(ok_rps idemgate-redis-log first_execution)" "$(ok_rps idemgate-redis first_execution)")
+    add_ratio "access log on / off, first execution (idemgate-redis)" "$r" ">= 0.95" "$(met "$r" 0.95)"
+    # 512 connections (issue 12: report beside nginx).
+    r=$(ratio "$(ok_rps idemgate-redis first_execution_512)" "$(ok_rps nginx-proxy proxy_512)")
+    add_ratio "idemgate-redis first execution / nginx proxy, 512 connections" "$r" "(info)" "-"
+    p=$(get idemgate-redis first_execution_512 5); add_ratio "idemgate-redis first execution p99 at 512 connections (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "(info)" "-"
+    p=$(get nginx-proxy proxy_512 5); add_ratio "nginx proxy p99 at 512 connections (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "(info)" "-"
     # Redis modes beside standalone Redis (issue 9): the same scenarios, as ratios.
     for g in "${extra_gateways[@]}"; do
         r=$(ratio "$(ok_rps $g replay_10k)" "$(ok_rps idemgate-redis replay_10k)")
@@ -714,7 +766,7 @@ md=$RESULTS_DIR/latest.md
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
-        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-cluster || $t = idemgate-tls ]] || rcpu=""
+        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-cluster || $t = idemgate-tls ]] || rcpu=""
         if [[ $v = ok ]]; then
             echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
         else
@@ -730,6 +782,17 @@ md=$RESULTS_DIR/latest.md
         for s in "${storm_results[@]}"; do
             IFS=$'\t' read -r t v ran d <<<"$s"
             echo "| $t | $v | $ran | \`$d\` |"
+        done
+    fi
+    if ((${#syscall_rows[@]})); then
+        echo
+        echo "System calls per request (\`strace -c -f\` on a separate 2 s run, wrk -t1 -c16; strace slows the target, so no timing here):"
+        echo
+        echo "| target | scenario | requests | system calls | per request | most frequent (per request) |"
+        echo "|---|---|---:|---:|---:|---|"
+        for r in "${syscall_rows[@]}"; do
+            IFS=$'\t' read -r t sc rq c per top <<<"$r"
+            echo "| $t | $sc | $rq | $c | $per | $top |"
         done
     fi
     if ((${#ratio_lines[@]})); then
