@@ -27,7 +27,8 @@ constexpr const char* usage = R"(usage: idemgate --config FILE [--check]
                   IDEMGATE_IO_URING build); exit 1 if that backend cannot run here
 
 Signals: SIGTERM/SIGINT stop accepting, let in-flight requests finish and be recorded
-(up to timeouts.drain), then exit 0.
+(up to timeouts.drain), then exit 0. SIGHUP reloads the configuration file (an invalid file
+is logged and the running configuration kept).
 )";
 
 } // namespace
@@ -113,6 +114,7 @@ int main(int argc, char** argv)
                     idemgate::gateway::render_memory_metrics(*stats, out);
             };
         idemgate::gateway::server srv(std::move(cfg), backend, std::move(extra));
+        srv.set_config_path(config_path);
         srv.bind();
         return srv.run();
     } catch (const std::exception& e) {

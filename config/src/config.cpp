@@ -1095,7 +1095,7 @@ config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*))
     return detail::parse_named(yaml_text, "config", getenv_fn);
 }
 
-config load_file(const std::string& path)
+std::string read_file(const std::string& path)
 {
     // stdio rather than ifstream: a directory opens fine and only fread reports EISDIR, which
     // a streambuf copy would swallow into an empty (and so misleading) document.
@@ -1113,7 +1113,41 @@ config load_file(const std::string& path)
     }
     if (!ok)
         throw config_error({path + ": cannot read file"});
+    return text;
+}
+
+config load_file(const std::string& path)
+{
+    return detail::parse_named(read_file(path), path, nullptr);
+}
+
+config load_text(const std::string& text, const std::string& path)
+{
     return detail::parse_named(text, path, nullptr);
+}
+
+std::vector<std::string> changed_sections(const std::string& old_text, const std::string& new_text,
+                                          const std::vector<std::string>& keys)
+{
+    std::vector<std::string> out;
+    YAML::Node before, after;
+    try {
+        before = YAML::Load(old_text);
+        after = YAML::Load(new_text);
+    } catch (const YAML::Exception&) {
+        return keys; // unreadable: treat every section as changed (the caller parsed both already)
+    }
+    auto text_of = [](const YAML::Node& doc, const std::string& key) {
+        if (!doc.IsMap() || !doc[key])
+            return std::string();
+        YAML::Emitter e;
+        e << doc[key];
+        return std::string(e.c_str());
+    };
+    for (const auto& k : keys)
+        if (text_of(before, k) != text_of(after, k))
+            out.push_back(k);
+    return out;
 }
 
 std::string fingerprint_config::describe() const

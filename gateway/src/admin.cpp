@@ -14,8 +14,11 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <idemgate/common/histogram.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/problem.hpp>
 #include <idemgate/gateway/wire.hpp>
@@ -90,6 +93,15 @@ response_type admin::answer(const http::request<http::empty_body>& req)
     } else if (path == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
         res.body() = ctx_.stats.render(ctx_.ready(), metrics_extra_);
+        if (auto live = ctx_.live()) {
+            // Which file is live: its hash as an info line, and the reload generation.
+            prometheus::header(res.body(), "idemgate_config_info", "gauge",
+                               "The live configuration: sha256 of the file it was loaded from.");
+            prometheus::sample(res.body(), "idemgate_config_info", "sha256=\"" + live->sha256 + "\"", 1.0);
+            prometheus::header(res.body(), "idemgate_config_generation", "gauge",
+                               "1 at start, +1 per applied reload.");
+            prometheus::sample(res.body(), "idemgate_config_generation", "", double(live->generation));
+        }
     } else {
         res =
             make_problem(problems::no_route, "admin paths: /healthz, /readyz, /metrics", req.version(), true);
@@ -225,8 +237,39 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         co_return res;
     }
     auto path = req.target().substr(0, req.target().find('?'));
+    if (path == "/admin/v1/reload") {
+        if (req.method() != http::verb::post) {
+            auto res = make_problem(problems::bad_request, "/admin/v1/reload answers POST", version, true);
+            res.result(http::status::method_not_allowed);
+            res.set(http::field::allow, "POST");
+            co_return res;
+        }
+        std::vector<std::string> problems_found;
+        if (!reload_ || !reload_(problems_found)) {
+            // 422 with every problem, each naming its key path: the old configuration is live.
+            auto res = make_problem(problems::bad_request,
+                                    "the configuration file has problems; the running configuration is kept",
+                                    version, true, {}, 422);
+            auto body = boost::json::parse(res.body()).as_object();
+            boost::json::array list;
+            for (const auto& p : problems_found)
+                list.emplace_back(p);
+            body["problems"] = std::move(list); // an RFC 9457 extension member
+            res.body() = boost::json::serialize(body);
+            co_return res;
+        }
+        response_type res{http::status::ok, version};
+        res.set(http::field::content_type, "application/json");
+        boost::json::object body;
+        body["reloaded"] = true;
+        body["generation"] = ctx_.live()->generation;
+        body["sha256"] = ctx_.live()->sha256;
+        res.body() = boost::json::serialize(body);
+        co_return res;
+    }
     if (path != "/admin/v1/records")
-        co_return make_problem(problems::no_route, "admin API paths: /admin/v1/records", version, true);
+        co_return make_problem(problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload",
+                               version, true);
     if (req.method() != http::verb::get && req.method() != http::verb::delete_) {
         auto res =
             make_problem(problems::bad_request, "/admin/v1/records answers GET and DELETE", version, true);

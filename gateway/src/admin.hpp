@@ -7,6 +7,7 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace idemgate::gateway::detail {
 
@@ -19,6 +20,9 @@ public:
     // Binds admin_listen (throws std::system_error naming the address on failure).
     void bind(const tcp::endpoint& ep);
     tcp::endpoint endpoint() const { return endpoint_; }
+
+    // POST /admin/v1/reload calls this (on the control thread); false with the problems found.
+    void on_reload(std::function<bool(std::vector<std::string>&)> reload) { reload_ = std::move(reload); }
 
     // Starts accepting and watching the store on the control context.
     void start();
@@ -35,6 +39,7 @@ private:
     gateway_context& ctx_;
     boost::asio::io_context& control_;
     std::function<void(std::string&)> metrics_extra_;
+    std::function<bool(std::vector<std::string>&)> reload_;
     tcp::acceptor acceptor_;
     tcp::endpoint endpoint_;
     std::unique_ptr<store::session> store_; // the admin's own session, on the control thread

@@ -12,6 +12,7 @@
 #include <idemgate/gateway/upstream_pool.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -24,14 +25,60 @@ using tcp = boost::asio::ip::tcp;
 using request_type = http::request<http::string_body>;
 using response_type = http::response<http::string_body>;
 
+// One loaded configuration with what it needs at run time. A reload (SIGHUP, admin API)
+// builds a new one and swaps it in whole; requests keep the one they started with.
+struct live_config {
+    config::config cfg;
+    std::vector<std::vector<tcp::endpoint>> upstream_endpoints; // index = cfg.upstreams index
+    std::uint64_t generation = 0;                               // 1 at start, +1 per reload
+    std::string sha256;                                         // of the file it was loaded from
+};
+
 // Process-wide state, shared by every thread (fields are immutable or atomic).
 struct gateway_context {
-    config::config cfg;
+    gateway_context(config::config c, std::shared_ptr<store::backend> b)
+        : cfg(std::move(c)), backend(std::move(b))
+    {
+    }
+
+    // The configuration the process started with. Request handling reads the live one
+    // (worker::current); the settings a reload cannot change (listen, admin_listen, threads,
+    // store, admin) are read from here.
+    const config::config cfg;
     std::shared_ptr<store::backend> backend;
     metrics stats;
     std::atomic<bool> draining{false};
+    std::string config_path; // the file reloads read
 
     bool ready() const { return !draining.load() && backend->ready(); }
+
+    std::shared_ptr<const live_config> live() const
+    {
+        std::lock_guard lock(live_mutex_);
+        return live_;
+    }
+    void publish(std::shared_ptr<const live_config> next)
+    {
+        auto generation = next->generation;
+        {
+            std::lock_guard lock(live_mutex_);
+            live_ = std::move(next);
+        }
+        live_generation.store(generation, std::memory_order_release);
+    }
+    std::atomic<std::uint64_t> live_generation{0}; // read per request; the mutex only on change
+
+private:
+    mutable std::mutex live_mutex_;
+    std::shared_ptr<const live_config> live_;
+};
+
+// One worker's share of a live_config: its upstream connection pools. A request holds it for
+// its whole life, so a reload never pulls a pool or a route from under it.
+struct request_env {
+    std::shared_ptr<const live_config> live;
+    std::vector<std::unique_ptr<upstream_pool>> pools; // index = live->cfg.upstreams index
+    const config::config& cfg() const noexcept { return live->cfg; }
 };
 
 class local_tier;
@@ -45,13 +92,16 @@ struct worker {
     boost::asio::io_context ioc{1};
     tcp::acceptor acceptor{ioc};
     std::unique_ptr<store::session> store;
-    std::vector<std::unique_ptr<upstream_pool>> pools; // index = config upstream index
-    std::unique_ptr<local_tier> tier;                  // store.local_tier; null when off
+    std::shared_ptr<request_env> env; // the live configuration this thread serves with
+    std::unique_ptr<local_tier> tier; // store.local_tier; null when off
     std::mt19937_64 rng{std::random_device{}()};
     std::thread thread;
 
     // 128 random bits as 32 hex digits: the owner token of one reservation.
     std::string new_owner_token();
+    // The environment for a new request: the live configuration, with this thread's pools for
+    // it (made anew after a reload; the old ones go when their last request ends).
+    std::shared_ptr<request_env> current(gateway_context& ctx);
 };
 
 // The answer to one request plus what the access log says about it.

@@ -95,8 +95,8 @@ template<class Stream>
 class http_connection {
 public:
     http_connection(gateway_context& ctx, worker& w, Stream& stream, client_info client)
-        : ctx_(ctx), cfg_(ctx.cfg), worker_(w), stream_(stream), client_(std::move(client)),
-          deadline_(stream.get_executor())
+        : ctx_(ctx), env_(w.current(ctx)), cfg_(&env_->cfg()), worker_(w), stream_(stream),
+          client_(std::move(client)), deadline_(stream.get_executor())
     {
     }
 
@@ -124,7 +124,7 @@ private:
         if (buffer_.size() > 0)
             co_return true;
         beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg_.timeouts.idle);
+        deadline_.arm(socket(), cfg_->timeouts.idle);
         auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), use_tuple);
         deadline_.disarm();
         if (ec)
@@ -137,9 +137,9 @@ private:
     asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version)
     {
         auto res = make_problem(p, detail, version ? version : 11, false);
-        auto ec = co_await write_message(stream_, res, scratch_, cfg_.timeouts.client_write);
+        auto ec = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
         ctx_.stats.count(outcome::rejected);
-        if (cfg_.access_log)
+        if (cfg_->access_log)
             log_rejected(client_, res.result_int(), detail, ec);
     }
 
@@ -157,7 +157,7 @@ private:
         bool line_start = false; // the last consumed byte ended a line
         error_code ec;
         beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg_.timeouts.header_read);
+        deadline_.arm(socket(), cfg_->timeouts.header_read);
         for (;;) {
             if (buffer_.size() > 0) {
                 std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
@@ -167,7 +167,7 @@ private:
                     if (skip > 0) {
                         header_bytes += skip;
                         buffer_.consume(skip);
-                        if (header_bytes > cfg_.limits.max_header_bytes) {
+                        if (header_bytes > cfg_->limits.max_header_bytes) {
                             ec = http::error::header_limit;
                             break;
                         }
@@ -185,7 +185,7 @@ private:
                     line_start = pending[used - 1] == '\n';
                 buffer_.consume(used);
                 header_bytes += used;
-                if (header_bytes > cfg_.limits.max_header_bytes) {
+                if (header_bytes > cfg_->limits.max_header_bytes) {
                     ec = http::error::header_limit;
                     break;
                 }
@@ -197,7 +197,7 @@ private:
                     break;
                 if (!pec && used > 0)
                     continue;
-                if (buffer_.size() >= cfg_.limits.max_header_bytes + 4) {
+                if (buffer_.size() >= cfg_->limits.max_header_bytes + 4) {
                     ec = http::error::header_limit;
                     break;
                 }
@@ -236,7 +236,7 @@ private:
     asio::awaitable<error_code> read_body(http::request_parser<http::string_body>& parser)
     {
         beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg_.timeouts.body_read);
+        deadline_.arm(socket(), cfg_->timeouts.body_read);
         auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_tuple);
         deadline_.disarm();
         if (ec == asio::error::operation_aborted && deadline_.fired())
@@ -247,9 +247,12 @@ private:
     // Reads, checks and handles one request; false when the connection must close.
     asio::awaitable<bool> serve_one()
     {
+        // Each request runs under the configuration live when its first byte arrived (reload).
+        env_ = worker_.current(ctx_);
+        cfg_ = &env_->cfg();
         http::request_parser<http::string_body> parser;
-        parser.header_limit(static_cast<std::uint32_t>(cfg_.limits.max_header_bytes));
-        parser.body_limit(cfg_.limits.max_request_body);
+        parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
+        parser.body_limit(cfg_->limits.max_request_body);
         if (auto ec = co_await read_header(parser)) {
             if (ec == http::error::header_limit)
                 co_await answer_and_close(problems::header_too_large,
@@ -279,7 +282,7 @@ private:
             auto expect = find_header(header, "Expect");
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                 static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-                beast::get_lowest_layer(stream_).expires_after(cfg_.timeouts.client_write);
+                beast::get_lowest_layer(stream_).expires_after(cfg_->timeouts.client_write);
                 auto [ec, n] =
                     co_await asio::async_write(stream_, asio::buffer(cont.data(), cont.size()), use_tuple);
                 if (ec)
@@ -311,7 +314,8 @@ private:
 
         request_type req = parser.release();
         bool client_keep_alive = req.keep_alive();
-        handled h = co_await handle_request(ctx_, worker_, req, client_, scratch_);
+        auto env = env_; // kept to the end of this request even if the next one reloads
+        handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_);
         // Draining is read after the request was handled: a request in flight when SIGTERM
         // arrived gets Connection: close on its answer (issue 8).
         bool keep_alive =
@@ -321,12 +325,12 @@ private:
             ec = co_await write_prerendered(*h.prerendered, req.version(), keep_alive);
         } else {
             h.response.keep_alive(keep_alive);
-            ec = co_await write_message(stream_, h.response, scratch_, cfg_.timeouts.client_write);
+            ec = co_await write_message(stream_, h.response, scratch_, cfg_->timeouts.client_write);
         }
         auto elapsed = clock_type::now() - started;
         ctx_.stats.request_latency.observe(elapsed);
         ctx_.stats.count(h.result);
-        if (cfg_.access_log)
+        if (cfg_->access_log)
             log_request(req, h, client_, elapsed, ec);
         co_return !ec && keep_alive;
     }
@@ -347,13 +351,14 @@ private:
                                                   asio::buffer(connection.data(), connection.size()),
                                                   asio::buffer("\r\n", 2),
                                                   asio::buffer(e.body)};
-        beast::get_lowest_layer(stream_).expires_after(cfg_.timeouts.client_write);
+        beast::get_lowest_layer(stream_).expires_after(cfg_->timeouts.client_write);
         auto [ec, n] = co_await asio::async_write(stream_, buffers, use_tuple);
         co_return ec;
     }
 
     gateway_context& ctx_;
-    const config::config& cfg_;
+    std::shared_ptr<request_env> env_; // the live configuration of the current request
+    const config::config* cfg_;
     worker& worker_;
     Stream& stream_;
     client_info client_;

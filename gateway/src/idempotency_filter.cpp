@@ -233,14 +233,12 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
 
 // Wait mode: a duplicate of an in-flight request waits for the first one to settle, within
 // limits.max_waiting per process. Returns what to answer; `existing` gets the record to replay.
-asio::awaitable<reserve_action> wait_for_first(gateway_context& ctx, worker& w, store::scope scope,
-                                               const config::idempotency_config& policy,
-                                               std::string_view fingerprint,
-                                               std::optional<store::record>& existing)
+asio::awaitable<reserve_action>
+wait_for_first(gateway_context& ctx, worker& w, store::scope scope, const config::idempotency_config& policy,
+               std::string_view fingerprint, std::optional<store::record>& existing, std::size_t max_waiting)
 {
     auto& stats = ctx.stats;
-    if (stats.waiting.fetch_add(1, std::memory_order_relaxed) >=
-        static_cast<std::int64_t>(ctx.cfg.limits.max_waiting)) {
+    if (stats.waiting.fetch_add(1, std::memory_order_relaxed) >= static_cast<std::int64_t>(max_waiting)) {
         stats.waiting.fetch_sub(1, std::memory_order_relaxed);
         stats.waits[static_cast<int>(wait_end::refused)].fetch_add(1, std::memory_order_relaxed);
         co_return reserve_action::reject_store_failure; // answered as too-many-waiting by the caller
@@ -324,11 +322,12 @@ std::string credential_hmac(const std::string& secret, std::string_view value)
     return out;
 }
 
-asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request_type& req,
-                                        const client_info& client, std::string& scratch)
+asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
+                                        request_type& req, const client_info& client, std::string& scratch)
 {
     unsigned version = req.version();
-    const auto* route = match_route(ctx.cfg, req.target());
+    const auto& cfg = env.cfg();
+    const auto* route = match_route(cfg, req.target());
     if (!route)
         co_return rejected(problems::no_route, "no route matches this path", version);
     const auto& policy = route->idempotency;
@@ -349,7 +348,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
         h.result = outcome::pass_through;
         if (h.shadow != shadow_finding::none)
             ctx.stats.shadow[static_cast<int>(h.shadow)].fetch_add(1, std::memory_order_relaxed);
-        co_await forward(ctx, w, *route, req, client, h, scratch);
+        co_await forward(ctx, env, *route, req, client, h, scratch);
         co_return h;
     }
 
@@ -373,7 +372,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     in_flight.owner_token = w.new_owner_token();
     in_flight.created_unix_ms = log::now_unix_ms();
 
-    auto tp = resolve_tenant_policy(ctx.cfg, policy, h.tenant);
+    auto tp = resolve_tenant_policy(cfg, policy, h.tenant);
     // Local tier: a finished record this thread has a fresh copy of is answered from it, with no
     // store round trip. Shadow routes never replay, so they never look.
     local_tier* tier = shadow ? nullptr : w.tier.get();
@@ -404,12 +403,13 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
         if (reserved.ec)
             ctx.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
         h.result = outcome::pass_through;
-        co_await forward(ctx, w, *route, req, client, h, scratch);
+        co_await forward(ctx, env, *route, req, client, h, scratch);
         co_return h;
     }
 
     if (action == reserve_action::in_flight_conflict && policy.on_in_flight == config::in_flight_mode::wait) {
-        action = co_await wait_for_first(ctx, w, scope, policy, in_flight.fingerprint, reserved.existing);
+        action = co_await wait_for_first(ctx, w, scope, policy, in_flight.fingerprint, reserved.existing,
+                                         cfg.limits.max_waiting);
         if (action == reserve_action::reject_store_failure) {
             h.response =
                 make_problem(problems::too_many_waiting,
@@ -474,7 +474,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     case reserve_action::pass_through_store_failure:
         ctx.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
         h.result = outcome::pass_through;
-        co_await forward(ctx, w, *route, req, client, h, scratch);
+        co_await forward(ctx, env, *route, req, client, h, scratch);
         co_return h;
     case reserve_action::forward_and_record: break;
     }
@@ -487,7 +487,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request
     }
 
     h.result = outcome::executed;
-    bool answered = co_await forward(ctx, w, *route, req, client, h, scratch);
+    bool answered = co_await forward(ctx, env, *route, req, client, h, scratch);
     // settle() moves the token and the fingerprint into the record: keep copies.
     std::string token = admitted ? in_flight.owner_token : std::string();
     std::string fingerprint_copy = tier ? in_flight.fingerprint : std::string();

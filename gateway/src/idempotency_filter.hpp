@@ -12,7 +12,9 @@ namespace idemgate::gateway::detail {
 std::string credential_hmac(const std::string& secret, std::string_view value);
 
 // Handles one complete request (body read, framing checked) on worker `w`.
-boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, request_type& req,
-                                               const client_info& client, std::string& scratch);
+// `env`: the live configuration the request runs under, with this thread's upstream pools.
+boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
+                                               request_type& req, const client_info& client,
+                                               std::string& scratch);
 
 } // namespace idemgate::gateway::detail

@@ -14,6 +14,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <idemgate/common/cpu_quota.hpp>
 #include <idemgate/common/log.hpp>
+#include <openssl/evp.h>
 #include <sstream>
 #include <sys/socket.h>
 #include <system_error>
@@ -80,21 +81,60 @@ listener::~listener()
     stop_workers();
 }
 
+namespace {
+
+// Every address of every upstream (blocking: start-up and reloads, on the control thread).
+// A name that does not resolve is a problem naming its key path.
+std::vector<std::vector<tcp::endpoint>> resolve_upstreams(asio::io_context& ioc, const config::config& cfg,
+                                                          std::vector<std::string>& problems)
+{
+    std::vector<std::vector<tcp::endpoint>> out;
+    for (const auto& up : cfg.upstreams) {
+        tcp::resolver resolver(ioc);
+        error_code ec;
+        auto results = resolver.resolve(up.address.host, std::to_string(up.address.port), ec);
+        std::vector<tcp::endpoint> eps;
+        if (ec || results.empty())
+            problems.push_back("upstreams." + up.name + ".address: cannot resolve " + up.address.to_string() +
+                               (ec ? ": " + ec.message() : std::string()));
+        for (const auto& r : results)
+            eps.push_back(r.endpoint());
+        out.push_back(std::move(eps));
+    }
+    return out;
+}
+
+std::string sha256_hex(std::string_view text)
+{
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < len; ++i) {
+        out.push_back(hex[digest[i] >> 4]);
+        out.push_back(hex[digest[i] & 0xf]);
+    }
+    return out;
+}
+
+bool any_route_waits(const config::config& cfg)
+{
+    for (const auto& r : cfg.routes)
+        if (r.idempotency.enabled && r.idempotency.on_in_flight == config::in_flight_mode::wait)
+            return true;
+    return false;
+}
+
+} // namespace
+
 void listener::bind()
 {
     const auto& cfg = ctx_.cfg;
-    for (const auto& up : cfg.upstreams) {
-        tcp::resolver resolver(control_);
-        error_code ec;
-        auto results = resolver.resolve(up.address.host, std::to_string(up.address.port), ec);
-        if (ec || results.empty())
-            throw std::system_error(ec, "upstreams." + up.name + ".address: cannot resolve " +
-                                            up.address.to_string());
-        std::vector<tcp::endpoint> eps;
-        for (const auto& r : results)
-            eps.push_back(r.endpoint());
-        upstream_endpoints_.push_back(std::move(eps));
-    }
+    std::vector<std::string> problems;
+    upstream_endpoints_ = resolve_upstreams(control_, cfg, problems);
+    if (!problems.empty())
+        throw std::runtime_error(problems.front());
 
     // threads: 0 = one per CPU this process may use (affinity and cgroup CPU quota included).
     unsigned n = cfg.threads ? cfg.threads : available_cpus();
@@ -121,13 +161,96 @@ void listener::bind()
         if (i == 0)
             ep = w->acceptor.local_endpoint();
         w->store = ctx_.backend->open_session(w->ioc.get_executor());
-        for (std::size_t u = 0; u < cfg.upstreams.size(); ++u)
-            w->pools.push_back(std::make_unique<upstream_pool>(w->ioc.get_executor(), upstream_endpoints_[u],
-                                                               cfg.upstreams[u].max_idle_connections, cfg,
-                                                               ctx_.stats));
         workers_.push_back(std::move(w));
     }
     endpoint_ = ep;
+
+    auto live = std::make_shared<live_config>();
+    live->cfg = cfg;
+    live->upstream_endpoints = std::move(upstream_endpoints_);
+    live->generation = 1;
+    if (!ctx_.config_path.empty()) {
+        try {
+            boot_text_ = config::read_file(ctx_.config_path);
+            live->sha256 = sha256_hex(boot_text_);
+        } catch (const config::config_error&) {
+            // Unreadable again already: the next reload will say so.
+        }
+    }
+    ctx_.publish(std::move(live));
+}
+
+bool listener::reload(std::string_view trigger, std::vector<std::string>& problems)
+{
+    problems.clear();
+    std::string text;
+    config::config next;
+    try {
+        text = config::read_file(ctx_.config_path);
+        next = config::load_text(text, ctx_.config_path);
+    } catch (const config::config_error& e) {
+        problems = e.problems();
+    }
+    std::vector<std::vector<tcp::endpoint>> endpoints;
+    if (problems.empty())
+        endpoints = resolve_upstreams(control_, next, problems);
+    if (!problems.empty()) {
+        ctx_.stats.config_reloads[1].fetch_add(1, std::memory_order_relaxed);
+        log::error("configuration reload failed; still serving the previous configuration",
+                   {{"trigger", trigger}, {"file", ctx_.config_path}, {"problems", problems.size()}});
+        for (const auto& p : problems)
+            log::error("configuration reload: problem", {{"problem", p}});
+        return false;
+    }
+    // What a running process cannot change: its sockets, threads, store and admin API.
+    for (const auto& key :
+         config::changed_sections(boot_text_, text, {"listen", "admin_listen", "threads", "store", "admin"}))
+        log::warn("configuration reload: this setting needs a restart; the running value is kept",
+                  {{"key", key}});
+    next.listen = ctx_.cfg.listen;
+    next.admin_listen = ctx_.cfg.admin_listen;
+    next.threads = ctx_.cfg.threads;
+    next.store = ctx_.cfg.store;
+    next.admin = ctx_.cfg.admin;
+    if (any_route_waits(next) && !any_route_waits(ctx_.cfg))
+        log::warn("configuration reload: on_in_flight: wait needs a restart to take effect (the store was "
+                  "started without settlement notifications: waiting duplicates would time out)",
+                  {{"key", "routes[].idempotency.on_in_flight"}});
+    for (const auto& w : config::warnings(next))
+        log::warn("risky configuration", {{"warning", w}});
+
+    auto live = std::make_shared<live_config>();
+    live->generation = ctx_.live()->generation + 1;
+    live->sha256 = sha256_hex(text);
+    live->upstream_endpoints = std::move(endpoints);
+    live->cfg = std::move(next);
+    auto routes = live->cfg.routes.size();
+    auto upstreams = live->cfg.upstreams.size();
+    auto generation = live->generation;
+    auto sha = live->sha256;
+    ctx_.publish(std::move(live));
+    ctx_.stats.config_reloads[0].fetch_add(1, std::memory_order_relaxed);
+    log::info("configuration reloaded", {{"trigger", trigger},
+                                         {"generation", static_cast<std::int64_t>(generation)},
+                                         {"sha256", sha},
+                                         {"routes", static_cast<std::int64_t>(routes)},
+                                         {"upstreams", static_cast<std::int64_t>(upstreams)}});
+    return true;
+}
+
+std::shared_ptr<request_env> worker::current(gateway_context& ctx)
+{
+    if (env && env->live->generation == ctx.live_generation.load(std::memory_order_acquire))
+        return env;
+    auto next = std::make_shared<request_env>();
+    next->live = ctx.live();
+    const auto& cfg = next->live->cfg;
+    for (std::size_t u = 0; u < cfg.upstreams.size(); ++u)
+        next->pools.push_back(
+            std::make_unique<upstream_pool>(ioc.get_executor(), next->live->upstream_endpoints[u],
+                                            cfg.upstreams[u].max_idle_connections, cfg, ctx.stats));
+    env = std::move(next);
+    return env;
 }
 
 asio::awaitable<void> listener::accept_loop(worker& w)
@@ -168,9 +291,11 @@ void listener::wait_for_signal()
         if (ec)
             return;
         if (sig == SIGHUP) {
-            // Reload is not implemented yet; SIGHUP must never kill a process that holds
-            // reservations in flight (its default action would).
-            log::warn("SIGHUP received: configuration reload is not supported yet; configuration unchanged");
+            // Reload; never the default action (exit), which would drop reservations in flight.
+            if (!drain_started_) {
+                std::vector<std::string> problems;
+                reload("SIGHUP", problems);
+            }
             wait_for_signal();
             return;
         }

@@ -35,6 +35,12 @@ public:
     // Begins the drain: stop accepting, let in-flight requests finish (timeouts.drain).
     void begin_drain(const char* why);
 
+    // Reads ctx.config_path again and, if it is valid, makes it the live configuration for new
+    // requests (routes, policies, tenants, upstreams, limits, timeouts, access log); settings
+    // that need a restart keep their running values, with a warning. On a problem, nothing
+    // changes and every problem is logged and returned. Control thread only.
+    bool reload(std::string_view trigger, std::vector<std::string>& problems);
+
 private:
     boost::asio::awaitable<void> accept_loop(worker& w);
     boost::asio::awaitable<void> wait_for_drain();
@@ -44,6 +50,7 @@ private:
     gateway_context& ctx_;
     boost::asio::io_context& control_;
     std::vector<std::vector<tcp::endpoint>> upstream_endpoints_;
+    std::string boot_text_; // the file as started: restart-only settings are compared with it
     std::vector<std::unique_ptr<worker>> workers_;
     tcp::endpoint endpoint_;
     std::function<void()> on_drained_;

@@ -111,6 +111,12 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
     prometheus::header(out, "idemgate_local_tier_bytes", "gauge",
                        "Bytes held by the local tier, all threads.");
     prometheus::sample(out, "idemgate_local_tier_bytes", "", static_cast<double>(tier_bytes.load()));
+    prometheus::header(out, "idemgate_config_reloads_total", "counter",
+                       "Configuration reloads (SIGHUP, POST /admin/v1/reload): applied or refused.");
+    prometheus::sample(out, "idemgate_config_reloads_total", "result=\"ok\"",
+                       static_cast<double>(config_reloads[0].load()));
+    prometheus::sample(out, "idemgate_config_reloads_total", "result=\"failed\"",
+                       static_cast<double>(config_reloads[1].load()));
     prometheus::header(out, "idemgate_ready", "gauge",
                        "1 when the gateway is ready (store reachable, not draining).");
     prometheus::sample(out, "idemgate_ready", "", ready ? 1.0 : 0.0);

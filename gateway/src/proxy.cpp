@@ -51,14 +51,14 @@ void reframe(response_type& res, bool head_request)
     res.content_length(res.body().size());
 }
 
-asio::awaitable<bool> forward(gateway_context& ctx, worker& w, const config::route_config& route,
+asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
                               request_type& req, const client_info& client, handled& h, std::string& scratch)
 {
     unsigned client_version = req.version();
     bool head = req.method() == http::verb::head;
     rewrite_request(req, client);
 
-    upstream_result result = co_await w.pools[route.upstream_index]->exchange(req, head, scratch);
+    upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, head, scratch);
     h.request_sent = result.sent;
     if (result.ec) {
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);

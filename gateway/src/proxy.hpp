@@ -13,8 +13,8 @@ void reframe(response_type& res, bool head_request);
 
 // Forwards `req` to the route's upstream and fills h.response. Returns true when the upstream
 // answered (any status); false when the gateway answered 502/504 itself.
-boost::asio::awaitable<bool> forward(gateway_context& ctx, worker& w, const config::route_config& route,
-                                     request_type& req, const client_info& client, handled& h,
-                                     std::string& scratch);
+boost::asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env,
+                                     const config::route_config& route, request_type& req,
+                                     const client_info& client, handled& h, std::string& scratch);
 
 } // namespace idemgate::gateway::detail

@@ -20,8 +20,11 @@ struct server::impl {
     detail::admin admin;
 
     impl(config::config c, std::shared_ptr<store::backend> b, std::function<void(std::string&)> extra)
-        : ctx{std::move(c), std::move(b)}, admin(ctx, control, std::move(extra))
+        : ctx(std::move(c), std::move(b)), admin(ctx, control, std::move(extra))
     {
+        admin.on_reload([this](std::vector<std::string>& problems) {
+            return listener.reload("POST /admin/v1/reload", problems);
+        });
     }
 };
 
@@ -41,6 +44,11 @@ server::server(config::config cfg, std::shared_ptr<store::backend> backend,
 }
 
 server::~server() = default;
+
+void server::set_config_path(std::string path)
+{
+    impl_->ctx.config_path = std::move(path);
+}
 
 void server::bind()
 {

@@ -64,8 +64,8 @@ struct memory_config {
 
 // Finished records kept in the gateway process (per I/O thread), so replays skip the store.
 struct local_tier_config {
-    std::size_t max_bytes = 0;      // all threads together; 0 = off
-    duration max_age{10000};        // a copy never outlives this, nor its record's TTL
+    std::size_t max_bytes = 0; // all threads together; 0 = off
+    duration max_age{10000};   // a copy never outlives this, nor its record's TTL
 };
 
 // Records at rest (issue 9): the response part of a completed record is AES-256-GCM encrypted.
@@ -210,6 +210,14 @@ config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*) =
 
 // Reads and parses a file; a missing/unreadable file is a config_error naming the path.
 config load_file(const std::string& path);
+// The bytes of a file (config_error naming the path if unreadable).
+std::string read_file(const std::string& path);
+// parse() of text read from `path` (problems are reported under that name).
+config load_text(const std::string& text, const std::string& path);
+// The top-level `keys` whose YAML differs between two documents (reload: the settings that
+// need a restart). Formatting and comments do not count as changes.
+std::vector<std::string> changed_sections(const std::string& old_text, const std::string& new_text,
+                                          const std::vector<std::string>& keys);
 
 // Valid but risky settings, one message per line naming the key path. A guarded route whose
 // lock_ttl is not comfortably above 2 x upstream_connect + upstream_response + 1 s (a retried

@@ -55,6 +55,8 @@ struct metrics {
     std::atomic<std::uint64_t> tier_misses{0};
     std::atomic<std::uint64_t> tier_evictions{0};
     std::atomic<std::int64_t> tier_bytes{0};
+    // Configuration reloads: applied, refused (the old configuration kept).
+    std::array<std::atomic<std::uint64_t>, 2> config_reloads{};
 
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 

@@ -19,6 +19,9 @@ public:
     server(const server&) = delete;
     server& operator=(const server&) = delete;
 
+    // The file SIGHUP and POST /admin/v1/reload read again (before bind; none: reload refused).
+    void set_config_path(std::string path);
+
     // Binds the listeners (throws std::system_error naming the address on failure).
     void bind();
     boost::asio::ip::tcp::endpoint listen_endpoint() const;
