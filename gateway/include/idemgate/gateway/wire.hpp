@@ -29,16 +29,24 @@ void render_head(const http::response_header<>& h, std::string& out);
 // set, or no body). `scratch` is reused between calls to avoid an allocation per message.
 // Stream is beast::tcp_stream or a stream layered over one (TLS): the deadline is set on the
 // lowest layer.
+// The buffers of a message: head rendered into `scratch`, then the body.
+template<bool isRequest>
+std::array<boost::asio::const_buffer, 2>
+message_buffers(const http::message<isRequest, http::string_body>& msg, std::string& scratch,
+                bool send_body = true)
+{
+    scratch.clear();
+    render_head(msg.base(), scratch);
+    return {boost::asio::buffer(scratch),
+            boost::asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
+}
+
 template<class Stream, bool isRequest>
 boost::asio::awaitable<boost::system::error_code>
 write_message(Stream& stream, const http::message<isRequest, http::string_body>& msg, std::string& scratch,
               std::chrono::milliseconds timeout, bool send_body = true)
 {
-    scratch.clear();
-    render_head(msg.base(), scratch);
-    std::array<boost::asio::const_buffer, 2> buffers{
-        boost::asio::buffer(scratch),
-        boost::asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
+    auto buffers = message_buffers(msg, scratch, send_body);
     boost::beast::get_lowest_layer(stream).expires_after(timeout);
     auto [ec, n] =
         co_await boost::asio::async_write(stream, buffers, boost::asio::as_tuple(boost::asio::use_awaitable));
