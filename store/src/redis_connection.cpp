@@ -201,12 +201,16 @@ void redis_shared::log_corrupt_record(std::string_view key, std::size_t bytes, s
 
 struct redis_connection::pending_command {
     explicit pending_command(const asio::any_io_executor& ex) : event(ex) {}
-    asio::steady_timer event; // deadline; cancelled by the reader when the reply arrives
+    // Never expires by itself (its expiry is the end of time): cancelled by the reader when the
+    // reply arrives, by fail_pending, or by the sweep once `deadline` has passed.
+    asio::steady_timer event;
     clock::time_point sent;
-    std::string payload; // formatted command, kept only while waiting for a connection
+    clock::time_point deadline; // sent + command_timeout
+    std::string payload;        // formatted command, kept only while waiting for a connection
     error_code ec;
     reply_ptr reply;
     bool done = false;      // ec/reply are final
+    bool expired = false;   // the sweep found it past its deadline and woke its waiter
     bool abandoned = false; // the caller gave up (timeout): its reply is read and dropped
 };
 
@@ -219,7 +223,7 @@ redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<red
                                    config::endpoint address)
     : ex_(std::move(ex)), shared_(std::move(shared)), address_(std::move(address)),
       transport_(ex_, shared_->tls), wake_writer_(ex_), lost_(ex_), backoff_(ex_), connect_deadline_(ex_),
-      policy_timer_(ex_)
+      sweep_(ex_), policy_timer_(ex_)
 {
 }
 
@@ -257,6 +261,9 @@ void redis_connection::do_shutdown()
     backoff_.cancel();
     connect_deadline_.cancel();
     policy_timer_.cancel();
+    ++sweep_generation_;
+    sweep_armed_ = false;
+    sweep_.cancel();
     fail_pending(make_error_code(error::store_unavailable));
 }
 
@@ -508,7 +515,9 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
 
     auto cmd = std::make_shared<pending_command>(ex_);
     cmd->sent = clock::now();
-    cmd->event.expires_after(shared_->cfg.command_timeout);
+    cmd->deadline = cmd->sent + shared_->cfg.command_timeout;
+    cmd->event.expires_at(clock::time_point::max());
+    arm_sweep(cmd->deadline);
     if (asking && send_now) {
         // Redis Cluster ASK redirect: ASKING must come right before the command on the same
         // connection; both are queued here in one go, so nothing can come between them. ASKING's
@@ -546,6 +555,49 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
     bump(stats.errors_timeout);
     check_stall();
     co_return command_result{make_error_code(error::store_timeout), nullptr};
+}
+
+// Command deadlines: one timer per connection, armed for the earliest deadline of a command
+// still waiting, instead of one armed (and cancelled) timer per command, which re-programmed
+// the thread's timerfd about once per command. Commands are enqueued in deadline order, so a new
+// one rarely moves the timer.
+void redis_connection::arm_sweep(clock::time_point at)
+{
+    if (sweep_armed_ && sweep_at_ <= at)
+        return;
+    sweep_armed_ = true;
+    sweep_at_ = at;
+    auto generation = ++sweep_generation_;
+    sweep_.expires_at(at);
+    sweep_.async_wait([self = shared_from_this(), generation](const error_code& ec) {
+        if (generation != self->sweep_generation_)
+            return; // re-armed earlier meanwhile
+        self->sweep_armed_ = false;
+        if (!ec)
+            self->sweep();
+    });
+}
+
+void redis_connection::sweep()
+{
+    auto now = clock::now();
+    auto next = clock::time_point::max();
+    auto visit = [&](const std::shared_ptr<pending_command>& cmd) {
+        if (cmd->done || cmd->abandoned || cmd->expired)
+            return;
+        if (cmd->deadline <= now) {
+            cmd->expired = true;
+            cmd->event.cancel(); // its waiter reports the timeout and abandons it
+        } else {
+            next = std::min(next, cmd->deadline);
+        }
+    };
+    for (const auto& cmd : pending_)
+        visit(cmd);
+    for (const auto& cmd : waiting_)
+        visit(cmd);
+    if (next != clock::time_point::max())
+        arm_sweep(next);
 }
 
 void redis_connection::check_stall()

@@ -190,6 +190,8 @@ private:
     void fail_pending(boost::system::error_code ec);
     void send_waiting();
     void check_stall();
+    void arm_sweep(std::chrono::steady_clock::time_point at);
+    void sweep();
     void do_shutdown();
 
     boost::asio::any_io_executor ex_;
@@ -203,6 +205,10 @@ private:
     boost::asio::steady_timer lost_;        // cancelled when the connection is lost
     boost::asio::steady_timer backoff_;
     boost::asio::steady_timer connect_deadline_;
+    boost::asio::steady_timer sweep_; // the earliest command deadline (arm_sweep)
+    std::chrono::steady_clock::time_point sweep_at_{};
+    std::uint64_t sweep_generation_ = 0;
+    bool sweep_armed_ = false;
     boost::asio::steady_timer policy_timer_;               // next maxmemory-policy check; cancelled on loss
     std::deque<std::shared_ptr<pending_command>> pending_; // awaiting replies, in send order
     std::deque<std::shared_ptr<pending_command>> waiting_; // queued during a connect attempt
