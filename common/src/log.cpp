@@ -45,4 +45,10 @@ void write_raw_line(std::string_view json_object)
     std::fflush(stdout);
 }
 
+void write_raw_lines(std::string_view lines)
+{
+    std::fwrite(lines.data(), 1, lines.size(), stdout);
+    std::fflush(stdout);
+}
+
 } // namespace idemgate::log

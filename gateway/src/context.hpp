@@ -7,6 +7,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/access_log_writer.hpp>
 #include <idemgate/gateway/decision.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/gateway/upstream_pool.hpp>
@@ -30,6 +31,7 @@ struct gateway_context {
     std::shared_ptr<store::backend> backend;
     metrics stats;
     std::atomic<bool> draining{false};
+    std::unique_ptr<access_log_writer> access_log; // null when access_log is off
 
     bool ready() const { return !draining.load() && backend->ready(); }
 };
@@ -41,6 +43,7 @@ struct worker {
     std::unique_ptr<store::session> store;
     std::vector<std::unique_ptr<upstream_pool>> pools; // index = config upstream index
     std::mt19937_64 rng{std::random_device{}()};
+    std::unique_ptr<access_log_buffer> access_log; // this thread's batch, made on its first line
     std::thread thread;
 
     // 128 random bits as 32 hex digits: the owner token of one reservation.

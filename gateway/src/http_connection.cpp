@@ -15,6 +15,7 @@
 #include <boost/beast/http/read.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/problem.hpp>
+#include <idemgate/gateway/request_id.hpp>
 #include <idemgate/gateway/wire.hpp>
 #include <iterator>
 
@@ -136,10 +137,15 @@ private:
     asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version)
     {
         auto res = make_problem(p, detail, version ? version : 11, false);
+        // A request whose header could not be read still gets an ID, to match log and answer.
+        if (ids_.request_id.empty() && !cfg_.request_id_header.empty())
+            ids_.request_id = new_request_id();
+        if (!ids_.request_id.empty())
+            res.set(cfg_.request_id_header, ids_.request_id);
         auto ec = co_await write_message(stream_, res, scratch_, cfg_.timeouts.client_write);
         ctx_.stats.count(outcome::rejected);
         if (cfg_.access_log)
-            log_rejected(client_, res.result_int(), detail, ec);
+            log_rejected(ctx_, worker_, client_, ids_, res.result_int(), detail, ec);
     }
 
     // Reads the header by feeding the parser from the buffer ourselves, for three reasons:
@@ -249,6 +255,7 @@ private:
         http::request_parser<http::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(cfg_.limits.max_header_bytes));
         parser.body_limit(cfg_.limits.max_request_body);
+        ids_ = {};
         if (auto ec = co_await read_header(parser)) {
             if (ec == http::error::header_limit)
                 co_await answer_and_close(problems::header_too_large,
@@ -268,6 +275,7 @@ private:
         auto started = clock_type::now();
         auto& header = parser.get();
         unsigned version = header.version();
+        ids_ = read_request_ids(header, cfg_.request_id_header);
 
         auto violation = check_request_framing(header, version, header.target(), header.method_string());
         if (violation != framing_violation::none) {
@@ -309,6 +317,9 @@ private:
         }
 
         request_type req = parser.release();
+        // The upstream sees the ID the client gets back (a missing or unusable one replaced).
+        if (ids_.generated)
+            req.set(cfg_.request_id_header, ids_.request_id);
         bool client_keep_alive = req.keep_alive();
         handled h = co_await handle_request(ctx_, worker_, req, client_, scratch_);
         // Draining is read after the request was handled: a request in flight when SIGTERM
@@ -316,12 +327,16 @@ private:
         bool keep_alive =
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
         h.response.keep_alive(keep_alive);
+        // Every answer carries this request's own ID: an executed one, a replay (the recorded
+        // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx.
+        if (!ids_.request_id.empty())
+            h.response.set(cfg_.request_id_header, ids_.request_id);
         auto ec = co_await write_message(stream_, h.response, scratch_, cfg_.timeouts.client_write);
         auto elapsed = clock_type::now() - started;
         ctx_.stats.request_latency.observe(elapsed);
         ctx_.stats.count(h.result);
         if (cfg_.access_log)
-            log_request(req, h, client_, elapsed, ec);
+            log_request(ctx_, worker_, req, h, client_, ids_, elapsed, ec);
         co_return !ec && keep_alive;
     }
 
@@ -331,6 +346,7 @@ private:
     Stream& stream_;
     client_info client_;
     read_deadline deadline_;
+    request_ids ids_; // the current request's
     bool obs_fold_ = false;
     beast::flat_buffer buffer_;
     std::string scratch_; // rendered message heads, reused for every message on this connection

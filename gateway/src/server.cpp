@@ -21,6 +21,12 @@ struct server::impl {
     impl(config::config c, std::shared_ptr<store::backend> b, std::function<void(std::string&)> extra)
         : ctx{std::move(c), std::move(b)}, admin(ctx, control, std::move(extra))
     {
+        if (ctx.cfg.access_log) {
+            const auto& o = ctx.cfg.access_log_options;
+            ctx.access_log = std::make_unique<access_log_writer>(
+                access_log_writer::options{o.queue_lines, o.batch_bytes, o.flush_interval},
+                ctx.stats.access_log_dropped);
+        }
     }
 };
 
@@ -70,6 +76,9 @@ int server::run()
                                     {"version", IDEMGATE_VERSION}});
         },
         [&i] { i.admin.stop(); });
+    // The I/O threads have stopped: every line of the drain reaches stdout before "stopped".
+    if (i.ctx.access_log)
+        i.ctx.access_log->stop();
     log::info("stopped", {{"in_flight", i.ctx.stats.requests_in_flight.load()}});
     return 0;
 }

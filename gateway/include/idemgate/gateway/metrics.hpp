@@ -49,6 +49,8 @@ struct metrics {
     // Wait mode: duplicates waiting now, and how waits ended (index = wait_end).
     std::atomic<std::int64_t> waiting{0};
     std::array<std::atomic<std::uint64_t>, 4> waits{};
+    // Access log lines dropped because the writer's queue was full (access_log.queue_lines).
+    std::atomic<std::uint64_t> access_log_dropped{0};
 
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 
