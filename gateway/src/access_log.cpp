@@ -57,8 +57,8 @@ void emit(gateway_context& ctx, worker& w, const boost::json::object& line)
 } // namespace
 
 void log_request(gateway_context& ctx, worker& w, const request_type& req, const handled& h,
-                 const client_info& client, const request_ids& ids, std::chrono::steady_clock::duration elapsed,
-                 boost::system::error_code write_ec)
+                 const client_info& client, const request_ids& ids,
+                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec)
 {
     boost::json::object line;
     line["ts"] = log::now_unix_ms();

@@ -19,8 +19,8 @@ std::string log_safe(std::string_view raw);
 // answer could not be written: the line then says so instead of claiming a status.
 // Runs on worker `w`'s thread.
 void log_request(gateway_context& ctx, worker& w, const request_type& req, const handled& h,
-                 const client_info& client, const request_ids& ids, std::chrono::steady_clock::duration elapsed,
-                 boost::system::error_code write_ec);
+                 const client_info& client, const request_ids& ids,
+                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec);
 
 // A request the gateway could not read (bad framing, limits, timeouts).
 void log_rejected(gateway_context& ctx, worker& w, const client_info& client, const request_ids& ids,

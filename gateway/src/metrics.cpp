@@ -98,8 +98,9 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
             prometheus::sample(out, "idemgate_waits_total", std::string("result=\"") + ends[i] + "\"",
                                static_cast<double>(waits[i].load()));
     }
-    prometheus::header(out, "idemgate_access_log_dropped_total", "counter",
-                       "Access log lines dropped because the writer's queue was full (access_log.queue_lines).");
+    prometheus::header(
+        out, "idemgate_access_log_dropped_total", "counter",
+        "Access log lines dropped because the writer's queue was full (access_log.queue_lines).");
     prometheus::sample(out, "idemgate_access_log_dropped_total", "",
                        static_cast<double>(access_log_dropped.load()));
     prometheus::header(out, "idemgate_ready", "gauge",

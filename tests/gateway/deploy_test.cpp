@@ -49,7 +49,8 @@ std::vector<YAML::Node> kubernetes_documents()
 YAML::Node find_object(const std::vector<YAML::Node>& docs, const std::string& kind, const std::string& name)
 {
     for (const auto& d : docs)
-        if (d["kind"] && d["kind"].as<std::string>() == kind && d["metadata"]["name"].as<std::string>() == name)
+        if (d["kind"] && d["kind"].as<std::string>() == kind &&
+            d["metadata"]["name"].as<std::string>() == name)
             return d;
     FAIL("no " << kind << " named " << name << " in deploy/kubernetes");
     return {};
@@ -101,7 +102,8 @@ void collect_queries(const boost::json::value& v, std::set<std::string>& names)
     static const std::regex metric_name(R"(\bidemgate_[a-zA-Z0-9_:]+)");
     if (v.is_object()) {
         for (const auto& kv : v.as_object()) {
-            if ((kv.key() == "expr" || kv.key() == "query" || kv.key() == "definition") && kv.value().is_string()) {
+            if ((kv.key() == "expr" || kv.key() == "query" || kv.key() == "definition") &&
+                kv.value().is_string()) {
                 std::string text(kv.value().as_string());
                 for (std::sregex_iterator it(text.begin(), text.end(), metric_name), end; it != end; ++it)
                     names.insert(it->str());
@@ -114,7 +116,8 @@ void collect_queries(const boost::json::value& v, std::set<std::string>& names)
     }
 }
 
-std::vector<std::string> missing_from(const std::set<std::string>& wanted, const std::set<std::string>& exported)
+std::vector<std::string> missing_from(const std::set<std::string>& wanted,
+                                      const std::set<std::string>& exported)
 {
     std::vector<std::string> missing;
     for (const auto& n : wanted)
@@ -304,9 +307,8 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
     // It runs the example configuration's path; the stop timeout outlasts that file's drain.
     auto exec_start = one("ExecStart");
     CHECK(exec_start.find("--config /etc/idemgate/idemgate.yaml") != std::string::npos);
-    auto example =
-        idemgate::config::parse(read_text(fs::path(IDEMGATE_SOURCE_DIR) / "config" / "idemgate.example.yaml"),
-                                fake_secrets);
+    auto example = idemgate::config::parse(
+        read_text(fs::path(IDEMGATE_SOURCE_DIR) / "config" / "idemgate.example.yaml"), fake_secrets);
     auto timeout = one("TimeoutStopSec");
     REQUIRE(timeout.ends_with("s"));
     auto stop_s = std::stoi(timeout.substr(0, timeout.size() - 1));
@@ -323,8 +325,8 @@ TEST_CASE("every metric the Grafana dashboard queries is exported by a running g
     // Outcomes, latency, store errors, Redis, upstreams, as the issue asks.
     for (const char* needed : {"idemgate_requests_total", "idemgate_request_duration_seconds_bucket",
                                "idemgate_store_errors_total", "idemgate_redis_errors_total",
-                               "idemgate_redis_command_duration_seconds_bucket", "idemgate_upstream_errors_total",
-                               "idemgate_access_log_dropped_total"}) {
+                               "idemgate_redis_command_duration_seconds_bucket",
+                               "idemgate_upstream_errors_total", "idemgate_access_log_dropped_total"}) {
         CAPTURE(needed);
         CHECK(queried.count(needed));
     }
@@ -338,8 +340,8 @@ TEST_CASE("every metric the Grafana dashboard queries is exported by a running g
     }
     {
         redis_server redis;
-        gateway_process over_redis(
-            minimal_gateway_yaml("store:\n  type: redis\n  redis:\n    address: \"" + redis.address() + "\"\n"));
+        gateway_process over_redis(minimal_gateway_yaml("store:\n  type: redis\n  redis:\n    address: \"" +
+                                                        redis.address() + "\"\n"));
         exported.merge(sample_names(http_request(over_redis.admin_port(), "GET", "/metrics").body));
     }
     REQUIRE(exported.count("idemgate_requests_total"));

@@ -118,12 +118,14 @@ TEST_CASE("a replay carries its own request's ID, never the recorded one")
     const std::string key = unique_key("rid-replay");
     // The upstream echoes the ID as a response header, as many applications do: it must not
     // become part of the record.
-    auto first = f.post("/api/orders", key, "{}", {{"X-Request-Id", "first-attempt"}, {"X-Test-Echo-Request-Id", "1"}});
+    auto first = f.post("/api/orders", key, "{}",
+                        {{"X-Request-Id", "first-attempt"}, {"X-Test-Echo-Request-Id", "1"}});
     REQUIRE(first.status == 201);
     CHECK(first.header("x-request-id") == "first-attempt");
     CHECK(header_lines(first, "x-request-id") == 1);
 
-    auto retry = f.post("/api/orders", key, "{}", {{"X-Request-Id", "second-attempt"}, {"X-Test-Echo-Request-Id", "1"}});
+    auto retry = f.post("/api/orders", key, "{}",
+                        {{"X-Request-Id", "second-attempt"}, {"X-Test-Echo-Request-Id", "1"}});
     REQUIRE(retry.status == 201);
     CHECK(retry.header("idempotent-replayed") == "true");
     CHECK(retry.header("x-request-id") == "second-attempt");
@@ -173,7 +175,8 @@ TEST_CASE("answers the gateway makes itself carry the ID: problems, 502, 409, 40
 
     // ... and one whose header could not be read gets a new one.
     http_connection big(f.port(), io_timeout);
-    big.send_raw("GET /plain/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(20000, 'b') + "\r\n\r\n");
+    big.send_raw("GET /plain/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(20000, 'b') +
+                 "\r\n\r\n");
     auto too_large = big.read_response();
     CHECK(is_problem(too_large, 431));
     CHECK(is_generated_id(too_large.header("x-request-id")));
@@ -183,7 +186,8 @@ TEST_CASE("traceparent is forwarded unchanged and its trace ID logged; an invali
 {
     gateway_fixture f;
     const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-    auto res = f.post("/api/orders", unique_key("rid-trace"), "{}", {{"X-Request-Id", "traced-1"}, {"traceparent", tp}});
+    auto res = f.post("/api/orders", unique_key("rid-trace"), "{}",
+                      {{"X-Request-Id", "traced-1"}, {"traceparent", tp}});
     REQUIRE(res.status == 201);
     CHECK(upstream_saw(res, "traceparent") == tp);
     auto line = access_line_of(f.process(), "traced-1");
@@ -191,7 +195,8 @@ TEST_CASE("traceparent is forwarded unchanged and its trace ID logged; an invali
     CHECK(line["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736");
 
     const std::string bad = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01";
-    auto res2 = f.post("/api/orders", unique_key("rid-trace"), "{}", {{"X-Request-Id", "traced-2"}, {"traceparent", bad}});
+    auto res2 = f.post("/api/orders", unique_key("rid-trace"), "{}",
+                       {{"X-Request-Id", "traced-2"}, {"traceparent", bad}});
     CHECK(upstream_saw(res2, "traceparent") == bad); // forwarded as it came
     auto line2 = access_line_of(f.process(), "traced-2");
     REQUIRE(!line2.empty());

@@ -49,16 +49,16 @@ TEST_CASE("traceparent: only the W3C version-00 format yields a trace id")
     CHECK(trace_id_of("00-" + trace + "-00f067aa0ba902b7-00") == trace);
     const std::string bad[] = {
         "",
-        "00-" + trace + "-00f067aa0ba902b7",                     // no flags
-        "00-" + trace + "-00f067aa0ba902b7-01-extra",            // version 00 has four fields
-        "01-" + trace + "-00f067aa0ba902b7-01",                  // unknown version
-        "ff-" + trace + "-00f067aa0ba902b7-01",                  // forbidden version
+        "00-" + trace + "-00f067aa0ba902b7",                       // no flags
+        "00-" + trace + "-00f067aa0ba902b7-01-extra",              // version 00 has four fields
+        "01-" + trace + "-00f067aa0ba902b7-01",                    // unknown version
+        "ff-" + trace + "-00f067aa0ba902b7-01",                    // forbidden version
         "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", // upper case
         "00-00000000000000000000000000000000-00f067aa0ba902b7-01", // all-zero trace id
-        "00-" + trace + "-0000000000000000-01",                  // all-zero parent id
-        "00-" + trace + "-00f067aa0ba902b7-0g",                  // not hex
-        "00_" + trace + "-00f067aa0ba902b7-01",                  // wrong separator
-        "00-" + trace.substr(1) + "-00f067aa0ba902b7-01x",       // misaligned fields
+        "00-" + trace + "-0000000000000000-01",                    // all-zero parent id
+        "00-" + trace + "-00f067aa0ba902b7-0g",                    // not hex
+        "00_" + trace + "-00f067aa0ba902b7-01",                    // wrong separator
+        "00-" + trace.substr(1) + "-00f067aa0ba902b7-01x",         // misaligned fields
     };
     for (const auto& tp : bad) {
         CAPTURE(tp);

@@ -29,7 +29,7 @@ public:
         // Lines waiting in the queue at most; a batch that would pass it is dropped (a batch is
         // always accepted into an empty queue, so one batch may exceed it).
         std::size_t queue_lines = 65536;
-        std::size_t batch_bytes = 64 * 1024; // a thread's buffer is handed over at this size
+        std::size_t batch_bytes = 64 * 1024;           // a thread's buffer is handed over at this size
         std::chrono::milliseconds flush_interval{100}; // ... or this long after its first line
     };
     // Receives one batch of complete, newline-terminated lines per call, on the writer thread.
