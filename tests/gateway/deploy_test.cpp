@@ -313,6 +313,21 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
     REQUIRE(timeout.ends_with("s"));
     auto stop_s = std::stoi(timeout.substr(0, timeout.size() - 1));
     CHECK(stop_s > std::chrono::duration_cast<std::chrono::seconds>(example.timeouts.drain).count());
+
+    // systemd's own parser, where it is installed, on a copy that runs the built binary.
+    if (fs::exists("/usr/bin/systemd-analyze")) {
+        temp_dir dir;
+        auto unit = read_text(deploy_dir / "systemd" / "idemgate.service");
+        for (auto at = unit.find("/usr/local/bin/idemgate"); at != std::string::npos;
+             at = unit.find("/usr/local/bin/idemgate", at))
+            unit.replace(at, std::string("/usr/local/bin/idemgate").size(), bin_dir() + "/idemgate");
+        auto path = dir.write_file("idemgate.service", unit);
+        child_process verify("/usr/bin/systemd-analyze", {"verify", path});
+        CHECK_MESSAGE(verify.wait_exit(30s) == 0, verify.output());
+        CHECK_MESSAGE(verify.lines().empty(), verify.output()); // no warnings either
+    } else {
+        MESSAGE("systemd-analyze not installed: the unit was checked by this test's parser only");
+    }
 }
 
 TEST_CASE("every metric the Grafana dashboard queries is exported by a running gateway")
