@@ -142,6 +142,26 @@ TEST_CASE("a replay carries its own request's ID, never the recorded one")
     CHECK(f.executions() == 1);
 }
 
+TEST_CASE("the request ID is not part of the stored record, even when the upstream echoes it")
+{
+    gateway_fixture f;
+    if (!f.store.redis) {
+        MESSAGE("needs IDEMGATE_TEST_STORE=redis (reads the record's bytes in Redis)");
+        return;
+    }
+    const std::string key = unique_key("rid-record");
+    // A body of 'x' bytes: the default JSON echo would hold the request's headers.
+    auto first = f.post("/api/orders", key, "{}",
+                        {{"X-Request-Id", "id-that-must-not-be-stored"},
+                         {"X-Test-Echo-Request-Id", "1"},
+                         {"X-Test-Body-Size", "8"}});
+    REQUIRE(first.status == 201);
+    CHECK(first.header("x-request-id") == "id-that-must-not-be-stored");
+    auto stored = f.store.redis->command({"GET", "idemgate-test::" + key});
+    REQUIRE_MESSAGE(stored.find("xxxxxxxx") != std::string::npos, stored); // the record is there
+    CHECK(stored.find("id-that-must-not-be-stored") == std::string::npos);
+}
+
 TEST_CASE("answers the gateway makes itself carry the ID: problems, 502, 409, 400 on framing")
 {
     gateway_fixture f;
