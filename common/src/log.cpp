@@ -1,8 +1,10 @@
 #include <boost/json/serialize.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <idemgate/common/log.hpp>
 #include <string>
+#include <unistd.h>
 
 namespace idemgate::log {
 
@@ -43,6 +45,24 @@ void write_raw_line(std::string_view json_object)
     // One fwrite per line: stdio locks the stream, so lines from threads never interleave.
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
+}
+
+void write_raw_lines(std::string_view lines)
+{
+    // One write(2) for the whole block rather than stdio's buffer-sized pieces, under stdout's
+    // lock, so the other log lines (fwrite + fflush under the same lock) never land inside it.
+    flockfile(stdout);
+    std::fflush(stdout);
+    int fd = fileno(stdout);
+    while (!lines.empty()) {
+        auto n = ::write(fd, lines.data(), lines.size());
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; // stdout is gone: nothing sensible to do with a log line
+        lines.remove_prefix(static_cast<std::size_t>(n));
+    }
+    funlockfile(stdout);
 }
 
 } // namespace idemgate::log

@@ -449,14 +449,15 @@ public:
     void load(const YAML::Node& root, config& cfg)
     {
         map_view top(*this, root, "",
-                     {"listen", "admin_listen", "threads", "access_log", "store", "upstreams", "routes",
-                      "limits", "timeouts", "admin", "tenants"});
+                     {"listen", "admin_listen", "threads", "access_log", "request_id_header", "store",
+                      "upstreams", "routes", "limits", "timeouts", "admin", "tenants"});
         if (root.IsDefined() && !root.IsNull() && !root.IsMap())
             return; // reported by `top`; nothing below can be read.
         read_endpoint(top, "listen", cfg.listen);
         read_endpoint(top, "admin_listen", cfg.admin_listen);
         read_int(top, "threads", cfg.threads, 0, 256);
-        read_bool(top, "access_log", cfg.access_log);
+        load_access_log(top, cfg);
+        load_request_id(top, cfg);
         load_store(top, cfg.store);
         load_upstreams(top, cfg.upstreams);
         load_routes(top, cfg);
@@ -476,6 +477,32 @@ private:
     {
         const auto* node = map.find(key);
         return node ? *node : YAML::Node(YAML::NodeType::Undefined);
+    }
+
+    // `access_log: true|false`, or a map: enabled plus the writer's queue and batching.
+    void load_access_log(const map_view& top, config& cfg)
+    {
+        const auto* node = top.find("access_log");
+        if (!node || !node->IsMap()) {
+            read_bool(top, "access_log", cfg.access_log);
+            return;
+        }
+        map_view map(*this, *node, "access_log", {"enabled", "queue_lines", "batch_bytes", "flush_interval"});
+        auto& opts = cfg.access_log_options;
+        read_bool(map, "enabled", cfg.access_log);
+        read_int(map, "queue_lines", opts.queue_lines, 1, 16 * 1024 * 1024);
+        read_size(map, "batch_bytes", opts.batch_bytes, false);
+        if (opts.batch_bytes > 16 * 1024 * 1024) {
+            problem(map.path_of("batch_bytes"), "must be at most 16MiB");
+            opts.batch_bytes = 16 * 1024 * 1024;
+        }
+        read_duration(map, "flush_interval", opts.flush_interval);
+    }
+
+    // `request_id_header`: a header name, or "" to turn request IDs off.
+    void load_request_id(const map_view& top, config& cfg)
+    {
+        read_header_name(top, "request_id_header", cfg.request_id_header, true);
     }
 
     void load_store(const map_view& top, store_config& store)

@@ -36,9 +36,28 @@ void add_status(boost::json::object& line, unsigned status, boost::system::error
     }
 }
 
+void add_ids(boost::json::object& line, const request_ids& ids)
+{
+    if (!ids.request_id.empty())
+        line["request_id"] = log_safe(ids.request_id);
+    if (!ids.trace_id.empty())
+        line["trace_id"] = ids.trace_id;
+}
+
+// Into this thread's batch; the buffer is made on the thread's first line.
+void emit(gateway_context& ctx, worker& w, const boost::json::object& line)
+{
+    if (!ctx.access_log)
+        return;
+    if (!w.access_log)
+        w.access_log = std::make_unique<access_log_buffer>(*ctx.access_log, w.ioc.get_executor());
+    w.access_log->append(boost::json::serialize(line));
+}
+
 } // namespace
 
-void log_request(const request_type& req, const handled& h, const client_info& client,
+void log_request(gateway_context& ctx, worker& w, const request_type& req, const handled& h,
+                 const client_info& client, const request_ids& ids,
                  std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec)
 {
     boost::json::object line;
@@ -58,11 +77,12 @@ void log_request(const request_type& req, const handled& h, const client_info& c
     if (h.shadow != shadow_finding::none)
         line["shadow"] = to_string(h.shadow);
     line["latency_us"] = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
-    log::write_raw_line(boost::json::serialize(line));
+    add_ids(line, ids);
+    emit(ctx, w, line);
 }
 
-void log_rejected(const client_info& client, unsigned status, std::string_view detail,
-                  boost::system::error_code write_ec)
+void log_rejected(gateway_context& ctx, worker& w, const client_info& client, const request_ids& ids,
+                  unsigned status, std::string_view detail, boost::system::error_code write_ec)
 {
     boost::json::object line;
     line["ts"] = log::now_unix_ms();
@@ -71,7 +91,8 @@ void log_rejected(const client_info& client, unsigned status, std::string_view d
     add_status(line, status, write_ec);
     line["outcome"] = "rejected";
     line["detail"] = log_safe(detail);
-    log::write_raw_line(boost::json::serialize(line));
+    add_ids(line, ids);
+    emit(ctx, w, line);
 }
 
 } // namespace idemgate::gateway::detail

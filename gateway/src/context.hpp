@@ -7,6 +7,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/access_log_writer.hpp>
 #include <idemgate/gateway/decision.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/gateway/upstream_pool.hpp>
@@ -49,6 +50,7 @@ struct gateway_context {
     metrics stats;
     std::atomic<bool> draining{false};
     std::string config_path; // the file reloads read
+    std::unique_ptr<access_log_writer> access_log; // null when access_log is off
 
     bool ready() const { return !draining.load() && backend->ready(); }
 
@@ -95,6 +97,7 @@ struct worker {
     std::shared_ptr<request_env> env; // the live configuration this thread serves with
     std::unique_ptr<local_tier> tier; // store.local_tier; null when off
     std::mt19937_64 rng{std::random_device{}()};
+    std::unique_ptr<access_log_buffer> access_log; // this thread's batch, made on its first line
     std::thread thread;
 
     // 128 random bits as 32 hex digits: the owner token of one reservation.

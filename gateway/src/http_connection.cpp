@@ -16,6 +16,7 @@
 #include <boost/beast/http/read.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/problem.hpp>
+#include <idemgate/gateway/request_id.hpp>
 #include <idemgate/gateway/wire.hpp>
 #include <iterator>
 
@@ -177,10 +178,15 @@ private:
     asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version)
     {
         auto res = make_problem(p, detail, version ? version : 11, false);
+        // A request whose header could not be read still gets an ID, to match log and answer.
+        if (ids_.request_id.empty() && !cfg_->request_id_header.empty())
+            ids_.request_id = new_request_id();
+        if (!ids_.request_id.empty())
+            res.set(cfg_->request_id_header, ids_.request_id);
         auto ec = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
         ctx_.stats.count(outcome::rejected);
         if (cfg_->access_log)
-            log_rejected(client_, res.result_int(), detail, ec);
+            log_rejected(ctx_, worker_, client_, ids_, res.result_int(), detail, ec);
     }
 
     // Reads the header by feeding the parser from the buffer ourselves, for three reasons:
@@ -293,6 +299,7 @@ private:
         http::request_parser<http::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
         parser.body_limit(cfg_->limits.max_request_body);
+        ids_ = {};
         if (auto ec = co_await read_header(parser)) {
             if (ec == http::error::header_limit)
                 co_await answer_and_close(problems::header_too_large,
@@ -312,6 +319,7 @@ private:
         auto started = clock_type::now();
         auto& header = parser.get();
         unsigned version = header.version();
+        ids_ = read_request_ids(header, cfg_->request_id_header);
 
         auto violation = check_request_framing(header, version, header.target(), header.method_string());
         if (violation != framing_violation::none) {
@@ -353,6 +361,9 @@ private:
         }
 
         request_type req = parser.release();
+        // The upstream sees the ID the client gets back (a missing or unusable one replaced).
+        if (ids_.generated)
+            req.set(cfg_->request_id_header, ids_.request_id);
         bool client_keep_alive = req.keep_alive();
         auto env = env_; // kept to the end of this request even if the next one reloads
         handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_);
@@ -361,11 +372,21 @@ private:
         bool keep_alive =
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
         error_code ec;
+        // Every answer carries this request's own ID: an executed one, a replay (the recorded
+        // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx.
         if (h.prerendered) {
-            auto buffers = prerendered_buffers(*h.prerendered, req.version(), keep_alive);
+            std::string_view id_field;
+            if (!ids_.request_id.empty()) {
+                scratch_.clear();
+                scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
+                id_field = scratch_;
+            }
+            auto buffers = prerendered_buffers(*h.prerendered, req.version(), keep_alive, id_field);
             ec = co_await write_bounded(buffers);
         } else {
             h.response.keep_alive(keep_alive);
+            if (!ids_.request_id.empty())
+                h.response.set(cfg_->request_id_header, ids_.request_id);
             auto buffers = message_buffers(h.response, scratch_);
             ec = co_await write_bounded(buffers);
         }
@@ -373,14 +394,15 @@ private:
         ctx_.stats.request_latency.observe(elapsed);
         ctx_.stats.count(h.result);
         if (cfg_->access_log)
-            log_request(req, h, client_, elapsed, ec);
+            log_request(ctx_, worker_, req, h, client_, ids_, elapsed, ec);
         co_return !ec && keep_alive;
     }
 
     // A local-tier replay in one gather write: the bytes write_message would have produced for
     // the same replay (the Connection field as Beast's keep_alive() sets it).
-    static std::array<asio::const_buffer, 6> prerendered_buffers(const tier_entry& e, unsigned version,
-                                                                 bool keep_alive)
+    // `extra` (the request ID field) goes last, as set() appends it on the other path.
+    static std::array<asio::const_buffer, 7> prerendered_buffers(const tier_entry& e, unsigned version,
+                                                                 bool keep_alive, std::string_view extra)
     {
         std::string_view proto = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
         std::string_view connection;
@@ -388,10 +410,11 @@ private:
             connection = "Connection: keep-alive\r\n";
         else if (version != 10 && !keep_alive)
             connection = "Connection: close\r\n";
-        std::array<asio::const_buffer, 6> buffers{asio::buffer(proto.data(), proto.size()),
+        std::array<asio::const_buffer, 7> buffers{asio::buffer(proto.data(), proto.size()),
                                                   asio::buffer(e.status_line),
                                                   asio::buffer(e.fields),
                                                   asio::buffer(connection.data(), connection.size()),
+                                                  asio::buffer(extra.data(), extra.size()),
                                                   asio::buffer("\r\n", 2),
                                                   asio::buffer(e.body)};
         return buffers;
@@ -417,6 +440,7 @@ private:
     Stream& stream_;
     client_info client_;
     deadline deadline_;
+    request_ids ids_; // the current request's
     bool obs_fold_ = false;
     beast::flat_buffer buffer_;
     std::string scratch_; // rendered message heads, reused for every message on this connection

@@ -4,6 +4,7 @@
 #include "proxy.hpp"
 
 #include <array>
+#include <boost/beast/core/string.hpp>
 #include <cstdio>
 #include <ctime>
 #include <idemgate/common/log.hpp>
@@ -212,8 +213,12 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
     done.created_unix_ms = in_flight.created_unix_ms;
     done.response.status = h.response.result_int();
     done.response.reason = std::string(h.response.reason());
+    // The request ID belongs to one request, not to the answer: a replay carries its own (an
+    // upstream that echoes the ID would otherwise have it recorded).
+    const auto& request_id_header = ctx.cfg.request_id_header;
     for (const auto& f : h.response)
-        if (!excluded_from_record(f.name_string()))
+        if (!excluded_from_record(f.name_string()) &&
+            (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)))
             done.response.headers.push_back({std::string(f.name_string()), std::string(f.value())});
     // Move the body into the record and back: no copy of the body on the hot path.
     done.response.body = std::move(h.response.body());

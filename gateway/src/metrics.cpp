@@ -117,6 +117,11 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
                        static_cast<double>(config_reloads[0].load()));
     prometheus::sample(out, "idemgate_config_reloads_total", "result=\"failed\"",
                        static_cast<double>(config_reloads[1].load()));
+    prometheus::header(
+        out, "idemgate_access_log_dropped_total", "counter",
+        "Access log lines dropped because the writer's queue was full (access_log.queue_lines).");
+    prometheus::sample(out, "idemgate_access_log_dropped_total", "",
+                       static_cast<double>(access_log_dropped.load()));
     prometheus::header(out, "idemgate_ready", "gauge",
                        "1 when the gateway is ready (store reachable, not draining).");
     prometheus::sample(out, "idemgate_ready", "", ready ? 1.0 : 0.0);

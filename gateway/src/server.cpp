@@ -25,6 +25,11 @@ struct server::impl {
         admin.on_reload([this](std::vector<std::string>& problems) {
             return listener.reload("POST /admin/v1/reload", problems);
         });
+        // Always made (its thread idles when nothing is logged): a reload may turn access_log on.
+        const auto& o = ctx.cfg.access_log_options;
+        ctx.access_log = std::make_unique<access_log_writer>(
+            access_log_writer::options{o.queue_lines, o.batch_bytes, o.flush_interval},
+            ctx.stats.access_log_dropped);
     }
 };
 
@@ -80,6 +85,9 @@ int server::run()
                                     {"version", IDEMGATE_VERSION}});
         },
         [&i] { i.admin.stop(); });
+    // The I/O threads have stopped: every line of the drain reaches stdout before "stopped".
+    if (i.ctx.access_log)
+        i.ctx.access_log->stop();
     log::info("stopped", {{"in_flight", i.ctx.stats.requests_in_flight.load()}});
     return 0;
 }

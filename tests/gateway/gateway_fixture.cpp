@@ -60,7 +60,7 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
     y += "listen: \"${LISTEN}\"\n";
     y += "admin_listen: \"${ADMIN}\"\n";
     y += "threads: 2\n";
-    y += "access_log: true\n";
+    y += options.access_log;
     y += options.top_level;
     y += store.yaml;
 

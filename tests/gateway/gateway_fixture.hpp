@@ -30,8 +30,9 @@ struct gateway_options {
     std::string limits;            // keys under limits: (2-space indent)
     std::string timeouts;          // keys under timeouts: (2-space indent)
     std::string top_level;         // extra top-level keys
-    std::string store_extra;       // extra keys under store: (2-space indent)
-    std::string redis_extra;       // extra keys under store.redis: (4-space indent; Redis stores only)
+    std::string access_log = "access_log: true\n"; // the access_log key (a line or a block)
+    std::string store_extra;                       // extra keys under store: (2-space indent)
+    std::string redis_extra; // extra keys under store.redis: (4-space indent; Redis stores only)
     std::vector<std::pair<std::string, std::string>> env; // extra environment of the gateway
     bool breaks_store = false; // the test calls break_store(): a cluster of its own, not the shared one
 };

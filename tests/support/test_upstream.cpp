@@ -15,6 +15,7 @@
 //     X-Test-Set-Cookie: 1  adds Set-Cookie: session=abc
 //     X-Test-Interim: 1     sends "103 Early Hints" (with a Link header) before the answer
 //     X-Test-Trailer: 1     chunked body followed by the trailer field "X-Trailer-Secret: t1"
+//     X-Test-Echo-Request-Id: 1  answers with the request's X-Request-Id header (as many apps do)
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
 //   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
 //   The default body echoes {"execution","method","target","body","headers"}.
@@ -115,6 +116,9 @@ scripted_answer(const http::request<http::string_body>& req)
     res.set(http::field::connection, close ? "close, X-Hop" : "keep-alive, X-Hop");
     if (header_is_one(req, "X-Test-Set-Cookie"))
         res.set(http::field::set_cookie, "session=abc");
+    if (header_is_one(req, "X-Test-Echo-Request-Id"))
+        if (auto it = req.find("X-Request-Id"); it != req.end())
+            res.set("X-Request-Id", it->value());
 
     long body_size = header_number(req, "X-Test-Body-Size", -1);
     if (body_size >= 0) {

@@ -315,6 +315,31 @@ timeouts:
     CHECK(c.timeouts.drain == 0ms);
 }
 
+TEST_CASE("access_log takes a boolean or a map; request_id_header a header name or \"\"")
+{
+    auto d = cfg::parse(minimal, no_env);
+    CHECK(d.access_log);
+    CHECK(d.access_log_options.queue_lines == 65536);
+    CHECK(d.access_log_options.batch_bytes == 64 * 1024);
+    CHECK(d.access_log_options.flush_interval == 100ms);
+    CHECK(d.request_id_header == "X-Request-Id");
+
+    auto m = cfg::parse(minimal + "access_log:\n  enabled: false\n  queue_lines: 10\n  batch_bytes: 2KiB\n"
+                                  "  flush_interval: 5ms\nrequest_id_header: \"\"\n",
+                        no_env);
+    CHECK_FALSE(m.access_log);
+    CHECK(m.access_log_options.queue_lines == 10);
+    CHECK(m.access_log_options.batch_bytes == 2048);
+    CHECK(m.access_log_options.flush_interval == 5ms);
+    CHECK(m.request_id_header.empty());
+
+    auto partial =
+        cfg::parse(minimal + "access_log:\n  queue_lines: 7\nrequest_id_header: X-Correlation-ID\n", no_env);
+    CHECK(partial.access_log); // enabled unless said otherwise
+    CHECK(partial.access_log_options.queue_lines == 7);
+    CHECK(partial.request_id_header == "X-Correlation-ID");
+}
+
 TEST_CASE("absent keys take the documented defaults")
 {
     auto c = cfg::parse(minimal, no_env);
@@ -457,6 +482,19 @@ routes:
         {"bad boolean", minimal + "access_log: yes\n",
          "access_log: \"yes\" is not a boolean (use true or false)"},
         {"threads out of range", minimal + "threads: 257\n", "threads: 257 out of range (0-256)"},
+        {"access_log map: unknown key", minimal + "access_log:\n  queue: 5\n",
+         "access_log.queue: unknown key"},
+        {"access_log map: zero queue", minimal + "access_log:\n  queue_lines: 0\n",
+         "access_log.queue_lines: 0 out of range (1-16777216)"},
+        {"access_log map: zero batch", minimal + "access_log:\n  batch_bytes: 0\n",
+         "access_log.batch_bytes: must be greater than 0"},
+        {"access_log map: huge batch", minimal + "access_log:\n  batch_bytes: 1GiB\n",
+         "access_log.batch_bytes: must be at most 16MiB"},
+        {"access_log map: zero flush interval", minimal + "access_log:\n  flush_interval: 0ms\n",
+         "access_log.flush_interval: must be greater than 0"},
+        {"access_log list", minimal + "access_log: [true]\n", "access_log: expected a boolean, got a list"},
+        {"request id header not a name", minimal + "request_id_header: \"X Request\"\n",
+         "request_id_header: \"X Request\" is not a header name"},
         {"negative integer", minimal + "threads: -1\n", "threads: -1 out of range (0-256)"},
         {"not an integer", minimal + "threads: four\n", "threads: \"four\" is not an integer"},
         {"db out of range", minimal + "store:\n  redis:\n    db: 16\n",

@@ -84,6 +84,7 @@ struct child_process::impl {
     int read_fd = -1;
     std::thread reader;
     std::atomic<bool> stop{false};
+    std::atomic<bool> paused{false};
     mutable std::mutex mutex;
     std::condition_variable cv;
     std::vector<std::string> lines;
@@ -98,6 +99,10 @@ struct child_process::impl {
         std::string partial;
         char buf[4096];
         while (!stop.load()) {
+            if (paused.load()) {
+                std::this_thread::sleep_for(5ms); // not reading is the point; bounded by stop
+                continue;
+            }
             pollfd pfd{read_fd, POLLIN, 0};
             int r = ::poll(&pfd, 1, 100);
             if (r < 0 && errno == EINTR)
@@ -256,6 +261,11 @@ std::vector<std::string> child_process::lines() const
 {
     std::lock_guard lock(impl_->mutex);
     return impl_->lines;
+}
+
+void child_process::pause_output(bool paused)
+{
+    impl_->paused = paused;
 }
 
 void child_process::signal(int sig)

@@ -26,6 +26,11 @@ inline void error(std::string_view msg, boost::json::object fields = {})
 // Writes an already serialized JSON object as one line (the access log's fast path).
 void write_raw_line(std::string_view json_object);
 
+// Writes complete, newline-terminated lines as one block (the access log writer's batches):
+// one write(2) (more only if the kernel takes part of it) under stdout's stdio lock, so no other
+// line lands inside the block.
+void write_raw_lines(std::string_view lines);
+
 // Milliseconds since the Unix epoch, for "ts" fields and record timestamps.
 long long now_unix_ms() noexcept;
 

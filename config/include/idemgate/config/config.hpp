@@ -176,11 +176,23 @@ struct admin_config {
     std::string token;     // resolved from token_env at load time, never from YAML
 };
 
+// How the access log is written (issue 12): per-thread batches, handed to one writer thread
+// through a bounded queue. `access_log:` takes `true`/`false` or a map with `enabled` and these.
+struct access_log_config {
+    std::size_t queue_lines = 65536;     // lines waiting for the writer; beyond, lines are dropped
+    std::size_t batch_bytes = 64 * 1024; // a thread's batch is handed over at this size ...
+    duration flush_interval{100};        // ... or this long after its first line
+};
+
 struct config {
     endpoint listen{"127.0.0.1", 8080};
     endpoint admin_listen{"127.0.0.1", 9090};
     unsigned threads = 0;   // I/O threads; 0 = one per core
     bool access_log = true; // one JSON line per request on stdout
+    access_log_config access_log_options;
+    // Request IDs (issue 11): kept from the client when valid, else generated; forwarded
+    // upstream, returned on every answer, logged. "" = off.
+    std::string request_id_header = "X-Request-Id";
     store_config store;
     std::vector<upstream_config> upstreams;
     std::vector<route_config> routes;

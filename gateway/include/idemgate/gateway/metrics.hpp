@@ -57,6 +57,8 @@ struct metrics {
     std::atomic<std::int64_t> tier_bytes{0};
     // Configuration reloads: applied, refused (the old configuration kept).
     std::array<std::atomic<std::uint64_t>, 2> config_reloads{};
+    // Access log lines dropped because the writer's queue was full (access_log.queue_lines).
+    std::atomic<std::uint64_t> access_log_dropped{0};
 
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 

@@ -56,6 +56,9 @@ public:
     // Lines captured so far, each indented and newline-terminated (for failure messages).
     std::string output() const;
     void signal(int sig);
+    // Stops (true) or resumes reading the child's output. Paused, the pipe fills and the
+    // child's writes to stdout block: a log sink slower than the child.
+    void pause_output(bool paused);
     // Waits for exit; returns the exit status (WEXITSTATUS, or 128+signal), nullopt on timeout.
     std::optional<int> wait_exit(milliseconds timeout = 10s);
     bool running();

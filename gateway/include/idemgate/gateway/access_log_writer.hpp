@@ -1,0 +1,112 @@
+#pragma once
+// The access log's write path (issue 12, item 3): each I/O thread formats its lines into its own
+// batch buffer (no lock per line); a full or old batch is handed to one background writer thread
+// through a bounded queue (one mutex acquisition per batch); the writer does one write per batch.
+// A full queue drops the batch and counts its lines instead of blocking a request thread.
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace idemgate::gateway {
+
+class access_log_buffer;
+
+// One process-wide writer thread over a bounded queue of batches.
+class access_log_writer {
+public:
+    struct options {
+        // Lines waiting in the queue at most; a batch that would pass it is dropped (a batch is
+        // always accepted into an empty queue, so one batch may exceed it).
+        std::size_t queue_lines = 65536;
+        std::size_t batch_bytes = 64 * 1024;           // a thread's buffer is handed over at this size
+        std::chrono::milliseconds flush_interval{100}; // ... or this long after its first line
+    };
+    // Receives one batch of complete, newline-terminated lines per call, on the writer thread.
+    using sink_type = std::function<void(std::string_view)>;
+
+    // Starts the writer thread. `dropped` counts lines dropped because the queue was full.
+    // The default sink writes to stdout (log::write_raw_lines).
+    access_log_writer(options opts, std::atomic<std::uint64_t>& dropped, sink_type sink = {});
+    ~access_log_writer();
+    access_log_writer(const access_log_writer&) = delete;
+    access_log_writer& operator=(const access_log_writer&) = delete;
+
+    const options& settings() const noexcept { return options_; }
+
+    // Queues a batch of `lines` lines; false when the queue is full (the lines are counted as
+    // dropped). After stop(), the batch is written at once by the calling thread.
+    bool submit(std::string&& batch, std::size_t lines);
+
+    // Hands over every registered buffer's lines, writes everything queued and joins the
+    // writer thread. Call only once the threads that append to the buffers have stopped (the
+    // drain's end): no line of a clean stop is lost. Idempotent.
+    void stop();
+
+    // Lines written to the sink so far.
+    std::uint64_t written() const noexcept { return written_.load(std::memory_order_relaxed); }
+
+private:
+    friend class access_log_buffer;
+    struct batch {
+        std::string text;
+        std::size_t lines = 0;
+    };
+
+    void run();
+    void write(const batch& b);
+    void enrol(access_log_buffer* buffer);
+    void leave(access_log_buffer* buffer);
+
+    options options_;
+    std::atomic<std::uint64_t>& dropped_;
+    std::atomic<std::uint64_t> written_{0};
+    sink_type sink_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<batch> queue_;
+    std::size_t queued_lines_ = 0;
+    bool stopping_ = false;
+    bool stopped_ = false;
+    std::vector<access_log_buffer*> buffers_; // registered buffers, for stop()
+    std::mutex sink_mutex_;                   // the writer thread vs. writes after stop()
+    std::thread thread_;
+};
+
+// One I/O thread's batch buffer. Used only from that thread (and from stop() once it ended).
+class access_log_buffer {
+public:
+    // `ex` is the thread's executor, for the flush timer.
+    access_log_buffer(access_log_writer& writer, boost::asio::any_io_executor ex);
+    ~access_log_buffer();
+    access_log_buffer(const access_log_buffer&) = delete;
+    access_log_buffer& operator=(const access_log_buffer&) = delete;
+
+    // Appends one line (a newline is added). Hands the batch over when it reached batch_bytes;
+    // otherwise a timer hands it over flush_interval after its first line.
+    void append(std::string_view line);
+    // Hands over whatever is pending now.
+    void flush();
+
+private:
+    access_log_writer& writer_;
+    std::string pending_;
+    std::size_t lines_ = 0;
+    boost::asio::steady_timer timer_;
+    bool timer_armed_ = false;
+    // The timer's handler can outlive the buffer (queued in a stopped io_context): it holds
+    // this and finds nullptr once the buffer is gone.
+    std::shared_ptr<access_log_buffer*> self_;
+};
+
+} // namespace idemgate::gateway

@@ -1,0 +1,86 @@
+#include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/request_id.hpp>
+#include <random>
+
+namespace idemgate::gateway {
+
+bool valid_request_id(std::string_view id) noexcept
+{
+    if (id.empty() || id.size() > 200)
+        return false;
+    for (unsigned char c : id)
+        if (c < 0x21 || c > 0x7e)
+            return false;
+    return true;
+}
+
+std::string new_request_id()
+{
+    // Seeded from the OS once per thread; afterwards pure computation.
+    thread_local std::mt19937_64 rng{[] {
+        std::random_device rd;
+        std::seed_seq seq{rd(), rd(), rd(), rd()};
+        return std::mt19937_64(seq);
+    }()};
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string id(32, '0');
+    for (int half = 0; half < 2; ++half) {
+        auto v = rng();
+        for (int i = 0; i < 16; ++i)
+            id[static_cast<std::size_t>(half * 16 + i)] = hex[(v >> (i * 4)) & 0xf];
+    }
+    return id;
+}
+
+namespace {
+
+bool lower_hex(std::string_view s) noexcept
+{
+    for (char c : s)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+    return true;
+}
+
+bool all_zeros(std::string_view s) noexcept
+{
+    return s.find_first_not_of('0') == std::string_view::npos;
+}
+
+} // namespace
+
+std::string_view trace_id_of(std::string_view tp) noexcept
+{
+    // version "00" has exactly four fields: 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55 characters.
+    if (tp.size() != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-')
+        return {};
+    auto version = tp.substr(0, 2);
+    auto trace_id = tp.substr(3, 32);
+    auto parent_id = tp.substr(36, 16);
+    auto flags = tp.substr(53, 2);
+    if (version != "00" || !lower_hex(trace_id) || !lower_hex(parent_id) || !lower_hex(flags))
+        return {};
+    if (all_zeros(trace_id) || all_zeros(parent_id))
+        return {};
+    return trace_id;
+}
+
+request_ids read_request_ids(const boost::beast::http::fields& fields, std::string_view header_name)
+{
+    request_ids ids;
+    if (!header_name.empty()) {
+        auto incoming = find_header(fields, header_name);
+        if (incoming.count == 1 && valid_request_id(incoming.value)) {
+            ids.request_id = std::string(incoming.value);
+        } else {
+            ids.request_id = new_request_id();
+            ids.generated = true;
+        }
+    }
+    auto traceparent = find_header(fields, "traceparent");
+    if (traceparent.count == 1)
+        ids.trace_id = std::string(trace_id_of(traceparent.value));
+    return ids;
+}
+
+} // namespace idemgate::gateway

@@ -1,0 +1,136 @@
+// The batched access log (issue 12, item 3): every line of a clean stop is written, and a sink
+// slower than the traffic drops (and counts) lines instead of slowing requests down.
+#include "gateway_fixture.hpp"
+
+#include <doctest/doctest.h>
+#include <map>
+#include <set>
+#include <signal.h>
+#include <thread>
+
+using namespace idemgate::test;
+
+namespace {
+
+// The access lines among `lines`, by request_id (each ID must appear once).
+std::map<std::string, int> access_ids(const std::vector<std::string>& lines)
+{
+    std::map<std::string, int> ids;
+    for (const auto& l : lines) {
+        auto obj = parse_object(l);
+        auto* msg = obj.if_contains("msg");
+        auto* id = obj.if_contains("request_id");
+        if (msg && *msg == "access" && id && id->is_string())
+            ++ids[std::string(id->as_string())];
+    }
+    return ids;
+}
+
+// Sends `count` requests over `connections` keep-alive connections, in turn; each gets its own
+// X-Request-Id "<stem>-<i>". Returns how many were answered 201.
+int send_requests(std::uint16_t port, const std::string& stem, int count, int connections)
+{
+    std::vector<std::unique_ptr<http_connection>> conns;
+    for (int c = 0; c < connections; ++c)
+        conns.push_back(std::make_unique<http_connection>(port, io_timeout));
+    int ok = 0;
+    for (int i = 0; i < count; ++i) {
+        auto& conn = *conns[static_cast<std::size_t>(i % connections)];
+        auto res = conn.request("POST", "/api/orders",
+                                {{"Idempotency-Key", stem + "-key-" + std::to_string(i % 50)},
+                                 {"X-Request-Id", stem + "-" + std::to_string(i)},
+                                 {"Content-Type", "application/json"}},
+                                "{}");
+        ok += res.status == 201;
+    }
+    return ok;
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("access log");
+
+TEST_CASE("N requests give N access lines once the gateway has drained, each exactly once")
+{
+    gateway_fixture f;
+    const int n = 600;
+    const std::string stem = unique_key("drain-log");
+    CHECK(send_requests(f.port(), stem, n, 4) == n);
+    f.process().signal(SIGTERM);
+    REQUIRE(f.process().wait_exit(15s) == 0);
+    auto lines = f.process().lines();
+    auto ids = access_ids(lines);
+    int ours = 0;
+    for (int i = 0; i < n; ++i) {
+        auto it = ids.find(stem + "-" + std::to_string(i));
+        if (it != ids.end() && it->second == 1)
+            ++ours;
+    }
+    CHECK_MESSAGE(ours == n, "access lines found once: " << ours << " of " << n);
+    // The access lines were handed over before the process said it stopped.
+    std::size_t stopped_at = lines.size();
+    std::size_t last_access = 0;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        if (lines[i].find("\"msg\":\"stopped\"") != std::string::npos)
+            stopped_at = i;
+        if (lines[i].find("\"msg\":\"access\"") != std::string::npos)
+            last_access = i;
+    }
+    CHECK(last_access < stopped_at);
+}
+
+TEST_CASE("a stuck stdout drops access lines and counts them; requests are still answered")
+{
+    gateway_options options;
+    // A small queue and small batches handed over early: once nobody reads the gateway's output,
+    // the pipe (64 KiB) fills, the writer blocks in write(), and the queue fills behind it.
+    options.access_log = "access_log:\n  enabled: true\n  queue_lines: 20\n  batch_bytes: 1KiB\n"
+                         "  flush_interval: 10ms\n";
+    gateway_fixture f(options);
+    auto admin = f.gateway->admin_port();
+    f.process().pause_output(true);
+    const int n = 2000;
+    const std::string stem = unique_key("stuck-log");
+    // Each request has a 4 s socket timeout: a request thread blocked on the log would fail here.
+    CHECK(send_requests(f.port(), stem, n, 4) == n);
+    CHECK(metric(admin, "idemgate_access_log_dropped_total") > 0);
+    f.process().pause_output(false);
+
+    // Every request is either logged or counted as dropped: wait (bounded) for the sum.
+    auto logged = [&] {
+        int count = 0;
+        for (const auto& [id, times] : access_ids(f.process().lines()))
+            if (id.rfind(stem + "-", 0) == 0)
+                count += times;
+        return count;
+    };
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    double dropped = 0;
+    int written = 0;
+    for (;;) {
+        dropped = metric(admin, "idemgate_access_log_dropped_total");
+        written = logged();
+        if (written + static_cast<int>(dropped) >= n || std::chrono::steady_clock::now() > deadline)
+            break;
+        std::this_thread::sleep_for(20ms); // polling the gateway's own counter and output
+    }
+    CHECK_MESSAGE(written + static_cast<int>(dropped) == n, "logged " << written << ", dropped " << dropped);
+    CHECK(written > 0);
+    f.process().signal(SIGTERM);
+    REQUIRE(f.process().wait_exit(15s) == 0);
+    CHECK(logged() == written); // nothing counted as dropped was written after all
+}
+
+TEST_CASE("access_log: false writes no access line")
+{
+    gateway_options options;
+    options.access_log = "access_log: false\n";
+    gateway_fixture f(options);
+    const std::string stem = unique_key("no-log");
+    CHECK(send_requests(f.port(), stem, 20, 1) == 20);
+    f.process().signal(SIGTERM);
+    REQUIRE(f.process().wait_exit(15s) == 0);
+    CHECK(access_ids(f.process().lines()).empty());
+}
+
+TEST_SUITE_END();
