@@ -17,6 +17,10 @@
 #include <thread>
 #include <vector>
 
+namespace boost::asio::ssl {
+class context;
+} // namespace boost::asio::ssl
+
 namespace idemgate::gateway::detail {
 
 namespace http = boost::beast::http;
@@ -30,6 +34,8 @@ struct gateway_context {
     std::shared_ptr<store::backend> backend;
     metrics stats;
     std::atomic<bool> draining{false};
+    // TLS termination on `listen` (config tls:), built at bind(); nullptr = plain HTTP.
+    std::shared_ptr<boost::asio::ssl::context> listen_tls;
 
     bool ready() const { return !draining.load() && backend->ready(); }
 };
@@ -63,6 +69,9 @@ struct handled {
 struct client_info {
     std::string ip;
     bool tls = false;
+    // The subject (RFC 2253) of the client certificate verified against tls.client_ca_file; ""
+    // without one. The seam for scopes keyed by client identity (a tenant_from: client_cert).
+    std::string client_cert_subject;
 };
 
 } // namespace idemgate::gateway::detail

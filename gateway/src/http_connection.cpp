@@ -2,8 +2,10 @@
 
 #include "access_log.hpp"
 #include "idempotency_filter.hpp"
+#include "tls.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -17,6 +19,7 @@
 #include <idemgate/gateway/problem.hpp>
 #include <idemgate/gateway/wire.hpp>
 #include <iterator>
+#include <type_traits>
 
 namespace idemgate::gateway::detail {
 
@@ -33,12 +36,6 @@ struct in_flight_guard {
     metrics& m;
     explicit in_flight_guard(metrics& mm) : m(mm) { m.requests_in_flight.fetch_add(1); }
     ~in_flight_guard() { m.requests_in_flight.fetch_sub(1); }
-};
-
-struct connection_guard {
-    metrics& m;
-    explicit connection_guard(metrics& mm) : m(mm) { m.connections_active.fetch_add(1); }
-    ~connection_guard() { m.connections_active.fetch_sub(1); }
 };
 
 // A deadline for reading a request. Beast's tcp_stream expiry closes the socket, so after it
@@ -84,10 +81,13 @@ private:
     std::shared_ptr<state> state_;
 };
 
+// The client went away (or broke its TLS session): nothing can be answered.
 bool is_quiet_close(const error_code& ec)
 {
     return ec == http::error::end_of_stream || ec == asio::error::eof ||
-           ec == asio::error::connection_reset || ec == http::error::partial_message;
+           ec == asio::error::connection_reset || ec == http::error::partial_message ||
+           ec.category() == asio::error::get_ssl_category() ||
+           ec.category() == asio::ssl::error::get_stream_category();
 }
 
 template<class Stream>
@@ -107,10 +107,14 @@ public:
             if (!co_await serve_one())
                 break;
         }
-        auto& socket = beast::get_lowest_layer(stream_).socket();
-        error_code ignored;
-        socket.shutdown(tcp::socket::shutdown_send, ignored);
-        socket.close(ignored);
+        if constexpr (std::is_same_v<Stream, tls_stream>) {
+            co_await close_tls(stream_, cfg_.timeouts.client_write);
+        } else {
+            auto& socket = beast::get_lowest_layer(stream_).socket();
+            error_code ignored;
+            socket.shutdown(tcp::socket::shutdown_send, ignored);
+            socket.close(ignored);
+        }
     }
 
 private:
@@ -338,16 +342,23 @@ private:
 
 } // namespace
 
-template<class Stream>
-asio::awaitable<void> serve_http_connection(gateway_context& ctx, worker& w, Stream stream,
-                                            client_info client)
+asio::awaitable<void> serve_plain_connection(gateway_context& ctx, worker& w, tcp::socket socket,
+                                             client_info client)
 {
     connection_guard conn(ctx.stats);
+    beast::tcp_stream stream(std::move(socket));
+    http_connection<beast::tcp_stream> connection(ctx, w, stream, std::move(client));
+    co_await connection.run();
+}
+
+template<class Stream>
+asio::awaitable<void> run_http_connection(gateway_context& ctx, worker& w, Stream& stream, client_info client)
+{
     http_connection<Stream> connection(ctx, w, stream, std::move(client));
     co_await connection.run();
 }
 
-template asio::awaitable<void> serve_http_connection<beast::tcp_stream>(gateway_context&, worker&,
-                                                                        beast::tcp_stream, client_info);
+template asio::awaitable<void> run_http_connection<tls_stream>(gateway_context&, worker&, tls_stream&,
+                                                               client_info);
 
 } // namespace idemgate::gateway::detail

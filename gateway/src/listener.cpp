@@ -1,6 +1,7 @@
 #include "listener.hpp"
 
 #include "http_connection.hpp"
+#include "tls.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -92,6 +93,13 @@ void listener::bind()
         upstream_endpoints_.push_back(std::move(eps));
     }
 
+    // TLS contexts are built once and shared by every thread (a bad file throws config_error).
+    if (cfg.tls)
+        ctx_.listen_tls = make_server_tls_context(*cfg.tls);
+    std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
+    for (const auto& up : cfg.upstreams)
+        upstream_contexts.push_back(make_upstream_tls(up));
+
     // threads: 0 = one per CPU this process may use (affinity and cgroup CPU quota included).
     unsigned n = cfg.threads ? cfg.threads : available_cpus();
     tcp::endpoint ep = resolve_one(control_, cfg.listen, "listen");
@@ -102,9 +110,9 @@ void listener::bind()
             ep = w->acceptor.local_endpoint();
         w->store = ctx_.backend->open_session(w->ioc.get_executor());
         for (std::size_t u = 0; u < cfg.upstreams.size(); ++u)
-            w->pools.push_back(std::make_unique<upstream_pool>(w->ioc.get_executor(), upstream_endpoints_[u],
-                                                               cfg.upstreams[u].max_idle_connections, cfg,
-                                                               ctx_.stats));
+            w->pools.push_back(std::make_unique<upstream_pool>(
+                w->ioc.get_executor(), upstream_endpoints_[u], cfg.upstreams[u].max_idle_connections, cfg,
+                ctx_.stats, cfg.upstreams[u].name, upstream_contexts[u]));
         workers_.push_back(std::move(w));
     }
     endpoint_ = ep;
@@ -136,9 +144,12 @@ asio::awaitable<void> listener::accept_loop(worker& w)
         auto remote = socket.remote_endpoint(ignored);
         if (!ignored)
             client.ip = remote.address().to_string();
-        asio::co_spawn(
-            w.ioc, serve_http_connection(ctx_, w, beast::tcp_stream(std::move(socket)), std::move(client)),
-            asio::detached);
+        if (ctx_.listen_tls)
+            asio::co_spawn(w.ioc, serve_tls_connection(ctx_, w, std::move(socket), std::move(client)),
+                           asio::detached);
+        else
+            asio::co_spawn(w.ioc, serve_plain_connection(ctx_, w, std::move(socket), std::move(client)),
+                           asio::detached);
     }
 }
 

@@ -50,6 +50,14 @@ struct metrics {
     std::atomic<std::int64_t> waiting{0};
     std::array<std::atomic<std::uint64_t>, 4> waits{};
 
+    // TLS on `listen` (issue 11): handshakes done (index 0 full, 1 resumed) and failed, by
+    // detail::tls_failure (plain_http, not_tls, timeout, ...).
+    std::array<std::atomic<std::uint64_t>, 2> tls_handshakes{};
+    std::array<std::atomic<std::uint64_t>, 10> tls_handshake_failures{};
+    // HTTPS upstreams: handshakes done (0 full, 1 resumed) and failed (each also a connect error).
+    std::array<std::atomic<std::uint64_t>, 2> upstream_tls_handshakes{};
+    std::atomic<std::uint64_t> upstream_tls_failures{0};
+
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 
     // Prometheus text exposition; `extra` appends backend-specific lines (e.g. Redis stats).
