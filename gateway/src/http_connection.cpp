@@ -107,17 +107,9 @@ public:
             if (!co_await serve_one())
                 break;
         }
-        if constexpr (std::is_same_v<Stream, tls_stream>) {
-            co_await close_tls(stream_, cfg_.timeouts.client_write);
-        } else {
-            auto& socket = beast::get_lowest_layer(stream_).socket();
-            error_code ignored;
-            socket.shutdown(tcp::socket::shutdown_send, ignored);
-            socket.close(ignored);
-        }
+        co_return;
     }
 
-private:
     tcp::socket& socket() { return beast::get_lowest_layer(stream_).socket(); }
 
     // Waits for the first byte of the next request under the idle timeout; the header timeout
@@ -349,16 +341,28 @@ asio::awaitable<void> serve_plain_connection(gateway_context& ctx, worker& w, tc
     beast::tcp_stream stream(std::move(socket));
     http_connection<beast::tcp_stream> connection(ctx, w, stream, std::move(client));
     co_await connection.run();
+    error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream.socket().close(ignored);
 }
 
-template<class Stream>
-asio::awaitable<void> run_http_connection(gateway_context& ctx, worker& w, Stream& stream, client_info client)
+asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp::socket socket,
+                                           client_info client)
 {
-    http_connection<Stream> connection(ctx, w, stream, std::move(client));
-    co_await connection.run();
+    connection_guard conn(ctx.stats);
+    tls_stream stream(std::move(socket), *ctx.listen_tls);
+    if (!co_await accept_tls(ctx, stream, client))
+        co_return;
+    {
+        http_connection<tls_stream> connection(ctx, w, stream, std::move(client));
+        for (;;) {
+            if (!co_await connection.wait_for_request())
+                break;
+            if (!co_await connection.serve_one())
+                break;
+        }
+    }
+    co_await close_tls(stream, ctx.cfg.timeouts.client_write);
 }
-
-template asio::awaitable<void> run_http_connection<tls_stream>(gateway_context&, worker&, tls_stream&,
-                                                               client_info);
 
 } // namespace idemgate::gateway::detail

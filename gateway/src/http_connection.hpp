@@ -23,16 +23,9 @@ struct connection_guard {
 boost::asio::awaitable<void> serve_plain_connection(gateway_context& ctx, worker& w, tcp::socket socket,
                                                     client_info client);
 
-// Serves an HTTPS connection (tls_connection.cpp): tells plain HTTP apart from a ClientHello,
-// runs the handshake under timeouts.header_read, counts and logs a failure once, then serves
-// HTTP/1.1 over TLS like a plain connection and ends with close_notify.
+// Serves an HTTPS connection: accept_tls (tls_connection.cpp), then HTTP/1.1 over TLS like a
+// plain connection, ending with close_notify.
 boost::asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp::socket socket,
                                                   client_info client);
-
-// The HTTP/1.1 loop over an established stream; closes the stream when it ends (close_notify
-// first on TLS, bounded by timeouts.client_write). The caller holds the connection_guard.
-template<class Stream>
-boost::asio::awaitable<void> run_http_connection(gateway_context& ctx, worker& w, Stream& stream,
-                                                 client_info client);
 
 } // namespace idemgate::gateway::detail

@@ -8,6 +8,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/system/error_code.hpp>
+#include "context.hpp"
+
 #include <idemgate/config/config.hpp>
 #include <chrono>
 #include <memory>
@@ -63,6 +65,12 @@ std::string describe_client_failure(SSL* ssl, const upstream_tls& tls, const boo
 // The verified client certificate's subject (RFC 2253, e.g. "CN=orders-client,O=Shop"), or ""
 // when the client sent none.
 std::string verified_client_subject(SSL* ssl);
+
+// The start of an HTTPS client connection: tells plain HTTP (answered 400) and other bytes apart
+// from a ClientHello, runs the handshake, all under timeouts.header_read; counts and logs a
+// failure once. True when the handshake succeeded (`client` then says TLS, and the verified
+// client certificate's subject).
+boost::asio::awaitable<bool> accept_tls(gateway_context& ctx, tls_stream& stream, client_info& client);
 
 // Sends close_notify without waiting for the peer's (most clients never answer it), bounded by
 // `timeout`, then closes the socket.

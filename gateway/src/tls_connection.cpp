@@ -1,15 +1,17 @@
-// The TLS part of a client connection (issue 11): the first bytes, the handshake, its failure
-// accounting; then the same HTTP/1.1 loop as a plain connection (http_connection.cpp).
-#include "http_connection.hpp"
+// The start of a client TLS connection (issue 11): the first byte, the handshake, its failure
+// accounting. http_connection.cpp serves HTTP/1.1 over the stream afterwards.
 #include "tls.hpp"
 
 #include <array>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/problem.hpp>
 #include <idemgate/gateway/wire.hpp>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 namespace idemgate::gateway::detail {
 
@@ -61,27 +63,42 @@ asio::awaitable<void> refuse_plain_http(gateway_context& ctx, beast::tcp_stream&
 
 } // namespace
 
-asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp::socket socket,
-                                           client_info client)
+asio::awaitable<bool> accept_tls(gateway_context& ctx, tls_stream& stream, client_info& client)
 {
-    connection_guard conn(ctx.stats);
-    tls_stream stream(std::move(socket), *ctx.listen_tls);
     auto& tcp_layer = beast::get_lowest_layer(stream);
     // One deadline from accept to the end of the handshake (a client that never finishes it
     // holds a connection slot no longer than a slow request header would).
     tcp_layer.expires_after(ctx.cfg.timeouts.header_read);
 
-    // The first bytes tell a ClientHello from a plain HTTP request; they are handed to the
-    // handshake afterwards, not read twice.
-    std::array<char, 512> first;
-    auto [rec, n] = co_await tcp_layer.async_read_some(asio::buffer(first), use_tuple);
+    // The first byte tells a ClientHello from a plain HTTP request: wait until the socket is
+    // readable, then peek at it (it stays for the handshake to read).
+    char first[1] = {0};
+    error_code rec;
+    {
+        using namespace asio::experimental::awaitable_operators;
+        asio::steady_timer timer(tcp_layer.get_executor());
+        timer.expires_after(ctx.cfg.timeouts.header_read);
+        auto waited = co_await (tcp_layer.socket().async_wait(tcp::socket::wait_read, use_tuple) ||
+                                timer.async_wait(use_tuple));
+        if (waited.index() == 1)
+            rec = beast::error::timeout;
+        else
+            rec = std::get<0>(std::get<0>(waited));
+    }
+    if (!rec) {
+        auto n = ::recv(tcp_layer.socket().native_handle(), first, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0)
+            rec = asio::error::eof;
+        else if (n < 0)
+            rec = error_code(errno, boost::system::system_category());
+    }
     error_code ignored;
     if (rec) {
         // Connected and closed without a byte: a TCP health check, not a failed handshake.
         if (rec != asio::error::eof && rec != asio::error::connection_reset)
             count_failure(ctx, client, classify_handshake_failure(rec), rec.message());
         tcp_layer.socket().close(ignored);
-        co_return;
+        co_return false;
     }
     if (static_cast<unsigned char>(first[0]) != handshake_record) {
         if (looks_like_http(first[0])) {
@@ -91,15 +108,14 @@ asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp:
             count_failure(ctx, client, tls_failure::not_tls, "the first bytes are not a TLS handshake");
             tcp_layer.socket().close(ignored);
         }
-        co_return;
+        co_return false;
     }
 
-    auto [hec, used] =
-        co_await stream.async_handshake(ssl::stream_base::server, asio::buffer(first.data(), n), use_tuple);
+    auto [hec] = co_await stream.async_handshake(ssl::stream_base::server, use_tuple);
     if (hec) {
         count_failure(ctx, client, classify_handshake_failure(hec), hec.message());
         tcp_layer.socket().close(ignored);
-        co_return;
+        co_return false;
     }
     tcp_layer.expires_never();
     SSL* native = stream.native_handle();
@@ -107,7 +123,7 @@ asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp:
     ctx.stats.tls_handshakes[resumed ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
     client.tls = true;
     client.client_cert_subject = verified_client_subject(native);
-    co_await run_http_connection(ctx, w, stream, std::move(client));
+    co_return true;
 }
 
 } // namespace idemgate::gateway::detail
