@@ -1,5 +1,7 @@
-// The start of a client TLS connection (issue 11): the first byte, the handshake, its failure
-// accounting. http_connection.cpp serves HTTP/1.1 over the stream afterwards.
+// HTTPS client connections (issue 11): the first byte, the handshake and its failure
+// accounting, then the one instantiation of http_connection over tls_stream (see
+// http_connection_impl.hpp for why it is not in http_connection.cpp), then close_notify.
+#include "http_connection_impl.hpp"
 #include "tls.hpp"
 
 #include <array>
@@ -15,11 +17,7 @@
 
 namespace idemgate::gateway::detail {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
 namespace ssl = boost::asio::ssl;
-using boost::system::error_code;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
@@ -124,6 +122,21 @@ asio::awaitable<bool> accept_tls(gateway_context& ctx, tls_stream& stream, clien
     client.tls = true;
     client.client_cert_subject = verified_client_subject(native);
     co_return true;
+}
+
+asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp::socket socket,
+                                           client_info client)
+{
+    connection_guard conn(ctx.stats);
+    tls_stream stream(std::move(socket), *ctx.listen_tls);
+    if (!co_await accept_tls(ctx, stream, client))
+        co_return;
+    {
+        http_connection<tls_stream> connection(ctx, w, stream, std::move(client));
+        connection.keep_open_at_end();
+        co_await connection.run();
+    }
+    co_await close_tls(stream, ctx.cfg.timeouts.client_write);
 }
 
 } // namespace idemgate::gateway::detail
