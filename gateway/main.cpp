@@ -65,8 +65,8 @@ int main(int argc, char** argv)
     std::vector<std::string> problems;
     try {
         cfg = idemgate::config::load_file(config_path);
-        problems = idemgate::store::check_backend_config(cfg.store); // e.g. TLS files OpenSSL refuses
-        auto tls_problems = idemgate::gateway::check_tls_config(cfg);    // tls.*, upstreams.*.tls.*
+        problems = idemgate::store::check_backend_config(cfg.store);  // e.g. TLS files OpenSSL refuses
+        auto tls_problems = idemgate::gateway::check_tls_config(cfg); // tls.*, upstreams.*.tls.*
         problems.insert(problems.end(), tls_problems.begin(), tls_problems.end());
     } catch (const idemgate::config::config_error& e) {
         problems = e.problems();

@@ -746,12 +746,14 @@ private:
         const auto* node = top.find("tls");
         if (!node)
             return;
-        map_view map(*this, *node, "tls", {"cert_file", "key_file", "min_version", "client_ca_file", "client_auth"});
+        map_view map(*this, *node, "tls",
+                     {"cert_file", "key_file", "min_version", "client_ca_file", "client_auth"});
         listen_tls_config tls;
         read_string(map, "cert_file", tls.cert_file);
         read_string(map, "key_file", tls.key_file);
         read_string(map, "client_ca_file", tls.client_ca_file);
-        for (auto [key, file] : {std::pair{"cert_file", &tls.cert_file}, std::pair{"key_file", &tls.key_file}}) {
+        for (auto [key, file] :
+             {std::pair{"cert_file", &tls.cert_file}, std::pair{"key_file", &tls.key_file}}) {
             if (file->empty())
                 problem(map.path_of(key), map.find(key) ? "must not be empty" : "required key is missing");
             else
@@ -763,7 +765,8 @@ private:
             else if (*text == "1.3")
                 tls.min_version = 0x0304;
             else
-                problem(map.path_of("min_version"), quote(*text) + " is not allowed (use \"1.2\" or \"1.3\")");
+                problem(map.path_of("min_version"),
+                        quote(*text) + " is not allowed (use \"1.2\" or \"1.3\")");
         }
         if (auto text = scalar(map, "client_auth", "a string")) {
             if (*text == "none")
@@ -812,8 +815,9 @@ private:
             return;
         }
         if (!tls.cert_file.empty() && tls.key_file.empty())
-            problem(map.path_of("cert_file"), "needs " + map.path_of("key_file") +
-                                                  " (a client certificate is useless without its private key)");
+            problem(map.path_of("cert_file"),
+                    "needs " + map.path_of("key_file") +
+                        " (a client certificate is useless without its private key)");
         if (tls.cert_file.empty() && !tls.key_file.empty())
             problem(map.path_of("key_file"),
                     "needs " + map.path_of("cert_file") + " (the client certificate of this private key)");
@@ -1245,9 +1249,10 @@ std::vector<std::string> warnings(const config& cfg)
                       "checked, so anyone on the network path can impersonate it (for testing only)");
     for (const auto& up : cfg.upstreams)
         if (up.tls.enabled && !up.tls.verify)
-            out.push_back("upstreams." + up.name +
-                          ".tls.verify: false: the upstream's certificate and name are not checked, so anyone "
-                          "on the network path can impersonate it (for testing only)");
+            out.push_back(
+                "upstreams." + up.name +
+                ".tls.verify: false: the upstream's certificate and name are not checked, so anyone "
+                "on the network path can impersonate it (for testing only)");
     const auto& t = cfg.timeouts;
     auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
     for (const auto& [name, tenant] : cfg.tenants) {

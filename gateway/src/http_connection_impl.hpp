@@ -3,9 +3,8 @@
 // Included by exactly one file per stream type: http_connection.cpp (beast::tcp_stream) and
 // tls_connection.cpp (tls_stream), each the only instantiation in its file (it keeps the files
 // small; see run() for the GCC 12 trap met on the way).
-#include "http_connection.hpp"
-
 #include "access_log.hpp"
+#include "http_connection.hpp"
 #include "idempotency_filter.hpp"
 #include "tls.hpp"
 

@@ -101,9 +101,9 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
                                static_cast<double>(waits[i].load()));
     }
     {
-        static constexpr const char* failures[] = {"plain_http",     "not_tls",         "timeout", "protocol_version",
-                                                   "no_client_cert", "bad_client_cert", "alpn",    "peer_alert",
-                                                   "closed",         "other"};
+        static constexpr const char* failures[] = {
+            "plain_http",      "not_tls", "timeout",    "protocol_version", "no_client_cert",
+            "bad_client_cert", "alpn",    "peer_alert", "closed",           "other"};
         static_assert(std::size(failures) == std::tuple_size_v<decltype(tls_handshake_failures)>);
         prometheus::header(out, "idemgate_tls_handshakes_total", "counter",
                            "TLS handshakes completed on listen, by whether the session was resumed.");
@@ -111,8 +111,9 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
                            static_cast<double>(tls_handshakes[0].load()));
         prometheus::sample(out, "idemgate_tls_handshakes_total", "resumed=\"true\"",
                            static_cast<double>(tls_handshakes[1].load()));
-        prometheus::header(out, "idemgate_tls_handshake_failures_total", "counter",
-                           "Client connections to listen closed because the TLS handshake failed, by reason.");
+        prometheus::header(
+            out, "idemgate_tls_handshake_failures_total", "counter",
+            "Client connections to listen closed because the TLS handshake failed, by reason.");
         for (std::size_t i = 0; i < std::size(failures); ++i)
             prometheus::sample(out, "idemgate_tls_handshake_failures_total",
                                std::string("reason=\"") + failures[i] + "\"",

@@ -48,7 +48,8 @@ int select_http11(SSL*, const unsigned char** out, unsigned char* out_len, const
 {
     static const unsigned char http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
     unsigned char* selected = nullptr;
-    if (SSL_select_next_proto(&selected, out_len, http11, sizeof http11, in, in_len) != OPENSSL_NPN_NEGOTIATED)
+    if (SSL_select_next_proto(&selected, out_len, http11, sizeof http11, in, in_len) !=
+        OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_ALERT_FATAL;
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
@@ -69,17 +70,18 @@ void load_certificate(ssl::context& ctx, const std::string& prefix, const std::s
     ctx.use_certificate_chain_file(cert_file, ec);
     bool have_cert = !ec;
     if (ec)
-        problems.push_back(prefix + "cert_file: no certificate could be loaded from " + quoted(cert_file) + ": " +
-                           openssl_reason(ec));
+        problems.push_back(prefix + "cert_file: no certificate could be loaded from " + quoted(cert_file) +
+                           ": " + openssl_reason(ec));
     // OpenSSL refuses a key of the certificate's type that does not match it while loading
     // ("key values mismatch"); SSL_CTX_check_private_key catches the other cases.
     ctx.use_private_key_file(key_file, ssl::context::pem, ec);
     if (ec)
-        problems.push_back(prefix + "key_file: no private key for " + prefix + "cert_file could be loaded from " +
-                           quoted(key_file) + ": " + openssl_reason(ec));
+        problems.push_back(prefix + "key_file: no private key for " + prefix +
+                           "cert_file could be loaded from " + quoted(key_file) + ": " + openssl_reason(ec));
     else if (have_cert && SSL_CTX_check_private_key(ctx.native_handle()) != 1)
-        problems.push_back(prefix + "key_file: " + quoted(key_file) + " is not the private key of the certificate in " +
-                           quoted(cert_file) + ": " + openssl_reason(error_code{}));
+        problems.push_back(prefix + "key_file: " + quoted(key_file) +
+                           " is not the private key of the certificate in " + quoted(cert_file) + ": " +
+                           openssl_reason(error_code{}));
 }
 
 } // namespace
@@ -87,8 +89,8 @@ void load_certificate(ssl::context& ctx, const std::string& prefix, const std::s
 const char* to_string(tls_failure f) noexcept
 {
     static constexpr const char* names[tls_failure_count] = {
-        "plain_http", "not_tls",   "timeout", "protocol_version", "no_client_cert", "bad_client_cert",
-        "alpn",       "peer_alert", "closed", "other"};
+        "plain_http",      "not_tls", "timeout",    "protocol_version", "no_client_cert",
+        "bad_client_cert", "alpn",    "peer_alert", "closed",           "other"};
     return names[static_cast<int>(f)];
 }
 
@@ -179,8 +181,8 @@ std::shared_ptr<upstream_tls> make_upstream_tls(const config::upstream_config& u
     if (!cfg.ca_file.empty()) {
         tls->ssl.load_verify_file(cfg.ca_file, ec);
         if (ec)
-            problems.push_back(prefix + "ca_file: no CA certificate could be loaded from " + quoted(cfg.ca_file) +
-                               ": " + openssl_reason(ec));
+            problems.push_back(prefix + "ca_file: no CA certificate could be loaded from " +
+                               quoted(cfg.ca_file) + ": " + openssl_reason(ec));
     } else {
         tls->ssl.set_default_verify_paths(ec);
         if (ec && cfg.verify)
@@ -229,7 +231,8 @@ std::string describe_client_failure(SSL* native, const upstream_tls& tls, const 
     long verify_result = SSL_get_verify_result(native);
     if (tls.verify && verify_result != X509_V_OK)
         return "TLS handshake failed: certificate verify failed: " +
-               std::string(X509_verify_cert_error_string(verify_result)) + " (verifying \"" + tls.name + "\")";
+               std::string(X509_verify_cert_error_string(verify_result)) + " (verifying \"" + tls.name +
+               "\")";
     return "TLS handshake failed: " + ec.message();
 }
 

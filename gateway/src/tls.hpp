@@ -3,15 +3,15 @@
 // TLS 1.2/1.3, client certificates, ALPN http/1.1, session cache and tickets) and one client
 // context per HTTPS upstream (CA, SNI and name verification, client certificate). Contexts are
 // built once at start-up and shared by every I/O thread (OpenSSL locks what it shares).
+#include "context.hpp"
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/system/error_code.hpp>
-#include "context.hpp"
-
-#include <idemgate/config/config.hpp>
 #include <chrono>
+#include <idemgate/config/config.hpp>
 #include <memory>
 #include <string>
 

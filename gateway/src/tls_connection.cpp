@@ -40,7 +40,8 @@ void count_failure(gateway_context& ctx, const client_info& client, tls_failure 
 // http:// says what is wrong), then closes once the client has read it or the deadline passed.
 asio::awaitable<void> refuse_plain_http(gateway_context& ctx, beast::tcp_stream& tcp_layer)
 {
-    auto res = make_problem(problems::plain_http_to_tls, "this port serves HTTPS only: use https://", 11, false);
+    auto res =
+        make_problem(problems::plain_http_to_tls, "this port serves HTTPS only: use https://", 11, false);
     std::string scratch;
     auto ec = co_await write_message(tcp_layer, res, scratch, ctx.cfg.timeouts.client_write);
     error_code ignored;

@@ -13,8 +13,8 @@
 #include <idemgate/gateway/upstream_pool.hpp>
 #include <idemgate/gateway/wire.hpp>
 #include <iterator>
-#include <optional>
 #include <openssl/ssl.h>
+#include <optional>
 #include <sys/socket.h>
 #include <type_traits>
 
@@ -54,7 +54,8 @@ beast::tcp_stream& stream_of(plain_connection& c)
     return *c;
 }
 
-detail::tls_stream& stream_of(std::unique_ptr<detail::upstream_tls_connection, detail::tls_connection_deleter>& c)
+detail::tls_stream&
+stream_of(std::unique_ptr<detail::upstream_tls_connection, detail::tls_connection_deleter>& c)
 {
     return c->stream;
 }
@@ -103,12 +104,14 @@ upstream_pool::~upstream_pool() = default;
 template<class Connection>
 Connection upstream_pool::take_idle()
 {
-    auto& idle = [this]() -> auto& {
+    auto& idle = [this]() -> auto&
+    {
         if constexpr (std::is_same_v<Connection, plain_connection>)
             return idle_;
         else
             return idle_tls_;
-    }();
+    }
+    ();
     while (!idle.empty()) {
         Connection c = std::move(idle.back());
         idle.pop_back();
@@ -294,12 +297,14 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
                     SSL_SESSION_free(session);
             }
         }
-        auto& idle = [this]() -> auto& {
+        auto& idle = [this]() -> auto&
+        {
             if constexpr (std::is_same_v<Connection, plain_connection>)
                 return idle_;
             else
                 return idle_tls_;
-        }();
+        }
+        ();
         if (result.response.keep_alive() && buffer.size() == 0 && idle.size() < max_idle_) {
             tcp_layer.expires_never();
             idle.push_back(std::move(conn));

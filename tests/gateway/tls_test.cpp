@@ -16,7 +16,8 @@ namespace {
 // The top-level tls: block for the gateway's listen address.
 std::string listen_tls(const test_certificates& certs, const std::string& extra = "")
 {
-    return "tls:\n  cert_file: \"" + certs.server_cert + "\"\n  key_file: \"" + certs.server_key + "\"\n" + extra;
+    return "tls:\n  cert_file: \"" + certs.server_cert + "\"\n  key_file: \"" + certs.server_key + "\"\n" +
+           extra;
 }
 
 tls_client_options trusting(const test_certificates& certs)
@@ -108,8 +109,9 @@ TEST_CASE("HTTPS client: a keyed request runs once and its retry is replayed byt
 
     http_connection conn(g.port(), tls, io_timeout);
     CHECK(conn.tls_alpn() == "http/1.1");
-    auto first = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"Content-Type", "application/json"}},
-                              R"({"sku":"tls"})");
+    auto first =
+        conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"Content-Type", "application/json"}},
+                     R"({"sku":"tls"})");
     REQUIRE(first.status == 201);
     auto echo = parse_object(first.body);
     REQUIRE(echo.contains("headers"));
@@ -117,8 +119,9 @@ TEST_CASE("HTTPS client: a keyed request runs once and its retry is replayed byt
     CHECK(first.header("idempotent-replayed") != "true");
 
     // Same connection (keep-alive over TLS), then a fresh one.
-    auto replay = conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"Content-Type", "application/json"}},
-                               R"({"sku":"tls"})");
+    auto replay =
+        conn.request("POST", "/api/orders", {{"Idempotency-Key", key}, {"Content-Type", "application/json"}},
+                     R"({"sku":"tls"})");
     CHECK(replay.status == 201);
     CHECK(replay.header("idempotent-replayed") == "true");
     CHECK(without_replay_marker(replay.raw) == first.raw);
@@ -176,7 +179,8 @@ TEST_CASE("client_auth: required refuses a client without a certificate and serv
     CHECK(refused(g.port(), wrong_purpose));
     CHECK(g.failures("bad_client_cert") >= 1);
     // The gateway is still up.
-    CHECK(https_request(g.port(), with_client_cert(certs), "GET", "/plain/x", {}, {}, io_timeout).status == 201);
+    CHECK(https_request(g.port(), with_client_cert(certs), "GET", "/plain/x", {}, {}, io_timeout).status ==
+          201);
 }
 
 TEST_CASE("client_auth: optional serves clients with and without a certificate; none ignores one")
@@ -186,13 +190,17 @@ TEST_CASE("client_auth: optional serves clients with and without a certificate; 
     {
         tls_gateway g(certs, "  client_ca_file: \"" + certs.ca_cert + "\"\n  client_auth: optional\n");
         CHECK(https_request(g.port(), trusting(certs), "GET", "/plain/x", {}, {}, io_timeout).status == 201);
-        CHECK(https_request(g.port(), with_client_cert(certs), "GET", "/plain/x", {}, {}, io_timeout).status == 201);
+        CHECK(
+            https_request(g.port(), with_client_cert(certs), "GET", "/plain/x", {}, {}, io_timeout).status ==
+            201);
     }
     SUBCASE("none")
     {
         tls_gateway g(certs, "  client_auth: none\n");
         CHECK(https_request(g.port(), trusting(certs), "GET", "/plain/x", {}, {}, io_timeout).status == 201);
-        CHECK(https_request(g.port(), with_client_cert(certs), "GET", "/plain/x", {}, {}, io_timeout).status == 201);
+        CHECK(
+            https_request(g.port(), with_client_cert(certs), "GET", "/plain/x", {}, {}, io_timeout).status ==
+            201);
     }
 }
 
@@ -307,7 +315,8 @@ struct https_upstream_setup {
         y += "  clear:\n    address: \"127.0.0.1:" + std::to_string(upstream.port()) + "\"\n";
         y += "routes:\n";
         y += "  - path_prefix: \"/api/\"\n    upstream: secure\n    idempotency:\n      methods: [POST]\n";
-        y += "  - path_prefix: \"/plain-hop/\"\n    upstream: clear\n    idempotency:\n      methods: [POST]\n";
+        y += "  - path_prefix: \"/plain-hop/\"\n    upstream: clear\n    idempotency:\n      methods: "
+             "[POST]\n";
         gateway = std::make_unique<gateway_process>(y);
         auto deadline = std::chrono::steady_clock::now() + 10s;
         while (std::chrono::steady_clock::now() < deadline) {
@@ -410,8 +419,8 @@ TEST_CASE("HTTPS upstream that requires a client certificate")
     SUBCASE("sent: 201")
     {
         https_upstream_setup s(certs, certs.server_cert, certs.server_key,
-                               ca_only(certs) + "      cert_file: \"" + certs.client_cert + "\"\n      key_file: \"" +
-                                   certs.client_key + "\"\n",
+                               ca_only(certs) + "      cert_file: \"" + certs.client_cert +
+                                   "\"\n      key_file: \"" + certs.client_key + "\"\n",
                                require_client);
         CHECK(s.post("/api/orders", unique_key("mtls-up")).status == 201);
         CHECK(s.upstream.executions() == 1);
@@ -465,7 +474,8 @@ TEST_CASE("--check: TLS files are loaded and matched, with the key path in every
     };
     std::vector<row> rows{
         {"key of another certificate",
-         minimal("tls:\n  cert_file: \"" + certs.server_cert + "\"\n  key_file: \"" + certs.stray_key + "\"\n"),
+         minimal("tls:\n  cert_file: \"" + certs.server_cert + "\"\n  key_file: \"" + certs.stray_key +
+                 "\"\n"),
          "tls.key_file:"},
         {"certificate not PEM",
          minimal("tls:\n  cert_file: \"" + not_pem + "\"\n  key_file: \"" + certs.server_key + "\"\n"),
@@ -473,11 +483,13 @@ TEST_CASE("--check: TLS files are loaded and matched, with the key path in every
         {"missing key file", minimal("tls:\n  cert_file: \"" + certs.server_cert + "\"\n"),
          "tls.key_file: required key is missing"},
         {"unreadable file",
-         minimal("tls:\n  cert_file: \"" + dir.path() + "/absent.crt\"\n  key_file: \"" + certs.server_key + "\"\n"),
+         minimal("tls:\n  cert_file: \"" + dir.path() + "/absent.crt\"\n  key_file: \"" + certs.server_key +
+                 "\"\n"),
          "tls.cert_file: cannot read"},
         {"client_auth without CA", minimal(listen_tls(certs, "  client_auth: required\n")),
          "tls.client_auth: needs tls.client_ca_file"},
-        {"CA without client_auth", minimal(listen_tls(certs, "  client_ca_file: \"" + certs.ca_cert + "\"\n")),
+        {"CA without client_auth",
+         minimal(listen_tls(certs, "  client_ca_file: \"" + certs.ca_cert + "\"\n")),
          "tls.client_ca_file: set while tls.client_auth is none"},
         {"client CA not PEM",
          minimal(listen_tls(certs, "  client_ca_file: \"" + not_pem + "\"\n  client_auth: optional\n")),
@@ -485,11 +497,12 @@ TEST_CASE("--check: TLS files are loaded and matched, with the key path in every
         {"bad min_version", minimal(listen_tls(certs, "  min_version: \"1.1\"\n")), "tls.min_version:"},
         {"bad client_auth", minimal(listen_tls(certs, "  client_auth: sometimes\n")), "tls.client_auth:"},
         {"unknown key", minimal(listen_tls(certs, "  ciphers: ALL\n")), "tls.ciphers: unknown key"},
-        {"upstream CA not PEM", minimal("", "    tls:\n      enabled: true\n      ca_file: \"" + not_pem + "\"\n"),
+        {"upstream CA not PEM",
+         minimal("", "    tls:\n      enabled: true\n      ca_file: \"" + not_pem + "\"\n"),
          "upstreams.orders.tls.ca_file: no CA certificate could be loaded"},
         {"upstream key mismatch",
-         minimal("", "    tls:\n      enabled: true\n      cert_file: \"" + certs.client_cert + "\"\n      key_file: \"" +
-                         certs.stray_key + "\"\n"),
+         minimal("", "    tls:\n      enabled: true\n      cert_file: \"" + certs.client_cert +
+                         "\"\n      key_file: \"" + certs.stray_key + "\"\n"),
          "upstreams.orders.tls.key_file:"},
         {"upstream cert without key",
          minimal("", "    tls:\n      enabled: true\n      cert_file: \"" + certs.client_cert + "\"\n"),

@@ -228,7 +228,8 @@ asio::awaitable<void> tls_session(tcp::socket socket, asio::ssl::context& ctx)
 {
     beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), ctx);
     beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
-    auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable));
+    auto [ec] =
+        co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable));
     if (ec) {
         std::cout << "tls handshake failed: " << ec.message() << std::endl;
         co_return;
@@ -279,7 +280,8 @@ int main(int argc, char** argv)
         } else if (arg == "--tls-client-ca" && i + 1 < argc) {
             tls_client_ca = argv[++i];
         } else {
-            std::cerr << "usage: idemgate-test-upstream [--port N] [--tls-cert F --tls-key K [--tls-client-ca C]]\n";
+            std::cerr << "usage: idemgate-test-upstream [--port N] [--tls-cert F --tls-key K "
+                         "[--tls-client-ca C]]\n";
             return 2;
         }
     }

@@ -108,13 +108,15 @@ http_connection::http_connection(std::uint16_t port, const tls_client_options& o
         SSL_CTX_set_max_proto_version(ctx, options.max_version);
     if (!options.ca_file.empty()) {
         if (SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1)
-            throw std::runtime_error("test TLS client: cannot load " + options.ca_file + ": " + openssl_errors());
+            throw std::runtime_error("test TLS client: cannot load " + options.ca_file + ": " +
+                                     openssl_errors());
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     }
     if (!options.cert_file.empty()) {
         if (SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1 ||
             SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
-            throw std::runtime_error("test TLS client: cannot load the client certificate: " + openssl_errors());
+            throw std::runtime_error("test TLS client: cannot load the client certificate: " +
+                                     openssl_errors());
     }
     if (!options.alpn.empty()) {
         std::string wire;

@@ -57,7 +57,8 @@ public:
     std::size_t idle_count() const noexcept { return idle_.size() + idle_tls_.size(); }
 
 private:
-    using tls_connection_ptr = std::unique_ptr<detail::upstream_tls_connection, detail::tls_connection_deleter>;
+    using tls_connection_ptr =
+        std::unique_ptr<detail::upstream_tls_connection, detail::tls_connection_deleter>;
 
     template<class Connection>
     boost::asio::awaitable<upstream_result> exchange_over(const http::request<http::string_body>& req,

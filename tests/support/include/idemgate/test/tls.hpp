@@ -25,8 +25,8 @@ public:
     std::string server_key;
     std::string client_cert;
     std::string client_key;
-    std::string other_ca_cert; // signed nothing here: verifying against it fails
-    std::string stray_key;     // matches none of the certificates
+    std::string other_ca_cert;   // signed nothing here: verifying against it fails
+    std::string stray_key;       // matches none of the certificates
     std::string wrong_name_cert; // signed by the CA for DNS:wrong.example only
     std::string wrong_name_key;
     std::string expired_cert; // signed by the CA for IP:127.0.0.1, expired in 2020
