@@ -9,6 +9,7 @@
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/gateway/server.hpp>
+#include <idemgate/gateway/tls.hpp>
 #include <idemgate/store/backend_factory.hpp>
 #include <idemgate/store/memory_store.hpp>
 #include <idemgate/store/redis_store.hpp>
@@ -71,7 +72,9 @@ int main(int argc, char** argv)
     std::vector<std::string> problems;
     try {
         cfg = idemgate::config::load_file(config_path);
-        problems = idemgate::store::check_backend_config(cfg.store); // e.g. TLS files OpenSSL refuses
+        problems = idemgate::store::check_backend_config(cfg.store);  // e.g. TLS files OpenSSL refuses
+        auto tls_problems = idemgate::gateway::check_tls_config(cfg); // tls.*, upstreams.*.tls.*
+        problems.insert(problems.end(), tls_problems.begin(), tls_problems.end());
     } catch (const idemgate::config::config_error& e) {
         problems = e.problems();
     }

@@ -450,7 +450,7 @@ public:
     {
         map_view top(*this, root, "",
                      {"listen", "admin_listen", "threads", "access_log", "request_id_header", "store",
-                      "upstreams", "routes", "limits", "timeouts", "admin", "tenants"});
+                      "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls"});
         if (root.IsDefined() && !root.IsNull() && !root.IsMap())
             return; // reported by `top`; nothing below can be read.
         read_endpoint(top, "listen", cfg.listen);
@@ -459,6 +459,7 @@ public:
         load_access_log(top, cfg);
         load_request_id(top, cfg);
         load_store(top, cfg.store);
+        load_listen_tls(top, cfg.tls);
         load_upstreams(top, cfg.upstreams);
         load_routes(top, cfg);
         load_limits(top, cfg.limits);
@@ -759,7 +760,7 @@ private:
         for (const auto& [name, node] : names.entries()) {
             upstream_config upstream;
             upstream.name = name;
-            map_view map(*this, node, names.path_of(name), {"address", "max_idle_connections"});
+            map_view map(*this, node, names.path_of(name), {"address", "max_idle_connections", "tls"});
             if (name.empty())
                 problem(names.path(), "an upstream name must not be empty");
             if (map.find("address"))
@@ -768,8 +769,103 @@ private:
                 problem(map.path_of("address"), "required key is missing");
             read_int(map, "max_idle_connections", upstream.max_idle_connections, 0,
                      std::numeric_limits<std::size_t>::max());
+            load_upstream_tls(map, upstream.tls);
             upstreams.push_back(std::move(upstream));
         }
+    }
+
+    // tls: TLS termination on `listen` (issue 11). Files are checked for readability here; that
+    // they hold PEM certificates and a matching key is checked where OpenSSL loads them
+    // (gateway::check_tls_config, run by --check and at start-up).
+    void load_listen_tls(const map_view& top, std::optional<listen_tls_config>& out)
+    {
+        const auto* node = top.find("tls");
+        if (!node)
+            return;
+        map_view map(*this, *node, "tls",
+                     {"cert_file", "key_file", "min_version", "client_ca_file", "client_auth"});
+        listen_tls_config tls;
+        read_string(map, "cert_file", tls.cert_file);
+        read_string(map, "key_file", tls.key_file);
+        read_string(map, "client_ca_file", tls.client_ca_file);
+        for (auto [key, file] :
+             {std::pair{"cert_file", &tls.cert_file}, std::pair{"key_file", &tls.key_file}}) {
+            if (file->empty())
+                problem(map.path_of(key), map.find(key) ? "must not be empty" : "required key is missing");
+            else
+                check_readable(map.path_of(key), *file);
+        }
+        if (auto text = scalar(map, "min_version", "a TLS version")) {
+            if (*text == "1.2")
+                tls.min_version = 0x0303;
+            else if (*text == "1.3")
+                tls.min_version = 0x0304;
+            else
+                problem(map.path_of("min_version"),
+                        quote(*text) + " is not allowed (use \"1.2\" or \"1.3\")");
+        }
+        if (auto text = scalar(map, "client_auth", "a string")) {
+            if (*text == "none")
+                tls.client_auth = client_auth_mode::none;
+            else if (*text == "optional")
+                tls.client_auth = client_auth_mode::optional;
+            else if (*text == "required")
+                tls.client_auth = client_auth_mode::required;
+            else
+                problem(map.path_of("client_auth"),
+                        quote(*text) + " is not allowed (use none, optional or required)");
+        }
+        if (tls.client_auth != client_auth_mode::none && tls.client_ca_file.empty())
+            problem(map.path_of("client_auth"),
+                    "needs tls.client_ca_file (the CA client certificates are verified against)");
+        if (tls.client_auth == client_auth_mode::none && !tls.client_ca_file.empty())
+            problem(map.path_of("client_ca_file"), "set while tls.client_auth is none (no client certificate "
+                                                   "is asked for); set client_auth: optional or required, "
+                                                   "or remove it");
+        if (!tls.client_ca_file.empty())
+            check_readable(map.path_of("client_ca_file"), tls.client_ca_file);
+        out = std::move(tls);
+    }
+
+    // upstreams.<name>.tls: HTTPS to the upstream (issue 11), checked like store.redis.tls.
+    void load_upstream_tls(const map_view& upstream, upstream_tls_config& tls)
+    {
+        map_view map(*this, child(upstream, "tls"), upstream.path_of("tls"),
+                     {"enabled", "ca_file", "server_name", "cert_file", "key_file", "verify"});
+        read_bool(map, "enabled", tls.enabled);
+        read_string(map, "ca_file", tls.ca_file);
+        read_string(map, "server_name", tls.server_name);
+        read_string(map, "cert_file", tls.cert_file);
+        read_string(map, "key_file", tls.key_file);
+        read_bool(map, "verify", tls.verify);
+        auto enabled_path = map.path_of("enabled");
+        if (!tls.enabled) {
+            for (auto [key, set] :
+                 {std::pair{"ca_file", !tls.ca_file.empty()}, std::pair{"cert_file", !tls.cert_file.empty()},
+                  std::pair{"key_file", !tls.key_file.empty()},
+                  std::pair{"server_name", !tls.server_name.empty()}, std::pair{"verify", !tls.verify}})
+                if (set)
+                    problem(map.path_of(key), "set while " + enabled_path +
+                                                  " is false (the connection would be plain HTTP); set "
+                                                  "enabled: true or remove it");
+            return;
+        }
+        if (!tls.cert_file.empty() && tls.key_file.empty())
+            problem(map.path_of("cert_file"),
+                    "needs " + map.path_of("key_file") +
+                        " (a client certificate is useless without its private key)");
+        if (tls.cert_file.empty() && !tls.key_file.empty())
+            problem(map.path_of("key_file"),
+                    "needs " + map.path_of("cert_file") + " (the client certificate of this private key)");
+        for (auto [key, file] : {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
+                                 std::pair{"key_file", &tls.key_file}})
+            if (!file->empty())
+                check_readable(map.path_of(key), *file);
+        bool name_ok = true;
+        for (char c : tls.server_name)
+            name_ok = name_ok && (is_host_name_char(c) || is_ipv6_char(c));
+        if (!name_ok)
+            problem(map.path_of("server_name"), quote(tls.server_name) + " is not a host name or IP address");
     }
 
     void load_routes(const map_view& top, config& cfg)
@@ -1221,6 +1317,12 @@ std::vector<std::string> warnings(const config& cfg)
     if (cfg.store.type == store_type::redis && cfg.store.redis.tls.enabled && !cfg.store.redis.tls.verify)
         out.push_back("store.redis.tls.verify: false: the Redis server's certificate and name are not "
                       "checked, so anyone on the network path can impersonate it (for testing only)");
+    for (const auto& up : cfg.upstreams)
+        if (up.tls.enabled && !up.tls.verify)
+            out.push_back(
+                "upstreams." + up.name +
+                ".tls.verify: false: the upstream's certificate and name are not checked, so anyone "
+                "on the network path can impersonate it (for testing only)");
     const auto& t = cfg.timeouts;
     auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
     for (const auto& [name, tenant] : cfg.tenants) {

@@ -19,6 +19,10 @@
 #include <thread>
 #include <vector>
 
+namespace boost::asio::ssl {
+class context;
+} // namespace boost::asio::ssl
+
 namespace idemgate::gateway::detail {
 
 namespace http = boost::beast::http;
@@ -31,6 +35,7 @@ using response_type = http::response<http::string_body>;
 struct live_config {
     config::config cfg;
     std::vector<std::vector<tcp::endpoint>> upstream_endpoints; // index = cfg.upstreams index
+    std::vector<std::shared_ptr<upstream_tls>> upstream_contexts; // HTTPS upstreams (null: plain)
     std::uint64_t generation = 0;                               // 1 at start, +1 per reload
     std::string sha256;                                         // of the file it was loaded from
 };
@@ -49,8 +54,10 @@ struct gateway_context {
     std::shared_ptr<store::backend> backend;
     metrics stats;
     std::atomic<bool> draining{false};
-    std::string config_path; // the file reloads read
+    std::string config_path;                       // the file reloads read
     std::unique_ptr<access_log_writer> access_log; // null when access_log is off
+    // TLS termination on `listen` (config tls:), built at bind(); nullptr = plain HTTP.
+    std::shared_ptr<boost::asio::ssl::context> listen_tls;
 
     bool ready() const { return !draining.load() && backend->ready(); }
 
@@ -126,6 +133,9 @@ struct handled {
 struct client_info {
     std::string ip;
     bool tls = false;
+    // The subject (RFC 2253) of the client certificate verified against tls.client_ca_file; ""
+    // without one. The seam for scopes keyed by client identity (a tenant_from: client_cert).
+    std::string client_cert_subject;
 };
 
 } // namespace idemgate::gateway::detail

@@ -2,6 +2,7 @@
 
 #include "http_connection.hpp"
 #include "local_tier.hpp"
+#include "tls.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -136,6 +137,13 @@ void listener::bind()
     if (!problems.empty())
         throw std::runtime_error(problems.front());
 
+    // TLS contexts are built once and shared by every thread (a bad file throws config_error).
+    if (cfg.tls)
+        ctx_.listen_tls = make_server_tls_context(*cfg.tls);
+    std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
+    for (const auto& up : cfg.upstreams)
+        upstream_contexts.push_back(make_upstream_tls(up));
+
     // threads: 0 = one per CPU this process may use (affinity and cgroup CPU quota included).
     unsigned n = cfg.threads ? cfg.threads : available_cpus();
     tcp::endpoint ep = resolve_one(control_, cfg.listen, "listen");
@@ -168,6 +176,7 @@ void listener::bind()
     auto live = std::make_shared<live_config>();
     live->cfg = cfg;
     live->upstream_endpoints = std::move(upstream_endpoints_);
+    live->upstream_contexts = std::move(upstream_contexts);
     live->generation = 1;
     if (!ctx_.config_path.empty()) {
         try {
@@ -192,8 +201,18 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
         problems = e.problems();
     }
     std::vector<std::vector<tcp::endpoint>> endpoints;
+    std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
     if (problems.empty())
         endpoints = resolve_upstreams(control_, next, problems);
+    if (problems.empty()) {
+        // HTTPS upstreams: their files are read again (a renewed CA or client certificate).
+        try {
+            for (const auto& up : next.upstreams)
+                upstream_contexts.push_back(make_upstream_tls(up));
+        } catch (const config::config_error& e) {
+            problems = e.problems();
+        }
+    }
     if (!problems.empty()) {
         ctx_.stats.config_reloads[1].fetch_add(1, std::memory_order_relaxed);
         log::error("configuration reload failed; still serving the previous configuration",
@@ -203,8 +222,8 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
         return false;
     }
     // What a running process cannot change: its sockets, threads, store and admin API.
-    for (const auto& key :
-         config::changed_sections(boot_text_, text, {"listen", "admin_listen", "threads", "store", "admin"}))
+    for (const auto& key : config::changed_sections(
+             boot_text_, text, {"listen", "admin_listen", "threads", "store", "admin", "tls"}))
         log::warn("configuration reload: this setting needs a restart; the running value is kept",
                   {{"key", key}});
     next.listen = ctx_.cfg.listen;
@@ -212,6 +231,7 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
     next.threads = ctx_.cfg.threads;
     next.store = ctx_.cfg.store;
     next.admin = ctx_.cfg.admin;
+    next.tls = ctx_.cfg.tls;
     if (any_route_waits(next) && !any_route_waits(ctx_.cfg))
         log::warn("configuration reload: on_in_flight: wait needs a restart to take effect (the store was "
                   "started without settlement notifications: waiting duplicates would time out)",
@@ -223,6 +243,7 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
     live->generation = ctx_.live()->generation + 1;
     live->sha256 = sha256_hex(text);
     live->upstream_endpoints = std::move(endpoints);
+    live->upstream_contexts = std::move(upstream_contexts);
     live->cfg = std::move(next);
     auto routes = live->cfg.routes.size();
     auto upstreams = live->cfg.upstreams.size();
@@ -246,9 +267,9 @@ std::shared_ptr<request_env> worker::current(gateway_context& ctx)
     next->live = ctx.live();
     const auto& cfg = next->live->cfg;
     for (std::size_t u = 0; u < cfg.upstreams.size(); ++u)
-        next->pools.push_back(
-            std::make_unique<upstream_pool>(ioc.get_executor(), next->live->upstream_endpoints[u],
-                                            cfg.upstreams[u].max_idle_connections, cfg, ctx.stats));
+        next->pools.push_back(std::make_unique<upstream_pool>(
+            ioc.get_executor(), next->live->upstream_endpoints[u], cfg.upstreams[u].max_idle_connections, cfg,
+            ctx.stats, cfg.upstreams[u].name, next->live->upstream_contexts[u]));
     env = std::move(next);
     return env;
 }
@@ -279,9 +300,12 @@ asio::awaitable<void> listener::accept_loop(worker& w)
         auto remote = socket.remote_endpoint(ignored);
         if (!ignored)
             client.ip = remote.address().to_string();
-        asio::co_spawn(
-            w.ioc, serve_http_connection(ctx_, w, beast::tcp_stream(std::move(socket)), std::move(client)),
-            asio::detached);
+        if (ctx_.listen_tls)
+            asio::co_spawn(w.ioc, serve_tls_connection(ctx_, w, std::move(socket), std::move(client)),
+                           asio::detached);
+        else
+            asio::co_spawn(w.ioc, serve_plain_connection(ctx_, w, std::move(socket), std::move(client)),
+                           asio::detached);
     }
 }
 

@@ -1,6 +1,8 @@
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/store/memory_store.hpp>
 #include <idemgate/store/redis_store.hpp>
+#include <iterator>
+#include <tuple>
 
 namespace idemgate::gateway {
 
@@ -122,6 +124,36 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
         "Access log lines dropped because the writer's queue was full (access_log.queue_lines).");
     prometheus::sample(out, "idemgate_access_log_dropped_total", "",
                        static_cast<double>(access_log_dropped.load()));
+    {
+        static constexpr const char* failures[] = {
+            "plain_http",      "not_tls", "timeout",    "protocol_version", "no_client_cert",
+            "bad_client_cert", "alpn",    "peer_alert", "closed",           "other"};
+        static_assert(std::size(failures) == std::tuple_size_v<decltype(tls_handshake_failures)>);
+        prometheus::header(out, "idemgate_tls_handshakes_total", "counter",
+                           "TLS handshakes completed on listen, by whether the session was resumed.");
+        prometheus::sample(out, "idemgate_tls_handshakes_total", "resumed=\"false\"",
+                           static_cast<double>(tls_handshakes[0].load()));
+        prometheus::sample(out, "idemgate_tls_handshakes_total", "resumed=\"true\"",
+                           static_cast<double>(tls_handshakes[1].load()));
+        prometheus::header(
+            out, "idemgate_tls_handshake_failures_total", "counter",
+            "Client connections to listen closed because the TLS handshake failed, by reason.");
+        for (std::size_t i = 0; i < std::size(failures); ++i)
+            prometheus::sample(out, "idemgate_tls_handshake_failures_total",
+                               std::string("reason=\"") + failures[i] + "\"",
+                               static_cast<double>(tls_handshake_failures[i].load()));
+        prometheus::header(out, "idemgate_upstream_tls_handshakes_total", "counter",
+                           "TLS handshakes with HTTPS upstreams, by whether the session was resumed.");
+        prometheus::sample(out, "idemgate_upstream_tls_handshakes_total", "resumed=\"false\"",
+                           static_cast<double>(upstream_tls_handshakes[0].load()));
+        prometheus::sample(out, "idemgate_upstream_tls_handshakes_total", "resumed=\"true\"",
+                           static_cast<double>(upstream_tls_handshakes[1].load()));
+        prometheus::header(out, "idemgate_upstream_tls_failures_total", "counter",
+                           "TLS handshakes with HTTPS upstreams that failed (each also counted as a connect "
+                           "error: nothing was sent).");
+        prometheus::sample(out, "idemgate_upstream_tls_failures_total", "",
+                           static_cast<double>(upstream_tls_failures.load()));
+    }
     prometheus::header(out, "idemgate_ready", "gauge",
                        "1 when the gateway is ready (store reachable, not draining).");
     prometheus::sample(out, "idemgate_ready", "", ready ? 1.0 : 0.0);

@@ -80,6 +80,7 @@ int server::run()
             log::info("listening", {{"listen", endpoint_string(i.listener.endpoint())},
                                     {"admin_listen", endpoint_string(i.admin.endpoint())},
                                     {"threads", static_cast<std::int64_t>(i.listener.threads())},
+                                    {"tls", i.ctx.cfg.tls.has_value()},
                                     {"store", i.ctx.backend->kind()},
                                     {"io", io_backend_name()},
                                     {"version", IDEMGATE_VERSION}});

@@ -1,3 +1,5 @@
+#include "tls.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -7,20 +9,56 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
 #include <idemgate/gateway/upstream_pool.hpp>
 #include <idemgate/gateway/wire.hpp>
 #include <iterator>
+#include <openssl/ssl.h>
 #include <optional>
 #include <sys/socket.h>
+#include <type_traits>
 
 namespace idemgate::gateway {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
+namespace ssl = boost::asio::ssl;
 using boost::system::error_code;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+namespace detail {
+
+struct upstream_tls_connection {
+    upstream_tls_connection(const asio::any_io_executor& ex, ssl::context& ctx) : stream(ex, ctx) {}
+    tls_stream stream;
+};
+
+void tls_connection_deleter::operator()(upstream_tls_connection* c) const noexcept
+{
+    delete c;
+}
+
+void tls_session_deleter::operator()(ssl_session_st* s) const noexcept
+{
+    SSL_SESSION_free(s);
+}
+
+} // namespace detail
+
 namespace {
+
+using plain_connection = std::unique_ptr<beast::tcp_stream>;
+
+beast::tcp_stream& stream_of(plain_connection& c)
+{
+    return *c;
+}
+
+detail::tls_stream&
+stream_of(std::unique_ptr<detail::upstream_tls_connection, detail::tls_connection_deleter>& c)
+{
+    return c->stream;
+}
 
 bool is_idempotent(http::verb v)
 {
@@ -50,33 +88,102 @@ void drop_trailer_fields(http::response<http::string_body>& res, std::size_t hea
 } // namespace
 
 upstream_pool::upstream_pool(asio::any_io_executor ex, std::vector<tcp::endpoint> endpoints,
-                             std::size_t max_idle, const config::config& cfg, metrics& m)
+                             std::size_t max_idle, const config::config& cfg, metrics& m, std::string name,
+                             std::shared_ptr<detail::upstream_tls> tls)
     : executor_(std::move(ex)), endpoints_(std::move(endpoints)), max_idle_(max_idle), config_(cfg),
-      metrics_(m)
+      metrics_(m), name_(std::move(name)), tls_(std::move(tls))
 {
-    idle_.reserve(max_idle_);
+    if (tls_)
+        idle_tls_.reserve(max_idle_);
+    else
+        idle_.reserve(max_idle_);
 }
 
-std::unique_ptr<beast::tcp_stream> upstream_pool::take_idle()
+upstream_pool::~upstream_pool() = default;
+
+template<class Connection>
+Connection upstream_pool::take_idle()
 {
-    while (!idle_.empty()) {
-        std::unique_ptr<beast::tcp_stream> s = std::move(idle_.back());
-        idle_.pop_back();
+    auto& idle = [this]() -> auto&
+    {
+        if constexpr (std::is_same_v<Connection, plain_connection>)
+            return idle_;
+        else
+            return idle_tls_;
+    }
+    ();
+    while (!idle.empty()) {
+        Connection c = std::move(idle.back());
+        idle.pop_back();
+        auto& socket = beast::get_lowest_layer(stream_of(c)).socket();
         // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
-        // something unasked; either way the connection is not safe to reuse.
-        char c;
-        auto n = ::recv(s->socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        // something unasked (over TLS, a close_notify); either way it is not safe to reuse.
+        char byte;
+        auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            return s;
+            return c;
         }
         error_code ignored;
-        s->socket().close(ignored);
+        socket.close(ignored);
     }
     return nullptr;
 }
 
+// Connects a new connection, and over TLS shakes hands, all under timeouts.upstream_connect.
+// Any failure here happened before a byte of the request was sent: a connect failure.
+template<class Connection>
+asio::awaitable<error_code> upstream_pool::connect(Connection& conn)
+{
+    auto& tcp_layer = beast::get_lowest_layer(stream_of(conn));
+    tcp_layer.expires_after(config_.timeouts.upstream_connect);
+    auto [ec, ep] = co_await tcp_layer.async_connect(endpoints_, use_tuple);
+    if (ec) {
+        metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
+        co_return make_error_code(error::upstream_connect);
+    }
+    error_code ignored;
+    tcp_layer.socket().set_option(tcp::no_delay(true), ignored);
+    metrics_.upstream_connections_opened.fetch_add(1, std::memory_order_relaxed);
+    if constexpr (!std::is_same_v<Connection, plain_connection>) {
+        auto& stream = conn->stream;
+        SSL* native = stream.native_handle();
+        std::string why;
+        error_code hec;
+        if (detail::prepare_client_ssl(native, *tls_, session_.get(), why)) {
+            auto [handshake_ec] = co_await stream.async_handshake(ssl::stream_base::client, use_tuple);
+            hec = handshake_ec;
+            if (hec)
+                why = detail::describe_client_failure(native, *tls_, hec);
+        } else {
+            hec = make_error_code(asio::error::invalid_argument);
+        }
+        if (hec) {
+            metrics_.upstream_tls_failures.fetch_add(1, std::memory_order_relaxed);
+            metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
+            log::warn("upstream TLS handshake failed", {{"upstream", name_}, {"error", why}});
+            session_.reset(); // the upstream may have changed its certificate or keys
+            tcp_layer.socket().close(ignored);
+            co_return make_error_code(error::upstream_connect);
+        }
+        metrics_.upstream_tls_handshakes[SSL_session_reused(native) == 1 ? 1 : 0].fetch_add(
+            1, std::memory_order_relaxed);
+    }
+    co_return error_code{};
+}
+
+// Not a coroutine: it hands over the coroutine of the pool's stream type, so a plain exchange
+// costs no extra frame.
 asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<http::string_body>& req,
                                                          bool head_request, std::string& scratch)
+{
+    if (tls_)
+        return exchange_over<tls_connection_ptr>(req, head_request, scratch);
+    return exchange_over<plain_connection>(req, head_request, scratch);
+}
+
+template<class Connection>
+asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::request<http::string_body>& req,
+                                                              bool head_request, std::string& scratch)
 {
     upstream_result result;
     // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
@@ -85,24 +192,24 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
     std::optional<std::chrono::steady_clock::time_point> deadline;
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
-        std::unique_ptr<beast::tcp_stream> conn = attempt == 0 ? take_idle() : nullptr;
+        Connection conn = attempt == 0 ? take_idle<Connection>() : nullptr;
         bool reused = conn != nullptr;
-        if (!reused)
-            conn = std::make_unique<beast::tcp_stream>(executor_);
-        beast::tcp_stream& stream = *conn;
+        if (!reused) {
+            if constexpr (std::is_same_v<Connection, plain_connection>)
+                conn = std::make_unique<beast::tcp_stream>(executor_);
+            else
+                conn = Connection(new detail::upstream_tls_connection(executor_, tls_->ssl));
+        }
+        auto& stream = stream_of(conn);
+        auto& tcp_layer = beast::get_lowest_layer(stream);
         if (reused) {
             metrics_.upstream_connections_reused.fetch_add(1, std::memory_order_relaxed);
         } else {
-            stream.expires_after(config_.timeouts.upstream_connect);
-            auto [ec, ep] = co_await stream.async_connect(endpoints_, use_tuple);
-            if (ec) {
-                metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
-                result.ec = make_error_code(error::upstream_connect);
+            auto cec = co_await connect(conn);
+            if (cec) {
+                result.ec = cec;
                 co_return result;
             }
-            error_code ignored;
-            stream.socket().set_option(tcp::no_delay(true), ignored);
-            metrics_.upstream_connections_opened.fetch_add(1, std::memory_order_relaxed);
         }
 
         if (!deadline)
@@ -125,7 +232,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
         }
 
         result.sent = true;
-        stream.expires_at(*deadline);
+        tcp_layer.expires_at(*deadline);
         beast::flat_buffer buffer;
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
         // final (RFC 9110 15.2); the deadline covers them all.
@@ -179,13 +286,32 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
         }
         result.response = parser.release();
         drop_trailer_fields(result.response, header_fields);
-        if (result.response.keep_alive() && buffer.size() == 0 && idle_.size() < max_idle_) {
-            stream.expires_never();
-            idle_.push_back(std::move(conn));
+        if constexpr (!std::is_same_v<Connection, plain_connection>) {
+            // The session to offer on the next connect: read now, since a TLS 1.3 server sends
+            // its tickets after the handshake, and they were read with the answer.
+            if (!reused) {
+                SSL_SESSION* session = SSL_get1_session(stream.native_handle());
+                if (session && SSL_SESSION_is_resumable(session) == 1)
+                    session_.reset(session);
+                else if (session)
+                    SSL_SESSION_free(session);
+            }
+        }
+        auto& idle = [this]() -> auto&
+        {
+            if constexpr (std::is_same_v<Connection, plain_connection>)
+                return idle_;
+            else
+                return idle_tls_;
+        }
+        ();
+        if (result.response.keep_alive() && buffer.size() == 0 && idle.size() < max_idle_) {
+            tcp_layer.expires_never();
+            idle.push_back(std::move(conn));
         } else {
             error_code ignored;
-            stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-            stream.socket().close(ignored);
+            tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+            tcp_layer.socket().close(ignored);
         }
         co_return result;
     }

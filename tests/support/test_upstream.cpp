@@ -3,6 +3,10 @@
 //
 //   --port N            listen on 127.0.0.1:N (0 = any free port); prints
 //                       "listening 127.0.0.1:P" on stdout once accepting.
+//   --tls-cert F --tls-key K   also serve HTTPS (TLS 1.2+) on a second free port with that
+//                       certificate; prints "listening-tls 127.0.0.1:Q" after the line above.
+//                       The counter is shared, so /__count on the plain port counts both.
+//   --tls-client-ca F   HTTPS clients must present a certificate signed by this CA.
 //   GET  /__count       {"executions":N}   (requests whose path does not start with /__)
 //   POST /__reset       zeroes the counter
 //   any other request   increments the counter, then answers per these request headers:
@@ -25,12 +29,14 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json.hpp>
 #include <cctype>
 #include <charconv>
@@ -156,15 +162,15 @@ scripted_answer(const http::request<http::string_body>& req)
     co_return res;
 }
 
-asio::awaitable<void> session(tcp::socket socket)
+template<class Stream>
+asio::awaitable<void> serve(Stream& stream)
 {
-    beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     for (;;) {
         http::request_parser<http::string_body> parser;
         parser.header_limit(256 * 1024);
         parser.body_limit(64 * 1024 * 1024);
-        stream.expires_after(std::chrono::seconds(60));
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
         auto [read_ec, read_n] =
             co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
         if (read_ec)
@@ -182,7 +188,7 @@ asio::awaitable<void> session(tcp::socket socket)
         if (!control && header_is_one(req, "X-Test-Abort"))
             break;
         bool close = !req.keep_alive() || (!control && header_is_one(req, "X-Test-Close"));
-        stream.expires_after(std::chrono::seconds(10));
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
         if (!control && header_is_one(req, "X-Test-Interim")) {
             static constexpr std::string_view hints =
                 "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
@@ -213,7 +219,39 @@ asio::awaitable<void> session(tcp::socket socket)
             break;
     }
     beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+asio::awaitable<void> session(tcp::socket socket)
+{
+    beast::tcp_stream stream(std::move(socket));
+    co_await serve(stream);
+}
+
+asio::awaitable<void> tls_session(tcp::socket socket, asio::ssl::context& ctx)
+{
+    beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), ctx);
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+    auto [ec] =
+        co_await stream.async_handshake(asio::ssl::stream_base::server, asio::as_tuple(asio::use_awaitable));
+    if (ec) {
+        std::cout << "tls handshake failed: " << ec.message() << std::endl;
+        co_return;
+    }
+    co_await serve(stream);
+}
+
+asio::awaitable<void> tls_accept_loop(tcp::acceptor& acceptor, asio::ssl::context& ctx)
+{
+    for (;;) {
+        auto [ec, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            if (ec == asio::error::operation_aborted)
+                co_return;
+            continue;
+        }
+        asio::co_spawn(acceptor.get_executor(), tls_session(std::move(socket), ctx), asio::detached);
+    }
 }
 
 asio::awaitable<void> accept_loop(tcp::acceptor& acceptor)
@@ -234,12 +272,20 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor)
 int main(int argc, char** argv)
 {
     unsigned short port = 0;
+    std::string tls_cert, tls_key, tls_client_ca;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--port" && i + 1 < argc) {
             port = static_cast<unsigned short>(std::stoul(argv[++i]));
+        } else if (arg == "--tls-cert" && i + 1 < argc) {
+            tls_cert = argv[++i];
+        } else if (arg == "--tls-key" && i + 1 < argc) {
+            tls_key = argv[++i];
+        } else if (arg == "--tls-client-ca" && i + 1 < argc) {
+            tls_client_ca = argv[++i];
         } else {
-            std::cerr << "usage: idemgate-test-upstream [--port N]\n";
+            std::cerr << "usage: idemgate-test-upstream [--port N] [--tls-cert F --tls-key K "
+                         "[--tls-client-ca C]]\n";
             return 2;
         }
     }
@@ -247,6 +293,22 @@ int main(int argc, char** argv)
     tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
     std::cout << "listening 127.0.0.1:" << acceptor.local_endpoint().port() << std::endl;
     asio::co_spawn(io, accept_loop(acceptor), asio::detached);
+    asio::ssl::context tls(asio::ssl::context::tls_server);
+    tcp::acceptor tls_acceptor(io);
+    if (!tls_cert.empty()) {
+        SSL_CTX_set_min_proto_version(tls.native_handle(), TLS1_2_VERSION);
+        tls.use_certificate_chain_file(tls_cert);
+        tls.use_private_key_file(tls_key, asio::ssl::context::pem);
+        static constexpr unsigned char session_context[] = "test-upstream";
+        SSL_CTX_set_session_id_context(tls.native_handle(), session_context, sizeof session_context - 1);
+        if (!tls_client_ca.empty()) {
+            tls.load_verify_file(tls_client_ca);
+            tls.set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+        }
+        tls_acceptor = tcp::acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+        std::cout << "listening-tls 127.0.0.1:" << tls_acceptor.local_endpoint().port() << std::endl;
+        asio::co_spawn(io, tls_accept_loop(tls_acceptor, tls), asio::detached);
+    }
     io.run();
     return 0;
 }

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <stdexcept>
 #include <sys/socket.h>
@@ -71,6 +74,105 @@ http_connection::http_connection(std::uint16_t port, milliseconds timeout)
 {
 }
 
+// One client TLS connection (OpenSSL over the blocking socket; SO_RCVTIMEO bounds each read).
+struct http_connection::tls_state {
+    std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx{nullptr, &SSL_CTX_free};
+    std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, &SSL_free};
+};
+
+namespace {
+
+// OpenSSL's error queue as one line (and cleared).
+std::string openssl_errors()
+{
+    std::string out;
+    while (unsigned long code = ERR_get_error()) {
+        char text[256];
+        ERR_error_string_n(code, text, sizeof text);
+        out += (out.empty() ? "" : "; ") + std::string(text);
+    }
+    return out.empty() ? "no OpenSSL error queued" : out;
+}
+
+} // namespace
+
+http_connection::http_connection(std::uint16_t port, const tls_client_options& options, milliseconds timeout)
+    : http_connection(port, timeout)
+{
+    auto state = std::make_shared<tls_state>();
+    state->ctx.reset(SSL_CTX_new(TLS_client_method()));
+    SSL_CTX* ctx = state->ctx.get();
+    if (options.min_version)
+        SSL_CTX_set_min_proto_version(ctx, options.min_version);
+    if (options.max_version)
+        SSL_CTX_set_max_proto_version(ctx, options.max_version);
+    if (!options.ca_file.empty()) {
+        if (SSL_CTX_load_verify_locations(ctx, options.ca_file.c_str(), nullptr) != 1)
+            throw std::runtime_error("test TLS client: cannot load " + options.ca_file + ": " +
+                                     openssl_errors());
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    }
+    if (!options.cert_file.empty()) {
+        if (SSL_CTX_use_certificate_chain_file(ctx, options.cert_file.c_str()) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+            throw std::runtime_error("test TLS client: cannot load the client certificate: " +
+                                     openssl_errors());
+    }
+    if (!options.alpn.empty()) {
+        std::string wire;
+        for (const auto& p : options.alpn)
+            wire += static_cast<char>(p.size()) + p;
+        SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(wire.data()),
+                                static_cast<unsigned>(wire.size()));
+    }
+    state->ssl.reset(SSL_new(ctx));
+    SSL* ssl = state->ssl.get();
+    SSL_set_fd(ssl, fd_);
+    if (!options.sni.empty())
+        SSL_set_tlsext_host_name(ssl, options.sni.c_str());
+    if (!options.ca_file.empty() && !options.verify_name.empty()) {
+        auto* param = SSL_get0_param(ssl);
+        if (X509_VERIFY_PARAM_set1_ip_asc(param, options.verify_name.c_str()) != 1)
+            X509_VERIFY_PARAM_set1_host(param, options.verify_name.c_str(), options.verify_name.size());
+    }
+    if (options.session)
+        SSL_set_session(ssl, static_cast<SSL_SESSION*>(options.session.get()));
+    ERR_clear_error();
+    if (SSL_connect(ssl) != 1)
+        throw tls_error("TLS handshake failed: " + openssl_errors());
+    tls_ = std::move(state);
+}
+
+bool http_connection::tls_session_reused() const
+{
+    return tls_ && SSL_session_reused(tls_->ssl.get()) == 1;
+}
+
+std::shared_ptr<void> http_connection::tls_session() const
+{
+    if (!tls_)
+        return nullptr;
+    SSL_SESSION* session = SSL_get1_session(tls_->ssl.get());
+    if (!session)
+        return nullptr;
+    return std::shared_ptr<void>(session, [](void* s) { SSL_SESSION_free(static_cast<SSL_SESSION*>(s)); });
+}
+
+std::string http_connection::tls_alpn() const
+{
+    if (!tls_)
+        return {};
+    const unsigned char* data = nullptr;
+    unsigned len = 0;
+    SSL_get0_alpn_selected(tls_->ssl.get(), &data, &len);
+    return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+std::string http_connection::tls_version() const
+{
+    return tls_ ? SSL_get_version(tls_->ssl.get()) : "";
+}
+
 http_connection::~http_connection()
 {
     close();
@@ -78,6 +180,9 @@ http_connection::~http_connection()
 
 void http_connection::close()
 {
+    if (tls_ && fd_ >= 0)
+        SSL_shutdown(tls_->ssl.get()); // close_notify; the peer's is not awaited
+    tls_.reset();
     if (fd_ >= 0) {
         ::close(fd_);
         fd_ = -1;
@@ -89,6 +194,16 @@ void http_connection::send_raw(const std::string& bytes)
     if (fd_ < 0)
         throw std::runtime_error("http_connection: send on a closed connection");
     std::size_t sent = 0;
+    if (tls_) {
+        while (sent < bytes.size()) {
+            ERR_clear_error();
+            int n = SSL_write(tls_->ssl.get(), bytes.data() + sent, static_cast<int>(bytes.size() - sent));
+            if (n <= 0)
+                throw tls_error("http_connection: TLS write failed: " + openssl_errors());
+            sent += static_cast<std::size_t>(n);
+        }
+        return;
+    }
     while (sent < bytes.size()) {
         ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
@@ -100,12 +215,27 @@ void http_connection::send_raw(const std::string& bytes)
     }
 }
 
-namespace {
-
-// Reads more bytes into `buffer`; false on orderly EOF, throws on timeout or error.
-bool read_more(int fd, std::string& buffer)
+bool http_connection::read_more()
 {
     char chunk[16384];
+    if (tls_) {
+        ERR_clear_error();
+        int n = SSL_read(tls_->ssl.get(), chunk, sizeof chunk);
+        if (n > 0) {
+            buffer_.append(chunk, static_cast<std::size_t>(n));
+            return true;
+        }
+        int err = SSL_get_error(tls_->ssl.get(), n);
+        if (err == SSL_ERROR_ZERO_RETURN)
+            return false;
+        if (err == SSL_ERROR_WANT_READ)
+            throw std::runtime_error("http_connection: TLS read timed out");
+        if (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
+            return false; // EOF without close_notify (or a reset)
+        throw tls_error("http_connection: TLS read failed: " + openssl_errors());
+    }
+    int fd = fd_;
+    std::string& buffer = buffer_;
     for (;;) {
         ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
         if (n > 0) {
@@ -124,8 +254,6 @@ bool read_more(int fd, std::string& buffer)
     }
 }
 
-} // namespace
-
 http_response http_connection::read_response(bool head_request)
 {
     if (fd_ < 0)
@@ -133,7 +261,7 @@ http_response http_connection::read_response(bool head_request)
     for (;;) {
         std::size_t header_end;
         while ((header_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
-            if (!read_more(fd_, buffer_))
+            if (!read_more())
                 throw std::runtime_error("http_connection: connection closed before a response header" +
                                          (buffer_.empty() ? std::string{} : " (got: " + buffer_ + ")"));
         }
@@ -179,7 +307,7 @@ http_response http_connection::read_response(bool head_request)
             for (;;) {
                 std::size_t eol;
                 while ((eol = buffer_.find("\r\n", consumed)) == std::string::npos)
-                    if (!read_more(fd_, buffer_))
+                    if (!read_more())
                         throw std::runtime_error("http_connection: EOF inside chunked body");
                 std::string size_line = buffer_.substr(consumed, eol - consumed);
                 std::size_t size = std::stoul(size_line, nullptr, 16);
@@ -188,7 +316,7 @@ http_response http_connection::read_response(bool head_request)
                     // Trailers until an empty line.
                     for (;;) {
                         while ((eol = buffer_.find("\r\n", consumed)) == std::string::npos)
-                            if (!read_more(fd_, buffer_))
+                            if (!read_more())
                                 throw std::runtime_error("http_connection: EOF inside chunked trailer");
                         bool empty = eol == consumed;
                         consumed = eol + 2;
@@ -198,7 +326,7 @@ http_response http_connection::read_response(bool head_request)
                     break;
                 }
                 while (buffer_.size() < consumed + size + 2)
-                    if (!read_more(fd_, buffer_))
+                    if (!read_more())
                         throw std::runtime_error("http_connection: EOF inside chunk");
                 res.body.append(buffer_, consumed, size);
                 consumed += size + 2;
@@ -206,14 +334,14 @@ http_response http_connection::read_response(bool head_request)
         } else if (res.has_header("content-length")) {
             std::size_t length = std::stoul(res.header("content-length"));
             while (buffer_.size() < consumed + length)
-                if (!read_more(fd_, buffer_))
+                if (!read_more())
                     throw std::runtime_error("http_connection: EOF inside body (" +
                                              std::to_string(buffer_.size() - consumed) + " of " +
                                              std::to_string(length) + " bytes)");
             res.body = buffer_.substr(consumed, length);
             consumed += length;
         } else {
-            while (read_more(fd_, buffer_)) {
+            while (read_more()) {
             }
             res.body = buffer_.substr(consumed);
             consumed = buffer_.size();
@@ -257,6 +385,26 @@ bool http_connection::closed_by_peer(milliseconds wait)
         auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0)
             return false;
+        if (tls_) {
+            // Buffered TLS bytes first, then the socket; a TLS close or alert is a close.
+            if (SSL_pending(tls_->ssl.get()) == 0) {
+                pollfd tls_pfd{fd_, POLLIN, 0};
+                int ready = ::poll(&tls_pfd, 1, static_cast<int>(left.count()));
+                if (ready < 0 && errno == EINTR)
+                    continue;
+                if (ready <= 0)
+                    return false;
+            }
+            try {
+                if (!read_more())
+                    return true;
+            } catch (const tls_error&) {
+                return true;
+            } catch (const std::runtime_error&) {
+                continue; // a partial record: wait for the rest
+            }
+            continue;
+        }
         pollfd pfd{fd_, POLLIN, 0};
         int r = ::poll(&pfd, 1, static_cast<int>(left.count()));
         if (r < 0 && errno == EINTR)
@@ -289,7 +437,7 @@ std::string http_connection::read_until(const std::string& delimiter)
         throw std::runtime_error("http_connection: read on a closed connection");
     std::size_t end;
     while ((end = buffer_.find(delimiter)) == std::string::npos) {
-        if (!read_more(fd_, buffer_))
+        if (!read_more())
             throw std::runtime_error("http_connection: connection closed before the expected bytes" +
                                      (buffer_.empty() ? std::string{} : " (got: " + buffer_ + ")"));
     }
@@ -297,6 +445,15 @@ std::string http_connection::read_until(const std::string& delimiter)
     std::string out = buffer_.substr(0, end);
     buffer_.erase(0, end);
     return out;
+}
+
+http_response https_request(std::uint16_t port, const tls_client_options& tls, const std::string& method,
+                            const std::string& path,
+                            const std::vector<std::pair<std::string, std::string>>& headers,
+                            const std::string& body, milliseconds timeout)
+{
+    http_connection conn(port, tls, timeout);
+    return conn.request(method, path, headers, body);
 }
 
 http_response http_request(std::uint16_t port, const std::string& method, const std::string& path,

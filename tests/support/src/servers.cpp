@@ -337,15 +337,27 @@ gateway_process::gateway_process(const std::string& yaml,
 
 // ---------------------------------------------------------------------------------------------
 
-test_upstream_process::test_upstream_process()
+test_upstream_process::test_upstream_process(std::vector<std::string> extra_args)
 {
-    proc_ = std::make_unique<child_process>(bin_dir() + "/idemgate-test-upstream",
-                                            std::vector<std::string>{"--port", "0"});
+    bool tls = false;
+    for (const auto& a : extra_args)
+        tls = tls || a == "--tls-cert";
+    std::vector<std::string> args{"--port", "0"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    proc_ = std::make_unique<child_process>(bin_dir() + "/idemgate-test-upstream", args);
     const std::string prefix = "listening 127.0.0.1:";
     auto line = proc_->wait_for_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; }, 10s);
     if (!line)
         throw std::runtime_error("idemgate-test-upstream did not start; output:\n" + proc_->output());
     port_ = static_cast<std::uint16_t>(std::stoul(line->substr(prefix.size())));
+    if (tls) {
+        const std::string tls_prefix = "listening-tls 127.0.0.1:";
+        auto tls_line =
+            proc_->wait_for_line([&](const std::string& l) { return l.rfind(tls_prefix, 0) == 0; }, 10s);
+        if (!tls_line)
+            throw std::runtime_error("idemgate-test-upstream did not serve TLS; output:\n" + proc_->output());
+        tls_port_ = static_cast<std::uint16_t>(std::stoul(tls_line->substr(tls_prefix.size())));
+    }
 }
 
 long test_upstream_process::executions()

@@ -55,6 +55,32 @@ test_certificates::test_certificates()
 
     stray_key = d + "/stray.key";
     openssl({"genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", stray_key});
+
+    make_leaf("wrong-name", "subjectAltName=DNS:wrong.example\nextendedKeyUsage=serverAuth\n");
+    wrong_name_cert = d + "/wrong-name.crt";
+    wrong_name_key = d + "/wrong-name.key";
+
+    // `openssl x509 -req` cannot date a certificate in the past; `openssl ca` can (-startdate,
+    // -enddate), with a minimal CA database of its own.
+    std::vector<std::string> req{"req", "-new"};
+    req.insert(req.end(), ec_p256.begin(), ec_p256.end());
+    req.insert(req.end(), {"-keyout", d + "/expired.key", "-out", d + "/expired.csr", "-subj",
+                           "/CN=idemgate test expired"});
+    openssl(req);
+    dir_.write_file("index.txt", "");
+    dir_.write_file("serial", "10\n");
+    auto cnf =
+        dir_.write_file("ca.cnf", "[ca]\ndefault_ca=test\n[test]\ndatabase=" + d +
+                                      "/index.txt\nnew_certs_dir=" + d + "\nserial=" + d +
+                                      "/serial\ndefault_md=sha256\npolicy=any\n[any]\ncommonName=supplied\n");
+    auto ext = dir_.write_file("expired.ext",
+                               "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                               "extendedKeyUsage=serverAuth\n");
+    expired_cert = d + "/expired.crt";
+    expired_key = d + "/expired.key";
+    openssl({"ca", "-batch", "-config", cnf, "-cert", ca_cert, "-keyfile", d + "/ca.key", "-startdate",
+             "20200101000000Z", "-enddate", "20200102000000Z", "-in", d + "/expired.csr", "-out",
+             expired_cert, "-extfile", ext, "-notext"});
 }
 
 void test_certificates::make_leaf(const std::string& name, const std::string& extensions)
@@ -67,8 +93,11 @@ void test_certificates::make_leaf(const std::string& name, const std::string& ex
     openssl(req);
     auto ext = dir_.write_file(name + ".ext", "basicConstraints=CA:FALSE\n" + extensions);
     openssl({"x509", "-req", "-in", d + "/" + name + ".csr", "-CA", ca_cert, "-CAkey", d + "/ca.key",
-             "-set_serial", name == "server" ? "2" : "3", "-days", "2", "-extfile", ext, "-out",
-             d + "/" + name + ".crt"});
+             "-set_serial",
+             name == "server"   ? "2"
+             : name == "client" ? "3"
+                                : "4",
+             "-days", "2", "-extfile", ext, "-out", d + "/" + name + ".crt"});
 }
 
 void test_certificates::openssl(const std::vector<std::string>& args)

@@ -90,10 +90,31 @@ struct store_config {
     failure_mode on_failure = failure_mode::reject;
 };
 
+// TLS to one upstream (issue 11). Off by default; every other key needs `enabled: true`.
+struct upstream_tls_config {
+    bool enabled = false;
+    std::string ca_file;     // PEM CA bundle the upstream is verified against ("" = system store)
+    std::string server_name; // SNI and the name verified ("" = the host of the address)
+    std::string cert_file;   // client certificate chain (PEM) for mutual TLS; needs key_file
+    std::string key_file;    // its private key (PEM); needs cert_file
+    bool verify = true;      // false: no certificate or name check (warned at start)
+};
+
 struct upstream_config {
     std::string name;
     endpoint address;
     std::size_t max_idle_connections = 64; // keep-alive pool per I/O thread
+    upstream_tls_config tls;
+};
+
+// TLS termination on `listen` (issue 11): present = HTTPS only on that port.
+enum class client_auth_mode { none, optional, required };
+struct listen_tls_config {
+    std::string cert_file;      // PEM chain, leaf first (required)
+    std::string key_file;       // its private key, PEM (required)
+    int min_version = 0x0303;   // TLS1_2_VERSION or TLS1_3_VERSION ("1.2" | "1.3")
+    std::string client_ca_file; // client certificates are verified against it (needs client_auth)
+    client_auth_mode client_auth = client_auth_mode::none;
 };
 
 enum class json_mode { raw, canonical };
@@ -194,6 +215,7 @@ struct config {
     // upstream, returned on every answer, logged. "" = off.
     std::string request_id_header = "X-Request-Id";
     store_config store;
+    std::optional<listen_tls_config> tls; // absent = plain HTTP on `listen`
     std::vector<upstream_config> upstreams;
     std::vector<route_config> routes;
     limits_config limits;

@@ -60,6 +60,14 @@ struct metrics {
     // Access log lines dropped because the writer's queue was full (access_log.queue_lines).
     std::atomic<std::uint64_t> access_log_dropped{0};
 
+    // TLS on `listen` (issue 11): handshakes done (index 0 full, 1 resumed) and failed, by
+    // detail::tls_failure (plain_http, not_tls, timeout, ...).
+    std::array<std::atomic<std::uint64_t>, 2> tls_handshakes{};
+    std::array<std::atomic<std::uint64_t>, 10> tls_handshake_failures{};
+    // HTTPS upstreams: handshakes done (0 full, 1 resumed) and failed (each also a connect error).
+    std::array<std::atomic<std::uint64_t>, 2> upstream_tls_handshakes{};
+    std::atomic<std::uint64_t> upstream_tls_failures{0};
+
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 
     // Prometheus text exposition; `extra` appends backend-specific lines (e.g. Redis stats).

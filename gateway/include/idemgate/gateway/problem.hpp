@@ -17,6 +17,8 @@ struct problem {
 
 namespace problems {
 inline constexpr problem bad_request{http::status::bad_request, "bad-request", "Malformed request"};
+inline constexpr problem plain_http_to_tls{http::status::bad_request, "plain-http-to-tls-port",
+                                           "A plain HTTP request was sent to the gateway's HTTPS port"};
 inline constexpr problem bad_framing{http::status::bad_request, "bad-framing", "Ambiguous request framing"};
 inline constexpr problem bad_connection_header{http::status::bad_request, "bad-connection-header",
                                                "Connection names a header the gateway needs"};

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,8 +147,10 @@ private:
 // for what it answers; GET /__count returns the number of non-/__ requests it executed.
 class test_upstream_process {
 public:
-    test_upstream_process();
+    // `extra_args` e.g. {"--tls-cert", crt, "--tls-key", key}: also serve HTTPS on tls_port().
+    explicit test_upstream_process(std::vector<std::string> extra_args = {});
     std::uint16_t port() const { return port_; }
+    std::uint16_t tls_port() const { return tls_port_; } // 0 without --tls-cert
     std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
     // Executions so far (GET /__count over a fresh connection).
     long executions();
@@ -156,6 +159,7 @@ public:
 private:
     std::unique_ptr<child_process> proc_;
     std::uint16_t port_ = 0;
+    std::uint16_t tls_port_ = 0;
 };
 
 struct http_response {
@@ -168,11 +172,33 @@ struct http_response {
     bool has_header(const std::string& lower_name) const { return headers.count(lower_name) > 0; }
 };
 
+// What an HTTPS client (http_connection over TLS, OpenSSL) offers and checks.
+struct tls_client_options {
+    std::string ca_file;                   // verify the server's chain against it ("" = no verification)
+    std::string verify_name = "127.0.0.1"; // the name (or IP) the certificate must carry ("" = chain only)
+    std::string sni;                       // server name indication ("" = none)
+    std::string cert_file;                 // client certificate (mutual TLS), with key_file
+    std::string key_file;
+    int min_version = 0; // 0x0303 TLS 1.2, 0x0304 TLS 1.3; 0 = OpenSSL's default
+    int max_version = 0;
+    std::vector<std::string> alpn{"http/1.1"}; // protocols offered ({} = no ALPN extension)
+    std::shared_ptr<void> session;             // a previous connection's tls_session(), to resume
+};
+
+// A TLS handshake or TLS read that failed (the message carries OpenSSL's reason).
+class tls_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 // A blocking HTTP/1.1 client over one keep-alive TCP connection, with raw access so tests
 // can send smuggling shapes byte for byte. Every call has a timeout.
 class http_connection {
 public:
     explicit http_connection(std::uint16_t port, milliseconds timeout = 10s);
+    // The same over TLS: connects and shakes hands (throws tls_error if the handshake fails; with
+    // TLS 1.3 a refused client certificate only shows on the first read).
+    http_connection(std::uint16_t port, const tls_client_options& tls, milliseconds timeout = 10s);
     ~http_connection();
     http_connection(const http_connection&) = delete;
     http_connection& operator=(const http_connection&) = delete;
@@ -194,11 +220,29 @@ public:
     // the rest for read_response (e.g. an interim "100 Continue" head). Throws on timeout or EOF.
     std::string read_until(const std::string& delimiter);
 
+    // TLS only: whether the session was resumed, the session (for tls_client_options::session),
+    // the negotiated ALPN protocol and version ("TLSv1.3").
+    bool tls_session_reused() const;
+    std::shared_ptr<void> tls_session() const;
+    std::string tls_alpn() const;
+    std::string tls_version() const;
+
 private:
+    struct tls_state;
+    // Reads more bytes into buffer_; false on orderly EOF, throws on timeout or error.
+    bool read_more();
+
     int fd_ = -1;
+    std::shared_ptr<tls_state> tls_;
     milliseconds timeout_;
     std::string buffer_;
 };
+
+// One request over a fresh HTTPS connection.
+http_response https_request(std::uint16_t port, const tls_client_options& tls, const std::string& method,
+                            const std::string& path,
+                            const std::vector<std::pair<std::string, std::string>>& headers = {},
+                            const std::string& body = {}, milliseconds timeout = 4s);
 
 // One request over a fresh connection.
 http_response http_request(std::uint16_t port, const std::string& method, const std::string& path,

@@ -11,7 +11,9 @@ namespace idemgate::test {
 
 // A test PKI in its own temp_dir: a CA; a server certificate it signed for IP:127.0.0.1 and
 // DNS:localhost; a client certificate it signed (clientAuth); and, to show what must fail, an
-// unrelated second CA and a private key that belongs to no certificate. Paths to PEM files.
+// unrelated second CA, a private key that belongs to no certificate, a server certificate for
+// another name only (DNS:wrong.example), and an expired one (valid in January 2020 only).
+// Paths to PEM files.
 class test_certificates {
 public:
     test_certificates();
@@ -23,8 +25,13 @@ public:
     std::string server_key;
     std::string client_cert;
     std::string client_key;
-    std::string other_ca_cert; // signed nothing here: verifying against it fails
-    std::string stray_key;     // matches none of the certificates
+    std::string other_ca_cert;   // signed nothing here: verifying against it fails
+    std::string stray_key;       // matches none of the certificates
+    std::string wrong_name_cert; // signed by the CA for DNS:wrong.example only
+    std::string wrong_name_key;
+    std::string expired_cert; // signed by the CA for IP:127.0.0.1, expired in 2020
+    std::string expired_key;
+    std::string client_subject = "CN=idemgate test client"; // of client_cert (RFC 2253)
 
 private:
     void openssl(const std::vector<std::string>& args);
