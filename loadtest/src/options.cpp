@@ -402,7 +402,8 @@ Checks and output
   --metrics URL      the gateway's admin /metrics (repeatable: summed over instances); read
                      before and after to report upstream executions per key
   --ignore-header N  leave header N out of the replay comparison (repeatable), for headers a
-                     proxy in front of the gateway adds per answer
+                     proxy in front of the gateway adds per answer (X-Request-Id is always left
+                     out: every answer carries its own request's ID)
   --json             one JSON summary on stdout (no text report)
   --help, --version
 

@@ -53,10 +53,12 @@ struct options {
     std::string key_header = "Idempotency-Key";
     std::string tenant_header = "X-Tenant-ID";
     std::optional<std::string> tenant;
-    std::string key_prefix;                  // empty: a random prefix per run
-    std::vector<target_url> metrics;         // --metrics, summed (several instances of a fleet)
-    std::vector<std::string> ignore_headers; // lower-case names left out of the replay comparison
-    std::chrono::nanoseconds timeout = 10s;  // every connect, write and read
+    std::string key_prefix;          // empty: a random prefix per run
+    std::vector<target_url> metrics; // --metrics, summed (several instances of a fleet)
+    // Lower-case names left out of the replay comparison. X-Request-Id always: the gateway gives
+    // every answer, replays included, its own request's ID (request_id_header).
+    std::vector<std::string> ignore_headers{"x-request-id"};
+    std::chrono::nanoseconds timeout = 10s; // every connect, write and read
     bool json = false;
     bool help = false;
     bool version = false;
