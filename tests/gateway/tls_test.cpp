@@ -240,6 +240,10 @@ TEST_CASE("plain HTTP, garbage and silence on the TLS port are answered or close
     CHECK(g.fixture->executions() == 0);
     CHECK(g.fixture->process().running());
     CHECK(https_request(g.port(), trusting(certs), "GET", "/plain/x", {}, {}, io_timeout).status == 201);
+    // The connections above end asynchronously after the client saw them close: poll the gauge.
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (metric(g.admin_port(), "idemgate_connections_active") > 1 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms); // polling the gateway's own gauge
     CHECK(metric(g.admin_port(), "idemgate_connections_active") <= 1);
 }
 
