@@ -5,6 +5,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
+#include <idemgate/common/openssl_error.hpp>
 #include <idemgate/gateway/tls.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -19,21 +20,6 @@ namespace ssl = boost::asio::ssl;
 using boost::system::error_code;
 
 namespace {
-
-// OpenSSL's reason for the most recent failure on this thread, for a config message.
-std::string openssl_reason(const error_code& ec)
-{
-    unsigned long code = ERR_peek_last_error();
-    ERR_clear_error();
-    if (code != 0) {
-        if (const char* reason = ERR_reason_error_string(code))
-            return reason;
-        char text[256];
-        ERR_error_string_n(code, text, sizeof text);
-        return text;
-    }
-    return ec ? ec.message() : "OpenSSL gave no reason";
-}
 
 std::string quoted(const std::string& file)
 {

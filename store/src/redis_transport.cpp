@@ -6,6 +6,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <idemgate/common/openssl_error.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -20,21 +21,6 @@ using asio::use_awaitable;
 using boost::system::error_code;
 
 namespace {
-
-// OpenSSL's reason for the most recent failure on this thread, for a config message.
-std::string openssl_reason(const error_code& ec)
-{
-    unsigned long code = ERR_peek_last_error();
-    ERR_clear_error();
-    if (code != 0) {
-        if (const char* reason = ERR_reason_error_string(code))
-            return reason;
-        char text[256];
-        ERR_error_string_n(code, text, sizeof text);
-        return text;
-    }
-    return ec ? ec.message() : "OpenSSL gave no reason";
-}
 
 // Called by OpenSSL when the server asks for a client certificate and none is configured;
 // remembers that it asked (in the transport's flag) and sends none.
