@@ -1,5 +1,6 @@
 #include "idemgate/config/config.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -71,15 +72,15 @@ bool is_tchar(char c)
            symbols.find(c) != std::string_view::npos;
 }
 
-// A tenant name: 1 to 255 visible ASCII characters, as the gateway accepts in the header.
-bool is_visible_ascii(std::string_view text)
+// A tenant name: 1 to 255 bytes without control characters. A header tenant is visible ASCII
+// (the gateway checks that on each request); one from a client certificate's common name
+// (tenant_from: client_cert) may also have spaces and UTF-8.
+bool is_tenant_name(std::string_view text)
 {
     if (text.empty() || text.size() > 255)
         return false;
-    for (char c : text)
-        if (c < 0x21 || c > 0x7e)
-            return false;
-    return true;
+    return std::none_of(text.begin(), text.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
 // "200", "0.5": a finite number >= 0 written in plain decimal.
@@ -471,6 +472,12 @@ public:
                 cfg.store.key_secret_env.empty())
                 problem("routes[" + std::to_string(i) + "].idempotency.credential_headers",
                         "needs store.key_secret_env (credentials are stored as HMACs under that secret)");
+        for (std::size_t i = 0; i < cfg.routes.size(); ++i)
+            if (cfg.routes[i].idempotency.tenant_from == tenant_source::client_cert &&
+                (!cfg.tls || cfg.tls->client_auth == client_auth_mode::none))
+                problem("routes[" + std::to_string(i) + "].idempotency.tenant_from",
+                        "client_cert needs a TLS listener that asks for client certificates "
+                        "(tls.client_auth: optional or required, with tls.client_ca_file)");
     }
 
 private:
@@ -923,8 +930,8 @@ private:
     {
         map_view map(*this, node, path,
                      {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
-                      "mismatch_status", "credential_headers", "fingerprint", "mode", "expose_expiry",
-                      "on_unknown_outcome", "on_in_flight", "wait_timeout"});
+                      "tenant_from", "mismatch_status", "credential_headers", "fingerprint", "mode",
+                      "expose_expiry", "on_unknown_outcome", "on_in_flight", "wait_timeout"});
         idem.enabled = true;
 
         if (const auto* methods = map.find("methods"))
@@ -934,6 +941,19 @@ private:
         read_duration(map, "lock_ttl", idem.lock_ttl);
         read_duration(map, "record_ttl", idem.record_ttl);
         read_header_name(map, "tenant_header", idem.tenant_header, true);
+        if (auto text = scalar(map, "tenant_from", "a string")) {
+            if (*text == "header") {
+                idem.tenant_from = tenant_source::header;
+            } else if (*text == "client_cert") {
+                idem.tenant_from = tenant_source::client_cert;
+                if (!idem.tenant_header.empty())
+                    problem(map.path_of("tenant_from"),
+                            "client_cert takes the tenant from the client certificate; remove tenant_header");
+            } else {
+                problem(map.path_of("tenant_from"),
+                        quote(*text) + " is not allowed (use header or client_cert)");
+            }
+        }
 
         if (const auto* list = map.find("credential_headers"))
             load_header_list(*list, map.path_of("credential_headers"), idem.credential_headers);
@@ -1114,8 +1134,9 @@ private:
         map_view all(*this, child(top, "tenants"), "tenants", {});
         for (const auto& [name, node] : all.entries()) {
             auto path = all.path_of(name);
-            if (name != "default" && !detail::is_visible_ascii(name)) {
-                problem(path, "a tenant is 1 to 255 visible ASCII characters, as in the tenant header");
+            if (name != "default" && !detail::is_tenant_name(name)) {
+                problem(path, "a tenant is 1 to 255 characters without control characters (visible ASCII in "
+                              "a tenant header; a certificate's common name may have spaces)");
                 continue;
             }
             map_view map(*this, node, path,

@@ -287,6 +287,8 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     for (const auto& [name, value] : *params) {
         if (name == "tenant")
             tenant = value;
+        else if (name == "cert_tenant") // routes with tenant_from: client_cert: the certificate's CN
+            tenant = certificate_scope_tenant(value);
         else if (name == "key")
             key = value;
         else if (name == "credential") {

@@ -34,10 +34,10 @@ using response_type = http::response<http::string_body>;
 // builds a new one and swaps it in whole; requests keep the one they started with.
 struct live_config {
     config::config cfg;
-    std::vector<std::vector<tcp::endpoint>> upstream_endpoints; // index = cfg.upstreams index
+    std::vector<std::vector<tcp::endpoint>> upstream_endpoints;   // index = cfg.upstreams index
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts; // HTTPS upstreams (null: plain)
-    std::uint64_t generation = 0;                               // 1 at start, +1 per reload
-    std::string sha256;                                         // of the file it was loaded from
+    std::uint64_t generation = 0;                                 // 1 at start, +1 per reload
+    std::string sha256;                                           // of the file it was loaded from
 };
 
 // Process-wide state, shared by every thread (fields are immutable or atomic).
@@ -136,6 +136,8 @@ struct client_info {
     // The subject (RFC 2253) of the client certificate verified against tls.client_ca_file; ""
     // without one. The seam for scopes keyed by client identity (a tenant_from: client_cert).
     std::string client_cert_subject;
+    // Its common name: the tenant of routes with tenant_from: client_cert.
+    std::string client_cert_cn;
 };
 
 } // namespace idemgate::gateway::detail

@@ -26,6 +26,33 @@ bool is_valid_key(std::string_view key) noexcept
     return std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
 }
 
+bool is_valid_certificate_tenant(std::string_view name) noexcept
+{
+    if (name.empty() || name.size() > 255)
+        return false;
+    // UTF-8 as the certificate carries it; no control characters (they would reach logs and keys).
+    return std::none_of(name.begin(), name.end(), [](char c) {
+        auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+    });
+}
+
+std::string certificate_scope_tenant(std::string_view name)
+{
+    std::string out;
+    out.reserve(name.size() + 1);
+    out.push_back('\x01');
+    for (char c : name) {
+        if (c == ' ')
+            out += "%20";
+        else if (c == '%')
+            out += "%25";
+        else
+            out.push_back(c);
+    }
+    return out;
+}
+
 request_verdict classify(const config::idempotency_config& policy, const request_facts& facts) noexcept
 {
     if (!policy.enabled)
@@ -39,10 +66,13 @@ request_verdict classify(const config::idempotency_config& policy, const request
     // Exactly one header line: two lines could be read differently by two hops.
     if (facts.key_count > 1 || !is_valid_key(facts.key))
         return request_verdict::reject_invalid_key;
-    if (!policy.tenant_header.empty()) {
+    if (policy.tenant_scoped()) {
         if (facts.tenant_count == 0)
             return request_verdict::reject_missing_tenant;
-        if (facts.tenant_count > 1 || !is_valid_key(facts.tenant))
+        bool valid = policy.tenant_from == config::tenant_source::client_cert
+                         ? is_valid_certificate_tenant(facts.tenant)
+                         : is_valid_key(facts.tenant);
+        if (facts.tenant_count > 1 || !valid)
             return request_verdict::reject_invalid_tenant;
     }
     return request_verdict::guard;

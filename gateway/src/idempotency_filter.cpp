@@ -117,7 +117,8 @@ boost::system::error_code account(metrics& stats, store_op op, clock_type::time_
 // Phase 1: which route, is the request guarded, and are its key and tenant well-formed?
 // Returns the rejection, or nothing with `facts` filled for a guarded or pass-through request.
 std::optional<handled> classify_request(const config::route_config& route, const request_type& req,
-                                        request_facts& facts, request_verdict& verdict)
+                                        const client_info& client, request_facts& facts,
+                                        request_verdict& verdict)
 {
     unsigned version = req.version();
     const auto& policy = route.idempotency;
@@ -136,7 +137,10 @@ std::optional<handled> classify_request(const config::route_config& route, const
         auto key = find_header(req, policy.key_header);
         facts.key_count = key.count;
         facts.key = key.value;
-        if (!policy.tenant_header.empty()) {
+        if (policy.tenant_from == config::tenant_source::client_cert) {
+            facts.tenant_count = client.client_cert_cn.empty() ? 0 : 1;
+            facts.tenant = client.client_cert_cn;
+        } else if (!policy.tenant_header.empty()) {
             auto tenant = find_header(req, policy.tenant_header);
             facts.tenant_count = tenant.count;
             facts.tenant = tenant.value;
@@ -156,10 +160,20 @@ std::optional<handled> classify_request(const config::route_config& route, const
                         policy.key_header + " must appear once, with 1 to 255 visible ASCII characters",
                         version);
     case request_verdict::reject_missing_tenant:
+        if (policy.tenant_from == config::tenant_source::client_cert)
+            return rejected(problems::missing_client_certificate,
+                            "this route takes the tenant from the client certificate; the connection "
+                            "presented no verified certificate with a common name",
+                            version);
         return rejected(problems::missing_tenant,
                         "a request with " + policy.key_header + " must carry " + policy.tenant_header,
                         version);
     case request_verdict::reject_invalid_tenant:
+        if (policy.tenant_from == config::tenant_source::client_cert)
+            return rejected(problems::invalid_tenant,
+                            "the client certificate's common name must have 1 to 255 bytes and no control "
+                            "characters",
+                            version);
         return rejected(problems::invalid_tenant,
                         policy.tenant_header + " must appear once, with 1 to 255 visible ASCII characters",
                         version);
@@ -340,7 +354,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     request_facts facts;
     request_verdict verdict = request_verdict::pass_through;
     handled h;
-    if (auto rejection = classify_request(*route, req, facts, verdict)) {
+    if (auto rejection = classify_request(*route, req, client, facts, verdict)) {
         // Shadow mode changes nothing the client sees: a request enforcement would refuse for its
         // key or tenant is forwarded, and the refusal is only counted.
         if (!shadow || shadow_after_classify(verdict) != shadow_finding::would_reject)
@@ -360,9 +374,12 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     // Copies: forwarding may erase header lines these views point into.
     h.key = std::string(facts.key);
     h.tenant = std::string(facts.tenant);
-    // The store sees (tenant + credential HMACs, key). Tenants are visible ASCII, so the space
-    // that starts the credential part cannot occur in a tenant: no two scopes collide.
-    std::string scope_tenant = h.tenant;
+    // The store sees (tenant + credential HMACs, key). Header tenants are visible ASCII and
+    // certificate tenants are encoded without spaces, so the space that starts the credential
+    // part cannot occur in a tenant: no two scopes collide.
+    std::string scope_tenant = policy.tenant_from == config::tenant_source::client_cert
+                                   ? certificate_scope_tenant(h.tenant)
+                                   : h.tenant;
     if (!policy.credential_headers.empty()) {
         auto credentials = credential_scope(policy, ctx.cfg.store.key_secret, req);
         scope_tenant += credentials;

@@ -235,6 +235,28 @@ std::string verified_client_subject(SSL* native)
     return n > 0 ? std::string(data, static_cast<std::size_t>(n)) : std::string{};
 }
 
+std::string verified_client_common_name(SSL* native)
+{
+    X509* cert = SSL_get0_peer_certificate(native);
+    if (!cert || SSL_get_verify_result(native) != X509_V_OK)
+        return {};
+    X509_NAME* subject = X509_get_subject_name(cert);
+    // The most specific CN when there are several (the last one, as RFC 6125 6.4.4 reads them).
+    int index = -1;
+    for (int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1); i >= 0;
+         i = X509_NAME_get_index_by_NID(subject, NID_commonName, i))
+        index = i;
+    if (index < 0)
+        return {};
+    unsigned char* utf8 = nullptr;
+    int n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, index)));
+    if (n < 0)
+        return {};
+    std::string name(reinterpret_cast<const char*>(utf8), static_cast<std::size_t>(n));
+    OPENSSL_free(utf8);
+    return name;
+}
+
 asio::awaitable<void> close_tls(tls_stream& stream, std::chrono::milliseconds timeout)
 {
     // RFC 8446 6.1: each side sends close_notify; a side may close without waiting for the

@@ -65,6 +65,8 @@ std::string describe_client_failure(SSL* ssl, const upstream_tls& tls, const boo
 // The verified client certificate's subject (RFC 2253, e.g. "CN=orders-client,O=Shop"), or ""
 // when the client sent none.
 std::string verified_client_subject(SSL* ssl);
+// The common name (UTF-8) of that certificate; "" without a verified one or a CN.
+std::string verified_client_common_name(SSL* ssl);
 
 // The start of an HTTPS client connection: tells plain HTTP (answered 400) and other bytes apart
 // from a ClientHello, runs the handshake, all under timeouts.header_read; counts and logs a

@@ -122,6 +122,7 @@ asio::awaitable<bool> accept_tls(gateway_context& ctx, tls_stream& stream, clien
     ctx.stats.tls_handshakes[resumed ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
     client.tls = true;
     client.client_cert_subject = verified_client_subject(native);
+    client.client_cert_cn = verified_client_common_name(native);
     co_return true;
 }
 

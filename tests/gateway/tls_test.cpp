@@ -188,6 +188,87 @@ TEST_CASE("client_auth: required refuses a client without a certificate and serv
           201);
 }
 
+TEST_CASE("tenant_from: client_cert scopes keys by the certificate's common name")
+{
+    test_certificates certs;
+    auto other = certs.make_client("other-client", "Other Payments Ltd");
+    gateway_options options;
+    options.top_level =
+        listen_tls(certs, "  client_ca_file: \"" + certs.ca_cert + "\"\n  client_auth: optional\n");
+    options.idempotency_extra = "      tenant_from: client_cert\n";
+    // A quota for the second certificate's tenant only: the tenant is its common name.
+    options.top_level += "tenants:\n  \"Other Payments Ltd\": { new_keys_per_second: 1 }\n";
+    const std::string admin_token = "admin-token-0123456789";
+    options.top_level += "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
+    options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
+    gateway_fixture g(options);
+    const auto key = unique_key("cert-tenant");
+    const std::string body = R"({"sku":"cert"})";
+
+    auto alice = with_client_cert(certs);
+    auto first = keyed_post(g.port(), alice, "/api/orders", key, body);
+    REQUIRE(first.status == 201);
+    CHECK(first.header("idempotent-replayed") != "true");
+    auto replay = keyed_post(g.port(), alice, "/api/orders", key, body);
+    CHECK(replay.status == 201);
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(g.executions() == 1);
+
+    // The same key under another certificate is another tenant's key: it runs, and never sees
+    // the first tenant's answer.
+    auto bob = trusting(certs);
+    bob.cert_file = other.cert_file;
+    bob.key_file = other.key_file;
+    auto theirs = keyed_post(g.port(), bob, "/api/orders", key, body);
+    CHECK(theirs.status == 201);
+    CHECK(theirs.header("idempotent-replayed") != "true");
+    CHECK(g.executions() == 2);
+    // Its quota (1 new key per second, burst 1) applies to it alone.
+    auto second_key = keyed_post(g.port(), bob, "/api/orders", unique_key("cert-tenant-b"), body);
+    CHECK(second_key.status == 429);
+    auto alice_more = keyed_post(g.port(), alice, "/api/orders", unique_key("cert-tenant-a"), body);
+    CHECK(alice_more.status == 201);
+
+    // No certificate: a keyed request cannot be scoped, so it is refused; keyless ones pass.
+    auto anonymous = keyed_post(g.port(), trusting(certs), "/api/orders", unique_key("cert-none"), body);
+    CHECK(anonymous.status == 403);
+    CHECK(anonymous.header("content-type") == "application/problem+json");
+    CHECK(anonymous.body.find("client-certificate-required") != std::string::npos);
+    CHECK(https_request(g.port(), trusting(certs), "POST", "/api/orders", {}, body, io_timeout).status ==
+          201);
+    CHECK(g.executions() == 4);
+
+    // A client naming the same tenant in a header (the /tenant/ route) never reaches the
+    // certificate-authenticated tenant's records: same tenant name and key, its own scope (a
+    // shared scope would answer 409, the paths differ).
+    auto acme = certs.make_client("acme", "acme");
+    auto acme_tls = trusting(certs);
+    acme_tls.cert_file = acme.cert_file;
+    acme_tls.key_file = acme.key_file;
+    const auto acme_key = unique_key("cert-acme");
+    REQUIRE(keyed_post(g.port(), acme_tls, "/api/orders", acme_key, body).status == 201);
+    auto claimed =
+        keyed_post(g.port(), trusting(certs), "/tenant/orders", acme_key, body, {{"X-Tenant-ID", "acme"}});
+    CHECK(claimed.status == 201);
+    CHECK(claimed.header("idempotent-replayed") != "true");
+    CHECK(g.executions() == 6);
+
+    // The admin API finds a certificate tenant's record by its common name.
+    const std::vector<std::pair<std::string, std::string>> bearer{{"Authorization", "Bearer " + admin_token}};
+    auto shown = http_request(g.gateway->admin_port(), "GET",
+                              "/admin/v1/records?cert_tenant=acme&key=" + acme_key, bearer, {});
+    CHECK(shown.status == 200);
+    auto spaced = http_request(g.gateway->admin_port(), "GET",
+                               "/admin/v1/records?cert_tenant=Other%20Payments%20Ltd&key=" + key, bearer, {});
+    CHECK(spaced.status == 200);
+    auto by_header = http_request(g.gateway->admin_port(), "GET",
+                                  "/admin/v1/records?tenant=acme&key=" + acme_key, bearer, {});
+    CHECK(by_header.status == 200); // the header tenant's own record, made by the /tenant/ request
+    auto missing = http_request(g.gateway->admin_port(), "GET",
+                                "/admin/v1/records?cert_tenant=nobody&key=" + acme_key, bearer, {});
+    CHECK(missing.status == 404);
+}
+
 TEST_CASE("client_auth: optional serves clients with and without a certificate; none ignores one")
 {
     test_certificates certs;
@@ -242,7 +323,8 @@ TEST_CASE("plain HTTP, garbage and silence on the TLS port are answered or close
     CHECK(https_request(g.port(), trusting(certs), "GET", "/plain/x", {}, {}, io_timeout).status == 201);
     // The connections above end asynchronously after the client saw them close: poll the gauge.
     auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (metric(g.admin_port(), "idemgate_connections_active") > 1 && std::chrono::steady_clock::now() < deadline)
+    while (metric(g.admin_port(), "idemgate_connections_active") > 1 &&
+           std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(20ms); // polling the gateway's own gauge
     CHECK(metric(g.admin_port(), "idemgate_connections_active") <= 1);
 }

@@ -119,6 +119,38 @@ TEST_CASE("classify: the request table")
     }
 }
 
+TEST_CASE("classify: a tenant from the client certificate")
+{
+    auto p = guarded_policy();
+    p.tenant_from = config::tenant_source::client_cert;
+    struct row {
+        const char* name;
+        request_facts facts;
+        request_verdict expected;
+    };
+    const row rows[] = {
+        {"no certificate", {"POST", 1, "k", 0, ""}, request_verdict::reject_missing_tenant},
+        {"common name with spaces", {"POST", 1, "k", 1, "Acme Payments"}, request_verdict::guard},
+        {"UTF-8 common name", {"POST", 1, "k", 1, "caf\xc3\xa9"}, request_verdict::guard},
+        {"control character", {"POST", 1, "k", 1, "a\nb"}, request_verdict::reject_invalid_tenant},
+        {"keyless request passes", {"POST", 0, "", 0, ""}, request_verdict::pass_through},
+        {"invalid key first", {"POST", 1, "a b", 1, "acme"}, request_verdict::reject_invalid_key},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.name);
+        CHECK(classify(p, r.facts) == r.expected);
+    }
+    CHECK_FALSE(is_valid_certificate_tenant(std::string(256, 'a')));
+    CHECK(is_valid_certificate_tenant(std::string(255, 'a')));
+    CHECK_FALSE(is_valid_certificate_tenant(std::string("a\x7f", 2)));
+    // The store's tenant part: its own namespace, no spaces.
+    CHECK(certificate_scope_tenant("acme") == "\x01"
+                                              "acme");
+    CHECK(certificate_scope_tenant("Acme 100%") == "\x01"
+                                                   "Acme%20100%25");
+    CHECK(certificate_scope_tenant("a b") != certificate_scope_tenant("a%20b"));
+}
+
 TEST_CASE("decide_after_reserve: the store table")
 {
     using config::failure_mode;

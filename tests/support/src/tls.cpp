@@ -1,8 +1,8 @@
 // Test certificates from the openssl CLI and a TLS-only redis-server (see tls.hpp).
 #include "idemgate/test/tls.hpp"
 
-#include <signal.h>
 #include <chrono>
+#include <signal.h>
 #include <stdexcept>
 #include <thread>
 
@@ -39,7 +39,8 @@ test_certificates::test_certificates()
 
     // clientAuth too: the nodes of a TLS cluster present it to each other on the cluster bus,
     // which always asks for a client certificate.
-    make_leaf("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n");
+    make_leaf("server",
+              "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n");
     server_cert = d + "/server.crt";
     server_key = d + "/server.key";
     make_leaf("client", "extendedKeyUsage=clientAuth\n");
@@ -83,21 +84,28 @@ test_certificates::test_certificates()
              expired_cert, "-extfile", ext, "-notext"});
 }
 
-void test_certificates::make_leaf(const std::string& name, const std::string& extensions)
+void test_certificates::make_leaf(const std::string& name, const std::string& extensions,
+                                  std::string common_name)
 {
     const auto& d = dir_.path();
+    if (common_name.empty())
+        common_name = "idemgate test " + name;
     std::vector<std::string> req{"req", "-new"};
     req.insert(req.end(), ec_p256.begin(), ec_p256.end());
     req.insert(req.end(), {"-keyout", d + "/" + name + ".key", "-out", d + "/" + name + ".csr", "-subj",
-                           "/CN=idemgate test " + name});
+                           "/CN=" + common_name});
     openssl(req);
     auto ext = dir_.write_file(name + ".ext", "basicConstraints=CA:FALSE\n" + extensions);
     openssl({"x509", "-req", "-in", d + "/" + name + ".csr", "-CA", ca_cert, "-CAkey", d + "/ca.key",
-             "-set_serial",
-             name == "server"   ? "2"
-             : name == "client" ? "3"
-                                : "4",
-             "-days", "2", "-extfile", ext, "-out", d + "/" + name + ".crt"});
+             "-set_serial", std::to_string(next_serial_++), "-days", "2", "-extfile", ext, "-out",
+             d + "/" + name + ".crt"});
+}
+
+test_certificates::leaf test_certificates::make_client(const std::string& file_name,
+                                                       const std::string& common_name)
+{
+    make_leaf(file_name, "extendedKeyUsage=clientAuth\n", common_name);
+    return {dir_.path() + "/" + file_name + ".crt", dir_.path() + "/" + file_name + ".key"};
 }
 
 void test_certificates::openssl(const std::vector<std::string>& args)

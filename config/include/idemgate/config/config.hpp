@@ -121,6 +121,9 @@ enum class json_mode { raw, canonical };
 enum class route_mode { enforce, shadow };
 enum class unknown_outcome_mode { release, hold };
 enum class in_flight_mode { reject, wait };
+// Where the tenant of a guarded request comes from: the tenant_header (or none when it is
+// empty), or the common name of the client certificate verified by the TLS listener.
+enum class tenant_source { header, client_cert };
 
 // What the request fingerprint covers besides method and path.
 struct fingerprint_config {
@@ -140,7 +143,13 @@ struct idempotency_config {
     bool required = false;
     duration lock_ttl{30000};
     duration record_ttl{24LL * 3600 * 1000};
-    std::string tenant_header;      // "" = single default scope
+    std::string tenant_header; // "" = single default scope
+    tenant_source tenant_from = tenant_source::header;
+    // True when requests are scoped by a tenant (a header or the client certificate).
+    bool tenant_scoped() const noexcept
+    {
+        return tenant_from == tenant_source::client_cert || !tenant_header.empty();
+    }
     unsigned mismatch_status = 409; // 409 (seed) or 422 (IETF draft)
     // Each header's HMAC-SHA256(store.key_secret, value) joins the scope; an absent header is
     // its own anonymous scope. Raw values never reach the store, logs or metrics.

@@ -24,6 +24,14 @@ inline constexpr int outcome_count = 9;
 
 // 1 to 255 visible ASCII characters (0x21-0x7E).
 bool is_valid_key(std::string_view key) noexcept;
+// A tenant taken from a client certificate's common name: 1 to 255 bytes, no control
+// characters (spaces and UTF-8 allowed, as names in certificates have them).
+bool is_valid_certificate_tenant(std::string_view name) noexcept;
+// The store's tenant part for a tenant from a client certificate: "\x01" + the name with '%'
+// and ' ' percent-encoded. A header tenant (visible ASCII) never starts with "\x01", so a
+// client naming a tenant in a header never reaches a certificate-authenticated tenant's
+// records; and it has no space, which starts the credential part (see credential_scope).
+std::string certificate_scope_tenant(std::string_view name);
 
 // The header facts that classify a request (counts are header lines with that name).
 struct request_facts {

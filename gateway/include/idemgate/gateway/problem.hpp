@@ -28,6 +28,8 @@ inline constexpr problem invalid_key{http::status::bad_request, "invalid-idempot
                                      "Invalid Idempotency-Key"};
 inline constexpr problem missing_tenant{http::status::bad_request, "missing-tenant",
                                         "Tenant header is required"};
+inline constexpr problem missing_client_certificate{http::status::forbidden, "client-certificate-required",
+                                                    "A verified client certificate is required"};
 inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tenant", "Invalid tenant header"};
 inline constexpr problem unauthorized{http::status::unauthorized, "unauthorized", "Admin token required"};
 inline constexpr problem record_not_found{http::status::not_found, "record-not-found", "No such record"};

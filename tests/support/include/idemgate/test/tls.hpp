@@ -33,10 +33,18 @@ public:
     std::string expired_key;
     std::string client_subject = "CN=idemgate test client"; // of client_cert (RFC 2253)
 
+    // Another client certificate signed by the CA (clientAuth), with subject CN=<common_name>.
+    struct leaf {
+        std::string cert_file;
+        std::string key_file;
+    };
+    leaf make_client(const std::string& file_name, const std::string& common_name);
+
 private:
     void openssl(const std::vector<std::string>& args);
     // A key and a certificate signed by the CA, with the given extensions (extfile lines).
-    void make_leaf(const std::string& name, const std::string& extensions);
+    void make_leaf(const std::string& name, const std::string& extensions, std::string common_name = {});
+    int next_serial_ = 10;
 
     temp_dir dir_;
 };
