@@ -36,8 +36,11 @@ struct live_config {
     config::config cfg;
     std::vector<std::vector<tcp::endpoint>> upstream_endpoints;   // index = cfg.upstreams index
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts; // HTTPS upstreams (null: plain)
-    std::uint64_t generation = 0;                                 // 1 at start, +1 per reload
-    std::string sha256;                                           // of the file it was loaded from
+    // TLS termination on `listen` (tls:), its files as this generation read them; null = plain.
+    // A new connection handshakes with the live one; open connections keep theirs.
+    std::shared_ptr<boost::asio::ssl::context> listen_tls;
+    std::uint64_t generation = 0; // 1 at start, +1 per reload
+    std::string sha256;           // of the file it was loaded from
 };
 
 // Process-wide state, shared by every thread (fields are immutable or atomic).
@@ -56,8 +59,9 @@ struct gateway_context {
     std::atomic<bool> draining{false};
     std::string config_path;                       // the file reloads read
     std::unique_ptr<access_log_writer> access_log; // null when access_log is off
-    // TLS termination on `listen` (config tls:), built at bind(); nullptr = plain HTTP.
-    std::shared_ptr<boost::asio::ssl::context> listen_tls;
+    // TLS termination on `listen` (config tls:) is on; the context is per generation
+    // (live_config::listen_tls), so a reload can renew the certificate.
+    bool listen_tls = false;
 
     bool ready() const { return !draining.load() && backend->ready(); }
 

@@ -518,8 +518,8 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     if (recorded) {
         // The store's TTL starts a moment after this: the copy expires first.
         auto now = clock_type::now();
-        auto replay = replay_response(std::move(*recorded), version);
-        tier->insert(std::move(record_id), std::move(fingerprint_copy), replay, now + tp.record_ttl, now);
+        tier->insert(std::move(record_id), std::move(fingerprint_copy),
+                     replay_response(std::move(*recorded), version), now + tp.record_ttl, now);
     }
     if (admitted) {
         auto ec = co_await w.store->leave(h.tenant, token);

@@ -138,8 +138,10 @@ void listener::bind()
         throw std::runtime_error(problems.front());
 
     // TLS contexts are built once and shared by every thread (a bad file throws config_error).
+    std::shared_ptr<asio::ssl::context> listen_tls;
     if (cfg.tls)
-        ctx_.listen_tls = make_server_tls_context(*cfg.tls);
+        listen_tls = make_server_tls_context(*cfg.tls);
+    ctx_.listen_tls = listen_tls != nullptr;
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
     for (const auto& up : cfg.upstreams)
         upstream_contexts.push_back(make_upstream_tls(up));
@@ -177,6 +179,7 @@ void listener::bind()
     live->cfg = cfg;
     live->upstream_endpoints = std::move(upstream_endpoints_);
     live->upstream_contexts = std::move(upstream_contexts);
+    live->listen_tls = std::move(listen_tls);
     live->generation = 1;
     if (!ctx_.config_path.empty()) {
         try {
@@ -204,11 +207,18 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
     if (problems.empty())
         endpoints = resolve_upstreams(control_, next, problems);
+    // TLS on listen: on or off needs a restart (the connection loop differs); while on, the
+    // certificate, key, client CA and policy are read again, so a renewed certificate is served to
+    // new connections. Without a change the running context is kept (and its session tickets).
+    bool tls_switched = next.tls.has_value() != ctx_.cfg.tls.has_value();
+    auto listen_tls = ctx_.live()->listen_tls;
     if (problems.empty()) {
         // HTTPS upstreams: their files are read again (a renewed CA or client certificate).
         try {
             for (const auto& up : next.upstreams)
                 upstream_contexts.push_back(make_upstream_tls(up));
+            if (next.tls && !tls_switched)
+                listen_tls = make_server_tls_context(*next.tls);
         } catch (const config::config_error& e) {
             problems = e.problems();
         }
@@ -222,16 +232,21 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
         return false;
     }
     // What a running process cannot change: its sockets, threads, store and admin API.
-    for (const auto& key : config::changed_sections(
-             boot_text_, text, {"listen", "admin_listen", "threads", "store", "admin", "tls"}))
+    for (const auto& key :
+         config::changed_sections(boot_text_, text, {"listen", "admin_listen", "threads", "store", "admin"}))
         log::warn("configuration reload: this setting needs a restart; the running value is kept",
                   {{"key", key}});
+    if (tls_switched)
+        log::warn("configuration reload: turning TLS on listen on or off needs a restart; the running value "
+                  "is kept",
+                  {{"key", "tls"}});
     next.listen = ctx_.cfg.listen;
     next.admin_listen = ctx_.cfg.admin_listen;
     next.threads = ctx_.cfg.threads;
     next.store = ctx_.cfg.store;
     next.admin = ctx_.cfg.admin;
-    next.tls = ctx_.cfg.tls;
+    if (tls_switched)
+        next.tls = ctx_.cfg.tls;
     if (any_route_waits(next) && !any_route_waits(ctx_.cfg))
         log::warn("configuration reload: on_in_flight: wait needs a restart to take effect (the store was "
                   "started without settlement notifications: waiting duplicates would time out)",
@@ -244,6 +259,7 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
     live->sha256 = sha256_hex(text);
     live->upstream_endpoints = std::move(endpoints);
     live->upstream_contexts = std::move(upstream_contexts);
+    live->listen_tls = std::move(listen_tls);
     live->cfg = std::move(next);
     auto routes = live->cfg.routes.size();
     auto upstreams = live->cfg.upstreams.size();

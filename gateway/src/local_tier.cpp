@@ -36,6 +36,19 @@ std::shared_ptr<const tier_entry> local_tier::find(std::string_view id, clock::t
 void local_tier::insert(std::string id, std::string fingerprint, const response_type& response,
                         clock::time_point expires, clock::time_point now)
 {
+    insert_with_body(std::move(id), std::move(fingerprint), response, response.body(), expires, now);
+}
+
+void local_tier::insert(std::string id, std::string fingerprint, response_type&& response,
+                        clock::time_point expires, clock::time_point now)
+{
+    std::string body = std::move(response.body());
+    insert_with_body(std::move(id), std::move(fingerprint), response, std::move(body), expires, now);
+}
+
+void local_tier::insert_with_body(std::string id, std::string fingerprint, const response_type& response,
+                                  std::string body, clock::time_point expires, clock::time_point now)
+{
     expires = std::min(expires, now + max_age_);
     if (expires <= now)
         return;
@@ -51,7 +64,7 @@ void local_tier::insert(std::string id, std::string fingerprint, const response_
     auto space = head.find(' ');
     entry->status_line = head.substr(space, first_line + 2 - space);
     entry->fields = head.substr(first_line + 2, head.size() - first_line - 4); // without the final CRLF
-    entry->body = response.body();
+    entry->body = std::move(body);
     auto size = entry->bytes();
     if (size > max_bytes_)
         return;

@@ -50,6 +50,9 @@ public:
     // A copy larger than the whole tier is not kept.
     void insert(std::string id, std::string fingerprint, const response_type& response,
                 clock::time_point expires, clock::time_point now);
+    // The same, taking the body instead of copying it (a response made only for the tier).
+    void insert(std::string id, std::string fingerprint, response_type&& response, clock::time_point expires,
+                clock::time_point now);
 
     void erase(std::string_view id);
     void clear();
@@ -59,6 +62,8 @@ public:
 private:
     using list_type = std::list<std::shared_ptr<const tier_entry>>;
     void drop(list_type::iterator it);
+    void insert_with_body(std::string id, std::string fingerprint, const response_type& response,
+                          std::string body, clock::time_point expires, clock::time_point now);
 
     std::size_t max_bytes_;
     std::chrono::milliseconds max_age_;

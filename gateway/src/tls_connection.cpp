@@ -130,7 +130,10 @@ asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp:
                                            client_info client)
 {
     connection_guard conn(ctx.stats);
-    tls_stream stream(std::move(socket), *ctx.listen_tls);
+    // The live generation's context, held for the connection's life: a reload that renews the
+    // certificate serves new connections with it and leaves this one alone.
+    std::shared_ptr<ssl::context> tls_context = w.current(ctx)->live->listen_tls;
+    tls_stream stream(std::move(socket), *tls_context);
     if (!co_await accept_tls(ctx, stream, client))
         co_return;
     {

@@ -289,11 +289,14 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
         if constexpr (!std::is_same_v<Connection, plain_connection>) {
             // The session to offer on the next connect: read now, since a TLS 1.3 server sends
             // its tickets after the handshake, and they were read with the answer.
+            // A copy: OpenSSL marks a connection's own session not resumable when the
+            // connection is freed without a close_notify (ssl_clear_bad_session), which is how
+            // pooled HTTP connections end; the copy stays resumable.
             if (!reused) {
                 SSL_SESSION* session = SSL_get1_session(stream.native_handle());
                 if (session && SSL_SESSION_is_resumable(session) == 1)
-                    session_.reset(session);
-                else if (session)
+                    session_.reset(SSL_SESSION_dup(session));
+                if (session)
                     SSL_SESSION_free(session);
             }
         }
