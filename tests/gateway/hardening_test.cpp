@@ -309,6 +309,19 @@ TEST_CASE("the access log is valid UTF-8 JSON whatever bytes the target holds")
     auto obj = parse_object(*line);
     REQUIRE(obj.if_contains("target"));
     CHECK(obj["target"] == "/api/orders/%FF%FE%80%C3(");
+
+    // Quotes and backslashes (visible ASCII, so a valid key) are escaped, not cut or doubled.
+    const std::string key = unique_key("quote\"back\\slash");
+    REQUIRE(f.post("/api/orders", key, "{}").status == 201);
+    auto keyed = f.process().wait_for_line(
+        [&](const std::string& l) {
+            return l.find("\"msg\":\"access\"") != std::string::npos && l.find("back") != std::string::npos;
+        },
+        5s);
+    REQUIRE(keyed);
+    auto keyed_obj = parse_object(*keyed);
+    REQUIRE(keyed_obj.if_contains("key"));
+    CHECK(std::string(keyed_obj["key"].as_string()) == key);
 }
 
 TEST_CASE("SIGHUP does not stop the gateway")
