@@ -77,19 +77,30 @@ asio::awaitable<bool> accept_tls(gateway_context& ctx, tls_stream& stream, clien
         using namespace asio::experimental::awaitable_operators;
         asio::steady_timer timer(tcp_layer.get_executor());
         timer.expires_after(ctx.cfg.timeouts.header_read);
-        auto waited = co_await (tcp_layer.socket().async_wait(tcp::socket::wait_read, use_tuple) ||
-                                timer.async_wait(use_tuple));
-        if (waited.index() == 1)
-            rec = beast::error::timeout;
-        else
+        // Readable can be reported with nothing to read yet (the peek then says EAGAIN, seen
+        // about once in 800 handshakes under load): wait again, within the same deadline.
+        for (;;) {
+            auto waited = co_await (tcp_layer.socket().async_wait(tcp::socket::wait_read, use_tuple) ||
+                                    timer.async_wait(use_tuple));
+            if (waited.index() == 1) {
+                rec = beast::error::timeout;
+                break;
+            }
             rec = std::get<0>(std::get<0>(waited));
-    }
-    if (!rec) {
-        auto n = ::recv(tcp_layer.socket().native_handle(), first, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0)
-            rec = asio::error::eof;
-        else if (n < 0)
-            rec = error_code(errno, boost::system::system_category());
+            if (rec)
+                break;
+            auto n = ::recv(tcp_layer.socket().native_handle(), first, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0)
+                break;
+            if (n == 0) {
+                rec = asio::error::eof;
+                break;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                rec = error_code(errno, boost::system::system_category());
+                break;
+            }
+        }
     }
     error_code ignored;
     if (rec) {
