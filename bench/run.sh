@@ -632,7 +632,12 @@ if ((have_gateway)); then
     plan+=("idemgate-redis:first_execution_512:first_execution:512" "nginx-proxy:proxy_512:first_execution:512")
 fi
 # TLS termination, the same work as the plain rows above: keep-alive (64 handshakes amortised over
-# the run) and Connection: close (one connection, so one handshake, per request).
+# the run) and Connection: close (one connection, so one handshake, per request). The plain
+# replay_one_close rows give a new connection's cost without TLS (TCP accept and close).
+if ((${#https_targets[@]})); then
+    plan+=("nginx-cache:replay_one_close:replay_one::$TLS_DURATION")
+    ((have_gateway)) && plan+=("idemgate-redis:replay_one_close:replay_one::$TLS_DURATION")
+fi
 for t in "${https_targets[@]}"; do
     case $t in
     nginx-cache-https) plan+=("$t:replay_one:replay_one::$TLS_DURATION" "$t:replay_one_close:replay_one::$TLS_DURATION") ;;
@@ -647,7 +652,7 @@ if [[ $ONLY = tls ]]; then # the TLS rows and the same work without TLS
     kept=()
     for entry in "${plan[@]}"; do
         case $entry in
-        *-https:* | nginx-cache:replay_one:* | nginx-proxy:proxy:* | idemgate-redis:replay_one:* | idemgate-redis:first_execution:*) kept+=("$entry") ;;
+        *-https:* | *:replay_one_close:* | nginx-cache:replay_one:* | nginx-proxy:proxy:* | idemgate-redis:replay_one:* | idemgate-redis:first_execution:*) kept+=("$entry") ;;
         esac
     done
     plan=("${kept[@]}")
@@ -889,7 +894,7 @@ cache=$(ok_rps nginx-cache replay_one)
 cache10k=$(ok_rps nginx-cache replay_10k)
 nproxy=$(ok_rps nginx-proxy proxy)
 hproxy=$(ok_rps haproxy proxy)
-if ((have_gateway)); then
+if ((have_gateway)) && [[ $ONLY != tls ]]; then # ONLY=tls: the TLS figures below only
     for g in idemgate-redis idemgate-redis-tier idemgate-memory; do
         rep=$(ok_rps $g replay_one) rep10k=$(ok_rps $g replay_10k) first=$(ok_rps $g first_execution)
         r=$(ratio "$rep" "$bare"); add_ratio "$g replay / bare Beast" "$r" ">= 0.85" "$(met "$r" 0.85)"
@@ -976,14 +981,25 @@ if ((${#https_targets[@]})); then
     add_ratio "TLS, keep-alive: idemgate-https first execution / idemgate-redis first execution (plain)" "$r" "(info)" "-"
     r=$(ratio "$(ok_rps nginx-proxy-https proxy)" "$(ok_rps nginx-proxy proxy)")
     add_ratio "TLS, keep-alive: nginx-proxy-https / nginx-proxy (plain)" "$r" "(info)" "-"
-    # A new connection's cost (TCP accept and close, TLS handshake): the server's CPU per request
-    # with Connection: close minus with keep-alive, on the same work.
-    for pair in idemgate-https:replay_one nginx-cache-https:replay_one idemgate-https:first_execution nginx-proxy-https:proxy; do
+    # A new connection's cost: the server's CPU per request with Connection: close minus with
+    # keep-alive, on the same work (TCP accept and close, plus the TLS handshake on https); the
+    # handshake's share: the https figure minus the plain one.
+    conn_cost() { # target scenario -> µs, or empty
+        local a b
+        a=$(get "$1" "${2}_close" 6) b=$(get "$1" "$2" 6)
+        [[ -n $a && -n $b ]] && awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a - b }'
+    }
+    for pair in idemgate-redis:replay_one nginx-cache:replay_one idemgate-https:replay_one nginx-cache-https:replay_one \
+        idemgate-https:first_execution nginx-proxy-https:proxy; do
         t=${pair%%:*} sc=${pair#*:}
-        a=$(get "$t" "${sc}_close" 6) b=$(get "$t" "$sc" 6)
-        [[ -n $a && -n $b ]] || continue
-        add_ratio "TLS: $t server CPU per new connection, $sc (µs, close − keep-alive)" \
-            "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a - b }')" "(info)" "-"
+        c=$(conn_cost "$t" "$sc") || continue
+        add_ratio "new connection: $t server CPU per connection, $sc (µs, close − keep-alive)" "$c" "(info)" "-"
+    done
+    for pair in idemgate-https:idemgate-redis nginx-cache-https:nginx-cache; do
+        tls_c=$(conn_cost "${pair%%:*}" replay_one) || continue
+        plain_c=$(conn_cost "${pair#*:}" replay_one) || continue
+        add_ratio "TLS handshake: ${pair%%:*} server CPU per handshake (µs, its new-connection cost − ${pair#*:}'s)" \
+            "$(awk -v a="$tls_c" -v b="$plain_c" 'BEGIN { printf "%.1f", a - b }')" "(info)" "-"
     done
 fi
 
@@ -992,7 +1008,7 @@ md=$RESULTS_DIR/latest.md
     echo "# idemgate bench — $stamp"
     echo
     echo "Commit $commit, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')."
-    echo "Command: \`bench/run.sh\` (DURATION=${DURATION}s per run, ROUNDS=$ROUNDS interleaved, wrk -t$WRK_THREADS -c$CONNECTIONS," \
+    echo "Command: \`${ONLY:+ONLY=$ONLY }bench/run.sh\` (DURATION=${DURATION}s per run, ROUNDS=$ROUNDS interleaved, wrk -t$WRK_THREADS -c$CONNECTIONS," \
         "servers with $THREADS threads/workers, $(nproc) cores)."
     echo "Load average (1, 5, 15 min) before the runs: $load_start; at the end: $load_end. The bench itself keeps"
     echo "about 2-3 runnable; more means other work shared the cores during the runs."
@@ -1041,14 +1057,19 @@ md=$RESULTS_DIR/latest.md
         else
             echo "no session tickets or cache on either side (\`TLS_RESUMPTION=0\`): every new connection is a full handshake."
         fi
-        echo "\`_close\` rows send \`Connection: close\` (a new connection and handshake per request); the others keep $CONNECTIONS connections open."
-        echo "Negotiated with an unpinned \`openssl s_client\` (protocol, suite, group, signature; resumed = a second connection of one curl resumed):"
-        echo
-        for t in "${https_targets[@]}"; do echo "- $t: ${tls_negotiated[$t]:-not checked}"; done
+        echo "\`_close\` rows send \`Connection: close\`: a new connection (and on https a new handshake) per request, also on the plain"
+        echo "\`nginx-cache\` and \`idemgate-redis\` replay_one_close rows, which give a new connection's cost without TLS; the other rows keep"
+        echo "$CONNECTIONS connections open. New connections per request counted around each run (idemgate: \`idemgate_tls_handshakes_total\`;"
+        echo "nginx: \`stub_status\` accepts, which has no resumption figure):"
         echo
         echo "| target | scenario | new connections per request (median) | resumed handshakes (all rounds) |"
         echo "|---|---|---:|---:|"
         while IFS=$'\t' read -r t sc per res; do echo "| $t | $sc | $per | $res |"; done <"$tls_summary"
+        echo
+        echo "Negotiated with an unpinned \`openssl s_client\` before the runs (protocol, suite, key exchange, signature; resumed: whether"
+        echo "the second of two connections of one curl resumed the first one's session):"
+        echo
+        for t in "${https_targets[@]}"; do echo "- $t: ${tls_negotiated[$t]:-not checked}"; done
     fi
     if ((${#ratio_lines[@]})); then
         echo
