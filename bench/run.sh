@@ -28,7 +28,7 @@
 #   one nginx, one redis-server and one gateway, about a minute); prints its table, writes nothing.
 #   ONLY=tls: only the TLS rows and their plain counterparts (nginx-proxy, nginx-cache and
 #   idemgate-redis replay_one / first_execution); no warm keys, system calls, storm, Redis memory or
-#   Redis modes; prints its tables, writes nothing (under a minute at the defaults after building).
+#   Redis modes; prints its tables, writes nothing (about 2.5 minutes at the defaults).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
