@@ -3,8 +3,12 @@
 bench = {}
 bench.path = os.getenv("BENCH_PATH") or "/api/orders"
 bench.body = '{"item":"book","qty":1}'
+-- BENCH_CONNECTION_CLOSE=1: every request says "Connection: close", so the server closes after its
+-- answer and wrk opens (and, over https, handshakes) a new connection for the next request.
+bench.close = os.getenv("BENCH_CONNECTION_CLOSE") == "1"
 -- Hand-built requests: wrk.format() per request costs far more than a concatenation.
 bench.head = "POST " .. bench.path .. " HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+    .. (bench.close and "Connection: close\r\n" or "")
     .. "Content-Length: " .. #bench.body .. "\r\nIdempotency-Key: "
 bench.tail = "\r\n\r\n" .. bench.body
 

@@ -8,3 +8,6 @@ wrk.path = bench.path
 wrk.body = bench.body
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Idempotency-Key"] = os.getenv("BENCH_KEY") or "bench-replay-one"
+if bench.close then
+    wrk.headers["Connection"] = "close"
+end

@@ -17,8 +17,18 @@
 #   RESULTS_DIR=bench/results
 #   REDIS_MODES="cluster tls": extra gateway targets on a 3-primary Redis Cluster and on a
 #   TLS-only redis-server ("" skips them)
+#   TLS_TARGETS=1: TLS termination on the client hop, same certificate (EC P-256) and pinned suite
+#   on both sides: idemgate-https (Redis store, tls: on listen) beside nginx-cache-https (replay)
+#   and nginx-proxy-https (first execution), with keep-alive and with Connection: close (a new
+#   connection, so a new handshake, per request); 0 skips them
+#   TLS_DURATION=2 (seconds per TLS run)  TLS_SUITE=TLS_AES_128_GCM_SHA256  TLS_GROUP=X25519
+#   TLS_RESUMPTION=0 (servers issue no session tickets: every new connection is a full handshake;
+#   1: tickets on, and wrk resumes the session on each reconnect)
 #   ONLY=memory: only the Redis memory per record (builds just idemgate and bench-client, starts
 #   one nginx, one redis-server and one gateway, about a minute); prints its table, writes nothing.
+#   ONLY=tls: only the TLS rows and their plain counterparts (nginx-proxy, nginx-cache and
+#   idemgate-redis replay_one / first_execution); no warm keys, system calls, storm, Redis memory or
+#   Redis modes; prints its tables, writes nothing (about 2.5 minutes at the defaults).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,7 +45,15 @@ RECORDS=${RECORDS:-20000}
 MEMORY_BODIES=${MEMORY_BODIES:-200 2048}
 ONLY=${ONLY:-}
 REDIS_MODES=${REDIS_MODES-cluster tls}
-[[ -z $ONLY || $ONLY = memory ]] || { echo "bench: ONLY must be empty or 'memory', not '$ONLY'" >&2; exit 2; }
+TLS_TARGETS=${TLS_TARGETS:-1}
+TLS_DURATION=${TLS_DURATION:-2}
+TLS_SUITE=${TLS_SUITE:-TLS_AES_128_GCM_SHA256}
+TLS_GROUP=${TLS_GROUP:-X25519}
+TLS_RESUMPTION=${TLS_RESUMPTION:-0}
+[[ -z $ONLY || $ONLY = memory || $ONLY = tls ]] || { echo "bench: ONLY must be empty, 'memory' or 'tls', not '$ONLY'" >&2; exit 2; }
+if [[ $ONLY = tls ]]; then
+    TLS_TARGETS=1 REDIS_MODES="" SYSCALLS=0
+fi
 STORM_KEYS=${STORM_KEYS:-200}
 STORM_REPEATS=${STORM_REPEATS:-8}
 WARM_KEYS=10000
@@ -99,6 +117,7 @@ have_counter=1
 # ---------------------------------------------------------------- processes we own
 work=$(mktemp -d /tmp/idemgate-bench.XXXXXX)
 chmod 755 "$work" # nginx workers (www-data when root) read their run dirs below it
+[[ $ONLY = tls ]] && RESULTS_DIR=$work/results # nothing lands in bench/results or a README
 declare -a owned_pids=()
 
 cleanup() {
@@ -165,11 +184,11 @@ wait_for_log() {
     die "$name not ready after 15 s"
 }
 
-# Waits (bounded) until a POST to the port answers at all.
+# Waits (bounded) until a POST to the port answers at all (https when the third argument says so).
 wait_for_http() {
-    local name=$1 port=$2 i
+    local name=$1 port=$2 scheme=${3:-http} i
     for ((i = 0; i < 300; i++)); do
-        curl -s -o /dev/null --max-time 1 -X POST -d '{}' "http://127.0.0.1:$port/__ready" && return 0
+        curl -s -o /dev/null --max-time 1 -k -X POST -d '{}' "$scheme://127.0.0.1:$port/__ready" && return 0
         kill -0 "$(pid_of "$name")" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name exited during start-up"; }
         sleep 0.05
     done
@@ -188,15 +207,59 @@ render() {
 nginx_user_line=""
 [[ $(id -u) -eq 0 ]] && nginx_user_line="user www-data;"
 
+# A fifth argument "tls" terminates TLS (nginx-tls.inc, the bench certificate from make_tls_files).
 start_nginx() {
-    local name=$1 template=$2 port=$3 upstream_port=${4:-0}
-    local dir=$work/$name
+    local name=$1 template=$2 port=$3 upstream_port=${4:-0} tls=${5:-}
+    local dir=$work/$name listen_ssl="" tls_include="" scheme=http resumption
     mkdir -p "$dir"
     render nginx-common.inc "$dir/nginx-common.inc" "DIR=$dir"
+    if [[ $tls = tls ]]; then
+        if [[ $TLS_RESUMPTION = 1 ]]; then
+            resumption="ssl_session_tickets on; ssl_session_cache shared:bench_tls:10m;"
+        else
+            resumption="ssl_session_tickets off; ssl_session_cache off; ssl_conf_command NumTickets 0;"
+        fi
+        render nginx-tls.inc "$dir/nginx-tls.inc" "CERT_FILE=$tls_dir/server.crt" "KEY_FILE=$tls_dir/server.key" \
+            "TLS_SUITE=$TLS_SUITE" "TLS_GROUP=$TLS_GROUP" "RESUMPTION=$resumption"
+        listen_ssl=" ssl" tls_include="include $dir/nginx-tls.inc;" scheme=https
+    fi
     render "$template" "$dir/nginx.conf" "DIR=$dir" "PORT=$port" "UPSTREAM_PORT=$upstream_port" \
-        "WORKERS=$THREADS" "USER_LINE=$nginx_user_line"
+        "WORKERS=$THREADS" "USER_LINE=$nginx_user_line" "LISTEN_SSL=$listen_ssl" "TLS_INCLUDE=$tls_include"
     start "$name" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -g "daemon off; master_process on;"
-    wait_for_http "$name" "$port"
+    wait_for_http "$name" "$port" "$scheme"
+}
+
+# A CA and a server certificate for 127.0.0.1 (EC P-256) in $tls_dir (once), and pinned.cnf: an
+# OpenSSL configuration pinning TLS 1.3, TLS_SUITE and TLS_GROUP (and no session tickets unless
+# TLS_RESUMPTION=1) for processes that have no cipher setting of their own (idemgate, wrk).
+tls_dir=""
+make_tls_files() {
+    [[ -n $tls_dir ]] && return 0
+    tls_dir=$work/tls
+    mkdir -p "$tls_dir"
+    (
+        cd "$tls_dir"
+        openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout ca.key -out ca.crt \
+            -days 2 -subj /CN=idemgate-bench-ca -addext basicConstraints=critical,CA:TRUE
+        openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout server.key -out server.csr \
+            -subj /CN=127.0.0.1
+        printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \
+            -extfile server.ext
+    ) >"$work/tls-certs.log" 2>&1 || { cat "$work/tls-certs.log" >&2; die "could not make TLS certificates"; }
+    {
+        echo "# Written by bench/run.sh: OPENSSL_CONF of idemgate-https and of wrk against the https targets."
+        echo "openssl_conf = openssl_init"
+        echo "[openssl_init]"
+        echo "ssl_conf = ssl_module"
+        echo "[ssl_module]"
+        echo "system_default = bench_tls"
+        echo "[bench_tls]"
+        echo "MinProtocol = TLSv1.3"
+        echo "Ciphersuites = $TLS_SUITE"
+        echo "Groups = $TLS_GROUP"
+        [[ $TLS_RESUMPTION = 1 ]] || echo "NumTickets = 0"
+    } >"$tls_dir/pinned.cnf"
 }
 
 # Starts idemgate with a rendered config; sets port_<name> and admin_<name> from its ready line.
@@ -395,19 +458,8 @@ if ((have_gateway)) && [[ $REDIS_MODES == *cluster* ]]; then
     extra_gateways+=(idemgate-cluster)
 fi
 if ((have_gateway)) && [[ $REDIS_MODES == *tls* ]]; then
-    # A CA and a server certificate for 127.0.0.1 (EC P-256), then a TLS-only redis-server.
-    tls_dir=$work/tls
-    mkdir -p "$tls_dir"
-    (
-        cd "$tls_dir"
-        openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout ca.key -out ca.crt \
-            -days 2 -subj /CN=idemgate-bench-ca -addext basicConstraints=critical,CA:TRUE
-        openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout server.key -out server.csr \
-            -subj /CN=127.0.0.1
-        printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
-        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 \
-            -extfile server.ext
-    ) >"$work/tls-certs.log" 2>&1 || { cat "$work/tls-certs.log" >&2; die "could not make TLS certificates"; }
+    # The bench CA and server certificate (make_tls_files), then a TLS-only redis-server.
+    make_tls_files
     pick_port tls_redis_port
     mkdir -p "$work/redis-tls"
     start redis-tls redis-server --port 0 --tls-port "$tls_redis_port" --bind 127.0.0.1 --save "" --appendonly no \
@@ -417,8 +469,29 @@ if ((have_gateway)) && [[ $REDIS_MODES == *tls* ]]; then
     start_gateway idemgate-tls gateway-tls.yaml "$upstream_port" "$tls_redis_port" "CA_FILE=$tls_dir/ca.crt"
     extra_gateways+=(idemgate-tls)
 fi
+# TLS termination on the client hop: the same certificate and pinned suite on every side; the
+# nginx targets proxy plain HTTP to the same upstream as nginx-proxy / nginx-cache, and the gateway
+# uses the same redis-server as idemgate-redis (its own key prefix), plain HTTP to the upstream.
+https_targets=()
+declare -A scheme_of=() # port -> https (absent: http)
+if [[ $TLS_TARGETS = 1 ]]; then
+    make_tls_files
+    pick_port port_nginx_proxy_https
+    start_nginx nginx-proxy-https nginx-proxy.conf "$port_nginx_proxy_https" "$upstream_port" tls
+    pick_port port_nginx_cache_https
+    start_nginx nginx-cache-https nginx-cache.conf "$port_nginx_cache_https" "$upstream_port" tls
+    https_targets+=(nginx-proxy-https nginx-cache-https)
+    if ((have_gateway)); then
+        # idemgate has no cipher setting: the pinned OpenSSL configuration comes from its
+        # environment (a prefix assignment on a function call is exported to what it runs).
+        OPENSSL_CONF=$tls_dir/pinned.cnf start_gateway idemgate-https gateway-https.yaml "$upstream_port" "$redis_port" \
+            "CERT_FILE=$tls_dir/server.crt" "KEY_FILE=$tls_dir/server.key"
+        https_targets+=(idemgate-https)
+    fi
+    for t in "${https_targets[@]}"; do scheme_of[$(port_of "$t")]=https; done
+fi
 # A gateway's readiness (Redis reachable, every slot served): wait for it before measuring.
-for g in "${extra_gateways[@]}"; do
+for g in "${extra_gateways[@]}" ${port_idemgate_https:+idemgate-https}; do
     for ((i = 0; i < 300; i++)); do
         [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$(eval echo "\$admin_${g//-/_}")/readyz") = 200 ]] && break
         sleep 0.05
@@ -431,9 +504,12 @@ say "targets: bare-beast $port_bare_beast, nginx-proxy $port_nginx_proxy, nginx-
 # ---------------------------------------------------------------- correctness before speed
 declare -A sanity=() # target -> "ok" or the reason it is not
 body='{"item":"book","qty":1}'
+url_of() { # port -> base URL (https for the TLS targets)
+    echo "${scheme_of[$1]:-http}://127.0.0.1:$1"
+}
 post() { # port key -> headers+body of the answer
-    curl -s -i --max-time 5 -X POST -H 'Content-Type: application/json' -H "Idempotency-Key: $2" \
-        --data-binary "$body" "http://127.0.0.1:$1/api/orders" || echo "curl failed with status $?"
+    curl -s -i --max-time 5 ${tls_dir:+--cacert "$tls_dir/ca.crt"} -X POST -H 'Content-Type: application/json' \
+        -H "Idempotency-Key: $2" --data-binary "$body" "$(url_of "$1")/api/orders" || echo "curl failed with status $?"
 }
 check_replay() { # target port replay_header_regex
     local target=$1 port=$2 marker=$3 first second key="sanity-$run_id"
@@ -463,6 +539,48 @@ fi
 for g in "${extra_gateways[@]}"; do
     check_replay "$g" "$(port_of "$g")" '^Idempotent-Replayed: true'
 done
+# The https targets: a replay like the others (over https), the protocol, suite and group a default
+# client (openssl s_client, not pinned) negotiates with each, which must be the pinned ones, and
+# whether a second connection resumes the first one's session (it must not, unless TLS_RESUMPTION=1).
+declare -A tls_negotiated=() # target -> "TLSv1.3 TLS_AES_128_GCM_SHA256 X25519 ECDSA resumed=no"
+tls_gateway_handshakes() { # "full resumed" TLS handshakes idemgate-https has completed so far
+    curl -s --max-time 2 "http://127.0.0.1:$admin_idemgate_https/metrics" |
+        awk '/^idemgate_tls_handshakes_total\{resumed="false"\}/ { f = $2 } /^idemgate_tls_handshakes_total\{resumed="true"\}/ { r = $2 }
+             END { printf "%d %d\n", f, r }'
+}
+for t in "${https_targets[@]}"; do
+    p=$(port_of "$t")
+    case $t in
+    nginx-cache-https) check_replay "$t" "$p" '^X-Cache-Status: HIT' ;;
+    idemgate-https) check_replay "$t" "$p" '^Idempotent-Replayed: true' ;;
+    *) grep -q '^HTTP/1.1 201' <<<"$(post "$p" "sanity-$run_id")" && sanity[$t]=ok || sanity[$t]="no 201 over https" ;;
+    esac
+    s_client=$(openssl s_client -connect "127.0.0.1:$p" -CAfile "$tls_dir/ca.crt" </dev/null 2>&1 || true)
+    suite=$(sed -nE 's/^New, (TLSv[0-9.]+), Cipher is (.*)$/\1 \2/p' <<<"$s_client" | head -1)
+    group=$(sed -nE 's/^Server Temp Key: ([^,]+),.*/\1/p' <<<"$s_client" | head -1)
+    sig=$(sed -nE 's/^Peer signature type: (.*)$/\1/p' <<<"$s_client" | head -1)
+    verify=$(sed -nE 's/^ *Verify return code: ([0-9]+).*/\1/p' <<<"$s_client" | head -1)
+    # Two requests on two connections of one curl (Connection: close between them): curl offers
+    # the first one's session on the second.
+    if [[ $t = idemgate-https ]]; then
+        read -r _ resumed0 <<<"$(tls_gateway_handshakes)"
+        curl -s -o /dev/null --cacert "$tls_dir/ca.crt" -H 'Connection: close' "$(url_of "$p")/healthz" \
+            -o /dev/null "$(url_of "$p")/healthz" || true
+        read -r _ resumed1 <<<"$(tls_gateway_handshakes)"
+        reused=$([[ $((resumed1 - resumed0)) -gt 0 ]] && echo yes || echo no)
+    else
+        second=$(curl -s --cacert "$tls_dir/ca.crt" -H 'Connection: close' "$(url_of "$p")/__tls" "$(url_of "$p")/__tls" | tail -1)
+        reused=$([[ $second = *reused=r* ]] && echo yes || echo no)
+    fi
+    tls_negotiated[$t]="$suite $group $sig resumed=$reused"
+    say "TLS $t: ${tls_negotiated[$t]} (s_client verify $verify)"
+    [[ ${sanity[$t]} = ok ]] || continue
+    if [[ $suite != "TLSv1.3 $TLS_SUITE" || $group != "$TLS_GROUP" || $verify != 0 ]]; then
+        sanity[$t]="negotiated $suite $group (verify $verify), not TLSv1.3 $TLS_SUITE $TLS_GROUP"
+    elif [[ $reused = yes && $TLS_RESUMPTION != 1 ]] || [[ $reused = no && $TLS_RESUMPTION = 1 ]]; then
+        sanity[$t]="session resumed: $reused with TLS_RESUMPTION=$TLS_RESUMPTION"
+    fi
+done
 for t in "${!sanity[@]}"; do say "sanity $t: ${sanity[$t]}"; done
 
 # Pre-warm the 10 000 replay keys, then check a second pass is all replays.
@@ -470,12 +588,19 @@ warm_prefix="warm-$run_id"
 warm_targets=(nginx-cache)
 ((have_gateway)) && warm_targets+=(idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-memory "${extra_gateways[@]}")
 for t in "${warm_targets[@]}"; do
+    if [[ $ONLY = tls ]]; then # no replay_10k rows
+        post "$(port_of "$t")" bench-replay-one >/dev/null
+        continue
+    fi
     "$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" \
         --connections 32 >"$work/warm-$t.json" || sanity[$t]="warm-up failed: $(cat "$work/warm-$t.json")"
     # replay_one's key, warmed once so every timed request is a replay.
     post "$(port_of "$t")" bench-replay-one >/dev/null
 done
-if ((have_gateway)); then
+for t in nginx-cache-https idemgate-https; do # replay_one only (bench-client speaks plain HTTP)
+    if [[ -n ${sanity[$t]:-} ]]; then post "$(port_of "$t")" bench-replay-one >/dev/null; fi
+done
+if ((have_gateway)) && [[ $ONLY != tls ]]; then
     for t in idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-memory "${extra_gateways[@]}"; do
         out=$("$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" --connections 32 || true)
         grep -q '"keys_executed_once":0,' <<<"$out" || sanity[$t]="second pass over warm keys was not all replays: $out"
@@ -483,8 +608,9 @@ if ((have_gateway)); then
 fi
 
 # ---------------------------------------------------------------- timed runs
-# target:scenario:script. Anchors run the same scripts as the gateway scenario they anchor, so
-# wrk's own per-request cost (the request() hook) is the same on both sides of a ratio.
+# target:scenario:script[:connections[:seconds]]. Anchors run the same scripts as the gateway
+# scenario they anchor, so wrk's own per-request cost (the request() hook) is the same on both
+# sides of a ratio. A scenario ending in _close sends Connection: close on every request.
 plan=(
     upstream:static:replay_one
     bare-beast:static:replay_one
@@ -505,15 +631,63 @@ if ((have_gateway)); then
     # Many connections: first executions at 512 connections beside nginx at 512.
     plan+=("idemgate-redis:first_execution_512:first_execution:512" "nginx-proxy:proxy_512:first_execution:512")
 fi
+# TLS termination, the same work as the plain rows above: keep-alive (64 handshakes amortised over
+# the run) and Connection: close (one connection, so one handshake, per request). The plain
+# replay_one_close rows give a new connection's cost without TLS (TCP accept and close).
+if ((${#https_targets[@]})); then
+    plan+=("nginx-cache:replay_one_close:replay_one::$TLS_DURATION")
+    ((have_gateway)) && plan+=("idemgate-redis:replay_one_close:replay_one::$TLS_DURATION")
+fi
+for t in "${https_targets[@]}"; do
+    case $t in
+    nginx-cache-https) plan+=("$t:replay_one:replay_one::$TLS_DURATION" "$t:replay_one_close:replay_one::$TLS_DURATION") ;;
+    nginx-proxy-https) plan+=("$t:proxy:first_execution::$TLS_DURATION" "$t:proxy_close:first_execution::$TLS_DURATION") ;;
+    idemgate-https)
+        plan+=("$t:replay_one:replay_one::$TLS_DURATION" "$t:replay_one_close:replay_one::$TLS_DURATION"
+            "$t:first_execution:first_execution::$TLS_DURATION" "$t:first_execution_close:first_execution::$TLS_DURATION")
+        ;;
+    esac
+done
+if [[ $ONLY = tls ]]; then # the TLS rows and the same work without TLS
+    kept=()
+    for entry in "${plan[@]}"; do
+        case $entry in
+        *-https:* | *:replay_one_close:* | nginx-cache:replay_one:* | nginx-proxy:proxy:* | idemgate-redis:replay_one:* | idemgate-redis:first_execution:*) kept+=("$entry") ;;
+        esac
+    done
+    plan=("${kept[@]}")
+fi
 runs=$work/runs.tsv
+tls_runs=$work/tls-runs.tsv # target scenario round requests new_connections resumed (- when not counted)
 : >"$runs"
+: >"$tls_runs"
 total=$((${#plan[@]} * ROUNDS))
-say "timed runs: ${#plan[@]} target/scenario pairs x $ROUNDS rounds x ${DURATION}s = ~$((total * (DURATION + 1)))s"
+plan_seconds=0
+for entry in "${plan[@]}"; do
+    IFS=: read -r _ _ _ _ secs <<<"$entry"
+    plan_seconds=$((plan_seconds + ${secs:-$DURATION} + 1))
+done
+say "timed runs: ${#plan[@]} target/scenario pairs x $ROUNDS rounds = ~$((plan_seconds * ROUNDS))s"
+# New connections a TLS target has accepted so far, and how many of their handshakes resumed a
+# session: idemgate's handshake counters, or nginx's stub_status accepts (no resumption figure;
+# the read itself is a connection, which the caller subtracts).
+tls_connections() {
+    case $1 in
+    idemgate-https) tls_gateway_handshakes | awk '{ print $1 + $2, $2 }' ;;
+    *) curl -s --max-time 2 --cacert "$tls_dir/ca.crt" "$(url_of "$(port_of "$1")")/__nginx_status" |
+        awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ { print $1, "-" }' ;;
+    esac
+}
 n=0
 for ((round = 1; round <= ROUNDS; round++)); do
     for entry in "${plan[@]}"; do
-        IFS=: read -r target scenario script conns <<<"$entry"
+        IFS=: read -r target scenario script conns secs <<<"$entry"
         conns=${conns:-$CONNECTIONS}
+        secs=${secs:-$DURATION}
+        close=0
+        [[ $scenario = *_close ]] && close=1
+        wrk_env=()
+        [[ -n ${scheme_of[$(port_of "$target")]:-} ]] && wrk_env=("OPENSSL_CONF=$tls_dir/pinned.cnf")
         n=$((n + 1))
         port=$(port_of "$target")
         gw_pid=$(server_pids "$target")
@@ -522,16 +696,20 @@ for ((round = 1; round <= ROUNDS; round++)); do
         idemgate-redis | idemgate-redis-tier | idemgate-redis-log) redis_pid=$(pid_of redis) ;;
         idemgate-cluster) redis_pid="${cluster_pids[*]}" ;;
         idemgate-tls) redis_pid=$(pid_of redis-tls) ;;
+        idemgate-https) redis_pid=$(pid_of redis) ;;
         esac
+        tls0="" tls1=""
+        if ((${#wrk_env[@]})); then tls0=$(tls_connections "$target"); fi
         served0=$(upstream_served)
         gw0=$(cpu_ticks $gw_pid)
         rd0=$(cpu_ticks $redis_pid)
-        out=$(BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" BENCH_KEYS=$WARM_KEYS \
-            wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 5s \
-            -s "$bench_dir/$script.lua" "http://127.0.0.1:$port/api/orders" 2>&1) || true
+        out=$(env "${wrk_env[@]}" BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" \
+            BENCH_KEYS=$WARM_KEYS BENCH_CONNECTION_CLOSE=$close wrk -t"$WRK_THREADS" -c"$conns" -d"${secs}s" \
+            --timeout 5s -s "$bench_dir/$script.lua" "$(url_of "$port")/api/orders" 2>&1) || true
         gw1=$(cpu_ticks $gw_pid)
         rd1=$(cpu_ticks $redis_pid)
         served1=$(upstream_served)
+        if ((${#wrk_env[@]})); then tls1=$(tls_connections "$target"); fi
         result=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed 's/^BENCH_RESULT //' || true)
         if [[ -z $result ]]; then
             say "wrk failed on $target $scenario: $out"
@@ -546,6 +724,15 @@ for ((round = 1; round <= ROUNDS; round++)); do
         upstream_delta=$((served1 - served0 - 1)) # the status request itself counts once
         gw_cpu_us=$(awk -v d=$((gw1 - gw0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
         rd_cpu_us=$(awk -v d=$((rd1 - rd0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
+        new_conns="" resumed=""
+        if [[ -n $tls0 && -n $tls1 ]]; then
+            read -r c0 r0 <<<"$tls0"
+            read -r c1 r1 <<<"$tls1"
+            new_conns=$((c1 - c0))
+            [[ $target = idemgate-https ]] && resumed=$((r1 - r0)) || new_conns=$((new_conns - 1)) # nginx: our status read
+            printf '%s	%s	%d	%s	%s	%s
+' "$target" "$scenario" "$round" "$reqs" "$new_conns" "${resumed:--}" >>"$tls_runs"
+        fi
         verdict=ok
         if ! kill -0 "$(pid_of "$target")" 2>/dev/null; then
             verdict="FAIL: $target exited during the run (KEEP_WORK=1 keeps its log)"
@@ -559,11 +746,16 @@ for ((round = 1; round <= ROUNDS; round++)); do
             verdict="FAIL: upstream served $upstream_delta of $reqs requests (10 % expected)"
         elif ((socket_errors > reqs / 1000)); then
             verdict="FAIL: $socket_errors socket errors"
+        elif ((close)) && [[ -n $new_conns ]] && ((new_conns < reqs)); then
+            verdict="FAIL: $new_conns new connections for $reqs requests with Connection: close"
+        elif [[ -n $resumed && $TLS_RESUMPTION != 1 ]] && ((resumed > 0)); then
+            verdict="FAIL: $resumed resumed handshakes with TLS_RESUMPTION=0"
         fi
         printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$scenario" "$round" "$rps" \
             "$p50" "$p99" "$reqs" "$status_errors" "$socket_errors" "$upstream_delta" "$gw_cpu_us" "$rd_cpu_us" \
             "$verdict" >>"$runs"
-        say "[$n/$total] round $round $target $scenario: $rps req/s p50 ${p50}us p99 ${p99}us upstream+$upstream_delta $verdict"
+        say "[$n/$total] round $round $target $scenario: $rps req/s p50 ${p50}us p99 ${p99}us upstream+$upstream_delta" \
+            "${new_conns:+new connections $new_conns${resumed:+ (resumed $resumed)} }$verdict"
     done
 done
 
@@ -604,7 +796,7 @@ fi
 
 # ---------------------------------------------------------------- duplicate storm
 storm_results=() # target \t verdict \t detail json
-if ((have_gateway && have_counter)); then
+if ((have_gateway && have_counter)) && [[ $ONLY != tls ]]; then
     start test-upstream "$bin/idemgate-test-upstream" --port 0
     counter_port=$(wait_for_log test-upstream '^listening ' | sed -E 's/.*:([0-9]+)$/\1/')
     start_gateway storm-redis gateway-redis.yaml "$counter_port"
@@ -635,7 +827,7 @@ fi
 
 # ---------------------------------------------------------------- Redis memory per record
 mem_json="null"
-if ((have_gateway)); then
+if ((have_gateway)) && [[ $ONLY != tls ]]; then
     measure_redis_memory
     mem_json="[$(awk -F'\t' -v OFS='' '{
         printf "%s{\"body_bytes\":%s,\"records\":%s,\"keys_added\":%s,\"used_memory_delta\":%s,\"bytes_per_record\":%s,", (NR > 1 ? "," : ""), $1, $2, $3, $4, $5
@@ -702,7 +894,7 @@ cache=$(ok_rps nginx-cache replay_one)
 cache10k=$(ok_rps nginx-cache replay_10k)
 nproxy=$(ok_rps nginx-proxy proxy)
 hproxy=$(ok_rps haproxy proxy)
-if ((have_gateway)); then
+if ((have_gateway)) && [[ $ONLY != tls ]]; then # ONLY=tls: the TLS figures below only
     for g in idemgate-redis idemgate-redis-tier idemgate-memory; do
         rep=$(ok_rps $g replay_one) rep10k=$(ok_rps $g replay_10k) first=$(ok_rps $g first_execution)
         r=$(ratio "$rep" "$bare"); add_ratio "$g replay / bare Beast" "$r" ">= 0.85" "$(met "$r" 0.85)"
@@ -750,13 +942,73 @@ if ((have_gateway)); then
         done <"$work/memory.tsv"
     fi
 fi
+# TLS termination (TLS_TARGETS): idemgate-https beside nginx with TLS on the same work, with
+# keep-alive and with a new connection per request; then what TLS adds to each side.
+tls_summary=$work/tls-summary.tsv # target scenario new_connections_per_request(median) resumed(sum or -)
+: >"$tls_summary"
+if ((${#https_targets[@]})); then
+    awk -F'\t' '
+    function median(list,   n, a, i, j, t) {
+        n = split(list, a, " ")
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    {
+        k = $1 "\t" $2
+        if (!(k in seen)) { seen[k] = 1; order[++count] = k }
+        per[k] = per[k] " " ($4 > 0 ? $5 / $4 : 0)
+        if ($6 == "-") resumed[k] = "-"; else if (resumed[k] != "-") resumed[k] += $6
+    }
+    END { for (i = 1; i <= count; i++) printf "%s\t%.3f\t%s\n", order[i], median(per[order[i]]), resumed[order[i]] }' \
+        "$tls_runs" >"$tls_summary"
+    for mode in "keep-alive:" "new connection per request:_close"; do
+        label=${mode%%:*} suffix=${mode#*:}
+        r=$(ratio "$(ok_rps idemgate-https replay_one$suffix)" "$(ok_rps nginx-cache-https replay_one$suffix)")
+        add_ratio "TLS, $label: idemgate-https replay / nginx-cache-https hit" "$r" "(info)" "-"
+        r=$(cpu_ratio "$(cpu_of idemgate-https replay_one$suffix)" "$(cpu_of nginx-cache-https replay_one$suffix)")
+        add_ratio "TLS, $label: idemgate-https CPU (gateway + Redis) per replay / nginx-cache-https CPU per hit" "$r" "(info: lower is cheaper)" "-"
+        r=$(ratio "$(ok_rps idemgate-https first_execution$suffix)" "$(ok_rps nginx-proxy-https proxy$suffix)")
+        add_ratio "TLS, $label: idemgate-https first execution / nginx-proxy-https" "$r" "(info)" "-"
+        r=$(cpu_ratio "$(cpu_of idemgate-https first_execution$suffix)" "$(cpu_of nginx-proxy-https proxy$suffix)")
+        add_ratio "TLS, $label: idemgate-https CPU (gateway + Redis) per first execution / nginx-proxy-https CPU per request" "$r" "(info: lower is cheaper)" "-"
+    done
+    # What TLS termination adds on each side, keep-alive: the same gateway / nginx work without it.
+    r=$(ratio "$(ok_rps idemgate-https replay_one)" "$(ok_rps idemgate-redis replay_one)")
+    add_ratio "TLS, keep-alive: idemgate-https replay / idemgate-redis replay (plain)" "$r" "(info)" "-"
+    r=$(ratio "$(ok_rps nginx-cache-https replay_one)" "$(ok_rps nginx-cache replay_one)")
+    add_ratio "TLS, keep-alive: nginx-cache-https hit / nginx-cache hit (plain)" "$r" "(info)" "-"
+    r=$(ratio "$(ok_rps idemgate-https first_execution)" "$(ok_rps idemgate-redis first_execution)")
+    add_ratio "TLS, keep-alive: idemgate-https first execution / idemgate-redis first execution (plain)" "$r" "(info)" "-"
+    r=$(ratio "$(ok_rps nginx-proxy-https proxy)" "$(ok_rps nginx-proxy proxy)")
+    add_ratio "TLS, keep-alive: nginx-proxy-https / nginx-proxy (plain)" "$r" "(info)" "-"
+    # A new connection's cost: the server's CPU per request with Connection: close minus with
+    # keep-alive, on the same work (TCP accept and close, plus the TLS handshake on https); the
+    # handshake's share: the https figure minus the plain one.
+    conn_cost() { # target scenario -> µs, or empty
+        local a b
+        a=$(get "$1" "${2}_close" 6) b=$(get "$1" "$2" 6)
+        [[ -n $a && -n $b ]] && awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a - b }'
+    }
+    for pair in idemgate-redis:replay_one nginx-cache:replay_one idemgate-https:replay_one nginx-cache-https:replay_one \
+        idemgate-https:first_execution nginx-proxy-https:proxy; do
+        t=${pair%%:*} sc=${pair#*:}
+        c=$(conn_cost "$t" "$sc") || continue
+        add_ratio "new connection: $t server CPU per connection, $sc (µs, close − keep-alive)" "$c" "(info)" "-"
+    done
+    for pair in idemgate-https:idemgate-redis nginx-cache-https:nginx-cache; do
+        tls_c=$(conn_cost "${pair%%:*}" replay_one) || continue
+        plain_c=$(conn_cost "${pair#*:}" replay_one) || continue
+        add_ratio "TLS handshake: ${pair%%:*} server CPU per handshake (µs, its new-connection cost − ${pair#*:}'s)" \
+            "$(awk -v a="$tls_c" -v b="$plain_c" 'BEGIN { printf "%.1f", a - b }')" "(info)" "-"
+    done
+fi
 
 md=$RESULTS_DIR/latest.md
 {
     echo "# idemgate bench — $stamp"
     echo
     echo "Commit $commit, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')."
-    echo "Command: \`bench/run.sh\` (DURATION=${DURATION}s per run, ROUNDS=$ROUNDS interleaved, wrk -t$WRK_THREADS -c$CONNECTIONS," \
+    echo "Command: \`${ONLY:+ONLY=$ONLY }bench/run.sh\` (DURATION=${DURATION}s per run, ROUNDS=$ROUNDS interleaved, wrk -t$WRK_THREADS -c$CONNECTIONS," \
         "servers with $THREADS threads/workers, $(nproc) cores)."
     echo "Load average (1, 5, 15 min) before the runs: $load_start; at the end: $load_end. The bench itself keeps"
     echo "about 2-3 runnable; more means other work shared the cores during the runs."
@@ -766,7 +1018,7 @@ md=$RESULTS_DIR/latest.md
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
-        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-cluster || $t = idemgate-tls ]] || rcpu=""
+        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-cluster || $t = idemgate-tls || $t = idemgate-https ]] || rcpu=""
         if [[ $v = ok ]]; then
             echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
         else
@@ -794,6 +1046,30 @@ md=$RESULTS_DIR/latest.md
             IFS=$'\t' read -r t sc rq c per top <<<"$r"
             echo "| $t | $sc | $rq | $c | $per | $top |"
         done
+    fi
+    if ((${#https_targets[@]})); then
+        echo
+        echo "TLS termination on the client hop (\`TLS_TARGETS=1\`, ${TLS_DURATION}s per run): one EC P-256 certificate for every target,"
+        echo "TLS 1.3 with $TLS_SUITE and $TLS_GROUP pinned on both sides (nginx: \`ssl_conf_command Ciphersuites\`,"
+        echo "\`ssl_ecdh_curve\`; idemgate, which has no cipher setting, and wrk: an OpenSSL configuration in \`OPENSSL_CONF\`);"
+        if [[ $TLS_RESUMPTION = 1 ]]; then
+            echo "session tickets on (\`TLS_RESUMPTION=1\`): wrk resumes the session on every reconnect, so \`_close\` rows are resumed handshakes."
+        else
+            echo "no session tickets or cache on either side (\`TLS_RESUMPTION=0\`): every new connection is a full handshake."
+        fi
+        echo "\`_close\` rows send \`Connection: close\`: a new connection (and on https a new handshake) per request, also on the plain"
+        echo "\`nginx-cache\` and \`idemgate-redis\` replay_one_close rows, which give a new connection's cost without TLS; the other rows keep"
+        echo "$CONNECTIONS connections open. New connections per request counted around each run (idemgate: \`idemgate_tls_handshakes_total\`;"
+        echo "nginx: \`stub_status\` accepts, which has no resumption figure):"
+        echo
+        echo "| target | scenario | new connections per request (median) | resumed handshakes (all rounds) |"
+        echo "|---|---|---:|---:|"
+        while IFS=$'\t' read -r t sc per res; do echo "| $t | $sc | $per | $res |"; done <"$tls_summary"
+        echo
+        echo "Negotiated with an unpinned \`openssl s_client\` before the runs (protocol, suite, key exchange, signature; resumed: whether"
+        echo "the second of two connections of one curl resumed the first one's session):"
+        echo
+        for t in "${https_targets[@]}"; do echo "- $t: ${tls_negotiated[$t]:-not checked}"; done
     fi
     if ((${#ratio_lines[@]})); then
         echo
@@ -831,6 +1107,15 @@ json=$RESULTS_DIR/$stamp.json
     done
     echo '],'
     echo "\"redis_memory\":$mem_json,"
+    if ((${#https_targets[@]})); then
+        printf '"tls":{"suite":"%s","group":"%s","resumption":%s,"duration_s":%s,"negotiated":{' \
+            "$TLS_SUITE" "$TLS_GROUP" "$TLS_RESUMPTION" "$TLS_DURATION"
+        sep=""
+        for t in "${https_targets[@]}"; do printf '%s"%s":"%s"' "$sep" "$t" "${tls_negotiated[$t]:-}"; sep=","; done
+        printf '},"connections":['
+        awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"new_connections_per_request\":%s,\"resumed\":\"%s\"}", sep, $1, $2, $3, $4; sep = "," }' "$tls_summary"
+        echo ']},'
+    fi
     echo '"ratios":['
     (IFS=,; echo "${ratio_json[*]}")
     echo ']}'
