@@ -49,6 +49,7 @@ void admin::start()
 {
     if (!ctx_.cfg.admin.token.empty())
         store_ = ctx_.backend->open_session(control_.get_executor());
+    accepting_ = true;
     asio::co_spawn(control_, accept_loop(), asio::detached);
     asio::co_spawn(control_, watch_store(), asio::detached);
 }
@@ -64,8 +65,10 @@ asio::awaitable<void> admin::accept_loop()
 {
     for (;;) {
         auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
-        if (ec)
+        if (ec) {
+            accepting_ = false;
             co_return;
+        }
         asio::co_spawn(control_, session(std::move(socket)), asio::detached);
     }
 }

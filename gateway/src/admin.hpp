@@ -27,6 +27,8 @@ public:
     // Starts accepting and watching the store on the control context.
     void start();
     void stop();
+    // True until the accept loop has returned (after stop(), once the close reached it).
+    bool accepting() const noexcept { return accepting_; }
 
 private:
     boost::asio::awaitable<void> accept_loop();
@@ -44,6 +46,7 @@ private:
     tcp::endpoint endpoint_;
     std::unique_ptr<store::session> store_; // the admin's own session, on the control thread
     bool stopped_ = false;
+    bool accepting_ = false;
 };
 
 } // namespace idemgate::gateway::detail

@@ -110,6 +110,8 @@ struct worker {
     std::mt19937_64 rng{std::random_device{}()};
     std::unique_ptr<access_log_buffer> access_log; // this thread's batch, made on its first line
     std::thread thread;
+    // The accept loop is running (false once it returned, after the drain closed the acceptor).
+    std::atomic<bool> accepting{false};
 
     // 128 random bits as 32 hex digits: the owner token of one reservation.
     std::string new_owner_token();

@@ -30,7 +30,10 @@ public:
     // Starts the I/O threads and the signal handling, then runs the control context until the
     // drain ends. `on_started` runs once the threads serve; `on_drained` runs on the control
     // thread just before it stops.
-    void run(const std::function<void()>& on_started, std::function<void()> on_drained);
+    // `admin_accepting`: whether the admin listener's accept loop still runs after on_drained
+    // closed it (the drain waits for it before the contexts stop).
+    void run(const std::function<void()>& on_started, std::function<void()> on_drained,
+             std::function<bool()> admin_accepting = {});
 
     // Begins the drain: stop accepting, let in-flight requests finish (timeouts.drain).
     void begin_drain(const char* why);
@@ -54,6 +57,7 @@ private:
     std::vector<std::unique_ptr<worker>> workers_;
     tcp::endpoint endpoint_;
     std::function<void()> on_drained_;
+    std::function<bool()> admin_accepting_;
     std::unique_ptr<boost::asio::signal_set> signals_;
     bool drain_started_ = false;
 };

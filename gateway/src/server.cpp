@@ -85,7 +85,7 @@ int server::run()
                                     {"io", io_backend_name()},
                                     {"version", IDEMGATE_VERSION}});
         },
-        [&i] { i.admin.stop(); });
+        [&i] { i.admin.stop(); }, [&i] { return i.admin.accepting(); });
     // The I/O threads have stopped: every line of the drain reaches stdout before "stopped".
     if (i.ctx.access_log)
         i.ctx.access_log->stop();
