@@ -24,6 +24,10 @@
 #   TLS_DURATION=2 (seconds per TLS run)  TLS_SUITE=TLS_AES_128_GCM_SHA256  TLS_GROUP=X25519
 #   TLS_RESUMPTION=0 (servers issue no session tickets: every new connection is a full handshake;
 #   1: tickets on, and wrk resumes the session on each reconnect)
+#   IO_URING=1: an extra gateway target, idemgate-uring: the idemgate-redis configuration run by
+#   an io_uring build (-DIDEMGATE_IO_URING=ON, built into URING_BUILD_DIR=build-uring unless
+#   SKIP_BUILD=1), beside the epoll build; skipped with a note where the kernel refuses io_uring;
+#   0 skips it
 #   ONLY=memory: only the Redis memory per record (builds just idemgate and bench-client, starts
 #   one nginx, one redis-server and one gateway, about a minute); prints its table, writes nothing.
 #   ONLY=tls: only the TLS rows and their plain counterparts (nginx-proxy, nginx-cache and
@@ -94,6 +98,28 @@ elif [[ ${SKIP_BUILD:-0} != 1 ]]; then
         say "full build failed; building only what the bench runs"
         cmake --build "$BUILD_DIR" -j "${JOBS:-2}" --target idemgate bare-beast bench-client idemgate-test-upstream idemgate-loadtest ||
             cmake --build "$BUILD_DIR" -j "${JOBS:-2}" --target bare-beast bench-client
+    fi
+fi
+# The io_uring build of the gateway (IO_URING=1): only the idemgate target, in its own build dir.
+IO_URING=${IO_URING:-1}
+URING_BUILD_DIR=${URING_BUILD_DIR:-build-uring}
+[[ $URING_BUILD_DIR = /* ]] || URING_BUILD_DIR=$root/$URING_BUILD_DIR
+uring_bin=""
+if [[ $IO_URING = 1 && -z $ONLY ]]; then
+    if [[ ${SKIP_BUILD:-0} != 1 || ! -x $URING_BUILD_DIR/bin/idemgate ]]; then
+        say "building the io_uring gateway into $URING_BUILD_DIR"
+        cmake -S "$root" -B "$URING_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIDEMGATE_IO_URING=ON \
+            -DIDEMGATE_BUILD_TESTS=OFF -DIDEMGATE_BUILD_BENCH=OFF >/dev/null &&
+            cmake --build "$URING_BUILD_DIR" -j "${JOBS:-2}" --target idemgate >/dev/null ||
+            say "io_uring build failed: no idemgate-uring target"
+    fi
+    if [[ -x $URING_BUILD_DIR/bin/idemgate ]]; then
+        # --version probes io_uring (a seccomp profile or kernel.io_uring_disabled refuses it).
+        if why=$("$URING_BUILD_DIR/bin/idemgate" --version 2>&1) && [[ $why == *io_uring* ]]; then
+            uring_bin=$URING_BUILD_DIR/bin/idemgate
+        else
+            say "io_uring refused here, no idemgate-uring target: $why"
+        fi
     fi
 fi
 tools=(nginx redis-server redis-cli curl)
@@ -270,9 +296,10 @@ start_gateway() {
     shift $(($# < 4 ? $# : 4))
     render "$template" "$work/$name.yaml" "PORT=0" "ADMIN_PORT=0" "THREADS=$THREADS" \
         "UPSTREAM_PORT=$upstream_port" "REDIS_PORT=$store_port" "$@"
-    "$bin/idemgate" --config "$work/$name.yaml" --check >"$work/$name.check.log" 2>&1 ||
+    local gateway_bin=${GATEWAY_BIN:-$bin/idemgate} # GATEWAY_BIN: another build (io_uring)
+    "$gateway_bin" --config "$work/$name.yaml" --check >"$work/$name.check.log" 2>&1 ||
         { cat "$work/$name.check.log" >&2; die "$name: config rejected"; }
-    start "$name" "$bin/idemgate" --config "$work/$name.yaml"
+    start "$name" "$gateway_bin" --config "$work/$name.yaml"
     line=$(wait_for_log "$name" '"msg":"listening"')
     eval "port_${name//-/_}=$(sed -E 's/.*"listen":"[^"]*:([0-9]+)".*/\1/' <<<"$line")"
     eval "admin_${name//-/_}=$(sed -E 's/.*"admin_listen":"[^"]*:([0-9]+)".*/\1/' <<<"$line")"
@@ -468,6 +495,11 @@ if ((have_gateway)) && [[ $REDIS_MODES == *tls* ]]; then
     wait_for_log redis-tls 'Ready to accept connections' >/dev/null
     start_gateway idemgate-tls gateway-tls.yaml "$upstream_port" "$tls_redis_port" "CA_FILE=$tls_dir/ca.crt"
     extra_gateways+=(idemgate-tls)
+fi
+if ((have_gateway)) && [[ -n $uring_bin ]]; then
+    # The same configuration, key prefix of its own, run by the io_uring build.
+    GATEWAY_BIN=$uring_bin start_gateway idemgate-uring gateway-uring.yaml "$upstream_port"
+    extra_gateways+=(idemgate-uring)
 fi
 # TLS termination on the client hop: the same certificate and pinned suite on every side; the
 # nginx targets proxy plain HTTP to the same upstream as nginx-proxy / nginx-cache, and the gateway
@@ -693,7 +725,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
         gw_pid=$(server_pids "$target")
         redis_pid=""
         case $target in
-        idemgate-redis | idemgate-redis-tier | idemgate-redis-log) redis_pid=$(pid_of redis) ;;
+        idemgate-redis | idemgate-redis-tier | idemgate-redis-log | idemgate-uring) redis_pid=$(pid_of redis) ;;
         idemgate-cluster) redis_pid="${cluster_pids[*]}" ;;
         idemgate-tls) redis_pid=$(pid_of redis-tls) ;;
         idemgate-https) redis_pid=$(pid_of redis) ;;
@@ -767,6 +799,8 @@ if [[ ${SYSCALLS:-1} != 0 ]] && command -v strace >/dev/null; then
     sys_plan=(bare-beast:static:replay_one nginx-cache:replay_one:replay_one nginx-proxy:proxy:first_execution)
     ((have_gateway)) && sys_plan+=(idemgate-redis:replay_one:replay_one idemgate-redis-tier:replay_one:replay_one
         idemgate-memory:replay_one:replay_one idemgate-redis:first_execution:first_execution)
+    [[ -n $uring_bin ]] && ((have_gateway)) &&
+        sys_plan+=(idemgate-uring:replay_one:replay_one idemgate-uring:first_execution:first_execution)
     for entry in "${sys_plan[@]}"; do
         IFS=: read -r target scenario script <<<"$entry"
         trace=$work/strace-$target-$scenario.txt
@@ -1018,7 +1052,7 @@ md=$RESULTS_DIR/latest.md
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
-        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-cluster || $t = idemgate-tls || $t = idemgate-https ]] || rcpu=""
+        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-uring || $t = idemgate-cluster || $t = idemgate-tls || $t = idemgate-https ]] || rcpu=""
         if [[ $v = ok ]]; then
             echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
         else
