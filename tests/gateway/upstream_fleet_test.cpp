@@ -8,11 +8,13 @@
 #include "gateway_fixture.hpp"
 
 #include <csignal>
+#include <cstdio>
 #include <doctest/doctest.h>
 #include <fstream>
 #include <future>
 #include <idemgate/test/tls.hpp>
 #include <map>
+#include <sstream>
 #include <thread>
 
 using namespace idemgate::test;
@@ -110,6 +112,24 @@ long total_executions(const std::vector<std::unique_ptr<test_upstream_process>>&
     long n = 0;
     for (const auto& m : members)
         n += m->executions();
+    return n;
+}
+
+// TCP connections in state ESTABLISHED whose remote end is 127.0.0.<last>:port, from
+// /proc/net/tcp (every process on the host: the gateway's pooled connections to a member).
+int established_to(int last_octet, std::uint16_t port)
+{
+    char remote[32];
+    std::snprintf(remote, sizeof remote, "%02X00007F:%04X", last_octet, port);
+    std::ifstream in("/proc/net/tcp");
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, rem, state;
+        if (fields >> slot >> local >> rem >> state && rem == remote && state == "01")
+            ++n;
+    }
     return n;
 }
 
@@ -280,12 +300,18 @@ TEST_CASE("re-resolution follows a changed address, keeps pooled connections tha
     CHECK(answered_by["b"] == 2);
     CHECK(g.admin_metric(opened) == 2); // one new connection: to b
 
-    // It moves entirely.
+    // It moves entirely: the idle connection to the address that went is closed.
+    CHECK(established_to(2, a->port()) == 1);
     write_text(hosts, "127.0.0.3 fleet.test\n");
     REQUIRE(g.logged("upstream addresses changed", 2));
     for (int i = 0; i < 3; ++i)
         CHECK(g.post(unique_key("moved")).header("x-upstream-name") == "b");
     CHECK(g.admin_metric("idemgate_upstream_endpoints{upstream=\"orders\"}") == 1);
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (established_to(2, a->port()) > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms); // the close reaches the kernel table asynchronously
+    CHECK(established_to(2, a->port()) == 0);
+    CHECK(established_to(3, a->port()) == 1); // b's pooled connection
 
     // The lookup fails: the previous address is kept, the failure logged once and counted.
     write_text(hosts, "# fleet.test is gone\n");
