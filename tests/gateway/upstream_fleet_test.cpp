@@ -321,6 +321,12 @@ TEST_CASE("re-resolution follows a changed address, keeps pooled connections tha
     write_text(hosts, "127.0.0.3 fleet.test\n");
     CHECK(g.logged("upstream re-resolution works again"));
     CHECK(g.log_count("upstream addresses changed") == 2); // the same address: nothing changed
+
+    // A clean stop with the re-resolution timer pending (ASan builds check for leaks at exit).
+    g.gateway->process().signal(SIGTERM);
+    auto status = g.gateway->process().wait_exit(10s);
+    REQUIRE(status.has_value());
+    CHECK(*status == 0);
 }
 
 TEST_CASE("a reload replaces the fleet's addresses")
@@ -328,7 +334,8 @@ TEST_CASE("a reload replaces the fleet's addresses")
     std::vector<std::unique_ptr<test_upstream_process>> members;
     for (const char* name : {"a", "b"})
         members.push_back(member(name));
-    fleet_gateway g("    addresses: [\"" + members[0]->address() + "\"]\n");
+    // resolve_every: the old generation's re-resolution stops at the reload, the new one runs.
+    fleet_gateway g("    addresses: [\"" + members[0]->address() + "\"]\n    resolve_every: 50ms\n");
     CHECK(g.post(unique_key("before")).header("x-upstream-name") == "a");
 
     std::ifstream in(g.gateway->config_path());
@@ -341,6 +348,10 @@ TEST_CASE("a reload replaces the fleet's addresses")
     REQUIRE(g.logged("configuration reloaded"));
     for (int i = 0; i < 4; ++i)
         CHECK(g.post(unique_key("after")).header("x-upstream-name") == "b");
+    g.gateway->process().signal(SIGTERM);
+    auto status = g.gateway->process().wait_exit(10s);
+    REQUIRE(status.has_value());
+    CHECK(*status == 0);
 }
 
 TEST_CASE("HTTPS fleet: each address is verified under its own host; a member failing TLS is skipped")
