@@ -388,7 +388,11 @@ public:
         auto text = scalar(map, key, "a duration");
         if (!text)
             return;
-        auto value = parse_duration(*text);
+        auto value = allow_zero && *text == "0" ? std::optional<duration>(0) : parse_duration(*text);
+        if (!value && !text->empty() && text->front() == '-') {
+            problem(map.path_of(key), quote(*text) + " is negative (a duration is 0 or more, e.g. 30s)");
+            return;
+        }
         if (!value) {
             problem(map.path_of(key), quote(*text) + " is not a duration");
             return;
@@ -767,18 +771,89 @@ private:
         for (const auto& [name, node] : names.entries()) {
             upstream_config upstream;
             upstream.name = name;
-            map_view map(*this, node, names.path_of(name), {"address", "max_idle_connections", "tls"});
+            map_view map(*this, node, names.path_of(name),
+                         {"address", "addresses", "max_idle_connections", "balance", "resolve_every",
+                          "eject_after_failures", "eject_for", "tls"});
             if (name.empty())
                 problem(names.path(), "an upstream name must not be empty");
-            if (map.find("address"))
-                read_endpoint(map, "address", upstream.address);
-            else if (node.IsMap() || node.IsNull())
-                problem(map.path_of("address"), "required key is missing");
+            load_upstream_addresses(map, node, upstream);
             read_int(map, "max_idle_connections", upstream.max_idle_connections, 0,
                      std::numeric_limits<std::size_t>::max());
+            if (auto text = scalar(map, "balance", "a string")) {
+                if (*text == "round_robin")
+                    upstream.balance = balance_mode::round_robin;
+                else if (*text == "least_pending")
+                    upstream.balance = balance_mode::least_pending;
+                else
+                    problem(map.path_of("balance"),
+                            quote(*text) + " is not allowed (use round_robin or least_pending)");
+            }
+            read_duration(map, "resolve_every", upstream.resolve_every, true);
+            read_int(map, "eject_after_failures", upstream.eject_after_failures, 0, 1000);
+            read_duration(map, "eject_for", upstream.eject_for);
             load_upstream_tls(map, upstream.tls);
             upstreams.push_back(std::move(upstream));
         }
+    }
+
+    // upstreams.<name>.address (one host:port, as before fleets) or .addresses (a list): exactly
+    // one of them. Names are resolved by the gateway (every A/AAAA result joins the fleet).
+    void load_upstream_addresses(const map_view& map, const YAML::Node& node, upstream_config& upstream)
+    {
+        const auto* one = map.find("address");
+        const auto* list = map.find("addresses");
+        if (one && list) {
+            problem(map.path_of("addresses"),
+                    "set together with " + map.path_of("address") + " (use one of them)");
+            return;
+        }
+        if (!one && !list) {
+            if (node.IsMap() || node.IsNull())
+                problem(map.path_of("address"),
+                        "required key is missing (or addresses: a list of host:port)");
+            return;
+        }
+        if (one) {
+            read_endpoint(map, "address", upstream.address);
+            if (!upstream.address.host.empty())
+                upstream.addresses.push_back(upstream.address);
+            return;
+        }
+        auto path = map.path_of("addresses");
+        if (!list->IsSequence()) {
+            problem(path, std::string("expected a list of host:port, got ") + kind_name(*list));
+            return;
+        }
+        if (list->size() == 0) {
+            problem(path, "must list at least one address (host:port)");
+            return;
+        }
+        if (list->size() > max_upstream_addresses) {
+            problem(path, std::to_string(list->size()) + " addresses; at most " +
+                              std::to_string(max_upstream_addresses) + " are allowed");
+            return;
+        }
+        for (std::size_t i = 0; i < list->size(); ++i) {
+            auto item_path = path + "[" + std::to_string(i) + "]";
+            auto text = scalar((*list)[i], item_path, "an endpoint (host:port)");
+            if (!text)
+                continue;
+            auto checked = check_endpoint(*text);
+            if (!checked.value) {
+                problem(item_path, checked.problem);
+                continue;
+            }
+            bool duplicate = false;
+            for (std::size_t j = 0; j < upstream.addresses.size() && !duplicate; ++j)
+                duplicate = upstream.addresses[j].to_string() == checked.value->to_string();
+            if (duplicate) {
+                problem(item_path, quote(*text) + " is listed twice");
+                continue;
+            }
+            upstream.addresses.push_back(std::move(*checked.value));
+        }
+        if (!upstream.addresses.empty())
+            upstream.address = upstream.addresses.front();
     }
 
     // tls: TLS termination on `listen` (issue 11). Files are checked for readability here; that

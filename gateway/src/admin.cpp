@@ -104,6 +104,7 @@ response_type admin::answer(const http::request<http::empty_body>& req)
             prometheus::header(res.body(), "idemgate_config_generation", "gauge",
                                "1 at start, +1 per applied reload.");
             prometheus::sample(res.body(), "idemgate_config_generation", "", double(live->generation));
+            render_fleet_metrics(live->fleets, ctx_.fleet_stats, res.body());
         }
     } else {
         res =

@@ -10,6 +10,7 @@
 #include <idemgate/gateway/access_log_writer.hpp>
 #include <idemgate/gateway/decision.hpp>
 #include <idemgate/gateway/metrics.hpp>
+#include <idemgate/gateway/upstream_fleet.hpp>
 #include <idemgate/gateway/upstream_pool.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
@@ -34,7 +35,9 @@ using response_type = http::response<http::string_body>;
 // builds a new one and swaps it in whole; requests keep the one they started with.
 struct live_config {
     config::config cfg;
-    std::vector<std::vector<tcp::endpoint>> upstream_endpoints;   // index = cfg.upstreams index
+    // index = cfg.upstreams index: each upstream's addresses and their health, shared by every
+    // thread's pool; a reload makes new ones (and stops the old ones' re-resolution).
+    std::vector<std::shared_ptr<upstream_fleet>> fleets;
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts; // HTTPS upstreams (null: plain)
     // TLS termination on `listen` (tls:), its files as this generation read them; null = plain.
     // A new connection handshakes with the live one; open connections keep theirs.
@@ -56,6 +59,7 @@ struct gateway_context {
     const config::config cfg;
     std::shared_ptr<store::backend> backend;
     metrics stats;
+    fleet_registry fleet_stats; // per upstream name: ejections, failed re-resolutions
     std::atomic<bool> draining{false};
     std::string config_path;                       // the file reloads read
     std::unique_ptr<access_log_writer> access_log; // null when access_log is off
@@ -90,7 +94,7 @@ private:
 // its whole life, so a reload never pulls a pool or a route from under it.
 struct request_env {
     std::shared_ptr<const live_config> live;
-    std::vector<std::unique_ptr<upstream_pool>> pools; // index = live->cfg.upstreams index
+    std::vector<std::shared_ptr<upstream_pool>> pools; // index = live->cfg.upstreams index
     const config::config& cfg() const noexcept { return live->cfg; }
 };
 

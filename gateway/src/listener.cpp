@@ -85,23 +85,19 @@ listener::~listener()
 
 namespace {
 
-// Every address of every upstream (blocking: start-up and reloads, on the control thread).
-// A name that does not resolve is a problem naming its key path.
-std::vector<std::vector<tcp::endpoint>> resolve_upstreams(asio::io_context& ioc, const config::config& cfg,
-                                                          std::vector<std::string>& problems)
+// Every address of every upstream (blocking: start-up and reloads, on the control thread), as
+// one fleet per upstream. A name that does not resolve is a problem naming its key path.
+std::vector<std::shared_ptr<upstream_fleet>> make_fleets(asio::io_context& ioc, gateway_context& ctx,
+                                                         const config::config& cfg,
+                                                         std::vector<std::string>& problems)
 {
-    std::vector<std::vector<tcp::endpoint>> out;
+    std::vector<std::shared_ptr<upstream_fleet>> out;
     for (const auto& up : cfg.upstreams) {
-        tcp::resolver resolver(ioc);
-        error_code ec;
-        auto results = resolver.resolve(up.address.host, std::to_string(up.address.port), ec);
-        std::vector<tcp::endpoint> eps;
-        if (ec || results.empty())
-            problems.push_back("upstreams." + up.name + ".address: cannot resolve " + up.address.to_string() +
-                               (ec ? ": " + ec.message() : std::string()));
-        for (const auto& r : results)
-            eps.push_back(r.endpoint());
-        out.push_back(std::move(eps));
+        auto found = resolve_now(ioc, up);
+        if (!found.error.empty())
+            problems.push_back("upstreams." + up.name +
+                               (up.addresses.size() > 1 ? ".addresses" : ".address") + ": " + found.error);
+        out.push_back(std::make_shared<upstream_fleet>(up, found, ctx.fleet_stats.counters(up.name)));
     }
     return out;
 }
@@ -134,7 +130,7 @@ void listener::bind()
 {
     const auto& cfg = ctx_.cfg;
     std::vector<std::string> problems;
-    upstream_endpoints_ = resolve_upstreams(control_, cfg, problems);
+    auto fleets = make_fleets(control_, ctx_, cfg, problems);
     if (!problems.empty())
         throw std::runtime_error(problems.front());
 
@@ -178,7 +174,7 @@ void listener::bind()
 
     auto live = std::make_shared<live_config>();
     live->cfg = cfg;
-    live->upstream_endpoints = std::move(upstream_endpoints_);
+    live->fleets = std::move(fleets);
     live->upstream_contexts = std::move(upstream_contexts);
     live->listen_tls = std::move(listen_tls);
     live->generation = 1;
@@ -204,10 +200,10 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
     } catch (const config::config_error& e) {
         problems = e.problems();
     }
-    std::vector<std::vector<tcp::endpoint>> endpoints;
+    std::vector<std::shared_ptr<upstream_fleet>> fleets;
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
     if (problems.empty())
-        endpoints = resolve_upstreams(control_, next, problems);
+        fleets = make_fleets(control_, ctx_, next, problems);
     // TLS on listen: on or off needs a restart (the connection loop differs); while on, the
     // certificate, key, client CA and policy are read again, so a renewed certificate is served to
     // new connections. Without a change the running context is kept (and its session tickets).
@@ -258,7 +254,13 @@ bool listener::reload(std::string_view trigger, std::vector<std::string>& proble
     auto live = std::make_shared<live_config>();
     live->generation = ctx_.live()->generation + 1;
     live->sha256 = sha256_hex(text);
-    live->upstream_endpoints = std::move(endpoints);
+    // The previous generation's fleets stop re-resolving (their pools keep serving the requests
+    // that started under it); the new ones start.
+    for (const auto& f : ctx_.live()->fleets)
+        f->stop();
+    for (const auto& f : fleets)
+        f->start(control_);
+    live->fleets = std::move(fleets);
     live->upstream_contexts = std::move(upstream_contexts);
     live->listen_tls = std::move(listen_tls);
     live->cfg = std::move(next);
@@ -283,10 +285,12 @@ std::shared_ptr<request_env> worker::current(gateway_context& ctx)
     auto next = std::make_shared<request_env>();
     next->live = ctx.live();
     const auto& cfg = next->live->cfg;
-    for (std::size_t u = 0; u < cfg.upstreams.size(); ++u)
-        next->pools.push_back(std::make_unique<upstream_pool>(
-            ioc.get_executor(), next->live->upstream_endpoints[u], cfg.upstreams[u].max_idle_connections, cfg,
-            ctx.stats, cfg.upstreams[u].name, next->live->upstream_contexts[u]));
+    for (std::size_t u = 0; u < cfg.upstreams.size(); ++u) {
+        auto pool = std::make_shared<upstream_pool>(ioc.get_executor(), next->live->fleets[u], cfg, ctx.stats,
+                                                    next->live->upstream_contexts[u]);
+        pool->attach();
+        next->pools.push_back(std::move(pool));
+    }
     env = std::move(next);
     return env;
 }
@@ -413,6 +417,8 @@ void listener::run(const std::function<void()>& on_started, std::function<void()
         w->accepting.store(true);
         asio::co_spawn(w->ioc, accept_loop(*w), asio::detached);
     }
+    for (const auto& f : ctx_.live()->fleets)
+        f->start(control_); // re-resolution (resolve_every), once per process
     signals_ = std::make_unique<asio::signal_set>(control_, SIGINT, SIGTERM, SIGHUP);
     wait_for_signal();
     auto control_guard = asio::make_work_guard(control_);

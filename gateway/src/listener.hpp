@@ -52,7 +52,6 @@ private:
 
     gateway_context& ctx_;
     boost::asio::io_context& control_;
-    std::vector<std::vector<tcp::endpoint>> upstream_endpoints_;
     std::string boot_text_; // the file as started: restart-only settings are compared with it
     std::vector<std::unique_ptr<worker>> workers_;
     tcp::endpoint endpoint_;

@@ -157,8 +157,7 @@ std::shared_ptr<upstream_tls> make_upstream_tls(const config::upstream_config& u
     tls->ssl.set_options(ssl::context::default_workarounds | ssl::context::no_compression);
     tls->ssl.set_verify_mode(cfg.verify ? ssl::verify_peer : ssl::verify_none);
     tls->verify = cfg.verify;
-    tls->name = cfg.server_name.empty() ? up.address.host : cfg.server_name;
-    tls->ip_name = is_ip_literal(tls->name);
+    tls->name = cfg.server_name; // "" = the host of each address (upstream fleets)
     // Client sessions are kept by the pool (SSL_get1_session), not by an internal cache.
     SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     static const unsigned char http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
@@ -182,11 +181,13 @@ std::shared_ptr<upstream_tls> make_upstream_tls(const config::upstream_config& u
     return tls;
 }
 
-bool prepare_client_ssl(SSL* native, const upstream_tls& tls, SSL_SESSION* resume, std::string& why)
+bool prepare_client_ssl(SSL* native, const upstream_tls& tls, const std::string& name, SSL_SESSION* resume,
+                        std::string& why)
 {
+    bool ip_name = is_ip_literal(name);
     // RFC 6066 section 3: SNI carries host names only, never an IP literal.
-    if (!tls.ip_name && SSL_set_tlsext_host_name(native, tls.name.c_str()) != 1) {
-        why = "cannot use \"" + tls.name + "\" as the server name";
+    if (!ip_name && SSL_set_tlsext_host_name(native, name.c_str()) != 1) {
+        why = "cannot use \"" + name + "\" as the server name";
         return false;
     }
     if (tls.verify) {
@@ -194,14 +195,14 @@ bool prepare_client_ssl(SSL* native, const upstream_tls& tls, SSL_SESSION* resum
         // with its own verify error ("hostname mismatch", "IP address mismatch").
         X509_VERIFY_PARAM* param = SSL_get0_param(native);
         int ok = 0;
-        if (tls.ip_name) {
-            ok = X509_VERIFY_PARAM_set1_ip_asc(param, tls.name.c_str());
+        if (ip_name) {
+            ok = X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
         } else {
             X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-            ok = X509_VERIFY_PARAM_set1_host(param, tls.name.c_str(), tls.name.size());
+            ok = X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
         }
         if (ok != 1) {
-            why = "cannot verify the server against \"" + tls.name + "\"";
+            why = "cannot verify the server against \"" + name + "\"";
             return false;
         }
     }
@@ -210,15 +211,15 @@ bool prepare_client_ssl(SSL* native, const upstream_tls& tls, SSL_SESSION* resum
     return true;
 }
 
-std::string describe_client_failure(SSL* native, const upstream_tls& tls, const error_code& ec)
+std::string describe_client_failure(SSL* native, const upstream_tls& tls, const std::string& name,
+                                    const error_code& ec)
 {
     if (ec == beast::error::timeout)
         return "TLS handshake timed out (is the upstream at this address speaking TLS?)";
     long verify_result = SSL_get_verify_result(native);
     if (tls.verify && verify_result != X509_V_OK)
         return "TLS handshake failed: certificate verify failed: " +
-               std::string(X509_verify_cert_error_string(verify_result)) + " (verifying \"" + tls.name +
-               "\")";
+               std::string(X509_verify_cert_error_string(verify_result)) + " (verifying \"" + name + "\")";
     return "TLS handshake failed: " + ec.message();
 }
 

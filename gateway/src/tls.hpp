@@ -46,21 +46,23 @@ std::shared_ptr<boost::asio::ssl::context> make_server_tls_context(const config:
 // The client context of one HTTPS upstream and the name it is verified against.
 struct upstream_tls {
     boost::asio::ssl::context ssl{boost::asio::ssl::context::tls_client};
-    std::string name;     // SNI and verified name: tls.server_name, else the host of the address
-    bool ip_name = false; // `name` is an IP literal: verified against IP SANs, no SNI (RFC 6066 3)
+    std::string name; // tls.server_name: SNI and verified name of every address; "" = each
+                      // address's own host (an IP literal: verified against IP SANs, no SNI)
     bool verify = true;
 };
 
 // nullptr when tls.enabled is false; throws config::config_error naming the key on failure.
 std::shared_ptr<upstream_tls> make_upstream_tls(const config::upstream_config& up);
 
-// Prepares a client SSL object: SNI, host-name or IP verification, the session to resume.
-// False (with `why`) when OpenSSL refuses the name.
-bool prepare_client_ssl(SSL* ssl, const upstream_tls& tls, SSL_SESSION* resume, std::string& why);
+// Prepares a client SSL object for a server called `name` (SNI, host-name or IP verification)
+// and the session to resume. False (with `why`) when OpenSSL refuses the name.
+bool prepare_client_ssl(SSL* ssl, const upstream_tls& tls, const std::string& name, SSL_SESSION* resume,
+                        std::string& why);
 
 // A description of a failed client-side handshake for the log ("certificate verify failed:
 // hostname mismatch (verifying \"localhost\")").
-std::string describe_client_failure(SSL* ssl, const upstream_tls& tls, const boost::system::error_code& ec);
+std::string describe_client_failure(SSL* ssl, const upstream_tls& tls, const std::string& name,
+                                    const boost::system::error_code& ec);
 
 // The verified client certificate's subject (RFC 2253, e.g. "CN=orders-client,O=Shop"), or ""
 // when the client sent none.

@@ -1,5 +1,6 @@
 #include "tls.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -47,9 +48,7 @@ void tls_session_deleter::operator()(ssl_session_st* s) const noexcept
 
 namespace {
 
-using plain_connection = std::unique_ptr<beast::tcp_stream>;
-
-beast::tcp_stream& stream_of(plain_connection& c)
+beast::tcp_stream& stream_of(std::unique_ptr<beast::tcp_stream>& c)
 {
     return *c;
 }
@@ -87,34 +86,135 @@ void drop_trailer_fields(http::response<http::string_body>& res, std::size_t hea
 
 } // namespace
 
-upstream_pool::upstream_pool(asio::any_io_executor ex, std::vector<tcp::endpoint> endpoints,
-                             std::size_t max_idle, const config::config& cfg, metrics& m, std::string name,
-                             std::shared_ptr<detail::upstream_tls> tls)
-    : executor_(std::move(ex)), endpoints_(std::move(endpoints)), max_idle_(max_idle), config_(cfg),
-      metrics_(m), name_(std::move(name)), tls_(std::move(tls))
+upstream_pool::upstream_pool(asio::any_io_executor ex, std::shared_ptr<upstream_fleet> fleet,
+                             const config::config& cfg, metrics& m, std::shared_ptr<detail::upstream_tls> tls)
+    : executor_(std::move(ex)), fleet_(std::move(fleet)), max_idle_(fleet_->config().max_idle_connections),
+      config_(cfg), metrics_(m), tls_(std::move(tls))
 {
-    if (tls_)
-        idle_tls_.reserve(max_idle_);
-    else
-        idle_.reserve(max_idle_);
 }
 
 upstream_pool::~upstream_pool() = default;
 
-template<class Connection>
-Connection upstream_pool::take_idle()
+void upstream_pool::attach()
 {
-    auto& idle = [this]() -> auto&
+    update_addresses(fleet_->subscribe(weak_from_this(), executor_));
+}
+
+std::size_t upstream_pool::idle_count() const noexcept
+{
+    return idle_total_;
+}
+
+upstream_pool::pending_guard::pending_guard(std::shared_ptr<address_slot> slot) : slot_(std::move(slot))
+{
+    slot_->address->pending.fetch_add(1, std::memory_order_relaxed);
+}
+
+upstream_pool::pending_guard& upstream_pool::pending_guard::operator=(pending_guard&& other) noexcept
+{
+    if (this != &other) {
+        if (slot_)
+            slot_->address->pending.fetch_sub(1, std::memory_order_relaxed);
+        slot_ = std::move(other.slot_);
+    }
+    return *this;
+}
+
+upstream_pool::pending_guard::~pending_guard()
+{
+    if (slot_)
+        slot_->address->pending.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void upstream_pool::update_addresses(std::shared_ptr<const address_set> set)
+{
+    std::vector<std::shared_ptr<address_slot>> next;
+    next.reserve(set->size());
+    for (const auto& address : *set) {
+        std::shared_ptr<address_slot> kept;
+        for (auto& slot : slots_)
+            if (slot && slot->address == address)
+                kept = std::move(slot);
+        if (!kept) {
+            kept = std::make_shared<address_slot>();
+            kept->address = address;
+        }
+        next.push_back(std::move(kept));
+    }
+    // What is left went away: its idle connections close now, busy ones when their request ends.
+    for (auto& slot : slots_) {
+        if (!slot)
+            continue;
+        slot->retired = true;
+        error_code ignored;
+        for (auto& c : slot->idle)
+            beast::get_lowest_layer(stream_of(c)).socket().close(ignored);
+        for (auto& c : slot->idle_tls)
+            beast::get_lowest_layer(stream_of(c)).socket().close(ignored);
+        idle_total_ -= slot->idle.size() + slot->idle_tls.size();
+        slot->idle.clear();
+        slot->idle_tls.clear();
+    }
+    slots_ = std::move(next);
+}
+
+std::shared_ptr<upstream_pool::address_slot>
+upstream_pool::pick(const std::vector<const address_slot*>& tried)
+{
+    auto n = slots_.size();
+    if (n == 0)
+        return nullptr;
+    auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+                   .count();
+    auto was_tried = [&](const address_slot* s) {
+        return std::find(tried.begin(), tried.end(), s) != tried.end();
+    };
+    std::size_t start = cursor_ % n;
+    cursor_ = start + 1;
+    std::shared_ptr<address_slot> best;
+    std::int64_t best_pending = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        auto& s = slots_[(start + k) % n];
+        if (was_tried(s.get()) || !s->address->healthy(now))
+            continue;
+        if (fleet_->config().balance == config::balance_mode::round_robin) {
+            cursor_ = start + k + 1;
+            return s;
+        }
+        // least_pending: the fewest requests in flight over every thread; ties go round robin.
+        auto pending = s->address->pending.load(std::memory_order_relaxed);
+        if (!best || pending < best_pending) {
+            best = s;
+            best_pending = pending;
+        }
+    }
+    if (best || !tried.empty())
+        return best;
+    // Every address is ejected: rather than failing every request, try the one ejected the
+    // longest ago (Envoy's panic threshold at its extreme). A success ends its ejection.
+    for (auto& s : slots_)
+        if (!best || s->address->ejected_at.load(std::memory_order_relaxed) <
+                         best->address->ejected_at.load(std::memory_order_relaxed))
+            best = s;
+    return best;
+}
+
+template<class Connection>
+Connection upstream_pool::take_idle(address_slot& slot)
+{
+    auto& idle = [&slot]() -> auto&
     {
         if constexpr (std::is_same_v<Connection, plain_connection>)
-            return idle_;
+            return slot.idle;
         else
-            return idle_tls_;
+            return slot.idle_tls;
     }
     ();
     while (!idle.empty()) {
         Connection c = std::move(idle.back());
         idle.pop_back();
+        --idle_total_;
         auto& socket = beast::get_lowest_layer(stream_of(c)).socket();
         // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
         // something unasked (over TLS, a close_notify); either way it is not safe to reuse.
@@ -129,14 +229,34 @@ Connection upstream_pool::take_idle()
     return nullptr;
 }
 
-// Connects a new connection, and over TLS shakes hands, all under timeouts.upstream_connect.
-// Any failure here happened before a byte of the request was sent: a connect failure.
 template<class Connection>
-asio::awaitable<error_code> upstream_pool::connect(Connection& conn)
+void upstream_pool::put_idle(address_slot& slot, Connection conn)
 {
     auto& tcp_layer = beast::get_lowest_layer(stream_of(conn));
-    tcp_layer.expires_after(config_.timeouts.upstream_connect);
-    auto [ec, ep] = co_await tcp_layer.async_connect(endpoints_, use_tuple);
+    if (!slot.retired && idle_total_ < max_idle_) {
+        tcp_layer.expires_never();
+        if constexpr (std::is_same_v<Connection, plain_connection>)
+            slot.idle.push_back(std::move(conn));
+        else
+            slot.idle_tls.push_back(std::move(conn));
+        ++idle_total_;
+        return;
+    }
+    error_code ignored;
+    tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_layer.socket().close(ignored);
+}
+
+// Connects a new connection to one address, and over TLS shakes hands, all within `budget`
+// (what is left of timeouts.upstream_connect). Any failure here happened before a byte of the
+// request was sent: a connect failure.
+template<class Connection>
+asio::awaitable<error_code> upstream_pool::connect(Connection& conn, address_slot& slot,
+                                                   std::chrono::steady_clock::duration budget)
+{
+    auto& tcp_layer = beast::get_lowest_layer(stream_of(conn));
+    tcp_layer.expires_after(budget);
+    auto [ec] = co_await tcp_layer.async_connect(slot.address->endpoint, use_tuple);
     if (ec) {
         metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
         co_return make_error_code(error::upstream_connect);
@@ -149,19 +269,21 @@ asio::awaitable<error_code> upstream_pool::connect(Connection& conn)
         SSL* native = stream.native_handle();
         std::string why;
         error_code hec;
-        if (detail::prepare_client_ssl(native, *tls_, session_.get(), why)) {
+        const std::string& name = tls_->name.empty() ? slot.address->host : tls_->name;
+        if (detail::prepare_client_ssl(native, *tls_, name, slot.session.get(), why)) {
             auto [handshake_ec] = co_await stream.async_handshake(ssl::stream_base::client, use_tuple);
             hec = handshake_ec;
             if (hec)
-                why = detail::describe_client_failure(native, *tls_, hec);
+                why = detail::describe_client_failure(native, *tls_, name, hec);
         } else {
             hec = make_error_code(asio::error::invalid_argument);
         }
         if (hec) {
             metrics_.upstream_tls_failures.fetch_add(1, std::memory_order_relaxed);
             metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
-            log::warn("upstream TLS handshake failed", {{"upstream", name_}, {"error", why}});
-            session_.reset(); // the upstream may have changed its certificate or keys
+            log::warn("upstream TLS handshake failed",
+                      {{"upstream", fleet_->name()}, {"address", slot.address->label}, {"error", why}});
+            slot.session.reset(); // the upstream may have changed its certificate or keys
             tcp_layer.socket().close(ignored);
             co_return make_error_code(error::upstream_connect);
         }
@@ -169,6 +291,49 @@ asio::awaitable<error_code> upstream_pool::connect(Connection& conn)
             1, std::memory_order_relaxed);
     }
     co_return error_code{};
+}
+
+template<class Connection>
+asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool allow_idle)
+{
+    acquired<Connection> out;
+    // One timeouts.upstream_connect for every address tried, so that lock_ttl's bound (two
+    // connects + the exchange, config::warnings) holds however many addresses there are.
+    auto deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_connect;
+    std::vector<const address_slot*> tried;
+    out.ec = make_error_code(error::upstream_connect);
+    for (;;) {
+        auto slot = pick(tried);
+        if (!slot)
+            co_return out;
+        tried.push_back(slot.get());
+        pending_guard guard(slot);
+        if (allow_idle) {
+            out.conn = take_idle<Connection>(*slot);
+            if (out.conn) {
+                out.ec = {};
+                out.reused = true;
+                out.slot = std::move(guard);
+                co_return out;
+            }
+        }
+        auto budget = deadline - std::chrono::steady_clock::now();
+        if (budget <= std::chrono::steady_clock::duration::zero())
+            co_return out;
+        if constexpr (std::is_same_v<Connection, plain_connection>)
+            out.conn = std::make_unique<beast::tcp_stream>(executor_);
+        else
+            out.conn = Connection(new detail::upstream_tls_connection(executor_, tls_->ssl));
+        auto cec = co_await connect(out.conn, *slot, budget);
+        if (!cec) {
+            fleet_->connect_succeeded(*slot->address);
+            out.ec = {};
+            out.slot = std::move(guard);
+            co_return out;
+        }
+        out.conn = nullptr;
+        fleet_->connect_failed(*slot->address);
+    }
 }
 
 // Not a coroutine: it hands over the coroutine of the pool's stream type, so a plain exchange
@@ -192,25 +357,18 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
     std::optional<std::chrono::steady_clock::time_point> deadline;
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
-        Connection conn = attempt == 0 ? take_idle<Connection>() : nullptr;
-        bool reused = conn != nullptr;
-        if (!reused) {
-            if constexpr (std::is_same_v<Connection, plain_connection>)
-                conn = std::make_unique<beast::tcp_stream>(executor_);
-            else
-                conn = Connection(new detail::upstream_tls_connection(executor_, tls_->ssl));
+        auto got = co_await acquire<Connection>(attempt == 0);
+        if (got.ec) {
+            result.ec = got.ec;
+            co_return result;
         }
+        Connection conn = std::move(got.conn);
+        bool reused = got.reused;
+        address_slot& slot = *got.slot.get();
         auto& stream = stream_of(conn);
         auto& tcp_layer = beast::get_lowest_layer(stream);
-        if (reused) {
+        if (reused)
             metrics_.upstream_connections_reused.fetch_add(1, std::memory_order_relaxed);
-        } else {
-            auto cec = co_await connect(conn);
-            if (cec) {
-                result.ec = cec;
-                co_return result;
-            }
-        }
 
         if (!deadline)
             deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_response;
@@ -266,7 +424,8 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
         auto& parser = *parser_storage;
         if (rec) {
             // Only an idempotent request may be sent again once it was written (RFC 9110 9.2.2):
-            // the upstream may have run a POST that died without an answer.
+            // the upstream may have run a POST that died without an answer. That holds across
+            // addresses too: a written POST is never sent to another member of the fleet.
             bool nothing_received = !parser.got_some() && buffer.size() == 0;
             if (reused && nothing_received && is_idempotent(req.method()) &&
                 (rec == http::error::end_of_stream || rec == asio::error::eof ||
@@ -295,22 +454,13 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
             if (!reused) {
                 SSL_SESSION* session = SSL_get1_session(stream.native_handle());
                 if (session && SSL_SESSION_is_resumable(session) == 1)
-                    session_.reset(SSL_SESSION_dup(session));
+                    slot.session.reset(SSL_SESSION_dup(session));
                 if (session)
                     SSL_SESSION_free(session);
             }
         }
-        auto& idle = [this]() -> auto&
-        {
-            if constexpr (std::is_same_v<Connection, plain_connection>)
-                return idle_;
-            else
-                return idle_tls_;
-        }
-        ();
-        if (result.response.keep_alive() && buffer.size() == 0 && idle.size() < max_idle_) {
-            tcp_layer.expires_never();
-            idle.push_back(std::move(conn));
+        if (result.response.keep_alive() && buffer.size() == 0) {
+            put_idle(slot, std::move(conn));
         } else {
             error_code ignored;
             tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);

@@ -7,6 +7,10 @@
 //                       certificate; prints "listening-tls 127.0.0.1:Q" after the line above.
 //                       The counter is shared, so /__count on the plain port counts both.
 //   --tls-client-ca F   HTTPS clients must present a certificate signed by this CA.
+//   --host H            listen on H instead of 127.0.0.1 (e.g. 127.0.0.2: upstream fleets whose
+//                       addresses differ only by IP); the line then reads "listening H:P".
+//   --name N            every scripted answer carries X-Upstream-Name: N (which member of a
+//                       fleet answered).
 //   GET  /__count       {"executions":N}   (requests whose path does not start with /__)
 //   POST /__reset       zeroes the counter
 //   any other request   increments the counter, then answers per these request headers:
@@ -53,6 +57,7 @@ using asio::ip::tcp;
 namespace {
 
 std::atomic<long> executions{0};
+std::string instance_name; // --name
 
 long header_number(const http::request<http::string_body>& req, std::string_view name, long fallback)
 {
@@ -114,6 +119,8 @@ scripted_answer(const http::request<http::string_body>& req)
     res.result(status);
     res.set(http::field::content_type, "application/json");
     res.set("X-Upstream-Execution", std::to_string(execution));
+    if (!instance_name.empty())
+        res.set("X-Upstream-Name", instance_name);
     res.set(http::field::etag, "\"e" + std::to_string(execution) + "\"");
     res.set(http::field::location, "/api/orders/" + std::to_string(execution));
     res.set(http::field::keep_alive, "timeout=5");
@@ -272,7 +279,7 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor)
 int main(int argc, char** argv)
 {
     unsigned short port = 0;
-    std::string tls_cert, tls_key, tls_client_ca;
+    std::string tls_cert, tls_key, tls_client_ca, host = "127.0.0.1";
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--port" && i + 1 < argc) {
@@ -283,15 +290,19 @@ int main(int argc, char** argv)
             tls_key = argv[++i];
         } else if (arg == "--tls-client-ca" && i + 1 < argc) {
             tls_client_ca = argv[++i];
+        } else if (arg == "--host" && i + 1 < argc) {
+            host = argv[++i];
+        } else if (arg == "--name" && i + 1 < argc) {
+            instance_name = argv[++i];
         } else {
-            std::cerr << "usage: idemgate-test-upstream [--port N] [--tls-cert F --tls-key K "
-                         "[--tls-client-ca C]]\n";
+            std::cerr << "usage: idemgate-test-upstream [--port N] [--host H] [--name N] [--tls-cert F "
+                         "--tls-key K [--tls-client-ca C]]\n";
             return 2;
         }
     }
     asio::io_context io;
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-    std::cout << "listening 127.0.0.1:" << acceptor.local_endpoint().port() << std::endl;
+    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address(host), port));
+    std::cout << "listening " << host << ":" << acceptor.local_endpoint().port() << std::endl;
     asio::co_spawn(io, accept_loop(acceptor), asio::detached);
     asio::ssl::context tls(asio::ssl::context::tls_server);
     tcp::acceptor tls_acceptor(io);
@@ -305,8 +316,8 @@ int main(int argc, char** argv)
             tls.load_verify_file(tls_client_ca);
             tls.set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
         }
-        tls_acceptor = tcp::acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-        std::cout << "listening-tls 127.0.0.1:" << tls_acceptor.local_endpoint().port() << std::endl;
+        tls_acceptor = tcp::acceptor(io, tcp::endpoint(asio::ip::make_address(host), 0));
+        std::cout << "listening-tls " << host << ":" << tls_acceptor.local_endpoint().port() << std::endl;
         asio::co_spawn(io, tls_accept_loop(tls_acceptor, tls), asio::detached);
     }
     io.run();

@@ -339,19 +339,29 @@ gateway_process::gateway_process(const std::string& yaml,
 
 test_upstream_process::test_upstream_process(std::vector<std::string> extra_args)
 {
+    // With {"--host", "127.0.0.2", "--port", "P"} it listens elsewhere than 127.0.0.1:0 (upstream
+    // fleets whose addresses differ only by IP); address() and executions() still say 127.0.0.1.
     bool tls = false;
-    for (const auto& a : extra_args)
-        tls = tls || a == "--tls-cert";
-    std::vector<std::string> args{"--port", "0"};
+    bool has_port = false;
+    std::string host = "127.0.0.1";
+    for (std::size_t i = 0; i < extra_args.size(); ++i) {
+        tls = tls || extra_args[i] == "--tls-cert";
+        has_port = has_port || extra_args[i] == "--port";
+        if (extra_args[i] == "--host" && i + 1 < extra_args.size())
+            host = extra_args[i + 1];
+    }
+    std::vector<std::string> args;
+    if (!has_port)
+        args = {"--port", "0"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     proc_ = std::make_unique<child_process>(bin_dir() + "/idemgate-test-upstream", args);
-    const std::string prefix = "listening 127.0.0.1:";
+    const std::string prefix = "listening " + host + ":";
     auto line = proc_->wait_for_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; }, 10s);
     if (!line)
         throw std::runtime_error("idemgate-test-upstream did not start; output:\n" + proc_->output());
     port_ = static_cast<std::uint16_t>(std::stoul(line->substr(prefix.size())));
     if (tls) {
-        const std::string tls_prefix = "listening-tls 127.0.0.1:";
+        const std::string tls_prefix = "listening-tls " + host + ":";
         auto tls_line =
             proc_->wait_for_line([&](const std::string& l) { return l.rfind(tls_prefix, 0) == 0; }, 10s);
         if (!tls_line)

@@ -100,12 +100,27 @@ struct upstream_tls_config {
     bool verify = true;      // false: no certificate or name check (warned at start)
 };
 
+// How a request picks one of an upstream's addresses (issue 11, upstream fleets).
+enum class balance_mode {
+    round_robin,   // each I/O thread takes the healthy addresses in turn
+    least_pending, // the healthy address with the fewest requests in flight (all threads together)
+};
+
 struct upstream_config {
     std::string name;
-    endpoint address;
-    std::size_t max_idle_connections = 64; // keep-alive pool per I/O thread
+    endpoint address;                      // the first of `addresses` (what `address:` set)
+    std::vector<endpoint> addresses;       // `address` or `addresses`: every name's every A/AAAA result
+    std::size_t max_idle_connections = 64; // keep-alive pool per I/O thread (all addresses)
+    balance_mode balance = balance_mode::round_robin;
+    duration resolve_every{0};         // re-resolve the names this often; 0 = only at start (and reload)
+    unsigned eject_after_failures = 3; // consecutive connect failures that eject an address; 0 = never
+    duration eject_for{10000};         // how long an ejected address is skipped
     upstream_tls_config tls;
 };
+
+// At most this many addresses per upstream (listed, and after resolution): bounds the pools and
+// the per-address metric labels.
+inline constexpr std::size_t max_upstream_addresses = 64;
 
 // TLS termination on `listen` (issue 11): present = HTTPS only on that port.
 enum class client_auth_mode { none, optional, required };
