@@ -97,6 +97,18 @@ std::string wait_shard_channel(redis_cluster& cluster, std::size_t i, const std:
     return {};
 }
 
+// A duplicate POST that may wait: a socket timeout past the 10 s wait_timeout, and status 0
+// (never an exception out of the test's thread) if no answer comes by then.
+http_response waiting_post(gateway_fixture& f, const std::string& key)
+{
+    try {
+        return http_request(f.port(), "POST", "/api/orders",
+                            {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}", 15s);
+    } catch (const std::exception&) {
+        return http_response{};
+    }
+}
+
 gateway_options cluster_wait_options()
 {
     gateway_options options;
@@ -311,7 +323,7 @@ TEST_CASE("wait mode uses sharded pub/sub: SSUBSCRIBE on the slot's primary, wok
         auto started = std::chrono::steady_clock::now();
         auto waited = 0ms;
         std::jthread waiter([&] {
-            dup = f.post("/api/orders", key, "{}");
+            dup = waiting_post(f, key);
             waited = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
         });
         // While the duplicate waits: a sharded subscription on the slot's primary, no classic one.
@@ -365,7 +377,7 @@ TEST_CASE("a slot moved while a duplicate waits: the gateway subscribes on the n
     auto started = std::chrono::steady_clock::now();
     auto waited = 0ms;
     std::jthread waiter([&] {
-        dup = f.post("/api/orders", key, "{}");
+        dup = waiting_post(f, key);
         waited = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
     });
     auto channel = wait_shard_channel(cluster, a, tag, 1s);
