@@ -416,4 +416,42 @@ TEST_CASE("a slot moved while a duplicate waits: the gateway subscribes on the n
     CHECK(f.executions() == 1);
 }
 
+TEST_CASE("wait mode: the sharded subscriber connection killed while a duplicate waits is reopened, the waiter woken")
+{
+    if (!cluster_run()) {
+        MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
+        return;
+    }
+    gateway_fixture f(cluster_wait_options());
+    auto& cluster = *f.store.cluster;
+    auto p = cluster.primary_for("y");
+    const auto tag = tag_on(cluster, p, "wkill");
+    const auto key = tag + "-k";
+    http_response first;
+    std::jthread lead([&] { first = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "2000"}}); });
+    REQUIRE(f.wait_for_executions(1));
+    http_response dup;
+    auto started = std::chrono::steady_clock::now();
+    auto waited = 0ms;
+    std::jthread waiter([&] {
+        dup = waiting_post(f, key);
+        waited = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+    });
+    auto channel = wait_shard_channel(cluster, p, tag, 1s);
+    REQUIRE_MESSAGE(!channel.empty(), "no sharded subscription on the key's primary");
+    // Every subscriber connection on that node goes (the gateway's among them).
+    auto killed = resp_integer(cluster.node(p).command({"CLIENT", "KILL", "TYPE", "pubsub"}));
+    CHECK(killed >= 1);
+    // The gateway connects again and subscribes again.
+    CHECK(wait_shard_channel(cluster, p, tag, 1500ms) == channel);
+    waiter.join();
+    lead.join();
+    REQUIRE(first.status == 201);
+    CHECK(dup.status == 201);
+    CHECK(dup.body == first.body);
+    CHECK(dup.header("idempotent-replayed") == "true");
+    CHECK(waited < 8s); // the notification, not the 10 s wait_timeout
+    CHECK(f.executions() == 1);
+}
+
 TEST_SUITE_END();
