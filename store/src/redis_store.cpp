@@ -131,24 +131,22 @@ namespace {
 // channel (wait mode): PUBLISH, SPUBLISH (Redis Cluster: sharded pub/sub; the channel is the key,
 // so it is in the script's slot) or "" for none. The owner token sits right after the version
 // byte of every encoding, so ownership is a prefix comparison.
-constexpr std::string_view complete_script =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-    "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
-    "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
+constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1])\n"
+                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                             "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+                                             "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
+                                             "  return 1\n"
+                                             "end\n"
+                                             "return 0\n";
 
 // KEYS[1] key, ARGV[1] owner prefix, ARGV[2] PUBLISH, SPUBLISH or "" (as complete_script).
-constexpr std::string_view release_script =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-    "  redis.call('DEL', KEYS[1])\n"
-    "  if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[1], 'r') end\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
+constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
+                                            "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                            "  redis.call('DEL', KEYS[1])\n"
+                                            "  if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[1], 'r') end\n"
+                                            "  return 1\n"
+                                            "end\n"
+                                            "return 0\n";
 
 // KEYS[1] the tenant's in-flight set, KEYS[2] its token bucket; ARGV[1] owner token,
 // ARGV[2] max_in_flight, ARGV[3] new keys per second (0 = unlimited each), ARGV[4] lock_ttl ms.
@@ -545,10 +543,10 @@ private:
 
     std::unique_ptr<detail::command_router> router_;
     std::shared_ptr<detail::redis_shared> shared_;
-    std::shared_ptr<detail::settle_subscriber> subscriber_; // the first session runs it
+    std::shared_ptr<detail::settle_subscriber> subscriber_;      // the first session runs it
     std::shared_ptr<detail::shard_subscriber> shard_subscriber_; // cluster wait mode: likewise
-    std::shared_ptr<detail::cluster_refresher> refresher_;  // cluster mode: the first session runs it
-    std::shared_ptr<detail::sentinel_monitor> monitor_;     // sentinel mode: the first session runs it
+    std::shared_ptr<detail::cluster_refresher> refresher_;       // cluster mode: the first session runs it
+    std::shared_ptr<detail::sentinel_monitor> monitor_;          // sentinel mode: the first session runs it
 };
 
 class redis_backend_impl final : public redis_backend {
@@ -585,7 +583,8 @@ public:
                 std::make_shared<detail::shard_subscriber>(ex, shared_, shared_->notifier, topology_);
             shard_subscriber->start();
         }
-        const bool classic = (shared_->options.publish_settled && !sharded) || shared_->options.publish_removals;
+        const bool classic =
+            (shared_->options.publish_settled && !sharded) || shared_->options.publish_removals;
         if (classic && first) {
             subscriber = std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier,
                                                                      topology_, monitor_);

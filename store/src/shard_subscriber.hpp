@@ -76,8 +76,8 @@ private:
     std::shared_ptr<redis_shared> shared_;
     settle_notifier& notifier_;
     std::shared_ptr<cluster_topology> topology_;
-    std::unordered_map<std::string, node> nodes_;               // by "host:port"
-    std::unordered_map<std::string, channel_state> channels_;   // channels with waiters
+    std::unordered_map<std::string, node> nodes_;             // by "host:port"
+    std::unordered_map<std::string, channel_state> channels_; // channels with waiters
     boost::asio::steady_timer retry_;
     bool retry_armed_ = false;
     bool stopped_ = false;

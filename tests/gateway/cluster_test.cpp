@@ -298,14 +298,23 @@ TEST_CASE("CLUSTER FAILOVER under load: every key runs once and its retry replay
     CHECK(wait_readyz(f, 200, 10s).count() >= 0);
 }
 
-TEST_CASE("wait mode uses sharded pub/sub: SSUBSCRIBE on the slot's primary, woken on each of the three")
+TEST_CASE("wait mode uses sharded pub/sub: SSUBSCRIBE on the slot's primary, woken on each of the three; the "
+          "local tier's removals stay classic")
 {
     if (!cluster_run()) {
         MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
         return;
     }
-    gateway_fixture f(cluster_wait_options());
+    auto options = cluster_wait_options();
+    // With the local tier on, its removal channel stays on classic pub/sub beside the shards.
+    options.store_extra = "  local_tier:\n    max_bytes: 1MiB\n    max_age: 10s\n";
+    gateway_fixture f(options);
     auto& cluster = *f.store.cluster;
+    auto prefix_at = f.store.yaml.find("key_prefix: ");
+    REQUIRE(prefix_at != std::string::npos);
+    prefix_at += 12;
+    const auto removal_channel =
+        f.store.yaml.substr(prefix_at, f.store.yaml.find('\n', prefix_at) - prefix_at) + ":removed";
     std::vector<std::size_t> primaries;
     for (std::size_t i = 0; i < cluster.size(); ++i)
         if (cluster.node(i).command({"ROLE"}).find("master") != std::string::npos)
@@ -350,9 +359,23 @@ TEST_CASE("wait mode uses sharded pub/sub: SSUBSCRIBE on the slot's primary, wok
     }
     CHECK(f.executions() == 3);
     CHECK(metric(f.gateway->admin_port(), "idemgate_waits_total{result=\"settled\"}") == 3);
+    // One classic SUBSCRIBE to the removal channel, on some node (made at start-up, in the
+    // background: polled).
+    long long removal_subscribers = 0;
+    auto since = std::chrono::steady_clock::now();
+    do {
+        removal_subscribers = 0;
+        for (std::size_t i = 0; i < cluster.size(); ++i)
+            removal_subscribers +=
+                numsub_count(cluster.node(i).command({"PUBSUB", "NUMSUB", removal_channel}));
+        if (removal_subscribers != 1)
+            std::this_thread::sleep_for(20ms); // polling the server's pub/sub state
+    } while (removal_subscribers != 1 && std::chrono::steady_clock::now() - since < 2s);
+    CHECK(removal_subscribers == 1);
 }
 
-TEST_CASE("a slot moved while a duplicate waits: the gateway subscribes on the new primary, the waiter is woken")
+TEST_CASE(
+    "a slot moved while a duplicate waits: the gateway subscribes on the new primary, the waiter is woken")
 {
     if (!cluster_run()) {
         MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
@@ -416,7 +439,8 @@ TEST_CASE("a slot moved while a duplicate waits: the gateway subscribes on the n
     CHECK(f.executions() == 1);
 }
 
-TEST_CASE("wait mode: the sharded subscriber connection killed while a duplicate waits is reopened, the waiter woken")
+TEST_CASE("wait mode: the sharded subscriber connection killed while a duplicate waits is reopened, the "
+          "waiter woken")
 {
     if (!cluster_run()) {
         MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
