@@ -478,4 +478,83 @@ TEST_CASE("wait mode: the sharded subscriber connection killed while a duplicate
     CHECK(f.executions() == 1);
 }
 
+TEST_CASE("wait mode: CLUSTER FAILOVER of the key's primary while a duplicate waits: subscribed on the new "
+          "primary, woken")
+{
+    if (!cluster_run()) {
+        MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
+        return;
+    }
+    auto options = cluster_wait_options();
+    options.breaks_store = true; // it fails a primary over: a cluster of its own
+    options.redis_extra = "    reconnect_backoff_max: 200ms\n";
+    gateway_fixture f(options);
+    auto& cluster = *f.store.cluster;
+    auto a = cluster.primary_for("z");
+    const auto tag = tag_on(cluster, a, "wfail");
+    const auto key = tag + "-k";
+    // A's replica: the node whose ROLE names A's port as its primary.
+    std::size_t replica = cluster.size();
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+        auto role = cluster.node(i).command({"ROLE"});
+        if (role.find("slave") != std::string::npos &&
+            role.find(":" + std::to_string(cluster.node(a).port()) + "\r\n") != std::string::npos)
+            replica = i;
+    }
+    REQUIRE(replica < cluster.size());
+
+    http_response first;
+    std::jthread lead([&] { first = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "3000"}}); });
+    REQUIRE(f.wait_for_executions(1));
+    http_response dup;
+    auto started = std::chrono::steady_clock::now();
+    auto waited = 0ms;
+    std::jthread waiter([&] {
+        dup = waiting_post(f, key);
+        waited = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+    });
+    auto channel = wait_shard_channel(cluster, a, tag, 1s);
+    REQUIRE_MESSAGE(!channel.empty(), "no sharded subscription on the key's primary");
+
+    REQUIRE(cluster.node(replica).command({"CLUSTER", "FAILOVER"}) == "+OK\r\n");
+    // The replica takes over the slot; the gateway subscribes there (MOVED or the new map).
+    // Redis keeps a sharded subscription on a primary demoted to a replica of its shard (and
+    // SPUBLISH reaches every node of the shard); otherwise it drops it and the gateway
+    // subscribes on the new primary. Either way the subscription stays in the key's shard.
+    auto deadline = std::chrono::steady_clock::now() + 2500ms;
+    bool in_shard = false;
+    while (!in_shard && std::chrono::steady_clock::now() < deadline) {
+        in_shard = cluster.node(replica).command({"ROLE"}).find("master") != std::string::npos &&
+                   (shard_channel_with(cluster, replica, tag) == channel ||
+                    shard_channel_with(cluster, a, tag) == channel);
+        if (!in_shard)
+            std::this_thread::sleep_for(20ms); // polling the failover and pub/sub state
+    }
+    CHECK(in_shard);
+
+    waiter.join();
+    lead.join();
+    REQUIRE(first.status == 201);
+    CHECK(dup.status == 201); // woken by the SPUBLISH on the new primary
+    CHECK(dup.body == first.body);
+    CHECK(dup.header("idempotent-replayed") == "true");
+    CHECK(waited < 8s); // the notification, not the 10 s wait_timeout
+    CHECK(f.executions() == 1);
+
+    // A new wait on that slot subscribes on the new primary (the map followed the failover).
+    const auto key2 = tag + "-after";
+    http_response first2;
+    std::jthread lead2([&] { first2 = f.post("/api/orders", key2, "{}", {{"X-Test-Delay-Ms", "1000"}}); });
+    REQUIRE(f.wait_for_executions(2));
+    http_response dup2;
+    std::jthread waiter2([&] { dup2 = waiting_post(f, key2); });
+    CHECK(!wait_shard_channel(cluster, replica, key2, 900ms).empty());
+    waiter2.join();
+    lead2.join();
+    REQUIRE(first2.status == 201);
+    CHECK(dup2.status == 201);
+    CHECK(dup2.body == first2.body);
+    CHECK(f.executions() == 2);
+}
+
 TEST_SUITE_END();
