@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <sstream>
@@ -555,6 +556,32 @@ TEST_CASE("wait mode: CLUSTER FAILOVER of the key's primary while a duplicate wa
     CHECK(dup2.status == 201);
     CHECK(dup2.body == first2.body);
     CHECK(f.executions() == 2);
+}
+
+TEST_CASE("wait mode: SIGTERM while a duplicate waits on a sharded subscription drains and exits 0")
+{
+    if (!cluster_run()) {
+        MESSAGE("needs IDEMGATE_TEST_STORE=cluster");
+        return;
+    }
+    gateway_fixture f(cluster_wait_options());
+    auto& cluster = *f.store.cluster;
+    auto p = cluster.primary_for("w");
+    const auto tag = tag_on(cluster, p, "wterm");
+    const auto key = tag + "-k";
+    http_response first;
+    std::jthread lead([&] { first = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "1000"}}); });
+    REQUIRE(f.wait_for_executions(1));
+    http_response dup;
+    std::jthread waiter([&] { dup = waiting_post(f, key); });
+    REQUIRE(!wait_shard_channel(cluster, p, tag, 900ms).empty());
+    f.process().signal(SIGTERM);
+    // Under the sanitizers any report at shutdown aborts: a non-zero exit.
+    CHECK(f.process().wait_exit(15s) == 0);
+    waiter.join();
+    lead.join();
+    CHECK(first.status == 201);
+    CHECK(dup.status == 201); // the drain lets both answer
 }
 
 TEST_SUITE_END();
