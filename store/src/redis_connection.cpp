@@ -61,7 +61,8 @@ void append_command(std::string& out, std::span<const std::string_view> args)
     }
 }
 
-// A pub/sub message in RESP2: ["message", channel, payload].
+// A pub/sub message in RESP2: ["message", channel, payload], or a sharded one (Redis Cluster):
+// ["smessage", channel, payload].
 bool is_message(const redisReply& r) noexcept
 {
     if (r.type != REDIS_REPLY_ARRAY || r.elements != 3)
@@ -69,7 +70,18 @@ bool is_message(const redisReply& r) noexcept
     for (std::size_t i = 0; i < 3; ++i)
         if (r.element[i]->type != REDIS_REPLY_STRING)
             return false;
-    return std::string_view(r.element[0]->str, r.element[0]->len) == "message";
+    std::string_view kind(r.element[0]->str, r.element[0]->len);
+    return kind == "message" || kind == "smessage";
+}
+
+// ["sunsubscribe", channel, count]: the answer to a SUNSUBSCRIBE, or the server dropping a
+// sharded subscription by itself (its slot moved away, the node lost it). The two look alike,
+// so both are pushes here (see redis_connection::send_unanswered).
+bool is_shard_unsubscribe(const redisReply& r) noexcept
+{
+    return r.type == REDIS_REPLY_ARRAY && r.elements == 3 && r.element[0]->type == REDIS_REPLY_STRING &&
+           r.element[1]->type == REDIS_REPLY_STRING &&
+           std::string_view(r.element[0]->str, r.element[0]->len) == "sunsubscribe";
 }
 
 void log_spawn_failure(std::exception_ptr e)
@@ -497,6 +509,19 @@ asio::awaitable<command_result> redis_connection::execute_asking(std::span<const
     return enqueue(args, false, true);
 }
 
+bool redis_connection::send_unanswered(std::span<const std::string_view> args)
+{
+    if (stopped_ || !connected_ || !up_ || out_.size() >= shared_->max_pending_bytes)
+        return false;
+    append_command(out_, args);
+    if (writer_idle_) {
+        writer_idle_ = false;
+        wake_writer_.cancel();
+    }
+    bump(shared_->stats.commands_sent);
+    return true;
+}
+
 asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::string_view> args,
                                                           bool handshake, bool asking)
 {
@@ -648,6 +673,11 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
                 if (subscriber_->on_message)
                     subscriber_->on_message(std::string_view(reply->element[1]->str, reply->element[1]->len),
                                             std::string_view(reply->element[2]->str, reply->element[2]->len));
+                continue;
+            }
+            if (subscriber_ && subscriber_->on_shard_unsubscribe && is_shard_unsubscribe(*reply)) {
+                subscriber_->on_shard_unsubscribe(
+                    std::string_view(reply->element[1]->str, reply->element[1]->len));
                 continue;
             }
             if (pending_.empty()) {

@@ -117,6 +117,10 @@ struct subscriber_hooks {
     std::function<void(std::string_view channel, std::string_view payload)> on_message;
     std::function<void()> on_up;   // after each (re)connect and handshake
     std::function<void()> on_lost; // the connection was lost (or shut down)
+    // Set: every ["sunsubscribe", channel, n] is handed here instead of answering a command
+    // (the server sends it unasked when a sharded channel's slot leaves the node, and it looks
+    // like the answer to SUNSUBSCRIBE, which is then sent with send_unanswered).
+    std::function<void(std::string_view channel)> on_shard_unsubscribe;
 };
 
 // The channel remove() publishes removed record keys on (redis_options::publish_removals).
@@ -165,6 +169,9 @@ public:
 
     // Sends one command; fails fast with store_unavailable while not up.
     boost::asio::awaitable<command_result> execute(std::span<const std::string_view> args);
+    // Writes a command whose reply is a push (SUNSUBSCRIBE with on_shard_unsubscribe set), so no
+    // command waits for it. False (nothing sent) while not up.
+    bool send_unanswered(std::span<const std::string_view> args);
     // ASKING immediately followed by the command (Redis Cluster ASK redirect).
     boost::asio::awaitable<command_result> execute_asking(std::span<const std::string_view> args);
 

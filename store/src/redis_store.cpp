@@ -2,6 +2,7 @@
 #include "redis_connection.hpp"
 #include "redis_sentinel.hpp"
 #include "settle_subscriber.hpp"
+#include "shard_subscriber.hpp"
 
 #include <array>
 #include <cstdio>
@@ -126,27 +127,26 @@ std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string
 namespace {
 
 // KEYS[1] key, ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed record,
-// ARGV[3] record_ttl in ms, ARGV[4] "1" to PUBLISH on the key's channel (wait mode). The owner
-// token sits right after the version byte of every encoding, so ownership is a prefix
-// comparison.
-constexpr std::string_view complete_script =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-    "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
-    "  if ARGV[4] == '1' then redis.call('PUBLISH', KEYS[1], 'c') end\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
+// ARGV[3] record_ttl in ms, ARGV[4] the command that announces the settlement on the key's
+// channel (wait mode): PUBLISH, SPUBLISH (Redis Cluster: sharded pub/sub; the channel is the key,
+// so it is in the script's slot) or "" for none. The owner token sits right after the version
+// byte of every encoding, so ownership is a prefix comparison.
+constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1])\n"
+                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                             "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+                                             "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
+                                             "  return 1\n"
+                                             "end\n"
+                                             "return 0\n";
 
-// KEYS[1] key, ARGV[1] owner prefix, ARGV[2] "1" to PUBLISH.
-constexpr std::string_view release_script =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-    "  redis.call('DEL', KEYS[1])\n"
-    "  if ARGV[2] == '1' then redis.call('PUBLISH', KEYS[1], 'r') end\n"
-    "  return 1\n"
-    "end\n"
-    "return 0\n";
+// KEYS[1] key, ARGV[1] owner prefix, ARGV[2] PUBLISH, SPUBLISH or "" (as complete_script).
+constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
+                                            "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                            "  redis.call('DEL', KEYS[1])\n"
+                                            "  if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[1], 'r') end\n"
+                                            "  return 1\n"
+                                            "end\n"
+                                            "return 0\n";
 
 // KEYS[1] the tenant's in-flight set, KEYS[2] its token bucket; ARGV[1] owner token,
 // ARGV[2] max_in_flight, ARGV[3] new keys per second (0 = unlimited each), ARGV[4] lock_ttl ms.
@@ -242,10 +242,12 @@ public:
     redis_session(std::unique_ptr<detail::command_router> router,
                   std::shared_ptr<detail::redis_shared> shared,
                   std::shared_ptr<detail::settle_subscriber> subscriber,
+                  std::shared_ptr<detail::shard_subscriber> shard_subscriber,
                   std::shared_ptr<detail::cluster_refresher> refresher,
                   std::shared_ptr<detail::sentinel_monitor> monitor)
         : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
-          refresher_(std::move(refresher)), monitor_(std::move(monitor))
+          shard_subscriber_(std::move(shard_subscriber)), refresher_(std::move(refresher)),
+          monitor_(std::move(monitor))
     {
     }
 
@@ -254,6 +256,8 @@ public:
         router_->shutdown();
         if (subscriber_)
             subscriber_->shutdown();
+        if (shard_subscriber_)
+            shard_subscriber_->shutdown();
         if (refresher_)
             refresher_->shutdown();
         if (monitor_)
@@ -456,7 +460,13 @@ private:
         shared_->log_unreplicated(key, acked, why);
     }
 
-    std::string_view publish_flag() const noexcept { return shared_->options.publish_settled ? "1" : "0"; }
+    // The command the complete/release scripts announce a settlement with ("" = none).
+    std::string_view publish_flag() const noexcept
+    {
+        if (!shared_->options.publish_settled)
+            return "";
+        return shared_->cfg.mode == config::redis_mode::cluster ? "SPUBLISH" : "PUBLISH";
+    }
 
     // EVALSHA the script with `keys` keys followed by the other arguments (`args` holds both);
     // on NOSCRIPT retry once as EVAL (which caches the script on that node). Error replies are
@@ -533,9 +543,10 @@ private:
 
     std::unique_ptr<detail::command_router> router_;
     std::shared_ptr<detail::redis_shared> shared_;
-    std::shared_ptr<detail::settle_subscriber> subscriber_; // the first session runs it
-    std::shared_ptr<detail::cluster_refresher> refresher_;  // cluster mode: the first session runs it
-    std::shared_ptr<detail::sentinel_monitor> monitor_;     // sentinel mode: the first session runs it
+    std::shared_ptr<detail::settle_subscriber> subscriber_;      // the first session runs it
+    std::shared_ptr<detail::shard_subscriber> shard_subscriber_; // cluster wait mode: likewise
+    std::shared_ptr<detail::cluster_refresher> refresher_;       // cluster mode: the first session runs it
+    std::shared_ptr<detail::sentinel_monitor> monitor_;          // sentinel mode: the first session runs it
 };
 
 class redis_backend_impl final : public redis_backend {
@@ -560,13 +571,28 @@ public:
         }
         if (monitor_ && first)
             monitor_->start(ex);
+        // Wait mode's channels: one subscriber connection (standalone, sentinel), or sharded
+        // pub/sub on each primary with waiters (cluster). The local tier's removal channel
+        // stays on classic pub/sub over one connection in every mode (PUBLISH reaches every
+        // node of a cluster; the traffic is rare).
         std::shared_ptr<detail::settle_subscriber> subscriber;
-        if ((shared_->options.publish_settled || shared_->options.publish_removals) && first) {
+        std::shared_ptr<detail::shard_subscriber> shard_subscriber;
+        const bool sharded = topology_ != nullptr && shared_->options.publish_settled;
+        if (sharded && first) {
+            shard_subscriber =
+                std::make_shared<detail::shard_subscriber>(ex, shared_, shared_->notifier, topology_);
+            shard_subscriber->start();
+        }
+        const bool classic =
+            (shared_->options.publish_settled && !sharded) || shared_->options.publish_removals;
+        if (classic && first) {
             subscriber = std::make_shared<detail::settle_subscriber>(ex, shared_, shared_->notifier,
                                                                      topology_, monitor_);
             if (shared_->options.publish_removals)
                 subscriber->on_removed(detail::removal_channel(shared_->cfg.key_prefix),
                                        [this](std::string_view id) { removed(id); });
+            if (sharded)
+                subscriber->removals_only();
             subscriber->start();
         }
         std::unique_ptr<detail::command_router> router;
@@ -580,7 +606,8 @@ public:
             router = std::make_unique<detail::single_router>(std::move(conn));
         }
         return std::make_unique<redis_session>(std::move(router), shared_, std::move(subscriber),
-                                               std::move(refresher), first ? monitor_ : nullptr);
+                                               std::move(shard_subscriber), std::move(refresher),
+                                               first ? monitor_ : nullptr);
     }
 
     bool ready() const override

@@ -105,6 +105,17 @@ void settle_notifier::deactivate_all()
     }
 }
 
+void settle_notifier::deactivate(std::string_view channel)
+{
+    std::lock_guard lock(mutex_);
+    auto it = channels_.find(std::string(channel));
+    if (it == channels_.end() || !it->second.active)
+        return;
+    it->second.active = false;
+    for (auto& w : it->second.waiters)
+        asio::post(w->ex, [w] { w->active = false; });
+}
+
 bool settle_notifier::wanted(const std::string& channel) const
 {
     std::lock_guard lock(mutex_);

@@ -69,6 +69,8 @@ public:
     void activate(std::string_view channel);
     // The subscriber connection was lost: every channel is inactive until subscribed again.
     void deactivate_all();
+    // `channel`'s subscription was lost (Redis Cluster: its node, or the server dropped it).
+    void deactivate(std::string_view channel);
     // Whether `channel` has waiters now.
     bool wanted(const std::string& channel) const;
     // The channels with waiters now (to subscribe again after a reconnect).

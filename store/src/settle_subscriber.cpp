@@ -43,7 +43,8 @@ void settle_subscriber::start()
             ++self->generation_;
             self->subscribed_.clear();
             self->pending_subscribes_.clear();
-            self->notifier_.deactivate_all();
+            if (!self->removals_only_)
+                self->notifier_.deactivate_all();
         }
     };
     conn_ = std::make_shared<redis_connection>(ex_, shared_, std::move(hooks));
@@ -58,12 +59,14 @@ void settle_subscriber::start()
             return nodes[self->next_node_++ % nodes.size()];
         });
     }
-    notifier_.on_interest = [weak, ex = ex_](const std::string& channel, bool) {
-        asio::post(ex, [weak, channel] {
-            if (auto self = weak.lock())
-                self->reconcile(channel);
-        });
-    };
+    if (!removals_only_) {
+        notifier_.on_interest = [weak, ex = ex_](const std::string& channel, bool) {
+            asio::post(ex, [weak, channel] {
+                if (auto self = weak.lock())
+                    self->reconcile(channel);
+            });
+        };
+    }
     conn_->start();
 }
 
@@ -83,6 +86,8 @@ void settle_subscriber::on_up()
 {
     if (!removal_channel_.empty())
         asio::co_spawn(ex_, subscribe_removals(shared_from_this(), generation_), asio::detached);
+    if (removals_only_)
+        return;
     for (const auto& channel : notifier_.channels())
         reconcile(channel);
 }

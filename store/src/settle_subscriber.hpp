@@ -21,7 +21,8 @@ namespace idemgate::store::detail {
 class settle_subscriber : public std::enable_shared_from_this<settle_subscriber> {
 public:
     // With `topology` (cluster mode) the connection goes to a node of the cluster, another one
-    // after each loss; PUBLISH reaches subscribers on every node.
+    // after each loss; PUBLISH reaches subscribers on every node. In cluster mode it carries only
+    // the removal channel (removals_only); wait mode there uses shard_subscriber.
     settle_subscriber(boost::asio::any_io_executor ex, std::shared_ptr<redis_shared> shared,
                       settle_notifier& notifier, std::shared_ptr<cluster_topology> topology = nullptr,
                       std::shared_ptr<sentinel_monitor> monitor = nullptr);
@@ -29,6 +30,9 @@ public:
     // Also SUBSCRIBE to `channel` on every (re)connect and hand each message's payload to
     // `listener` (called on the subscriber's executor). Before start().
     void on_removed(std::string channel, std::function<void(std::string_view)> listener);
+    // Only the removal channel (Redis Cluster: wait mode's channels are sharded, see
+    // shard_subscriber). Before start().
+    void removals_only() { removals_only_ = true; }
     // Connects (and reconnects) in the background and hooks into the notifier.
     void start();
     // Closes for good. Callable from any thread.
@@ -59,6 +63,7 @@ private:
     std::unordered_set<std::string> subscribed_;              // requested (sent) on this connection
     std::unordered_map<std::string, int> pending_subscribes_; // SUBSCRIBEs awaiting confirmation
     std::uint64_t generation_ = 0;                            // bumped per connection
+    bool removals_only_ = false;
 };
 
 } // namespace idemgate::store::detail

@@ -7,7 +7,8 @@
 //   reserve:  SET key <in-flight record> NX PX lock_ttl GET
 //   complete: EVALSHA (owner-checked SET ... PX record_ttl)
 //   release:  EVALSHA (owner-checked DEL)
-// (complete and release also PUBLISH on the key's channel with redis_options::publish_settled)
+// (complete and release also PUBLISH on the key's channel with redis_options::publish_settled;
+// SPUBLISH, sharded pub/sub, in cluster mode)
 // Tenant quotas use <prefix>:q:{<tenant>}:f (a sorted set of in-flight owner tokens scored by
 // lock expiry) and <prefix>:q:{<tenant>}:r (the token bucket), one hash tag per tenant:
 //   admit:    EVALSHA (prune, count, refill, take, add) on both
@@ -90,11 +91,14 @@ struct redis_options {
     // once, then at most one line per interval per backend, which counts those not logged.
     std::chrono::milliseconds error_log_interval{1000};
     // Wait mode: complete and release PUBLISH on the record key's channel, and the backend
-    // keeps one subscriber connection for the keys its waiters wait for. Off, nothing is
-    // published (an ACL user then needs no channel permission).
+    // keeps one subscriber connection for the keys its waiters wait for. In cluster mode they
+    // SPUBLISH instead, and the backend SSUBSCRIBEs each waited-for key on the primary serving
+    // its slot (one subscriber connection per primary with waiters). Off, nothing is published
+    // (an ACL user then needs no channel permission).
     bool publish_settled = false;
     // The gateway's local tier (store.local_tier): remove() PUBLISHes the record's key on
-    // `<key_prefix>:removed`, and the subscriber connection (the same one as wait mode's)
+    // `<key_prefix>:removed`, and the subscriber connection (the same one as wait mode's; in
+    // cluster mode one classic subscriber connection to any node, as PUBLISH reaches every node)
     // SUBSCRIBEs to it and reports every removal, by any gateway, to backend::on_removed.
     bool publish_removals = false;
     // store.hash_keys: the secret keys are hashed under (store.key_secret); "" = escaped keys.
