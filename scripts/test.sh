@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (unit, integration with real
 # redis-server and the real binaries), then the unit and gateway tests again under
-# ASan+UBSan, then each libFuzzer target briefly. This is the README's second command and
-# .ci/run. SANITIZE=0 skips the sanitizer pass, FUZZ_SECONDS=0 the fuzzing (local iteration).
+# ASan+UBSan, then each libFuzzer target briefly, then the container check (the Dockerfile built
+# with podman and its image run: scripts/container-check.sh). This is the README's second command
+# and .ci/run. SANITIZE=0 skips the sanitizer pass, FUZZ_SECONDS=0 the fuzzing, CONTAINER=0 the
+# container check (local iteration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -41,4 +43,9 @@ fi
 if [[ "${FUZZ_SECONDS:-30}" != 0 && -f scripts/fuzz.sh ]]; then
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
   echo "test.sh: fuzzing done after $((SECONDS - started)) s"
+fi
+
+if [[ "${CONTAINER:-1}" != 0 ]]; then
+  bash scripts/container-check.sh
+  echo "test.sh: container check done after $((SECONDS - started)) s"
 fi
