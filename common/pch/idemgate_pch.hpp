@@ -2,7 +2,7 @@
 // Boost.JSON and OpenSSL headers most translation units parse, compiled once per build directory
 // and reused by every target with the same flags. Only third-party and standard headers: a
 // project header here would rebuild everything on each change. Sources still include what they
-// use; the build without IDEMGATE_PCH (as the fuzz build) checks that.
+// use; a build without it (-DIDEMGATE_PCH=OFF, the default under ccache) checks that.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
