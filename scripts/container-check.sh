@@ -13,6 +13,7 @@
 # Everything it starts stops by itself: the processes in the container run under `timeout`, the
 # buildah processes under a host `timeout`, and the EXIT trap stops them and removes the working
 # container and temporary files.
+#   --base-only                      step 1 only (scripts/test.sh runs it while it compiles)
 #   --run-only                       skip steps 1 and 2: run the checks on an existing $IMAGE
 #   IMAGE=localhost/idemgate:check   the tag it builds
 #   CONTAINER_NO_CACHE=1             build without podman's layer cache (a CI machine's first build)
@@ -31,10 +32,12 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 run_only=0
+base_only=0
 for arg in "$@"; do
   case "$arg" in
     --run-only) run_only=1 ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    --base-only) base_only=1 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "container-check: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -134,6 +137,7 @@ build_image() {
 
 if ((!run_only)); then
   make_bases
+  if ((base_only)); then exit 0; fi
   build_image
 fi
 

@@ -10,6 +10,15 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 started=$SECONDS
 
+base_pid=""
+if [[ "${CONTAINER:-1}" != 0 ]]; then
+  # The container check's base images (mmdebstrap: downloads and dpkg, little CPU) are made
+  # while the compiler runs; the check itself comes last.
+  base_log="$(mktemp -t idemgate-container-base-XXXXXX.log)"
+  bash scripts/container-check.sh --base-only >"$base_log" 2>&1 &
+  base_pid=$!
+fi
+
 bash scripts/build.sh
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 600)
 echo "test.sh: main suite done after $((SECONDS - started)) s"
@@ -45,7 +54,12 @@ if [[ "${FUZZ_SECONDS:-30}" != 0 && -f scripts/fuzz.sh ]]; then
   echo "test.sh: fuzzing done after $((SECONDS - started)) s"
 fi
 
-if [[ "${CONTAINER:-1}" != 0 ]]; then
+if [[ -n "$base_pid" ]]; then
+  base_rc=0
+  wait "$base_pid" || base_rc=$?
+  cat "$base_log"
+  rm -f "$base_log"
+  if ((base_rc != 0)); then echo "test.sh: container base images failed (exit $base_rc)"; exit 1; fi
   bash scripts/container-check.sh
   echo "test.sh: container check done after $((SECONDS - started)) s"
 fi
