@@ -3,6 +3,8 @@
 // and reused by every target with the same flags. Only third-party and standard headers: a
 // project header here would rebuild everything on each change. Sources still include what they
 // use; a build without it (-DIDEMGATE_PCH=OFF, the default under ccache) checks that.
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -21,9 +23,6 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json.hpp>
 #include <boost/system/error_code.hpp>
-
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
