@@ -1,9 +1,10 @@
-# Multi-stage build: compile on debian:bookworm with the same install script CI uses, then a
-# small runtime image with the binaries, a default config and a non-root user.
+# Multi-stage build: compile on debian:bookworm with the same install script CI uses (only its
+# compiler and -dev packages), then a small runtime image with the binaries, a default config and
+# a non-root user. scripts/container-check.sh builds and runs it (with podman, no daemon).
 FROM debian:bookworm AS build
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
+RUN bash scripts/install-deps.sh --compile && apt-get clean && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DIDEMGATE_BUILD_TESTS=OFF -DIDEMGATE_BUILD_BENCH=OFF \
@@ -12,7 +13,7 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-slim AS runtime
 COPY scripts/install-deps.sh /tmp/install-deps.sh
-RUN bash /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+RUN bash /tmp/install-deps.sh --runtime && apt-get clean && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin idemgate
 COPY --from=build /src/build/bin/idemgate /usr/local/bin/idemgate
 COPY --from=build /src/build/bin/idemgate-loadtest /usr/local/bin/idemgate-loadtest

@@ -1,31 +1,39 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package idemgate needs to build, test and run its demo.
 # The one list of dependencies: README, .ci/run and the Dockerfile all call this script.
+#   --compile   only what compiling idemgate, idemgate-loadtest and order-service needs (the
+#               image's build stage: no test, fuzz or container tools)
 #   --runtime   only the shared libraries the binaries need (for the Docker runtime stage)
 set -euo pipefail
 
-build_pkgs=(
-  g++ cmake ninja-build pkg-config git ca-certificates curl procps
+compile_pkgs=(
+  g++ cmake ninja-build pkg-config
   libboost1.81-dev      # Beast, Asio, JSON, URL (1.81: the default libboost-dev is 1.74)
   libssl-dev            # SHA-256 through EVP
   libyaml-cpp-dev       # configuration
-  doctest-dev           # tests
   libhiredis-dev        # Redis protocol reader/formatter
   libsqlite3-dev        # sample order service persistence
+)
+build_pkgs=(
+  "${compile_pkgs[@]}"
+  git ca-certificates curl procps
+  doctest-dev           # tests
   redis-server          # the shared store, started by tests and the demo
   openssl               # the CLI that makes the TLS tests' certificates (tests/support/src/tls.cpp)
   clang libclang-rt-14-dev  # libFuzzer + its ASan/UBSan runtimes (scripts/fuzz.sh, run by the tests)
   liburing-dev          # the io_uring build (-DIDEMGATE_IO_URING=ON), built and tested by the tests
+  podman buildah mmdebstrap  # scripts/container-check.sh: builds and runs the image, no daemon or registry
 )
 runtime_pkgs=(
   libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 ca-certificates curl
 )
 
-if [[ "${1:-}" == "--runtime" ]]; then
-  pkgs=("${runtime_pkgs[@]}")
-else
-  pkgs=("${build_pkgs[@]}")
-fi
+case "${1:-}" in
+  --runtime) pkgs=("${runtime_pkgs[@]}") ;;
+  --compile) pkgs=("${compile_pkgs[@]}") ;;
+  "") pkgs=("${build_pkgs[@]}") ;;
+  *) echo "install-deps: unknown argument $1 (--compile, --runtime or none)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (unit, integration with real
 # redis-server and the real binaries), then the unit and gateway tests again under
-# ASan+UBSan, then each libFuzzer target briefly. This is the README's second command and
-# .ci/run. SANITIZE=0 skips the sanitizer pass, FUZZ_SECONDS=0 the fuzzing (local iteration).
+# ASan+UBSan, then each libFuzzer target briefly, then the container check (the Dockerfile built
+# with podman and its image run: scripts/container-check.sh). This is the README's second command
+# and .ci/run. SANITIZE=0 skips the sanitizer pass, FUZZ_SECONDS=0 the fuzzing, CONTAINER=0 the
+# container check (local iteration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 started=$SECONDS
+
+base_pid=""
+if [[ "${CONTAINER:-1}" != 0 ]]; then
+  # The container check's base images (mmdebstrap: downloads and dpkg, little CPU) are made
+  # while the compiler runs; the check itself comes last.
+  base_log="$(mktemp -t idemgate-container-base-XXXXXX.log)"
+  bash scripts/container-check.sh --base-only >"$base_log" 2>&1 &
+  base_pid=$!
+fi
 
 bash scripts/build.sh
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 600)
@@ -47,4 +58,14 @@ fi
 if [[ "${FUZZ_SECONDS:-30}" != 0 && -f scripts/fuzz.sh ]]; then
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
   echo "test.sh: fuzzing done after $((SECONDS - started)) s"
+fi
+
+if [[ -n "$base_pid" ]]; then
+  base_rc=0
+  wait "$base_pid" || base_rc=$?
+  cat "$base_log"
+  rm -f "$base_log"
+  if ((base_rc != 0)); then echo "test.sh: container base images failed (exit $base_rc)"; exit 1; fi
+  bash scripts/container-check.sh
+  echo "test.sh: container check done after $((SECONDS - started)) s"
 fi

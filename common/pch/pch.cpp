@@ -1,0 +1,1 @@
+// Empty: the idemgate_pch target exists to build the precompiled header (see CMakeLists.txt).
