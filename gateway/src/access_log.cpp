@@ -86,6 +86,14 @@ void add_ids(line_writer& line, const request_ids& ids)
         line.text("trace_id", ids.trace_id);
 }
 
+// The fields every access line starts with.
+void begin_access_line(line_writer& line, const client_info& client)
+{
+    line.number("ts", log::now_unix_ms());
+    line.text("msg", "access");
+    line.text("client", client.ip);
+}
+
 // This thread's line buffer (reused: its capacity stays).
 std::string& scratch()
 {
@@ -126,9 +134,7 @@ void log_request(gateway_context& ctx, worker& w, const request_type& req, const
     if (!ctx.access_log)
         return;
     line_writer line(scratch());
-    line.number("ts", log::now_unix_ms());
-    line.text("msg", "access");
-    line.text("client", client.ip);
+    begin_access_line(line, client);
     line.text("method", req.method_string());
     line.text("target", req.target());
     add_status(line, h.response.result_int(), write_ec);
@@ -152,9 +158,7 @@ void log_rejected(gateway_context& ctx, worker& w, const client_info& client, co
     if (!ctx.access_log)
         return;
     line_writer line(scratch());
-    line.number("ts", log::now_unix_ms());
-    line.text("msg", "access");
-    line.text("client", client.ip);
+    begin_access_line(line, client);
     add_status(line, status, write_ec);
     line.text("outcome", "rejected");
     line.text("detail", detail);
