@@ -38,9 +38,8 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
   else
     echo "test.sh: io_uring refused here; the sanitizer pass runs on epoll"
   fi
-  # Default epoll for now: under io_uring the fleet test "every member ejected" fails its ejection
-  # counts (found in the last CI run, not yet diagnosed). ASAN_IO_URING=ON runs this pass on io_uring.
-  [[ "${ASAN_IO_URING:-OFF}" == OFF ]] && uring=OFF
+  # ASAN_IO_URING=OFF keeps this pass on epoll.
+  [[ "${ASAN_IO_URING:-ON}" == OFF ]] && uring=OFF
   cmake -S . -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEMGATE_SANITIZE=address \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DIDEMGATE_BUILD_BENCH=OFF \
     -DIDEMGATE_IO_URING="$uring" >/dev/null

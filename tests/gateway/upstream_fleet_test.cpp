@@ -173,8 +173,7 @@ TEST_CASE("a killed member is ejected: every request is answered and no POST run
     const auto dead_address = members[2]->address();
     long before = members[0]->executions() + members[1]->executions();
 
-    members[2]->process().signal(SIGKILL);
-    REQUIRE(members[2]->process().wait_exit(5s).has_value());
+    members[2]->kill();
     const int n = 30;
     for (int i = 0; i < n; ++i) {
         auto res = g.post(unique_key("after-kill"));
@@ -247,8 +246,7 @@ TEST_CASE("every member ejected: the least recently ejected one is still tried")
     REQUIRE(g.post(unique_key("warm")).status == 201);
 
     for (auto& m : members) {
-        m->process().signal(SIGKILL);
-        REQUIRE(m->process().wait_exit(5s).has_value());
+        m->kill();
     }
     CHECK(is_problem(g.post(unique_key("none-left")), 502));
     CHECK(g.admin_metric("idemgate_upstream_endpoints{upstream=\"orders\"}") == 0);

@@ -355,6 +355,7 @@ test_upstream_process::test_upstream_process(std::vector<std::string> extra_args
         args = {"--port", "0"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     proc_ = std::make_unique<child_process>(bin_dir() + "/idemgate-test-upstream", args);
+    host_ = host;
     const std::string prefix = "listening " + host + ":";
     auto line = proc_->wait_for_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; }, 10s);
     if (!line)
@@ -367,6 +368,30 @@ test_upstream_process::test_upstream_process(std::vector<std::string> extra_args
         if (!tls_line)
             throw std::runtime_error("idemgate-test-upstream did not serve TLS; output:\n" + proc_->output());
         tls_port_ = static_cast<std::uint16_t>(std::stoul(tls_line->substr(tls_prefix.size())));
+    }
+}
+
+void test_upstream_process::kill()
+{
+    proc_->signal(SIGKILL);
+    if (!proc_->wait_exit(5s))
+        throw std::runtime_error("idemgate-test-upstream did not exit within 5 s of SIGKILL");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port_);
+    ::inet_pton(AF_INET, host_.c_str(), &addr.sin_addr);
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    for (;;) {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+        int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+        ::close(fd);
+        if (rc != 0)
+            return; // refused: the listener is gone
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the killed test upstream's port still accepts after 5 s");
+        std::this_thread::sleep_for(5ms); // poll interval while the kernel releases the port
     }
 }
 

@@ -155,9 +155,15 @@ public:
     // Executions so far (GET /__count over a fresh connection).
     long executions();
     child_process& process() { return *proc_; }
+    // SIGKILL, reap, then wait (at most 5 s) until its port refuses connections. A process whose
+    // sockets sit in an io_uring instance keeps its listener open for some milliseconds after it
+    // is reaped, while the kernel tears the ring down: the kernel still completes handshakes there
+    // and the connections are then reset. Tests that mean "this member is down" want refusals.
+    void kill();
 
 private:
     std::unique_ptr<child_process> proc_;
+    std::string host_;
     std::uint16_t port_ = 0;
     std::uint16_t tls_port_ = 0;
 };
