@@ -207,14 +207,16 @@ gateway_options wait_options(const std::string& wait_timeout = "10s")
 
 } // namespace
 
-TEST_CASE("64 duplicates of a 300 ms request: one execution, 64 identical answers, no 409")
+TEST_CASE("64 duplicates of a 1 s request: one execution, 64 identical answers, no 409")
 {
     gateway_fixture f(wait_options());
     const std::string key = unique_key("wait64");
     std::vector<http_response> waiters;
     http_response first;
     std::jthread lead([&] {
-        first = f.post("/api/orders", key, R"({"n":1})", {{"X-Test-Delay-Ms", "300"}});
+        // 1 s: long enough that all 64 duplicates arrive while it is in flight, even under TSan
+        // (at 300 ms a few arrived after it finished and were plain replays, not waits).
+        first = f.post("/api/orders", key, R"({"n":1})", {{"X-Test-Delay-Ms", "1000"}});
     });
     REQUIRE(f.wait_for_executions(1));
     waiters = concurrently(64, [&](int) { return f.post("/api/orders", key, R"({"n":1})"); });
