@@ -1068,7 +1068,8 @@ md=$RESULTS_DIR/latest.md
 {
     echo "# idemgate bench — $stamp"
     echo
-    echo "Commit $commit, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')."
+    echo "Commit $commit, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')." \
+        "idemgate's $("$bin/idemgate" --version 2>/dev/null | grep -m1 '^allocator:' || echo 'allocator: unknown')."
     echo "Command: \`${ONLY:+ONLY=$ONLY }bench/run.sh\` (DURATION=${DURATION}s per run, ROUNDS=$ROUNDS interleaved, wrk -t$WRK_THREADS -c$CONNECTIONS," \
         "servers with $THREADS threads/workers, $(nproc) cores)."
     echo "Load average (1, 5, 15 min) before the runs: $load_start; at the end: $load_end. The bench itself keeps"

@@ -24,8 +24,9 @@ constexpr const char* usage = R"(usage: idemgate --config FILE [--check]
   --config FILE   YAML configuration (see config/idemgate.example.yaml)
   --check         validate the configuration and exit: 0 if valid, 1 with messages otherwise
   --help          this text
-  --version       print the version and the I/O backend (epoll, or io_uring in an
-                  IDEMGATE_IO_URING build); exit 1 if that backend cannot run here
+  --version       print the version, the I/O backend (epoll, or io_uring in an
+                  IDEMGATE_IO_URING build) and the allocator; exit 1 if that backend
+                  cannot run here
 
 Signals: SIGTERM/SIGINT stop accepting, let in-flight requests finish and be recorded
 (up to timeouts.drain), then exit 0. SIGHUP reloads the configuration file (an invalid file
@@ -45,7 +46,8 @@ int main(int argc, char** argv)
             return 0;
         }
         if (arg == "--version") {
-            std::printf("idemgate %s (%s)\n", IDEMGATE_VERSION, idemgate::io_backend_name().data());
+            std::printf("idemgate %s (%s)\nallocator: %s\n", IDEMGATE_VERSION,
+                        idemgate::io_backend_name().data(), IDEMGATE_ALLOCATOR);
             if (auto why = idemgate::io_backend_probe()) {
                 std::fprintf(stderr, "idemgate: %s\n", why->c_str());
                 return 1;

@@ -13,6 +13,7 @@ compile_pkgs=(
   libyaml-cpp-dev       # configuration
   libhiredis-dev        # Redis protocol reader/formatter
   libsqlite3-dev        # sample order service persistence
+  libjemalloc-dev       # the idemgate binary's allocator (CMakeLists.txt: IDEMGATE_JEMALLOC)
 )
 build_pkgs=(
   "${compile_pkgs[@]}"
@@ -25,7 +26,7 @@ build_pkgs=(
   podman buildah mmdebstrap  # scripts/container-check.sh: builds and runs the image, no daemon or registry
 )
 runtime_pkgs=(
-  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 ca-certificates curl
+  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 ca-certificates curl
 )
 
 case "${1:-}" in

@@ -262,6 +262,7 @@ TEST_CASE("--help and --version answer and exit 0")
     auto version = run_idemgate({"--version"});
     CHECK(version.status == 0);
     CHECK(version.output.find("0.1") != std::string::npos);
+    CHECK(version.output.find("\nallocator: ") != std::string::npos);
     // The I/O backend this tree was built with (the test shares idemgate::common's definitions).
 #ifdef IDEMGATE_IO_URING
     CHECK(version.output.find("(io_uring)") != std::string::npos);
