@@ -1,0 +1,191 @@
+#include "loader.hpp"
+
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace idemgate::config::detail {
+
+void loader::load_upstreams(const map_view& top, std::vector<upstream_config>& upstreams)
+{
+    // Names are the operator's own, so any key is allowed at this level.
+    map_view names(*this, child(top, "upstreams"), "upstreams", {});
+    for (const auto& [name, node] : names.entries()) {
+        upstream_config upstream;
+        upstream.name = name;
+        map_view map(*this, node, names.path_of(name),
+                     {"address", "addresses", "max_idle_connections", "balance", "resolve_every",
+                      "eject_after_failures", "eject_for", "tls"});
+        if (name.empty())
+            problem(names.path(), "an upstream name must not be empty");
+        load_upstream_addresses(map, node, upstream);
+        read_int(map, "max_idle_connections", upstream.max_idle_connections, 0,
+                 std::numeric_limits<std::size_t>::max());
+        if (auto text = scalar(map, "balance", "a string")) {
+            if (*text == "round_robin")
+                upstream.balance = balance_mode::round_robin;
+            else if (*text == "least_pending")
+                upstream.balance = balance_mode::least_pending;
+            else
+                problem(map.path_of("balance"),
+                        quote(*text) + " is not allowed (use round_robin or least_pending)");
+        }
+        read_duration(map, "resolve_every", upstream.resolve_every, true);
+        read_int(map, "eject_after_failures", upstream.eject_after_failures, 0, 1000);
+        read_duration(map, "eject_for", upstream.eject_for);
+        load_upstream_tls(map, upstream.tls);
+        upstreams.push_back(std::move(upstream));
+    }
+}
+
+// upstreams.<name>.address (one host:port, as before fleets) or .addresses (a list): exactly
+// one of them. Names are resolved by the gateway (every A/AAAA result joins the fleet).
+void loader::load_upstream_addresses(const map_view& map, const YAML::Node& node, upstream_config& upstream)
+{
+    const auto* one = map.find("address");
+    const auto* list = map.find("addresses");
+    if (one && list) {
+        problem(map.path_of("addresses"),
+                "set together with " + map.path_of("address") + " (use one of them)");
+        return;
+    }
+    if (!one && !list) {
+        if (node.IsMap() || node.IsNull())
+            problem(map.path_of("address"), "required key is missing (or addresses: a list of host:port)");
+        return;
+    }
+    if (one) {
+        read_endpoint(map, "address", upstream.address);
+        if (!upstream.address.host.empty())
+            upstream.addresses.push_back(upstream.address);
+        return;
+    }
+    auto path = map.path_of("addresses");
+    if (!list->IsSequence()) {
+        problem(path, std::string("expected a list of host:port, got ") + kind_name(*list));
+        return;
+    }
+    if (list->size() == 0) {
+        problem(path, "must list at least one address (host:port)");
+        return;
+    }
+    if (list->size() > max_upstream_addresses) {
+        problem(path, std::to_string(list->size()) + " addresses; at most " +
+                          std::to_string(max_upstream_addresses) + " are allowed");
+        return;
+    }
+    for (std::size_t i = 0; i < list->size(); ++i) {
+        auto item_path = path + "[" + std::to_string(i) + "]";
+        auto text = scalar((*list)[i], item_path, "an endpoint (host:port)");
+        if (!text)
+            continue;
+        auto checked = check_endpoint(*text);
+        if (!checked.value) {
+            problem(item_path, checked.problem);
+            continue;
+        }
+        bool duplicate = false;
+        for (std::size_t j = 0; j < upstream.addresses.size() && !duplicate; ++j)
+            duplicate = upstream.addresses[j].to_string() == checked.value->to_string();
+        if (duplicate) {
+            problem(item_path, quote(*text) + " is listed twice");
+            continue;
+        }
+        upstream.addresses.push_back(std::move(*checked.value));
+    }
+    if (!upstream.addresses.empty())
+        upstream.address = upstream.addresses.front();
+}
+
+// tls: TLS termination on `listen` (issue 11). Files are checked for readability here; that
+// they hold PEM certificates and a matching key is checked where OpenSSL loads them
+// (gateway::check_tls_config, run by --check and at start-up).
+void loader::load_listen_tls(const map_view& top, std::optional<listen_tls_config>& out)
+{
+    const auto* node = top.find("tls");
+    if (!node)
+        return;
+    map_view map(*this, *node, "tls",
+                 {"cert_file", "key_file", "min_version", "client_ca_file", "client_auth"});
+    listen_tls_config tls;
+    read_string(map, "cert_file", tls.cert_file);
+    read_string(map, "key_file", tls.key_file);
+    read_string(map, "client_ca_file", tls.client_ca_file);
+    for (auto [key, file] : {std::pair{"cert_file", &tls.cert_file}, std::pair{"key_file", &tls.key_file}}) {
+        if (file->empty())
+            problem(map.path_of(key), map.find(key) ? "must not be empty" : "required key is missing");
+        else
+            check_readable(map.path_of(key), *file);
+    }
+    if (auto text = scalar(map, "min_version", "a TLS version")) {
+        if (*text == "1.2")
+            tls.min_version = 0x0303;
+        else if (*text == "1.3")
+            tls.min_version = 0x0304;
+        else
+            problem(map.path_of("min_version"), quote(*text) + " is not allowed (use \"1.2\" or \"1.3\")");
+    }
+    if (auto text = scalar(map, "client_auth", "a string")) {
+        if (*text == "none")
+            tls.client_auth = client_auth_mode::none;
+        else if (*text == "optional")
+            tls.client_auth = client_auth_mode::optional;
+        else if (*text == "required")
+            tls.client_auth = client_auth_mode::required;
+        else
+            problem(map.path_of("client_auth"),
+                    quote(*text) + " is not allowed (use none, optional or required)");
+    }
+    if (tls.client_auth != client_auth_mode::none && tls.client_ca_file.empty())
+        problem(map.path_of("client_auth"),
+                "needs tls.client_ca_file (the CA client certificates are verified against)");
+    if (tls.client_auth == client_auth_mode::none && !tls.client_ca_file.empty())
+        problem(map.path_of("client_ca_file"), "set while tls.client_auth is none (no client certificate "
+                                               "is asked for); set client_auth: optional or required, "
+                                               "or remove it");
+    if (!tls.client_ca_file.empty())
+        check_readable(map.path_of("client_ca_file"), tls.client_ca_file);
+    out = std::move(tls);
+}
+
+// upstreams.<name>.tls: HTTPS to the upstream (issue 11), checked like store.redis.tls.
+void loader::load_upstream_tls(const map_view& upstream, upstream_tls_config& tls)
+{
+    map_view map(*this, child(upstream, "tls"), upstream.path_of("tls"),
+                 {"enabled", "ca_file", "server_name", "cert_file", "key_file", "verify"});
+    read_bool(map, "enabled", tls.enabled);
+    read_string(map, "ca_file", tls.ca_file);
+    read_string(map, "server_name", tls.server_name);
+    read_string(map, "cert_file", tls.cert_file);
+    read_string(map, "key_file", tls.key_file);
+    read_bool(map, "verify", tls.verify);
+    auto enabled_path = map.path_of("enabled");
+    if (!tls.enabled) {
+        for (auto [key, set] :
+             {std::pair{"ca_file", !tls.ca_file.empty()}, std::pair{"cert_file", !tls.cert_file.empty()},
+              std::pair{"key_file", !tls.key_file.empty()},
+              std::pair{"server_name", !tls.server_name.empty()}, std::pair{"verify", !tls.verify}})
+            if (set)
+                problem(map.path_of(key), "set while " + enabled_path +
+                                              " is false (the connection would be plain HTTP); set "
+                                              "enabled: true or remove it");
+        return;
+    }
+    if (!tls.cert_file.empty() && tls.key_file.empty())
+        problem(map.path_of("cert_file"), "needs " + map.path_of("key_file") +
+                                              " (a client certificate is useless without its private key)");
+    if (tls.cert_file.empty() && !tls.key_file.empty())
+        problem(map.path_of("key_file"),
+                "needs " + map.path_of("cert_file") + " (the client certificate of this private key)");
+    for (auto [key, file] : {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
+                             std::pair{"key_file", &tls.key_file}})
+        if (!file->empty())
+            check_readable(map.path_of(key), *file);
+    bool name_ok = true;
+    for (char c : tls.server_name)
+        name_ok = name_ok && (is_host_name_char(c) || is_ipv6_char(c));
+    if (!name_ok)
+        problem(map.path_of("server_name"), quote(tls.server_name) + " is not a host name or IP address");
+}
+
+} // namespace idemgate::config::detail

@@ -1,0 +1,248 @@
+#include "loader.hpp"
+
+#include <string>
+#include <utility>
+
+namespace idemgate::config::detail {
+
+void loader::load_routes(const map_view& top, config& cfg)
+{
+    auto node = child(top, "routes");
+    if (node.IsDefined() && !node.IsNull() && !node.IsSequence()) {
+        problem("routes", std::string("expected a list, got ") + kind_name(node));
+        return;
+    }
+    if (!node.IsDefined() || node.IsNull() || node.size() == 0) {
+        problem("routes", "at least one route is required");
+        return;
+    }
+    if (cfg.upstreams.empty())
+        problem("upstreams", "at least one upstream is required");
+
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        auto path = "routes[" + std::to_string(i) + "]";
+        route_config route;
+        map_view map(*this, node[i], path, {"path_prefix", "upstream", "idempotency"});
+        if (!node[i].IsMap() && !node[i].IsNull())
+            continue; // already reported as the wrong type
+
+        if (auto text = scalar(map, "path_prefix", "a string")) {
+            if (text->empty() || text->front() != '/')
+                problem(map.path_of("path_prefix"), quote(*text) + " must start with '/'");
+            else
+                route.path_prefix = std::move(*text);
+        } else if (!map.find("path_prefix")) {
+            problem(map.path_of("path_prefix"), "required key is missing");
+        }
+
+        if (auto text = scalar(map, "upstream", "a string")) {
+            route.upstream = std::move(*text);
+            bool found = false;
+            for (std::size_t u = 0; u < cfg.upstreams.size() && !found; ++u) {
+                if (cfg.upstreams[u].name == route.upstream) {
+                    route.upstream_index = u;
+                    found = true;
+                }
+            }
+            if (!found)
+                problem(map.path_of("upstream"), "unknown upstream " + quote(route.upstream));
+        } else if (!map.find("upstream")) {
+            problem(map.path_of("upstream"), "required key is missing");
+        }
+
+        if (const auto* idempotency = map.find("idempotency"))
+            load_idempotency(*idempotency, map.path_of("idempotency"), route.idempotency);
+        cfg.routes.push_back(std::move(route));
+    }
+}
+
+void loader::load_idempotency(const YAML::Node& node, const std::string& path, idempotency_config& idem)
+{
+    map_view map(*this, node, path,
+                 {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
+                  "tenant_from", "mismatch_status", "credential_headers", "fingerprint", "mode",
+                  "expose_expiry", "on_unknown_outcome", "on_in_flight", "wait_timeout"});
+    idem.enabled = true;
+
+    if (const auto* methods = map.find("methods"))
+        load_methods(*methods, map.path_of("methods"), idem.methods);
+    read_header_name(map, "key_header", idem.key_header, false);
+    read_bool(map, "required", idem.required);
+    read_duration(map, "lock_ttl", idem.lock_ttl);
+    read_duration(map, "record_ttl", idem.record_ttl);
+    read_header_name(map, "tenant_header", idem.tenant_header, true);
+    if (auto text = scalar(map, "tenant_from", "a string")) {
+        if (*text == "header") {
+            idem.tenant_from = tenant_source::header;
+        } else if (*text == "client_cert") {
+            idem.tenant_from = tenant_source::client_cert;
+            if (!idem.tenant_header.empty())
+                problem(map.path_of("tenant_from"),
+                        "client_cert takes the tenant from the client certificate; remove tenant_header");
+        } else {
+            problem(map.path_of("tenant_from"), quote(*text) + " is not allowed (use header or client_cert)");
+        }
+    }
+
+    if (const auto* list = map.find("credential_headers"))
+        load_header_list(*list, map.path_of("credential_headers"), idem.credential_headers);
+    if (const auto* fp = map.find("fingerprint"))
+        load_fingerprint(*fp, map.path_of("fingerprint"), idem.fingerprint);
+    if (auto text = scalar(map, "mode", "a string")) {
+        if (*text == "enforce")
+            idem.mode = route_mode::enforce;
+        else if (*text == "shadow")
+            idem.mode = route_mode::shadow;
+        else
+            problem(map.path_of("mode"), quote(*text) + " is not a mode (use enforce or shadow)");
+    }
+    read_bool(map, "expose_expiry", idem.expose_expiry);
+    if (auto text = scalar(map, "on_unknown_outcome", "a string")) {
+        if (*text == "release")
+            idem.on_unknown_outcome = unknown_outcome_mode::release;
+        else if (*text == "hold")
+            idem.on_unknown_outcome = unknown_outcome_mode::hold;
+        else
+            problem(map.path_of("on_unknown_outcome"),
+                    quote(*text) + " is not allowed (use release or hold)");
+    }
+    if (auto text = scalar(map, "on_in_flight", "a string")) {
+        if (*text == "reject")
+            idem.on_in_flight = in_flight_mode::reject;
+        else if (*text == "wait")
+            idem.on_in_flight = in_flight_mode::wait;
+        else
+            problem(map.path_of("on_in_flight"), quote(*text) + " is not allowed (use reject or wait)");
+    }
+    read_duration(map, "wait_timeout", idem.wait_timeout);
+
+    if (auto text = scalar(map, "mismatch_status", "an integer")) {
+        if (*text == "409")
+            idem.mismatch_status = 409;
+        else if (*text == "422")
+            idem.mismatch_status = 422;
+        else
+            problem(map.path_of("mismatch_status"),
+                    (parse_decimal(*text) ? *text : quote(*text)) + " is not allowed (use 409 or 422)");
+    }
+}
+
+void loader::load_fingerprint(const YAML::Node& node, const std::string& path, fingerprint_config& fp)
+{
+    map_view map(*this, node, path, {"query", "headers", "json", "ignore_json_fields"});
+    read_bool(map, "query", fp.query);
+    if (const auto* list = map.find("headers"))
+        load_header_list(*list, map.path_of("headers"), fp.headers);
+    if (auto text = scalar(map, "json", "a string")) {
+        if (*text == "raw")
+            fp.json = json_mode::raw;
+        else if (*text == "canonical")
+            fp.json = json_mode::canonical;
+        else
+            problem(map.path_of("json"), quote(*text) + " is not a JSON mode (use raw or canonical)");
+    }
+    if (const auto* list = map.find("ignore_json_fields")) {
+        auto list_path = map.path_of("ignore_json_fields");
+        if (!list->IsSequence()) {
+            problem(list_path, std::string("expected a list, got ") + kind_name(*list));
+            return;
+        }
+        for (std::size_t i = 0; i < list->size(); ++i) {
+            auto item_path = list_path + "[" + std::to_string(i) + "]";
+            auto text = scalar((*list)[i], item_path, "a JSON Pointer");
+            if (!text)
+                continue;
+            // RFC 6901: "" (the whole document) is not a field; every other pointer starts with
+            // '/', and '~' is only followed by 0 or 1.
+            bool ok = !text->empty() && text->front() == '/';
+            for (std::size_t k = 0; ok && k < text->size(); ++k)
+                if ((*text)[k] == '~')
+                    ok = k + 1 < text->size() && ((*text)[k + 1] == '0' || (*text)[k + 1] == '1');
+            if (!ok)
+                problem(item_path,
+                        quote(*text) + " is not a JSON Pointer to a field (e.g. \"/client_sent_at\")");
+            else
+                fp.ignore_json_fields.push_back(std::move(*text));
+        }
+        if (!fp.ignore_json_fields.empty())
+            fp.json = json_mode::canonical;
+    }
+}
+
+// A list of header names (RFC 9110 tokens), without duplicates (case-insensitive).
+void loader::load_header_list(const YAML::Node& node, const std::string& path, std::vector<std::string>& out)
+{
+    if (node.IsNull())
+        return;
+    if (!node.IsSequence()) {
+        problem(path, std::string("expected a list, got ") + kind_name(node));
+        return;
+    }
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        auto item_path = path + "[" + std::to_string(i) + "]";
+        auto text = scalar(node[i], item_path, "a header name");
+        if (!text)
+            continue;
+        if (!is_token(*text)) {
+            problem(item_path, quote(*text) + " is not a header name");
+            continue;
+        }
+        bool seen = false;
+        for (const auto& h : out)
+            seen = seen || lower_ascii(h) == lower_ascii(*text);
+        if (seen)
+            problem(item_path, quote(*text) + " is listed twice");
+        else
+            out.push_back(std::move(*text));
+    }
+}
+
+std::string loader::lower_ascii(std::string_view text)
+{
+    std::string out(text);
+    for (auto& c : out)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+void loader::load_methods(const YAML::Node& node, const std::string& path, std::vector<std::string>& out)
+{
+    if (!node.IsNull() && !node.IsSequence()) {
+        problem(path, std::string("expected a list, got ") + kind_name(node));
+        return;
+    }
+    if (node.IsNull() || node.size() == 0) {
+        problem(path, "must not be empty");
+        return;
+    }
+    std::vector<std::string> methods;
+    bool ok = true;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        auto item_path = path + "[" + std::to_string(i) + "]";
+        auto text = scalar(node[i], item_path, "an HTTP method");
+        if (!text) {
+            ok = false;
+            continue;
+        }
+        if (!is_token(*text)) {
+            problem(item_path, quote(*text) + " is not an HTTP method");
+            ok = false;
+            continue;
+        }
+        // Method names are case-sensitive on the wire (RFC 9110 9.1), but every standard one is
+        // upper case and a lower-case entry in the file is a typo, not a custom method.
+        for (auto& c : *text)
+            if (c >= 'a' && c <= 'z')
+                c = static_cast<char>(c - 'a' + 'A');
+        bool seen = false;
+        for (const auto& m : methods)
+            seen = seen || m == *text;
+        if (!seen)
+            methods.push_back(std::move(*text));
+    }
+    if (ok)
+        out = std::move(methods);
+}
+
+} // namespace idemgate::config::detail

@@ -1,0 +1,184 @@
+#include "loader.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace idemgate::config::detail {
+
+const char* kind_name(const YAML::Node& node)
+{
+    switch (node.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return "a scalar";
+    default: return "nothing";
+    }
+}
+
+std::string quote(std::string_view text)
+{
+    return "\"" + std::string(text) + "\"";
+}
+
+std::string child_path(const std::string& parent, std::string_view key)
+{
+    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+void loader::load(const YAML::Node& root, config& cfg)
+{
+    map_view top(*this, root, "",
+                 {"listen", "admin_listen", "threads", "access_log", "request_id_header", "store",
+                  "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls"});
+    if (root.IsDefined() && !root.IsNull() && !root.IsMap())
+        return; // reported by `top`; nothing below can be read.
+    read_endpoint(top, "listen", cfg.listen);
+    read_endpoint(top, "admin_listen", cfg.admin_listen);
+    read_int(top, "threads", cfg.threads, 0, 256);
+    load_access_log(top, cfg);
+    load_request_id(top, cfg);
+    load_store(top, cfg.store);
+    load_listen_tls(top, cfg.tls);
+    load_upstreams(top, cfg.upstreams);
+    load_routes(top, cfg);
+    load_limits(top, cfg.limits);
+    load_timeouts(top, cfg.timeouts);
+    load_admin(top, cfg.admin);
+    load_tenants(top, cfg.tenants);
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i)
+        if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
+            cfg.store.key_secret_env.empty())
+            problem("routes[" + std::to_string(i) + "].idempotency.credential_headers",
+                    "needs store.key_secret_env (credentials are stored as HMACs under that secret)");
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i)
+        if (cfg.routes[i].idempotency.tenant_from == tenant_source::client_cert &&
+            (!cfg.tls || cfg.tls->client_auth == client_auth_mode::none))
+            problem("routes[" + std::to_string(i) + "].idempotency.tenant_from",
+                    "client_cert needs a TLS listener that asks for client certificates "
+                    "(tls.client_auth: optional or required, with tls.client_ca_file)");
+}
+
+// `access_log: true|false`, or a map: enabled plus the writer's queue and batching.
+void loader::load_access_log(const map_view& top, config& cfg)
+{
+    const auto* node = top.find("access_log");
+    if (!node || !node->IsMap()) {
+        read_bool(top, "access_log", cfg.access_log);
+        return;
+    }
+    map_view map(*this, *node, "access_log", {"enabled", "queue_lines", "batch_bytes", "flush_interval"});
+    auto& opts = cfg.access_log_options;
+    read_bool(map, "enabled", cfg.access_log);
+    read_int(map, "queue_lines", opts.queue_lines, 1, 16 * 1024 * 1024);
+    read_size(map, "batch_bytes", opts.batch_bytes, false);
+    if (opts.batch_bytes > 16 * 1024 * 1024) {
+        problem(map.path_of("batch_bytes"), "must be at most 16MiB");
+        opts.batch_bytes = 16 * 1024 * 1024;
+    }
+    read_duration(map, "flush_interval", opts.flush_interval);
+}
+
+// `request_id_header`: a header name, or "" to turn request IDs off.
+void loader::load_request_id(const map_view& top, config& cfg)
+{
+    read_header_name(top, "request_id_header", cfg.request_id_header, true);
+}
+
+void loader::load_limits(const map_view& top, limits_config& limits)
+{
+    map_view map(
+        *this, child(top, "limits"), "limits",
+        {"max_request_body", "max_response_body", "max_header_bytes", "max_connections", "max_waiting"});
+    read_size(map, "max_request_body", limits.max_request_body);
+    read_size(map, "max_response_body", limits.max_response_body);
+    read_size(map, "max_header_bytes", limits.max_header_bytes, false);
+    read_int(map, "max_connections", limits.max_connections, 1, std::numeric_limits<std::size_t>::max());
+    read_int(map, "max_waiting", limits.max_waiting, 0, std::numeric_limits<std::size_t>::max());
+}
+
+// tenants: { <tenant>: { max_in_flight, new_keys_per_second, record_ttl, lock_ttl } }
+void loader::load_tenants(const map_view& top, std::map<std::string, tenant_config, std::less<>>& tenants)
+{
+    map_view all(*this, child(top, "tenants"), "tenants", {});
+    for (const auto& [name, node] : all.entries()) {
+        auto path = all.path_of(name);
+        if (name != "default" && !detail::is_tenant_name(name)) {
+            problem(path, "a tenant is 1 to 255 characters without control characters (visible ASCII in "
+                          "a tenant header; a certificate's common name may have spaces)");
+            continue;
+        }
+        map_view map(*this, node, path, {"max_in_flight", "new_keys_per_second", "record_ttl", "lock_ttl"});
+        tenant_config t;
+        read_int(map, "max_in_flight", t.max_in_flight, 0, 1000000000);
+        if (auto text = scalar(map, "new_keys_per_second", "a number")) {
+            auto rate = detail::parse_rate(*text);
+            if (!rate)
+                problem(map.path_of("new_keys_per_second"),
+                        quote(*text) + " is not a rate (a number >= 0, e.g. 200 or 0.5)");
+            else
+                t.new_keys_per_second = *rate;
+        }
+        if (map.find("record_ttl")) {
+            duration d{0};
+            read_duration(map, "record_ttl", d);
+            if (d.count() > 0)
+                t.record_ttl = d;
+        }
+        if (map.find("lock_ttl")) {
+            duration d{0};
+            read_duration(map, "lock_ttl", d);
+            if (d.count() > 0)
+                t.lock_ttl = d;
+        }
+        tenants.emplace(name, t);
+    }
+}
+
+void loader::load_admin(const map_view& top, admin_config& admin)
+{
+    map_view map(*this, child(top, "admin"), "admin", {"token_env"});
+    read_string(map, "token_env", admin.token_env);
+    if (admin.token_env.empty())
+        return;
+    const char* value = getenv_(admin.token_env.c_str());
+    if (!value || !*value)
+        problem(map.path_of("token_env"), "environment variable " + quote(admin.token_env) + " is not set");
+    else if (std::string_view(value).size() < 16)
+        problem(map.path_of("token_env"),
+                "environment variable " + quote(admin.token_env) + " must hold at least 16 bytes");
+    else
+        admin.token = value;
+}
+
+void loader::load_timeouts(const map_view& top, timeouts_config& timeouts)
+{
+    map_view map(*this, child(top, "timeouts"), "timeouts",
+                 {"header_read", "body_read", "idle", "client_write", "upstream_connect", "upstream_response",
+                  "drain"});
+    read_duration(map, "header_read", timeouts.header_read);
+    read_duration(map, "body_read", timeouts.body_read);
+    read_duration(map, "idle", timeouts.idle);
+    read_duration(map, "client_write", timeouts.client_write);
+    read_duration(map, "upstream_connect", timeouts.upstream_connect);
+    read_duration(map, "upstream_response", timeouts.upstream_response);
+    read_duration(map, "drain", timeouts.drain, true); // 0 = stop at once on SIGTERM
+}
+
+void loader::check_readable(const std::string& path, const std::string& file)
+{
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
+    char byte = 0;
+    if (!f || (std::fread(&byte, 1, 1, f.get()) != 1 && std::ferror(f.get()))) {
+        problem(path, "cannot read " + quote(file) + ": " + std::strerror(errno));
+        return;
+    }
+    if (std::feof(f.get()))
+        problem(path, quote(file) + " is empty");
+}
+
+} // namespace idemgate::config::detail
