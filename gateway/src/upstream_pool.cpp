@@ -391,7 +391,11 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
 
         result.sent = true;
         tcp_layer.expires_at(*deadline);
+        // Beast reads at most 512 bytes into an empty flat_buffer, so a typical JSON answer took
+        // two recvmsg; one reservation holds most answers in one read (strace -c: 3.03 -> 2.01
+        // recvmsg per first execution of a 568-byte answer).
         beast::flat_buffer buffer;
+        buffer.reserve(16 * 1024);
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
         // final (RFC 9110 15.2); the deadline covers them all.
         std::optional<http::response_parser<http::string_body>> parser_storage;
