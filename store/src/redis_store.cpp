@@ -1,5 +1,6 @@
 #include "redis_cluster.hpp"
 #include "redis_connection.hpp"
+#include "redis_scripts.hpp"
 #include "redis_sentinel.hpp"
 #include "settle_subscriber.hpp"
 #include "shard_subscriber.hpp"
@@ -11,8 +12,6 @@
 #include <idemgate/common/log.hpp>
 #include <idemgate/store/record_codec.hpp>
 #include <idemgate/store/redis_store.hpp>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 
 namespace idemgate::store {
 
@@ -21,218 +20,13 @@ using boost::system::error_code;
 
 namespace {
 
-// Percent-encodes ':' '%' and bytes outside printable ASCII, and with `braces` '{' '}' too (a
-// part inside a Redis Cluster hash tag must not end it). Record keys keep their braces: their
-// encoding is unchanged since issue 3, so records made by older versions are still found.
-void append_escaped(std::string& out, std::string_view part, bool braces = false)
-{
-    static constexpr char hex[] = "0123456789ABCDEF";
-    for (char ch : part) {
-        auto c = static_cast<unsigned char>(ch);
-        if (c == ':' || c == '%' || (braces && (c == '{' || c == '}')) || c <= 0x20 || c >= 0x7f) {
-            out.push_back('%');
-            out.push_back(hex[c >> 4]);
-            out.push_back(hex[c & 0xf]);
-        } else {
-            out.push_back(ch);
-        }
-    }
-}
-
-// Appends the lower-case hex HMAC-SHA256(secret, message).
-void append_hmac_hex(std::string& out, std::string_view secret, std::string_view message)
-{
-    std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
-    unsigned int mac_size = 0;
-    if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-              reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &mac_size))
-        mac_size = 0; // not reached with OpenSSL's SHA-256; an empty hash never matches a real one
-    static constexpr char hex[] = "0123456789abcdef";
-    for (unsigned i = 0; i < mac_size; ++i) {
-        out.push_back(hex[mac[i] >> 4]);
-        out.push_back(hex[mac[i] & 0xf]);
-    }
-}
-
-} // namespace
-
-std::string redis_key(std::string_view prefix, scope s)
-{
-    std::string out;
-    out.reserve(prefix.size() + s.tenant.size() + s.key.size() + 2);
-    out.append(prefix);
-    out.push_back(':');
-    append_escaped(out, s.tenant);
-    out.push_back(':');
-    append_escaped(out, s.key);
-    return out;
-}
-
-std::string hashed_redis_key(std::string_view prefix, scope s, std::string_view secret)
-{
-    std::string out;
-    out.reserve(prefix.size() + 3 + 2 * 32);
-    out.append(prefix);
-    out.append(":{");
-    std::string message;
-    message.reserve(s.tenant.size() + 1 + s.key.size());
-    message.append(s.tenant);
-    message.push_back('\0');
-    message.append(s.key);
-    append_hmac_hex(out, secret, message);
-    out.push_back('}');
-    return out;
-}
-
-std::string redis_tenant_tag(std::string_view tenant, std::string_view secret)
-{
-    std::string out;
-    if (secret.empty())
-        append_escaped(out, tenant);
-    else
-        append_hmac_hex(out, secret, tenant);
-    return out;
-}
-
-namespace detail {
-
-std::string redis_key_of(const redis_shared& shared, scope s)
-{
-    const auto& secret = shared.options.key_hash_secret;
-    if (secret.empty())
-        return redis_key(shared.cfg.key_prefix, s);
-    return hashed_redis_key(shared.cfg.key_prefix, s, secret);
-}
-
-std::string redis_tenant_tag(const redis_shared& shared, std::string_view tenant)
-{
-    return store::redis_tenant_tag(tenant, shared.options.key_hash_secret);
-}
-
-} // namespace detail
-
-std::array<std::string, 2> redis_quota_keys(std::string_view prefix, std::string_view tenant,
-                                            std::string_view secret)
-{
-    std::string base(prefix);
-    base.append(":q:{");
-    if (secret.empty())
-        append_escaped(base, tenant, true);
-    else
-        append_hmac_hex(base, secret, tenant); // store.hash_keys: no raw tenant in Redis
-    base.push_back('}');
-    return {base + ":f", base + ":r"};
-}
-
-namespace {
-
-// KEYS[1] key, ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed record,
-// ARGV[3] record_ttl in ms, ARGV[4] the command that announces the settlement on the key's
-// channel (wait mode): PUBLISH, SPUBLISH (Redis Cluster: sharded pub/sub; the channel is the key,
-// so it is in the script's slot) or "" for none. The owner token sits right after the version
-// byte of every encoding, so ownership is a prefix comparison.
-constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1])\n"
-                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-                                             "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
-                                             "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
-                                             "  return 1\n"
-                                             "end\n"
-                                             "return 0\n";
-
-// KEYS[1] key, ARGV[1] owner prefix, ARGV[2] PUBLISH, SPUBLISH or "" (as complete_script).
-constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
-                                            "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-                                            "  redis.call('DEL', KEYS[1])\n"
-                                            "  if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[1], 'r') end\n"
-                                            "  return 1\n"
-                                            "end\n"
-                                            "return 0\n";
-
-// KEYS[1] the tenant's in-flight set, KEYS[2] its token bucket; ARGV[1] owner token,
-// ARGV[2] max_in_flight, ARGV[3] new keys per second (0 = unlimited each), ARGV[4] lock_ttl ms.
-// Returns {0, 0} admitted, {1, retry ms} too many in flight, {2, retry ms} rate exceeded.
-// Redis' own clock (TIME) keeps every gateway on one time line.
-constexpr std::string_view admit_script =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local max = tonumber(ARGV[2])\n"
-    "local rate = tonumber(ARGV[3])\n"
-    "local ttl = tonumber(ARGV[4])\n"
-    "if max > 0 then\n"
-    "  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
-    "  if redis.call('ZCARD', KEYS[1]) >= max then return {1, 1000} end\n"
-    "end\n"
-    "if rate > 0 then\n"
-    "  local burst = math.max(1, rate)\n"
-    "  local b = redis.call('HMGET', KEYS[2], 't', 'ts')\n"
-    "  local tokens = burst\n"
-    "  if b[1] and b[2] then\n"
-    "    tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)\n"
-    "  end\n"
-    "  if tokens < 1 then return {2, math.ceil((1 - tokens) * 1000 / rate)} end\n"
-    "  redis.call('HSET', KEYS[2], 't', tostring(tokens - 1), 'ts', tostring(now))\n"
-    "  redis.call('PEXPIRE', KEYS[2], math.ceil(burst * 1000 / rate) + 1000)\n"
-    "end\n"
-    "if max > 0 then\n"
-    "  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])\n"
-    "  if redis.call('PTTL', KEYS[1]) < ttl + 1000 then redis.call('PEXPIRE', KEYS[1], ttl + 1000) end\n"
-    "end\n"
-    "return {0, 0}\n";
-
-std::string sha1_hex(std::string_view text)
-{
-    std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
-    SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (auto b : digest) {
-        out.push_back(hex[b >> 4]);
-        out.push_back(hex[b & 0xf]);
-    }
-    return out;
-}
-
-struct lua_script {
-    std::string_view text;
-    std::string sha;
-};
-
-const lua_script& complete_lua()
-{
-    static const lua_script s{complete_script, sha1_hex(complete_script)};
-    return s;
-}
-
-const lua_script& release_lua()
-{
-    static const lua_script s{release_script, sha1_hex(release_script)};
-    return s;
-}
-
-const lua_script& admit_lua()
-{
-    static const lua_script s{admit_script, sha1_hex(admit_script)};
-    return s;
-}
-
-// A rate as the script reads it: plain decimal, enough digits for any configured value.
-std::string rate_text(double rate)
-{
-    char buf[64];
-    int n = std::snprintf(buf, sizeof buf, "%.6f", rate);
-    return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-}
-
-std::string ttl_ms(duration ttl)
-{
-    return std::to_string(std::max<duration::rep>(ttl.count(), 1)); // PX 0 is an error
-}
-
-bool is_noscript(const detail::command_result& r)
-{
-    return r.ec == error::store_error_reply && r.reply &&
-           std::string_view(r.reply->str, r.reply->len).starts_with("NOSCRIPT");
-}
+using detail::admit_lua;
+using detail::complete_lua;
+using detail::is_noscript;
+using detail::lua_script;
+using detail::rate_text;
+using detail::release_lua;
+using detail::ttl_ms;
 
 class redis_session final : public session {
 public:

@@ -1,0 +1,121 @@
+// The Lua scripts of the Redis store (complete, release, admit) and the argument encodings they
+// read; each script's SHA1 is computed once, for EVALSHA.
+#include "redis_scripts.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <hiredis/hiredis.h>
+#include <idemgate/common/error.hpp>
+#include <openssl/sha.h>
+
+namespace idemgate::store::detail {
+
+namespace {
+
+// KEYS[1] key, ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed record,
+// ARGV[3] record_ttl in ms, ARGV[4] the command that announces the settlement on the key's
+// channel (wait mode): PUBLISH, SPUBLISH (Redis Cluster: sharded pub/sub; the channel is the key,
+// so it is in the script's slot) or "" for none. The owner token sits right after the version
+// byte of every encoding, so ownership is a prefix comparison.
+constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1])\n"
+                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                             "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+                                             "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
+                                             "  return 1\n"
+                                             "end\n"
+                                             "return 0\n";
+
+// KEYS[1] key, ARGV[1] owner prefix, ARGV[2] PUBLISH, SPUBLISH or "" (as complete_script).
+constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
+                                            "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                            "  redis.call('DEL', KEYS[1])\n"
+                                            "  if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[1], 'r') end\n"
+                                            "  return 1\n"
+                                            "end\n"
+                                            "return 0\n";
+
+// KEYS[1] the tenant's in-flight set, KEYS[2] its token bucket; ARGV[1] owner token,
+// ARGV[2] max_in_flight, ARGV[3] new keys per second (0 = unlimited each), ARGV[4] lock_ttl ms.
+// Returns {0, 0} admitted, {1, retry ms} too many in flight, {2, retry ms} rate exceeded.
+// Redis' own clock (TIME) keeps every gateway on one time line.
+constexpr std::string_view admit_script =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local max = tonumber(ARGV[2])\n"
+    "local rate = tonumber(ARGV[3])\n"
+    "local ttl = tonumber(ARGV[4])\n"
+    "if max > 0 then\n"
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+    "  if redis.call('ZCARD', KEYS[1]) >= max then return {1, 1000} end\n"
+    "end\n"
+    "if rate > 0 then\n"
+    "  local burst = math.max(1, rate)\n"
+    "  local b = redis.call('HMGET', KEYS[2], 't', 'ts')\n"
+    "  local tokens = burst\n"
+    "  if b[1] and b[2] then\n"
+    "    tokens = math.min(burst, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) * rate / 1000)\n"
+    "  end\n"
+    "  if tokens < 1 then return {2, math.ceil((1 - tokens) * 1000 / rate)} end\n"
+    "  redis.call('HSET', KEYS[2], 't', tostring(tokens - 1), 'ts', tostring(now))\n"
+    "  redis.call('PEXPIRE', KEYS[2], math.ceil(burst * 1000 / rate) + 1000)\n"
+    "end\n"
+    "if max > 0 then\n"
+    "  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])\n"
+    "  if redis.call('PTTL', KEYS[1]) < ttl + 1000 then redis.call('PEXPIRE', KEYS[1], ttl + 1000) end\n"
+    "end\n"
+    "return {0, 0}\n";
+
+std::string sha1_hex(std::string_view text)
+{
+    std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
+    SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (auto b : digest) {
+        out.push_back(hex[b >> 4]);
+        out.push_back(hex[b & 0xf]);
+    }
+    return out;
+}
+
+} // namespace
+
+const lua_script& complete_lua()
+{
+    static const lua_script s{complete_script, sha1_hex(complete_script)};
+    return s;
+}
+
+const lua_script& release_lua()
+{
+    static const lua_script s{release_script, sha1_hex(release_script)};
+    return s;
+}
+
+const lua_script& admit_lua()
+{
+    static const lua_script s{admit_script, sha1_hex(admit_script)};
+    return s;
+}
+
+// A rate as the script reads it: plain decimal, enough digits for any configured value.
+std::string rate_text(double rate)
+{
+    char buf[64];
+    int n = std::snprintf(buf, sizeof buf, "%.6f", rate);
+    return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+}
+
+std::string ttl_ms(duration ttl)
+{
+    return std::to_string(std::max<duration::rep>(ttl.count(), 1)); // PX 0 is an error
+}
+
+bool is_noscript(const detail::command_result& r)
+{
+    return r.ec == error::store_error_reply && r.reply &&
+           std::string_view(r.reply->str, r.reply->len).starts_with("NOSCRIPT");
+}
+
+} // namespace idemgate::store::detail

@@ -1,0 +1,31 @@
+// The Redis store's Lua scripts, run by EVALSHA (their text is sent again after a NOSCRIPT).
+#pragma once
+
+#include "redis_connection.hpp"
+
+#include <idemgate/store/store.hpp>
+#include <string>
+#include <string_view>
+
+namespace idemgate::store::detail {
+
+struct lua_script {
+    std::string_view text;
+    std::string sha; // lower-case hex SHA1 of text
+};
+
+// complete: SET the finished record if this owner still holds the key, and announce it in wait
+// mode. release: DEL the key if this owner still holds it. admit: a tenant's in-flight and
+// new-key limits. The comments in redis_scripts.cpp list each script's KEYS and ARGV.
+const lua_script& complete_lua();
+const lua_script& release_lua();
+const lua_script& admit_lua();
+
+// A rate as the admit script reads it: plain decimal, enough digits for any configured value.
+std::string rate_text(double rate);
+// A TTL in milliseconds for PX, at least 1 (PX 0 is an error).
+std::string ttl_ms(duration ttl);
+// The server does not have the script cached (a restart, a failover, SCRIPT FLUSH).
+bool is_noscript(const command_result& r);
+
+} // namespace idemgate::store::detail
