@@ -1,0 +1,233 @@
+// Config problems: one case per kind, checking the exact message and key path an operator
+// sees; every problem at once; missing, unreadable and malformed files (issue 2).
+#include "config_test_support.hpp"
+
+#include <doctest/doctest.h>
+#include <string>
+
+using namespace config_test;
+using namespace std::chrono_literals;
+
+// One row per kind of problem: the YAML and the exact message the operator gets.
+TEST_CASE("each kind of config problem names its key path")
+{
+    struct row {
+        std::string name;
+        std::string yaml;
+        std::string problem;
+    };
+    const std::string route_head = R"(
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /api/
+    upstream: orders
+)";
+    const row rows[] = {
+        {"unknown key at the top", minimal + "listne: \"127.0.0.1:1\"\n", "listne: unknown key"},
+        {"unknown key nested", minimal + "store:\n  typo: 1\n", "store.typo: unknown key"},
+        {"unknown key deep", minimal + "store:\n  redis:\n    adress: \"h:1\"\n",
+         "store.redis.adress: unknown key"},
+        {"unknown key in a route", route_head + "    idempotency:\n      record_tll: 1h\n",
+         "routes[0].idempotency.record_tll: unknown key"},
+        {"password in the file", minimal + "store:\n  redis:\n    password: hunter2\n",
+         "store.redis.password: unknown key"},
+        {"duplicate key", minimal + "threads: 1\nthreads: 2\n", "threads: duplicate key"},
+        {"map where a scalar belongs", minimal + "listen: { host: a }\n",
+         "listen: expected an endpoint (host:port), got a map"},
+        {"list where a map belongs", minimal + "store: [memory]\n", "store: expected a map, got a list"},
+        {"scalar where a list belongs", "upstreams:\n  orders: { address: \"h:1\" }\nroutes: /api/\n",
+         "routes: expected a list, got a scalar"},
+        {"list where a duration belongs", minimal + "timeouts:\n  idle: [1s]\n",
+         "timeouts.idle: expected a duration, got a list"},
+        {"empty value", minimal + "access_log:\n", "access_log: expected a boolean, got nothing"},
+        {"bad duration", route_head + "    idempotency:\n      record_ttl: 24x\n",
+         "routes[0].idempotency.record_ttl: \"24x\" is not a duration"},
+        {"duration without a unit", minimal + "timeouts:\n  idle: 30\n",
+         "timeouts.idle: \"30\" is not a duration"},
+        {"zero ttl", route_head + "    idempotency:\n      lock_ttl: 0s\n",
+         "routes[0].idempotency.lock_ttl: must be greater than 0"},
+        {"zero timeout", minimal + "timeouts:\n  header_read: 0ms\n",
+         "timeouts.header_read: must be greater than 0"},
+        {"bad size", minimal + "limits:\n  max_request_body: 1MB\n",
+         "limits.max_request_body: \"1MB\" is not a size (use B, KiB, MiB, GiB)"},
+        {"zero header limit", minimal + "limits:\n  max_header_bytes: 0\n",
+         "limits.max_header_bytes: must be greater than 0"},
+        {"port out of range", minimal + "listen: \"127.0.0.1:70000\"\n",
+         "listen: port 70000 out of range (0-65535)"},
+        {"endpoint without a port", minimal + "admin_listen: localhost\n",
+         "admin_listen: \"localhost\" is not an endpoint (use host:port)"},
+        {"endpoint with a named port", minimal + "store:\n  redis:\n    address: \"h:redis\"\n",
+         "store.redis.address: \"h:redis\" is not an endpoint (the port must be a decimal number)"},
+        {"bare IPv6", minimal + "listen: \"::1:80\"\n",
+         "listen: \"::1:80\" is not an endpoint (write an IPv6 address as [addr]:port)"},
+        {"bad boolean", minimal + "access_log: yes\n",
+         "access_log: \"yes\" is not a boolean (use true or false)"},
+        {"threads out of range", minimal + "threads: 257\n", "threads: 257 out of range (0-256)"},
+        {"access_log map: unknown key", minimal + "access_log:\n  queue: 5\n",
+         "access_log.queue: unknown key"},
+        {"access_log map: zero queue", minimal + "access_log:\n  queue_lines: 0\n",
+         "access_log.queue_lines: 0 out of range (1-16777216)"},
+        {"access_log map: zero batch", minimal + "access_log:\n  batch_bytes: 0\n",
+         "access_log.batch_bytes: must be greater than 0"},
+        {"access_log map: huge batch", minimal + "access_log:\n  batch_bytes: 1GiB\n",
+         "access_log.batch_bytes: must be at most 16MiB"},
+        {"access_log map: zero flush interval", minimal + "access_log:\n  flush_interval: 0ms\n",
+         "access_log.flush_interval: must be greater than 0"},
+        {"access_log list", minimal + "access_log: [true]\n", "access_log: expected a boolean, got a list"},
+        {"request id header not a name", minimal + "request_id_header: \"X Request\"\n",
+         "request_id_header: \"X Request\" is not a header name"},
+        {"negative integer", minimal + "threads: -1\n", "threads: -1 out of range (0-256)"},
+        {"not an integer", minimal + "threads: four\n", "threads: \"four\" is not an integer"},
+        {"db out of range", minimal + "store:\n  redis:\n    db: 16\n",
+         "store.redis.db: 16 out of range (0-15)"},
+        {"zero max_entries", minimal + "store:\n  memory:\n    max_entries: 0\n",
+         "store.memory.max_entries: 0 out of range (1-18446744073709551615)"},
+        {"zero max_connections", minimal + "limits:\n  max_connections: 0\n",
+         "limits.max_connections: 0 out of range (1-18446744073709551615)"},
+        {"unknown store type", minimal + "store:\n  type: mysql\n",
+         "store.type: \"mysql\" is not a store type (use memory or redis)"},
+        {"unknown failure mode", minimal + "store:\n  on_failure: retry\n",
+         "store.on_failure: \"retry\" is not a failure mode (use reject or pass_through)"},
+        {"empty key prefix", minimal + "store:\n  redis:\n    key_prefix: \"\"\n",
+         "store.redis.key_prefix: must not be empty"},
+        {"key prefix with a space", minimal + "store:\n  redis:\n    key_prefix: \"a b\"\n",
+         "store.redis.key_prefix: \"a b\" must not contain whitespace"},
+        {"unknown upstream",
+         "upstreams:\n  orders: { address: \"h:1\" }\nroutes:\n  - { path_prefix: /a/, upstream: orders }\n"
+         "  - { path_prefix: /b/, upstream: billing }\n",
+         "routes[1].upstream: unknown upstream \"billing\""},
+        {"bad mismatch_status", route_head + "    idempotency:\n      mismatch_status: 418\n",
+         "routes[0].idempotency.mismatch_status: 418 is not allowed (use 409 or 422)"},
+        {"path_prefix without a slash",
+         "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: api, upstream: o }\n",
+         "routes[0].path_prefix: \"api\" must start with '/'"},
+        {"missing path_prefix", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { upstream: o }\n",
+         "routes[0].path_prefix: required key is missing"},
+        {"missing route upstream", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: / }\n",
+         "routes[0].upstream: required key is missing"},
+        {"missing upstream address",
+         "upstreams:\n  o: { max_idle_connections: 1 }\nroutes:\n  - { path_prefix: /, upstream: o }\n",
+         "upstreams.o.address: required key is missing (or addresses: a list of host:port)"},
+        {"no routes", "upstreams:\n  o: { address: \"h:1\" }\n", "routes: at least one route is required"},
+        {"empty methods", route_head + "    idempotency:\n      methods: []\n",
+         "routes[0].idempotency.methods: must not be empty"},
+        {"bad method", route_head + "    idempotency:\n      methods: [POST, \"PO ST\"]\n",
+         "routes[0].idempotency.methods[1]: \"PO ST\" is not an HTTP method"},
+        {"bad header name", route_head + "    idempotency:\n      key_header: \"Idempotency Key\"\n",
+         "routes[0].idempotency.key_header: \"Idempotency Key\" is not a header name"},
+        {"route that is not a map", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - /api/\n",
+         "routes[0]: expected a map, got a scalar"},
+        {"document that is not a map", "just text\n", "config: expected a map, got a scalar"},
+        {"password env var unset", minimal + "store:\n  redis:\n    password_env: NO_SUCH_VAR\n",
+         "store.redis.password_env: environment variable \"NO_SUCH_VAR\" is not set"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.name);
+        // Joined, so a failure prints every problem reported; exactly one is expected.
+        CHECK(joined(problems_of(r.yaml)) == r.problem);
+    }
+}
+
+TEST_CASE("routes without any upstream report both the missing upstreams and the unknown name")
+{
+    auto problems = problems_of("routes:\n  - { path_prefix: /, upstream: orders }\n");
+    CHECK(joined(problems) == "upstreams: at least one upstream is required\n"
+                              "routes[0].upstream: unknown upstream \"orders\"");
+}
+
+TEST_CASE("every problem in a file is reported at once")
+{
+    auto problems = problems_of(R"(
+listen: "127.0.0.1:70000"
+threads: lots
+store:
+  typo: 1
+  redis:
+    password_env: MISSING_PASSWORD
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /api/
+    upstream: billing
+    idempotency:
+      record_ttl: 24x
+      mismatch_status: 500
+limits:
+  max_request_body: 1MB
+)");
+    const std::vector<std::string> expected = {
+        "listen: port 70000 out of range (0-65535)",
+        "threads: \"lots\" is not an integer",
+        "store.typo: unknown key",
+        "store.redis.password_env: environment variable \"MISSING_PASSWORD\" is not set",
+        "routes[0].upstream: unknown upstream \"billing\"",
+        "routes[0].idempotency.record_ttl: \"24x\" is not a duration",
+        "routes[0].idempotency.mismatch_status: 500 is not allowed (use 409 or 422)",
+        "limits.max_request_body: \"1MB\" is not a size (use B, KiB, MiB, GiB)",
+    };
+    CHECK(joined(problems) == joined(expected));
+
+    try {
+        cfg::parse("listen: \"h:70000\"\nthreads: lots\n", no_env);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        CHECK(std::string(e.what()) == "listen: port 70000 out of range (0-65535)\n"
+                                       "threads: \"lots\" is not an integer\n"
+                                       "routes: at least one route is required");
+    }
+}
+
+TEST_CASE("a missing file is a config_error naming the path")
+{
+    const std::string path = "/nonexistent/idemgate-config-test.yaml";
+    try {
+        cfg::load_file(path);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        CHECK(joined(e.problems()) == path + ": cannot read file");
+    }
+}
+
+TEST_CASE("a directory is not a readable config file")
+{
+    auto dir = std::filesystem::temp_directory_path().string();
+    try {
+        cfg::load_file(dir);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        CHECK(joined(e.problems()) == dir + ": cannot read file");
+    }
+}
+
+TEST_CASE("a YAML syntax error names the file, line and column")
+{
+    temp_file file("listen: \"127.0.0.1:8080\"\nroutes: [\n  - a\n");
+    try {
+        cfg::load_file(file.path.string());
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        REQUIRE(e.problems().size() == 1);
+        CHECK(e.problems()[0].rfind(file.path.string() + ": YAML syntax error at line 3, column ", 0) == 0);
+    }
+
+    try {
+        cfg::parse("threads: 1\n  bad: indent\n", no_env);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        REQUIRE(e.problems().size() == 1);
+        CHECK(e.problems()[0].rfind("config: YAML syntax error at line 2, column ", 0) == 0);
+    }
+}
+
+TEST_CASE("a file that loads cleanly through load_file resolves the password from the environment")
+{
+    // load_file uses the real environment: set a variable only this process sees.
+    ::setenv("IDEMGATE_CONFIG_TEST_PASSWORD", "from-env", 1);
+    temp_file file(minimal +
+                   "store:\n  type: redis\n  redis:\n    password_env: IDEMGATE_CONFIG_TEST_PASSWORD\n");
+    auto c = cfg::load_file(file.path.string());
+    ::unsetenv("IDEMGATE_CONFIG_TEST_PASSWORD");
+    CHECK(c.store.type == cfg::store_type::redis);
+    CHECK(c.store.redis.password == "from-env");
+}

@@ -1,0 +1,264 @@
+// Config of routes: lock_ttl warnings, scopes and fingerprints, client-certificate tenants,
+// tenant limits and wait mode.
+#include "config_test_support.hpp"
+
+#include <doctest/doctest.h>
+#include <string>
+
+using namespace config_test;
+using namespace std::chrono_literals;
+
+TEST_CASE("warnings name every guarded route whose lock_ttl does not outlast the upstream deadlines")
+{
+    auto base = std::string(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+timeouts:
+  upstream_connect: 2s
+  upstream_response: 10s
+routes:
+  - path_prefix: "/a/"
+    upstream: orders
+    idempotency: { lock_ttl: 15s }
+  - path_prefix: "/b/"
+    upstream: orders
+    idempotency: { lock_ttl: 14s }
+  - path_prefix: "/c/"
+    upstream: orders
+)");
+    auto c = idemgate::config::parse(base);
+    auto w = idemgate::config::warnings(c);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].starts_with("routes[1].idempotency.lock_ttl: 14000ms"));
+    // The defaults are consistent with each other.
+    auto defaults = idemgate::config::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency: {}
+)");
+    CHECK(idemgate::config::warnings(defaults).empty());
+}
+
+TEST_CASE("scope and fingerprint options parse, and their errors name the key path")
+{
+    static const char* secret_env = "IDEMGATE_UNIT_SECRET";
+    auto getenv_fn = [](const char* name) -> const char* {
+        if (std::string_view(name) == "IDEMGATE_UNIT_SECRET")
+            return "0123456789abcdef0123456789abcdef";
+        if (std::string_view(name) == "IDEMGATE_SHORT_SECRET")
+            return "short";
+        return nullptr;
+    };
+    (void)secret_env;
+    auto c = idemgate::config::parse(R"(store:
+  key_secret_env: IDEMGATE_UNIT_SECRET
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      record_ttl: 7d
+      credential_headers: [Authorization, X-Api-Key]
+      mode: shadow
+      expose_expiry: true
+      fingerprint:
+        query: false
+        headers: [Content-Type]
+        ignore_json_fields: ["/client_sent_at", "/a~1b"]
+)",
+                                     getenv_fn);
+    const auto& idem = c.routes[0].idempotency;
+    CHECK(c.store.key_secret == "0123456789abcdef0123456789abcdef");
+    CHECK(idem.record_ttl == std::chrono::hours(7 * 24));
+    CHECK(idem.credential_headers == std::vector<std::string>{"Authorization", "X-Api-Key"});
+    CHECK(idem.mode == idemgate::config::route_mode::shadow);
+    CHECK(idem.expose_expiry);
+    CHECK_FALSE(idem.fingerprint.query);
+    CHECK(idem.fingerprint.headers == std::vector<std::string>{"Content-Type"});
+    CHECK(idem.fingerprint.json == idemgate::config::json_mode::canonical); // implied by ignore_json_fields
+    CHECK(idem.fingerprint.ignore_json_fields.size() == 2);
+
+    auto problems_of = [&](const std::string& yaml) {
+        try {
+            idemgate::config::parse(yaml, getenv_fn);
+        } catch (const idemgate::config::config_error& e) {
+            std::string all;
+            for (const auto& p : e.problems())
+                all += p + "\n";
+            return all;
+        }
+        return std::string();
+    };
+    auto bad = problems_of(R"(store:
+  key_secret_env: IDEMGATE_SHORT_SECRET
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      credential_headers: [Authorization, authorization, "bad header"]
+      mode: loud
+      fingerprint: { json: pretty, ignore_json_fields: ["client_sent_at", "/x~2"], headers: notalist }
+)");
+    CHECK(bad.find("store.key_secret_env: environment variable \"IDEMGATE_SHORT_SECRET\" must hold at least "
+                   "32 bytes") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.credential_headers[1]: \"authorization\" is listed twice") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.credential_headers[2]: \"bad header\" is not a header name") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.mode: \"loud\" is not a mode") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.json: \"pretty\" is not a JSON mode") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.ignore_json_fields[0]: \"client_sent_at\" is not a "
+                   "JSON Pointer") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.ignore_json_fields[1]") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.fingerprint.headers: expected a list") != std::string::npos);
+
+    auto no_secret = problems_of(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency: { credential_headers: [Authorization] }
+)");
+    CHECK(no_secret.find("routes[0].idempotency.credential_headers: needs store.key_secret_env") !=
+          std::string::npos);
+    CHECK(idemgate::config::parse_duration("2d") == std::chrono::hours(48));
+}
+
+TEST_CASE("tenant_from: client_cert parses and needs a listener that asks for client certificates")
+{
+    auto problems_of = [](const std::string& yaml) {
+        try {
+            idemgate::config::parse(yaml);
+        } catch (const idemgate::config::config_error& e) {
+            std::string all;
+            for (const auto& p : e.problems())
+                all += p + "\n";
+            return all;
+        }
+        return std::string();
+    };
+    // The TLS files are only checked to be readable and non-empty here (--check loads them).
+    temp_file pem("-----BEGIN CERTIFICATE-----\n");
+    const std::string tls_files = "  cert_file: " + pem.path.string() + "\n  key_file: " + pem.path.string() +
+                                  "\n  client_ca_file: " + pem.path.string() + "\n";
+    const std::string upstream_and_route = R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+)";
+    auto c = idemgate::config::parse("tls:\n" + tls_files + "  client_auth: optional\n" + upstream_and_route +
+                                     "      tenant_from: client_cert\n");
+    CHECK(c.routes[0].idempotency.tenant_from == idemgate::config::tenant_source::client_cert);
+    CHECK(c.routes[0].idempotency.tenant_scoped());
+    CHECK(c.routes[0].idempotency.tenant_header.empty());
+
+    auto plain = problems_of(upstream_and_route + "      tenant_from: client_cert\n");
+    CHECK(
+        plain.find("routes[0].idempotency.tenant_from: client_cert needs a TLS listener that asks for client "
+                   "certificates") != std::string::npos);
+    auto both = problems_of("tls:\n" + tls_files + "  client_auth: required\n" + upstream_and_route +
+                            "      tenant_header: X-Tenant-ID\n      tenant_from: client_cert\n");
+    CHECK(both.find("routes[0].idempotency.tenant_from: client_cert takes the tenant from the client "
+                    "certificate; remove tenant_header") != std::string::npos);
+    auto unknown = problems_of(upstream_and_route + "      tenant_from: cookie\n");
+    CHECK(unknown.find("routes[0].idempotency.tenant_from: \"cookie\" is not allowed (use header or "
+                       "client_cert)") != std::string::npos);
+    auto header = idemgate::config::parse(upstream_and_route + "      tenant_from: header\n");
+    CHECK_FALSE(header.routes[0].idempotency.tenant_scoped());
+}
+
+TEST_CASE("tenants, wait mode and max_waiting parse, and their errors name the key path")
+{
+    auto c = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      tenant_header: X-Tenant-ID
+      on_in_flight: wait
+      wait_timeout: 2s
+limits:
+  max_waiting: 50
+tenants:
+  default: { max_in_flight: 0, new_keys_per_second: 0 }
+  acme: { max_in_flight: 50, new_keys_per_second: 0.5, record_ttl: 7d, lock_ttl: 40s }
+)",
+                        no_env);
+    const auto& idem = c.routes[0].idempotency;
+    CHECK(idem.on_in_flight == cfg::in_flight_mode::wait);
+    CHECK(idem.wait_timeout == std::chrono::seconds(2));
+    CHECK(c.limits.max_waiting == 50);
+    REQUIRE(c.tenants.size() == 2);
+    const auto* acme = c.find_tenant("acme");
+    REQUIRE(acme != nullptr);
+    CHECK(acme->max_in_flight == 50);
+    CHECK(acme->new_keys_per_second == 0.5);
+    CHECK(acme->record_ttl == std::chrono::hours(7 * 24));
+    CHECK(acme->lock_ttl == std::chrono::seconds(40));
+    const auto* other = c.find_tenant("globex");
+    REQUIRE(other != nullptr);
+    CHECK(other == c.find_tenant("default"));
+    CHECK_FALSE(other->limited());
+
+    auto defaults = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+)",
+                               no_env);
+    CHECK(defaults.find_tenant("acme") == nullptr);
+    CHECK(defaults.limits.max_waiting == 10000);
+
+    auto bad = joined(problems_of(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: "/"
+    upstream: orders
+    idempotency:
+      on_in_flight: queue
+      wait_timeout: 0s
+limits:
+  max_waiting: -3
+tenants:
+  acme: { max_in_flight: lots, new_keys_per_second: -1, record_ttl: forever, burst: 3 }
+  "bad\ttenant": {}
+  "Acme Payments GmbH": {}
+  globex: 7
+)"));
+    CHECK(bad.find("routes[0].idempotency.on_in_flight: \"queue\" is not allowed (use reject or wait)") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.wait_timeout: must be greater than 0") != std::string::npos);
+    CHECK(bad.find("limits.max_waiting: -3 out of range") != std::string::npos);
+    CHECK(bad.find("tenants.acme.max_in_flight: \"lots\" is not an integer") != std::string::npos);
+    CHECK(bad.find("tenants.acme.new_keys_per_second: \"-1\" is not a rate") != std::string::npos);
+    CHECK(bad.find("tenants.acme.record_ttl: \"forever\" is not a duration") != std::string::npos);
+    CHECK(bad.find("tenants.acme.burst: unknown key") != std::string::npos);
+    CHECK(bad.find("tenants.bad\ttenant: a tenant is 1 to 255 characters without control characters") !=
+          std::string::npos);
+    CHECK(bad.find("Acme Payments GmbH") == std::string::npos); // a certificate's name may have spaces
+    CHECK(bad.find("tenants.globex: expected a map") != std::string::npos);
+}
+
+TEST_CASE("warnings name a tenant whose lock_ttl does not outlast the upstream deadlines")
+{
+    auto c = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/", upstream: orders }
+tenants:
+  acme: { lock_ttl: 5s }
+  globex: { lock_ttl: 60s }
+)",
+                        no_env);
+    auto w = joined(cfg::warnings(c));
+    CHECK(w.find("tenants.acme.lock_ttl: 5000ms is not above") != std::string::npos);
+    CHECK(w.find("tenants.globex") == std::string::npos);
+}
