@@ -497,6 +497,11 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     wake_writer_.cancel();
     lost_.cancel();
     policy_timer_.cancel();
+    // Lost during the handshake: run() is waiting on a handshake command that will never be
+    // answered, and fails the pending ones only once it returns; without this, the attempt (and
+    // every command waiting for it) would sit out command_timeout.
+    if (connecting_)
+        fail_pending(make_error_code(error::store_unavailable));
 }
 
 void redis_connection::send_waiting()

@@ -496,6 +496,34 @@ TEST_CASE("a server that stops answering is abandoned and reconnected")
     CHECK(f.stats().connects.load() >= 2);
 }
 
+TEST_CASE("a connection the server drops during the handshake fails at once and is redialled")
+{
+    fake_redis fake([&](const std::vector<std::string>& cmd, int connection) -> std::string {
+        if (connection == 0 && cmd[0] == "PING")
+            return resp_close; // the fault: the first connection is dropped before PING's answer
+        if (cmd[0] == "PING")
+            return "+PONG\r\n";
+        if (cmd[0] == "CONFIG")
+            return resp_noeviction;
+        if (cmd[0] == "SET")
+            return resp_nil;
+        return "-ERR unknown command\r\n";
+    });
+    auto cfg = redis_config_for(fake.port());
+    // A PING left to its deadline would hold the first connect attempt this long.
+    cfg.command_timeout = 20s;
+    cfg.connect_timeout = 20s;
+    auto started = std::chrono::steady_clock::now();
+    store_fixture f(cfg, false);
+    REQUIRE(eventually([&] { return f.backend->ready(); }, 15s));
+    CHECK(std::chrono::steady_clock::now() - started < 10s);
+    CHECK(fake.connections() == 2);
+    CHECK(f.stats().connects.load() == 1);
+    auto r = f.reserve("", "k", in_flight_record("owner-a"));
+    CHECK_FALSE(r.ec);
+    CHECK(r.acquired);
+}
+
 namespace {
 
 // Redirects stdout (where idemgate logs) to a file while alive.

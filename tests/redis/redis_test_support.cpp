@@ -235,6 +235,10 @@ void fake_redis::serve(int fd, int connection)
                 commands_.push_back(command);
             }
             auto reply = answer_(command, connection);
+            if (reply == resp_close) {
+                ::close(fd);
+                return;
+            }
             if (!reply.empty() && ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) < 0)
                 break;
         }

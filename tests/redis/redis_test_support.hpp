@@ -85,7 +85,7 @@ store::record completed_record(const std::string& token, const std::string& body
 
 // A fake Redis server on 127.0.0.1 (free port), one thread per connection. `answer` gets the
 // command (bulk strings) and the 0-based connection number and returns the raw reply bytes;
-// it may block (that is how a slow server is faked).
+// it may block (that is how a slow server is faked), and resp_close drops the connection.
 class fake_redis {
 public:
     using answer_fn = std::function<std::string(const std::vector<std::string>& command, int connection)>;
@@ -118,6 +118,8 @@ private:
 std::string resp_bulk(const std::string& s);
 inline const std::string resp_nil = "$-1\r\n";
 inline const std::string resp_ok = "+OK\r\n";
+// Not a reply: fake_redis closes the connection instead of answering.
+inline const std::string resp_close = std::string("\0close", 6);
 inline const std::string resp_noeviction = "*2\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n";
 
 } // namespace idemgate::test
