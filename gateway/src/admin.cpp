@@ -1,6 +1,6 @@
 #include "admin.hpp"
 
-#include "idempotency_filter.hpp"
+#include "classify.hpp"
 #include "listener.hpp"
 
 #include <boost/asio/as_tuple.hpp>

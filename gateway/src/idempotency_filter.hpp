@@ -8,9 +8,6 @@
 
 namespace idemgate::gateway::detail {
 
-// Lower-case hex HMAC-SHA256(secret, value): one credential's part of a scope.
-std::string credential_hmac(const std::string& secret, std::string_view value);
-
 // Handles one complete request (body read, framing checked) on worker `w`.
 // `env`: the live configuration the request runs under, with this thread's upstream pools.
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
