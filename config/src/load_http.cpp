@@ -21,15 +21,10 @@ void loader::load_upstreams(const map_view& top, std::vector<upstream_config>& u
         load_upstream_addresses(map, node, upstream);
         read_int(map, "max_idle_connections", upstream.max_idle_connections, 0,
                  std::numeric_limits<std::size_t>::max());
-        if (auto text = scalar(map, "balance", "a string")) {
-            if (*text == "round_robin")
-                upstream.balance = balance_mode::round_robin;
-            else if (*text == "least_pending")
-                upstream.balance = balance_mode::least_pending;
-            else
-                problem(map.path_of("balance"),
-                        quote(*text) + " is not allowed (use round_robin or least_pending)");
-        }
+        read_choice(
+            map, "balance", "allowed",
+            {{"round_robin", balance_mode::round_robin}, {"least_pending", balance_mode::least_pending}},
+            upstream.balance);
         read_duration(map, "resolve_every", upstream.resolve_every, true);
         read_int(map, "eject_after_failures", upstream.eject_after_failures, 0, 1000);
         read_duration(map, "eject_for", upstream.eject_for);
@@ -125,17 +120,11 @@ void loader::load_listen_tls(const map_view& top, std::optional<listen_tls_confi
         else
             problem(map.path_of("min_version"), quote(*text) + " is not allowed (use \"1.2\" or \"1.3\")");
     }
-    if (auto text = scalar(map, "client_auth", "a string")) {
-        if (*text == "none")
-            tls.client_auth = client_auth_mode::none;
-        else if (*text == "optional")
-            tls.client_auth = client_auth_mode::optional;
-        else if (*text == "required")
-            tls.client_auth = client_auth_mode::required;
-        else
-            problem(map.path_of("client_auth"),
-                    quote(*text) + " is not allowed (use none, optional or required)");
-    }
+    read_choice(map, "client_auth", "allowed",
+                {{"none", client_auth_mode::none},
+                 {"optional", client_auth_mode::optional},
+                 {"required", client_auth_mode::required}},
+                tls.client_auth);
     if (tls.client_auth != client_auth_mode::none && tls.client_ca_file.empty())
         problem(map.path_of("client_auth"),
                 "needs tls.client_ca_file (the CA client certificates are verified against)");

@@ -71,49 +71,25 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
     read_duration(map, "lock_ttl", idem.lock_ttl);
     read_duration(map, "record_ttl", idem.record_ttl);
     read_header_name(map, "tenant_header", idem.tenant_header, true);
-    if (auto text = scalar(map, "tenant_from", "a string")) {
-        if (*text == "header") {
-            idem.tenant_from = tenant_source::header;
-        } else if (*text == "client_cert") {
-            idem.tenant_from = tenant_source::client_cert;
-            if (!idem.tenant_header.empty())
-                problem(map.path_of("tenant_from"),
-                        "client_cert takes the tenant from the client certificate; remove tenant_header");
-        } else {
-            problem(map.path_of("tenant_from"), quote(*text) + " is not allowed (use header or client_cert)");
-        }
-    }
+    if (read_choice(map, "tenant_from", "allowed",
+                    {{"header", tenant_source::header}, {"client_cert", tenant_source::client_cert}},
+                    idem.tenant_from) &&
+        idem.tenant_from == tenant_source::client_cert && !idem.tenant_header.empty())
+        problem(map.path_of("tenant_from"),
+                "client_cert takes the tenant from the client certificate; remove tenant_header");
 
     if (const auto* list = map.find("credential_headers"))
         load_header_list(*list, map.path_of("credential_headers"), idem.credential_headers);
     if (const auto* fp = map.find("fingerprint"))
         load_fingerprint(*fp, map.path_of("fingerprint"), idem.fingerprint);
-    if (auto text = scalar(map, "mode", "a string")) {
-        if (*text == "enforce")
-            idem.mode = route_mode::enforce;
-        else if (*text == "shadow")
-            idem.mode = route_mode::shadow;
-        else
-            problem(map.path_of("mode"), quote(*text) + " is not a mode (use enforce or shadow)");
-    }
+    read_choice(map, "mode", "a mode", {{"enforce", route_mode::enforce}, {"shadow", route_mode::shadow}},
+                idem.mode);
     read_bool(map, "expose_expiry", idem.expose_expiry);
-    if (auto text = scalar(map, "on_unknown_outcome", "a string")) {
-        if (*text == "release")
-            idem.on_unknown_outcome = unknown_outcome_mode::release;
-        else if (*text == "hold")
-            idem.on_unknown_outcome = unknown_outcome_mode::hold;
-        else
-            problem(map.path_of("on_unknown_outcome"),
-                    quote(*text) + " is not allowed (use release or hold)");
-    }
-    if (auto text = scalar(map, "on_in_flight", "a string")) {
-        if (*text == "reject")
-            idem.on_in_flight = in_flight_mode::reject;
-        else if (*text == "wait")
-            idem.on_in_flight = in_flight_mode::wait;
-        else
-            problem(map.path_of("on_in_flight"), quote(*text) + " is not allowed (use reject or wait)");
-    }
+    read_choice(map, "on_unknown_outcome", "allowed",
+                {{"release", unknown_outcome_mode::release}, {"hold", unknown_outcome_mode::hold}},
+                idem.on_unknown_outcome);
+    read_choice(map, "on_in_flight", "allowed",
+                {{"reject", in_flight_mode::reject}, {"wait", in_flight_mode::wait}}, idem.on_in_flight);
     read_duration(map, "wait_timeout", idem.wait_timeout);
 
     if (auto text = scalar(map, "mismatch_status", "an integer")) {
@@ -133,14 +109,8 @@ void loader::load_fingerprint(const YAML::Node& node, const std::string& path, f
     read_bool(map, "query", fp.query);
     if (const auto* list = map.find("headers"))
         load_header_list(*list, map.path_of("headers"), fp.headers);
-    if (auto text = scalar(map, "json", "a string")) {
-        if (*text == "raw")
-            fp.json = json_mode::raw;
-        else if (*text == "canonical")
-            fp.json = json_mode::canonical;
-        else
-            problem(map.path_of("json"), quote(*text) + " is not a JSON mode (use raw or canonical)");
-    }
+    read_choice(map, "json", "a JSON mode", {{"raw", json_mode::raw}, {"canonical", json_mode::canonical}},
+                fp.json);
     if (const auto* list = map.find("ignore_json_fields")) {
         auto list_path = map.path_of("ignore_json_fields");
         if (!list->IsSequence()) {

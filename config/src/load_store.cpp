@@ -24,23 +24,11 @@ void loader::load_store(const map_view& top, store_config& store)
         else
             store.key_secret = value;
     }
-    if (auto text = scalar(map, "type", "a string")) {
-        if (*text == "memory")
-            store.type = store_type::memory;
-        else if (*text == "redis")
-            store.type = store_type::redis;
-        else
-            problem(map.path_of("type"), quote(*text) + " is not a store type (use memory or redis)");
-    }
-    if (auto text = scalar(map, "on_failure", "a string")) {
-        if (*text == "reject")
-            store.on_failure = failure_mode::reject;
-        else if (*text == "pass_through")
-            store.on_failure = failure_mode::pass_through;
-        else
-            problem(map.path_of("on_failure"),
-                    quote(*text) + " is not a failure mode (use reject or pass_through)");
-    }
+    read_choice(map, "type", "a store type", {{"memory", store_type::memory}, {"redis", store_type::redis}},
+                store.type);
+    read_choice(map, "on_failure", "a failure mode",
+                {{"reject", failure_mode::reject}, {"pass_through", failure_mode::pass_through}},
+                store.on_failure);
     read_bool(map, "hash_keys", store.hash_keys);
     if (store.hash_keys && store.key_secret_env.empty())
         problem(map.path_of("hash_keys"),
@@ -56,9 +44,11 @@ void loader::load_store(const map_view& top, store_config& store)
 
 void loader::load_local_tier(const map_view& store, local_tier_config& tier)
 {
-    map_view map(*this, child(store, "local_tier"), "store.local_tier", {"max_bytes", "max_age"});
+    map_view map(*this, child(store, "local_tier"), "store.local_tier", {"max_bytes", "max_age", "admit"});
     read_size(map, "max_bytes", tier.max_bytes);
     read_duration(map, "max_age", tier.max_age);
+    read_choice(map, "admit", "an admission policy",
+                {{"replay", tier_admission::replay}, {"complete", tier_admission::complete}}, tier.admit);
 }
 
 void loader::load_encryption(const map_view& store, encryption_config& encryption)

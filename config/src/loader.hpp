@@ -125,6 +125,29 @@ public:
         return node.Scalar();
     }
 
+    // A string key that takes one of `choices`; anything else is a problem at the key listing
+    // them: "<text> is not <what> (use a, b or c)". True when the key was given and valid.
+    template<class Enum>
+    bool read_choice(const map_view& map, std::string_view key, const char* what,
+                     std::initializer_list<std::pair<std::string_view, Enum>> choices, Enum& out)
+    {
+        auto text = scalar(map, key, "a string");
+        if (!text)
+            return false;
+        std::string names;
+        std::size_t i = 0;
+        for (const auto& [name, value] : choices) {
+            if (*text == name) {
+                out = value;
+                return true;
+            }
+            names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
+            ++i;
+        }
+        problem(map.path_of(key), quote(*text) + " is not " + what + " (use " + names + ")");
+        return false;
+    }
+
     void read_string(const map_view& map, std::string_view key, std::string& out)
     {
         if (auto text = scalar(map, key, "a string"))

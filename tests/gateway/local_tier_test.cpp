@@ -16,10 +16,15 @@ namespace {
 
 const std::string admin_token = "tier-admin-token-0123456789";
 
-gateway_options tier_options(const std::string& max_bytes = "1MiB", const std::string& max_age = "10s")
+// `admit`: "complete" (the copy is made when the first execution completes, so each rule is
+// tested from the first request on), "replay" (the default) or "" (the key left out).
+gateway_options tier_options(const std::string& max_bytes = "1MiB", const std::string& max_age = "10s",
+                             const std::string& admit = "complete")
 {
     gateway_options options;
     options.store_extra = "  local_tier:\n    max_bytes: " + max_bytes + "\n    max_age: " + max_age + "\n";
+    if (!admit.empty())
+        options.store_extra += "    admit: " + admit + "\n";
     options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
     options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
     return options;
@@ -109,6 +114,29 @@ TEST_CASE("local tier: a replay is answered from the process, byte for byte as f
             CHECK(reserves(*f->gateway) == before + 2);
         }
     }
+}
+
+TEST_CASE("local tier: by default a record enters at its first replay, not when it completes")
+{
+    gateway_fixture f(tier_options("1MiB", "10s", "")); // admit left out: replay
+    one_connection c(f.port());
+    auto tier_bytes = [&] { return metric(f.gateway->admin_port(), "idemgate_local_tier_bytes"); };
+    // A key executed once and never retried leaves nothing in the tier.
+    const auto key = unique_key("tier-admit");
+    auto first = c.post(key, R"({"item":"pen"})");
+    REQUIRE(first.status == 201);
+    CHECK(tier_bytes() == 0);
+    auto before = reserves(*f.gateway);
+    auto one = c.post(key, R"({"item":"pen"})"); // from the store, which makes the copy
+    CHECK(tier_bytes() > 0);
+    auto two = c.post(key, R"({"item":"pen"})"); // from the copy
+    CHECK(one.header("idempotent-replayed") == "true");
+    CHECK(two.header("idempotent-replayed") == "true");
+    CHECK(without_request_id(one.raw) == without_request_id(two.raw));
+    CHECK(two.body == first.body);
+    CHECK(reserves(*f.gateway) == before + 1);
+    CHECK(hits(*f.gateway) == 1);
+    CHECK(f.executions() == 1);
 }
 
 TEST_CASE("local tier: HTTP/1.0 keep-alive and Connection: close get the framing Beast gives them")
@@ -242,7 +270,8 @@ TEST_CASE("local tier: an operator's DELETE drops the copy in every thread and e
     CHECK(f.executions() == 2);
     if (second) {
         CHECK(admin_delete(*f.gateway, key) == "204");
-        CHECK(eventually_true([&] { return metric(second->admin_port(), "idemgate_local_tier_bytes") == 0; }));
+        CHECK(
+            eventually_true([&] { return metric(second->admin_port(), "idemgate_local_tier_bytes") == 0; }));
         auto there = b->post(key, "{}");
         CHECK(there.status == 201);
         CHECK(there.header("idempotent-replayed") != "true");
@@ -263,6 +292,10 @@ TEST_CASE("local tier: --check names store.local_tier keys")
         return std::pair{status.value_or(-1), proc.output()};
     };
     CHECK(check("    max_bytes: 64MiB\n    max_age: 10s\n").first == 0);
+    CHECK(check("    max_bytes: 64MiB\n    admit: complete\n").first == 0);
+    auto [bad_admit, out3] = check("    max_bytes: 64MiB\n    admit: never\n");
+    CHECK(bad_admit == 1);
+    CHECK_MESSAGE(out3.find("store.local_tier.admit") != std::string::npos, out3);
     auto [bad, out] = check("    max_bytes: lots\n");
     CHECK(bad == 1);
     CHECK_MESSAGE(out.find("store.local_tier.max_bytes") != std::string::npos, out);

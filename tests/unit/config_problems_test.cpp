@@ -89,6 +89,8 @@ routes:
          "store.type: \"mysql\" is not a store type (use memory or redis)"},
         {"unknown failure mode", minimal + "store:\n  on_failure: retry\n",
          "store.on_failure: \"retry\" is not a failure mode (use reject or pass_through)"},
+        {"unknown tier admission", minimal + "store:\n  local_tier: { max_bytes: 1MiB, admit: always }\n",
+         "store.local_tier.admit: \"always\" is not an admission policy (use replay or complete)"},
         {"empty key prefix", minimal + "store:\n  redis:\n    key_prefix: \"\"\n",
          "store.redis.key_prefix: must not be empty"},
         {"key prefix with a space", minimal + "store:\n  redis:\n    key_prefix: \"a b\"\n",

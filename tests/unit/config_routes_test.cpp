@@ -167,6 +167,11 @@ routes:
                             "      tenant_header: X-Tenant-ID\n      tenant_from: client_cert\n");
     CHECK(both.find("routes[0].idempotency.tenant_from: client_cert takes the tenant from the client "
                     "certificate; remove tenant_header") != std::string::npos);
+    auto bad_auth = problems_of("tls:\n" + tls_files + "  client_auth: sometimes\n" + upstream_and_route);
+    CHECK_MESSAGE(
+        bad_auth.find("tls.client_auth: \"sometimes\" is not allowed (use none, optional or required)") !=
+            std::string::npos,
+        bad_auth);
     auto unknown = problems_of(upstream_and_route + "      tenant_from: cookie\n");
     CHECK(unknown.find("routes[0].idempotency.tenant_from: \"cookie\" is not allowed (use header or "
                        "client_cert)") != std::string::npos);

@@ -63,9 +63,16 @@ struct memory_config {
 };
 
 // Finished records kept in the gateway process (per I/O thread), so replays skip the store.
+// When a finished record enters a thread's local tier.
+enum class tier_admission {
+    replay,  // when a replay reads it from the store (a key retried at least once; default)
+    complete // also when this gateway completes it (a retry on the same thread skips the store)
+};
+
 struct local_tier_config {
     std::size_t max_bytes = 0; // all threads together; 0 = off
     duration max_age{10000};   // a copy never outlives this, nor its record's TTL
+    tier_admission admit = tier_admission::replay;
 };
 
 // Records at rest (issue 9): the response part of a completed record is AES-256-GCM encrypted.
