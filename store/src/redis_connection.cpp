@@ -30,17 +30,6 @@ namespace {
 
 constexpr auto initial_backoff = std::chrono::milliseconds(25);
 constexpr auto min_backoff = std::chrono::milliseconds(5);
-constexpr std::size_t read_chunk = 64 * 1024; // one read takes a whole pipelined batch of replies
-
-struct reader_deleter {
-    void operator()(redisReader* r) const noexcept { redisReaderFree(r); }
-};
-
-void bump(std::atomic<std::uint64_t>& counter) noexcept
-{
-    counter.fetch_add(1, std::memory_order_relaxed);
-}
-
 // Appends one command in RESP (an array of bulk strings) straight into the output buffer.
 // hiredis' redisFormatCommandArgv does the same through a malloc and sprintf per command, which
 // showed up in the replay profile; hiredis still parses every reply.
@@ -61,29 +50,6 @@ void append_command(std::string& out, std::span<const std::string_view> args)
     }
 }
 
-// A pub/sub message in RESP2: ["message", channel, payload], or a sharded one (Redis Cluster):
-// ["smessage", channel, payload].
-bool is_message(const redisReply& r) noexcept
-{
-    if (r.type != REDIS_REPLY_ARRAY || r.elements != 3)
-        return false;
-    for (std::size_t i = 0; i < 3; ++i)
-        if (r.element[i]->type != REDIS_REPLY_STRING)
-            return false;
-    std::string_view kind(r.element[0]->str, r.element[0]->len);
-    return kind == "message" || kind == "smessage";
-}
-
-// ["sunsubscribe", channel, count]: the answer to a SUNSUBSCRIBE, or the server dropping a
-// sharded subscription by itself (its slot moved away, the node lost it). The two look alike,
-// so both are pushes here (see redis_connection::send_unanswered).
-bool is_shard_unsubscribe(const redisReply& r) noexcept
-{
-    return r.type == REDIS_REPLY_ARRAY && r.elements == 3 && r.element[0]->type == REDIS_REPLY_STRING &&
-           r.element[1]->type == REDIS_REPLY_STRING &&
-           std::string_view(r.element[0]->str, r.element[0]->len) == "sunsubscribe";
-}
-
 void log_spawn_failure(std::exception_ptr e)
 {
     if (!e)
@@ -98,21 +64,6 @@ void log_spawn_failure(std::exception_ptr e)
 }
 
 } // namespace
-
-struct redis_connection::pending_command {
-    explicit pending_command(const asio::any_io_executor& ex) : event(ex) {}
-    // Never expires by itself (its expiry is the end of time): cancelled by the reader when the
-    // reply arrives, by fail_pending, or by the sweep once `deadline` has passed.
-    asio::steady_timer event;
-    clock::time_point sent;
-    clock::time_point deadline; // sent + command_timeout
-    std::string payload;        // formatted command, kept only while waiting for a connection
-    error_code ec;
-    reply_ptr reply;
-    bool done = false;      // ec/reply are final
-    bool expired = false;   // the sweep found it past its deadline and woke its waiter
-    bool abandoned = false; // the caller gave up (timeout): its reply is read and dropped
-};
 
 redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<redis_shared> shared)
     : redis_connection(std::move(ex), shared, shared->cfg.address)
@@ -379,109 +330,6 @@ void redis_connection::check_stall()
         log::warn("redis not answering; reconnecting",
                   {{"address", address_.to_string()}, {"pending", pending_.size()}});
         on_lost(generation_, "stalled", {});
-    }
-}
-
-asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connection>, std::uint64_t gen)
-{
-    std::unique_ptr<redisReader, reader_deleter> parser(redisReaderCreate());
-    std::vector<char> buf(read_chunk);
-    auto& stats = shared_->stats;
-    for (;;) {
-        auto [ec, n] = co_await transport_.async_read_some(asio::buffer(buf));
-        if (gen != generation_ || !connected_)
-            co_return;
-        if (ec) {
-            on_lost(gen, "read", ec);
-            co_return;
-        }
-        if (redisReaderFeed(parser.get(), buf.data(), n) != REDIS_OK) {
-            bump(stats.errors_protocol);
-            fail_pending(make_error_code(error::store_protocol));
-            on_lost(gen, "parser", {});
-            co_return;
-        }
-        for (;;) {
-            void* raw = nullptr;
-            if (redisReaderGetReply(parser.get(), &raw) != REDIS_OK) {
-                bump(stats.errors_protocol);
-                log::warn("unparsable reply from redis; reconnecting",
-                          {{"address", address_.to_string()}, {"error", parser->errstr}});
-                fail_pending(make_error_code(error::store_protocol));
-                on_lost(gen, "protocol", {});
-                co_return;
-            }
-            if (!raw)
-                break;
-            reply_ptr reply(static_cast<redisReply*>(raw));
-            if (subscriber_ && is_message(*reply)) {
-                if (subscriber_->on_message)
-                    subscriber_->on_message(std::string_view(reply->element[1]->str, reply->element[1]->len),
-                                            std::string_view(reply->element[2]->str, reply->element[2]->len));
-                continue;
-            }
-            if (subscriber_ && subscriber_->on_shard_unsubscribe && is_shard_unsubscribe(*reply)) {
-                subscriber_->on_shard_unsubscribe(
-                    std::string_view(reply->element[1]->str, reply->element[1]->len));
-                continue;
-            }
-            if (pending_.empty()) {
-                bump(stats.errors_protocol);
-                log::warn("unexpected reply from redis; reconnecting", {{"address", address_.to_string()}});
-                on_lost(gen, "protocol", {});
-                co_return;
-            }
-            auto cmd = std::move(pending_.front());
-            pending_.pop_front();
-            if (cmd->abandoned)
-                continue;
-            bool demoted = false;
-            if (reply->type == REDIS_REPLY_ERROR) {
-                bump(stats.errors_reply);
-                cmd->ec = make_error_code(error::store_error_reply);
-                // Sentinel mode: the primary became a replica under us. Drop the connection and
-                // let the monitor find the new primary.
-                demoted = shared_->cfg.mode == config::redis_mode::sentinel &&
-                          std::string_view(reply->str, reply->len).starts_with("READONLY");
-            }
-            bump(stats.replies);
-            cmd->reply = std::move(reply);
-            cmd->done = true;
-            cmd->event.cancel();
-            if (demoted) {
-                log::warn("redis answered READONLY: the primary was demoted; asking the sentinels again",
-                          {{"address", address_.to_string()}});
-                if (shared_->on_primary_suspect)
-                    shared_->on_primary_suspect();
-                fail_pending(make_error_code(error::store_unavailable));
-                on_lost(gen, "readonly", {});
-                co_return;
-            }
-        }
-    }
-}
-
-asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connection>, std::uint64_t gen)
-{
-    for (;;) {
-        while (out_.empty()) {
-            wake_writer_.expires_at(clock::time_point::max());
-            writer_idle_ = true;
-            co_await wake_writer_.async_wait(as_tuple(use_awaitable));
-            if (gen != generation_ || !connected_)
-                co_return;
-            writer_idle_ = false;
-        }
-        writing_.clear();    // a stale batch of a lost connection is dropped
-        writing_.swap(out_); // one write for everything queued so far
-        auto [ec, n] = co_await transport_.async_write(asio::buffer(writing_));
-        if (gen != generation_ || !connected_)
-            co_return;
-        writing_.clear();
-        if (ec) {
-            on_lost(gen, "write", ec);
-            co_return;
-        }
     }
 }
 

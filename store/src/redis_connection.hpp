@@ -178,6 +178,11 @@ public:
 private:
     struct pending_command;
 
+    static void bump(std::atomic<std::uint64_t>& counter) noexcept
+    {
+        counter.fetch_add(1, std::memory_order_relaxed);
+    }
+
     boost::asio::awaitable<void> run(std::shared_ptr<redis_connection> self);
     boost::asio::awaitable<boost::system::error_code> connect();
     boost::asio::awaitable<boost::system::error_code> handshake();
@@ -228,6 +233,23 @@ private:
     bool connecting_ = false;      // a connect attempt (connect + handshake) is under way
     bool writer_idle_ = false;
     bool stopped_ = false;
+};
+
+// One command on its way: queued, sent, or answered (defined here for redis_connection.cpp and
+// redis_io.cpp).
+struct redis_connection::pending_command {
+    explicit pending_command(const boost::asio::any_io_executor& ex) : event(ex) {}
+    // Never expires by itself (its expiry is the end of time): cancelled by the reader when the
+    // reply arrives, by fail_pending, or by the sweep once `deadline` has passed.
+    boost::asio::steady_timer event;
+    std::chrono::steady_clock::time_point sent;
+    std::chrono::steady_clock::time_point deadline; // sent + command_timeout
+    std::string payload; // formatted command, kept only while waiting for a connection
+    boost::system::error_code ec;
+    reply_ptr reply;
+    bool done = false;      // ec/reply are final
+    bool expired = false;   // the sweep found it past its deadline and woke its waiter
+    bool abandoned = false; // the caller gave up (timeout): its reply is read and dropped
 };
 
 // Where a session's commands go: one connection (standalone), or the node serving the key's
