@@ -148,16 +148,22 @@ void loader::load_upstream_tls(const map_view& upstream, upstream_tls_config& tl
     read_string(map, "cert_file", tls.cert_file);
     read_string(map, "key_file", tls.key_file);
     read_bool(map, "verify", tls.verify);
-    auto enabled_path = map.path_of("enabled");
+    check_client_tls(map,
+                     {tls.enabled, tls.ca_file, tls.cert_file, tls.key_file, tls.server_name, tls.verify},
+                     "plain HTTP");
+}
+
+void loader::check_client_tls(const map_view& map, const client_tls_fields& tls, std::string_view plain)
+{
     if (!tls.enabled) {
         for (auto [key, set] :
              {std::pair{"ca_file", !tls.ca_file.empty()}, std::pair{"cert_file", !tls.cert_file.empty()},
               std::pair{"key_file", !tls.key_file.empty()},
               std::pair{"server_name", !tls.server_name.empty()}, std::pair{"verify", !tls.verify}})
             if (set)
-                problem(map.path_of(key), "set while " + enabled_path +
-                                              " is false (the connection would be plain HTTP); set "
-                                              "enabled: true or remove it");
+                problem(map.path_of(key), "set while " + map.path_of("enabled") +
+                                              " is false (the connection would be " + std::string(plain) +
+                                              "); set enabled: true or remove it");
         return;
     }
     if (!tls.cert_file.empty() && tls.key_file.empty())

@@ -202,33 +202,11 @@ void loader::load_redis_tls(const map_view& redis, redis_tls_config& tls)
     read_string(map, "key_file", tls.key_file);
     read_string(map, "server_name", tls.server_name);
     read_bool(map, "verify", tls.verify);
-    if (!tls.enabled) {
-        // An error, not a warning: a file that names a CA or a client certificate says the
-        // operator expects TLS, and the password would otherwise cross the network in clear.
-        for (auto [key, set] :
-             {std::pair{"ca_file", !tls.ca_file.empty()}, std::pair{"cert_file", !tls.cert_file.empty()},
-              std::pair{"key_file", !tls.key_file.empty()},
-              std::pair{"server_name", !tls.server_name.empty()}, std::pair{"verify", !tls.verify}})
-            if (set)
-                problem(map.path_of(key), "set while store.redis.tls.enabled is false (the connection "
-                                          "would be plain TCP); set enabled: true or remove it");
-        return;
-    }
-    if (!tls.cert_file.empty() && tls.key_file.empty())
-        problem(map.path_of("cert_file"), "needs store.redis.tls.key_file (a client certificate "
-                                          "is useless without its private key)");
-    if (tls.cert_file.empty() && !tls.key_file.empty())
-        problem(map.path_of("key_file"), "needs store.redis.tls.cert_file (the client "
-                                         "certificate of this private key)");
-    for (auto [key, file] : {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
-                             std::pair{"key_file", &tls.key_file}})
-        if (!file->empty())
-            check_readable(map.path_of(key), *file);
-    bool name_ok = true;
-    for (char c : tls.server_name)
-        name_ok = name_ok && (is_host_name_char(c) || is_ipv6_char(c));
-    if (!name_ok)
-        problem(map.path_of("server_name"), quote(tls.server_name) + " is not a host name or IP address");
+    // An error, not a warning, when TLS is off but a file is named: it says the operator expects
+    // TLS, and the password would otherwise cross the network in clear.
+    check_client_tls(map,
+                     {tls.enabled, tls.ca_file, tls.cert_file, tls.key_file, tls.server_name, tls.verify},
+                     "plain TCP");
 }
 
 } // namespace idemgate::config::detail

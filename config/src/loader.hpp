@@ -278,6 +278,19 @@ private:
     void load_timeouts(const map_view& top, timeouts_config& timeouts);
     void check_readable(const std::string& path, const std::string& file);
 
+    // TLS from the gateway as a client (store.redis.tls, upstreams.<name>.tls): with enabled
+    // false no other key may be set (the connection would be `plain`); with it true, a
+    // certificate needs its key and the reverse, the files are readable, the name is one.
+    struct client_tls_fields {
+        bool enabled;
+        const std::string& ca_file;
+        const std::string& cert_file;
+        const std::string& key_file;
+        const std::string& server_name;
+        bool verify;
+    };
+    void check_client_tls(const map_view& map, const client_tls_fields& tls, std::string_view plain);
+
     // load_store.cpp
     void load_store(const map_view& top, store_config& store);
     void load_local_tier(const map_view& store, local_tier_config& tier);

@@ -95,6 +95,19 @@ void wait_for_start_up_checks(const fake_redis& fake)
     }));
 }
 
+// What a healthy Redis answers to the commands a reserve needs (PING, CONFIG GET, SET NX GET on a
+// free key); the fake-server tests script their fault around it.
+std::string healthy_answer(const std::vector<std::string>& cmd)
+{
+    if (cmd[0] == "PING")
+        return "+PONG\r\n";
+    if (cmd[0] == "CONFIG")
+        return resp_noeviction;
+    if (cmd[0] == "SET")
+        return resp_nil;
+    return "-ERR unknown command\r\n";
+}
+
 std::string key_of(const std::string& tenant, const std::string& key)
 {
     store::scope s{tenant, key};
@@ -468,13 +481,7 @@ TEST_CASE("a server that stops answering is abandoned and reconnected")
             hung = true; // the first connection hangs at its first SET: nothing after is answered
             return {};
         }
-        if (cmd[0] == "PING")
-            return "+PONG\r\n";
-        if (cmd[0] == "CONFIG")
-            return resp_noeviction;
-        if (cmd[0] == "SET")
-            return resp_nil;
-        return "-ERR unknown command\r\n";
+        return healthy_answer(cmd);
     });
     auto cfg = redis_config_for(fake.port());
     cfg.command_timeout = 50ms;
@@ -501,13 +508,7 @@ TEST_CASE("a connection the server drops during the handshake fails at once and 
     fake_redis fake([&](const std::vector<std::string>& cmd, int connection) -> std::string {
         if (connection == 0 && cmd[0] == "PING")
             return resp_close; // the fault: the first connection is dropped before PING's answer
-        if (cmd[0] == "PING")
-            return "+PONG\r\n";
-        if (cmd[0] == "CONFIG")
-            return resp_noeviction;
-        if (cmd[0] == "SET")
-            return resp_nil;
-        return "-ERR unknown command\r\n";
+        return healthy_answer(cmd);
     });
     auto cfg = redis_config_for(fake.port());
     // A PING left to its deadline would hold the first connect attempt this long.
