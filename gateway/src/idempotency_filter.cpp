@@ -261,10 +261,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     in_flight.state = store::record_state::in_flight;
     in_flight.fingerprint =
         fingerprint(req.method_string(), req.target(), req.body(), policy.fingerprint, req);
-    in_flight.owner_token = w.new_owner_token();
-    in_flight.created_unix_ms = log::now_unix_ms();
 
-    auto tp = resolve_tenant_policy(cfg, policy, h.tenant);
     // Local tier: a finished record this thread has a fresh copy of is answered from it, with no
     // store round trip. Shadow routes never replay, so they never look.
     local_tier* tier = shadow ? nullptr : w.tier.get();
@@ -279,6 +276,10 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
             co_return h;
         }
     }
+    // Only a request that goes to the store needs an owner token and its tenant's limits.
+    in_flight.owner_token = w.new_owner_token();
+    in_flight.created_unix_ms = log::now_unix_ms();
+    auto tp = resolve_tenant_policy(cfg, policy, h.tenant);
     auto t0 = clock_type::now();
     store::reserve_result reserved = co_await w.store->reserve(scope, in_flight, tp.lock_ttl);
     if (account(ctx.stats, store_op::reserve, t0, reserved.ec))
