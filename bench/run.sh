@@ -453,6 +453,7 @@ if ((have_gateway)); then
     start_gateway idemgate-redis-tier gateway-redis-tier.yaml "$upstream_port"
     start_gateway idemgate-redis-log gateway-redis-log.yaml "$upstream_port"
     start_gateway idemgate-memory gateway-memory.yaml "$upstream_port"
+    start_gateway idemgate-proxy gateway-proxy.yaml "$upstream_port"
 fi
 extra_gateways=()
 if ((have_gateway)) && [[ $REDIS_MODES == *cluster* ]]; then
@@ -557,7 +558,9 @@ check_replay() { # target port replay_header_regex
         sanity[$target]=ok
     fi
 }
-for t in upstream bare-beast nginx-proxy haproxy; do
+sanity_targets=(upstream bare-beast nginx-proxy haproxy)
+((have_gateway)) && sanity_targets+=(idemgate-proxy)
+for t in "${sanity_targets[@]}"; do
     p=$(port_of "$t")
     if grep -q '^HTTP/1.1 201' <<<"$(post "$p" "sanity-$run_id")"; then sanity[$t]=ok; else sanity[$t]="no 201"; fi
 done
@@ -658,6 +661,8 @@ if ((have_gateway)); then
     for t in "${extra_gateways[@]}"; do
         plan+=("$t:replay_10k:replay_warm" "$t:first_execution:first_execution")
     done
+    # The gateway as a plain proxy (no idempotency on the route): what proxying costs by itself.
+    plan+=("idemgate-proxy:proxy:first_execution")
     # The access log's cost: the same gateway with access_log on (issue 12: <= 5 % below off).
     plan+=("idemgate-redis-log:replay_one:replay_one" "idemgate-redis-log:first_execution:first_execution")
     # Many connections: first executions at 512 connections beside nginx at 512.
@@ -968,6 +973,17 @@ if ((have_gateway)) && [[ $ONLY != tls ]]; then # ONLY=tls: the TLS figures belo
     done
     # What the client and the machine add to every p99 here: bare Beast's own.
     p=$(get bare-beast static 5); add_ratio "bare Beast p99 (ms), for reference" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "(info)" "-"
+    # The proxying alone (idemgate-proxy: no idempotency on the route) beside nginx-proxy, and what
+    # idempotency adds on top of it per first execution (gateway + Redis CPU).
+    r=$(ratio "$(ok_rps idemgate-proxy proxy)" "$nproxy")
+    add_ratio "idemgate-proxy (no idempotency) / nginx proxy" "$r" "(info)" "-"
+    r=$(cpu_ratio "$(cpu_of idemgate-proxy proxy)" "$(cpu_of nginx-proxy proxy)")
+    add_ratio "idemgate-proxy CPU per request / nginx proxy CPU per request" "$r" "(info: lower is cheaper)" "-"
+    r=$(ratio "$(ok_rps idemgate-redis first_execution)" "$(ok_rps idemgate-proxy proxy)")
+    add_ratio "idemgate-redis first execution / idemgate-proxy" "$r" "(info)" "-"
+    a=$(cpu_of idemgate-redis first_execution) b=$(cpu_of idemgate-proxy proxy)
+    r=$([[ -n $a && -n $b ]] && awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a - b }' || echo n/a)
+    add_ratio "idempotency's CPU per first execution (µs): idemgate-redis (gateway + Redis) − idemgate-proxy" "$r" "(info)" "-"
     # The access log on vs off (issue 12: at most 5 % below).
     r=$(ratio "$(ok_rps idemgate-redis-log replay_one)" "$(ok_rps idemgate-redis replay_one)")
     add_ratio "access log on / off, replay (idemgate-redis)" "$r" ">= 0.95" "$(met "$r" 0.95)"
