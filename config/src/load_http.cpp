@@ -28,7 +28,7 @@ void loader::load_upstreams(const map_view& top, std::vector<upstream_config>& u
         read_duration(map, "resolve_every", upstream.resolve_every, true);
         read_int(map, "eject_after_failures", upstream.eject_after_failures, 0, 1000);
         read_duration(map, "eject_for", upstream.eject_for);
-        load_upstream_tls(map, upstream.tls);
+        load_client_tls(map, map.path_of("tls"), upstream.tls, "plain HTTP"); // HTTPS (issue 11)
         upstreams.push_back(std::move(upstream));
     }
 }
@@ -135,52 +135,6 @@ void loader::load_listen_tls(const map_view& top, std::optional<listen_tls_confi
     if (!tls.client_ca_file.empty())
         check_readable(map.path_of("client_ca_file"), tls.client_ca_file);
     out = std::move(tls);
-}
-
-// upstreams.<name>.tls: HTTPS to the upstream (issue 11), checked like store.redis.tls.
-void loader::load_upstream_tls(const map_view& upstream, upstream_tls_config& tls)
-{
-    map_view map(*this, child(upstream, "tls"), upstream.path_of("tls"),
-                 {"enabled", "ca_file", "server_name", "cert_file", "key_file", "verify"});
-    read_bool(map, "enabled", tls.enabled);
-    read_string(map, "ca_file", tls.ca_file);
-    read_string(map, "server_name", tls.server_name);
-    read_string(map, "cert_file", tls.cert_file);
-    read_string(map, "key_file", tls.key_file);
-    read_bool(map, "verify", tls.verify);
-    check_client_tls(map,
-                     {tls.enabled, tls.ca_file, tls.cert_file, tls.key_file, tls.server_name, tls.verify},
-                     "plain HTTP");
-}
-
-void loader::check_client_tls(const map_view& map, const client_tls_fields& tls, std::string_view plain)
-{
-    if (!tls.enabled) {
-        for (auto [key, set] :
-             {std::pair{"ca_file", !tls.ca_file.empty()}, std::pair{"cert_file", !tls.cert_file.empty()},
-              std::pair{"key_file", !tls.key_file.empty()},
-              std::pair{"server_name", !tls.server_name.empty()}, std::pair{"verify", !tls.verify}})
-            if (set)
-                problem(map.path_of(key), "set while " + map.path_of("enabled") +
-                                              " is false (the connection would be " + std::string(plain) +
-                                              "); set enabled: true or remove it");
-        return;
-    }
-    if (!tls.cert_file.empty() && tls.key_file.empty())
-        problem(map.path_of("cert_file"), "needs " + map.path_of("key_file") +
-                                              " (a client certificate is useless without its private key)");
-    if (tls.cert_file.empty() && !tls.key_file.empty())
-        problem(map.path_of("key_file"),
-                "needs " + map.path_of("cert_file") + " (the client certificate of this private key)");
-    for (auto [key, file] : {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
-                             std::pair{"key_file", &tls.key_file}})
-        if (!file->empty())
-            check_readable(map.path_of(key), *file);
-    bool name_ok = true;
-    for (char c : tls.server_name)
-        name_ok = name_ok && (is_host_name_char(c) || is_ipv6_char(c));
-    if (!name_ok)
-        problem(map.path_of("server_name"), quote(tls.server_name) + " is not a host name or IP address");
 }
 
 } // namespace idemgate::config::detail

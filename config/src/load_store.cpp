@@ -187,26 +187,12 @@ void loader::load_redis(const map_view& store, redis_config& redis)
     if (!redis.username.empty() && redis.password_env.empty())
         problem(map.path_of("username"),
                 "needs store.redis.password_env (an ACL user logs in with AUTH username password)");
-    load_redis_tls(map, redis.tls);
+    // An error, not a warning, when TLS is off but a file is named: it says the operator expects
+    // TLS, and the password would otherwise cross the network in clear.
+    load_client_tls(map, "store.redis.tls", redis.tls, "plain TCP");
 }
 
 // Files are checked for readability here; that they hold PEM certificates and a matching key
 // is checked where OpenSSL loads them (store::check_backend_config, run by --check too).
-void loader::load_redis_tls(const map_view& redis, redis_tls_config& tls)
-{
-    map_view map(*this, child(redis, "tls"), "store.redis.tls",
-                 {"enabled", "ca_file", "cert_file", "key_file", "server_name", "verify"});
-    read_bool(map, "enabled", tls.enabled);
-    read_string(map, "ca_file", tls.ca_file);
-    read_string(map, "cert_file", tls.cert_file);
-    read_string(map, "key_file", tls.key_file);
-    read_string(map, "server_name", tls.server_name);
-    read_bool(map, "verify", tls.verify);
-    // An error, not a warning, when TLS is off but a file is named: it says the operator expects
-    // TLS, and the password would otherwise cross the network in clear.
-    check_client_tls(map,
-                     {tls.enabled, tls.ca_file, tls.cert_file, tls.key_file, tls.server_name, tls.verify},
-                     "plain TCP");
-}
 
 } // namespace idemgate::config::detail

@@ -181,4 +181,43 @@ void loader::check_readable(const std::string& path, const std::string& file)
         problem(path, quote(file) + " is empty");
 }
 
+void loader::load_client_tls(const map_view& parent, const std::string& path, client_tls_config& tls,
+                             std::string_view plain)
+{
+    map_view map(*this, child(parent, "tls"), path,
+                 {"enabled", "ca_file", "cert_file", "key_file", "server_name", "verify"});
+    read_bool(map, "enabled", tls.enabled);
+    read_string(map, "ca_file", tls.ca_file);
+    read_string(map, "cert_file", tls.cert_file);
+    read_string(map, "key_file", tls.key_file);
+    read_string(map, "server_name", tls.server_name);
+    read_bool(map, "verify", tls.verify);
+    if (!tls.enabled) {
+        for (auto [key, set] :
+             {std::pair{"ca_file", !tls.ca_file.empty()}, std::pair{"cert_file", !tls.cert_file.empty()},
+              std::pair{"key_file", !tls.key_file.empty()},
+              std::pair{"server_name", !tls.server_name.empty()}, std::pair{"verify", !tls.verify}})
+            if (set)
+                problem(map.path_of(key), "set while " + map.path_of("enabled") +
+                                              " is false (the connection would be " + std::string(plain) +
+                                              "); set enabled: true or remove it");
+        return;
+    }
+    if (!tls.cert_file.empty() && tls.key_file.empty())
+        problem(map.path_of("cert_file"), "needs " + map.path_of("key_file") +
+                                              " (a client certificate is useless without its private key)");
+    if (tls.cert_file.empty() && !tls.key_file.empty())
+        problem(map.path_of("key_file"),
+                "needs " + map.path_of("cert_file") + " (the client certificate of this private key)");
+    for (auto [key, file] : {std::pair{"ca_file", &tls.ca_file}, std::pair{"cert_file", &tls.cert_file},
+                             std::pair{"key_file", &tls.key_file}})
+        if (!file->empty())
+            check_readable(map.path_of(key), *file);
+    bool name_ok = true;
+    for (char c : tls.server_name)
+        name_ok = name_ok && (is_host_name_char(c) || is_ipv6_char(c));
+    if (!name_ok)
+        problem(map.path_of("server_name"), quote(tls.server_name) + " is not a host name or IP address");
+}
+
 } // namespace idemgate::config::detail

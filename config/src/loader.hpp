@@ -278,18 +278,12 @@ private:
     void load_timeouts(const map_view& top, timeouts_config& timeouts);
     void check_readable(const std::string& path, const std::string& file);
 
-    // TLS from the gateway as a client (store.redis.tls, upstreams.<name>.tls): with enabled
-    // false no other key may be set (the connection would be `plain`); with it true, a
-    // certificate needs its key and the reverse, the files are readable, the name is one.
-    struct client_tls_fields {
-        bool enabled;
-        const std::string& ca_file;
-        const std::string& cert_file;
-        const std::string& key_file;
-        const std::string& server_name;
-        bool verify;
-    };
-    void check_client_tls(const map_view& map, const client_tls_fields& tls, std::string_view plain);
+    // TLS from the gateway as a client (store.redis.tls, upstreams.<name>.tls) at `path` in
+    // `parent`: with enabled false no other key may be set (the connection would be `plain`);
+    // with it true, a certificate needs its key and the reverse, the files are readable, the
+    // name is one.
+    void load_client_tls(const map_view& parent, const std::string& path, client_tls_config& tls,
+                         std::string_view plain);
 
     // load_store.cpp
     void load_store(const map_view& top, store_config& store);
@@ -297,13 +291,11 @@ private:
     void load_encryption(const map_view& store, encryption_config& encryption);
     std::string record_key(const map_view& map, std::string_view key, const std::string& name);
     void load_redis(const map_view& store, redis_config& redis);
-    void load_redis_tls(const map_view& redis, redis_tls_config& tls);
 
     // load_http.cpp
     void load_upstreams(const map_view& top, std::vector<upstream_config>& upstreams);
     void load_upstream_addresses(const map_view& map, const YAML::Node& node, upstream_config& upstream);
     void load_listen_tls(const map_view& top, std::optional<listen_tls_config>& out);
-    void load_upstream_tls(const map_view& upstream, upstream_tls_config& tls);
 
     // load_routes.cpp
     void load_routes(const map_view& top, config& cfg);

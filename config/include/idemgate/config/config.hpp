@@ -25,8 +25,10 @@ struct endpoint {
 enum class store_type { memory, redis };
 enum class failure_mode { reject, pass_through };
 
-// TLS to Redis (managed Redis). Off by default; every other key needs `enabled: true`.
-struct redis_tls_config {
+// TLS from the gateway as a client: to Redis (store.redis.tls, managed Redis) and to an
+// upstream (upstreams.<name>.tls, issue 11). Off by default; every other key needs
+// `enabled: true`.
+struct client_tls_config {
     bool enabled = false;
     std::string ca_file;     // PEM CA bundle the server is verified against ("" = system store)
     std::string cert_file;   // client certificate chain (PEM) for mutual TLS; needs key_file
@@ -34,6 +36,8 @@ struct redis_tls_config {
     std::string server_name; // SNI and the name verified ("" = the host connected to)
     bool verify = true;      // false: no certificate or name check (testing only; warned)
 };
+using redis_tls_config = client_tls_config;
+using upstream_tls_config = client_tls_config;
 enum class redis_mode { standalone, cluster, sentinel };
 
 struct redis_config {
@@ -95,16 +99,6 @@ struct store_config {
     memory_config memory;
     local_tier_config local_tier;
     failure_mode on_failure = failure_mode::reject;
-};
-
-// TLS to one upstream (issue 11). Off by default; every other key needs `enabled: true`.
-struct upstream_tls_config {
-    bool enabled = false;
-    std::string ca_file;     // PEM CA bundle the upstream is verified against ("" = system store)
-    std::string server_name; // SNI and the name verified ("" = the host of the address)
-    std::string cert_file;   // client certificate chain (PEM) for mutual TLS; needs key_file
-    std::string key_file;    // its private key (PEM); needs cert_file
-    bool verify = true;      // false: no certificate or name check (warned at start)
 };
 
 // How a request picks one of an upstream's addresses (issue 11, upstream fleets).
