@@ -4,16 +4,9 @@
 
 #include <algorithm>
 #include <idemgate/common/error.hpp>
-#include <idemgate/store/backend_factory.hpp>
-#include <idemgate/store/record_codec.hpp>
 
 using namespace idemgate;
 using namespace idemgate::test;
-using namespace std::chrono_literals;
-using store::record;
-using store::record_state;
-using store::reserve_result;
-namespace asio = boost::asio;
 
 TEST_CASE("an evicting maxmemory-policy is reported as an error at start-up")
 {

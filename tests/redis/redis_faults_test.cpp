@@ -5,16 +5,10 @@
 
 #include <algorithm>
 #include <idemgate/common/error.hpp>
-#include <idemgate/store/backend_factory.hpp>
 #include <idemgate/store/record_codec.hpp>
 
 using namespace idemgate;
 using namespace idemgate::test;
-using namespace std::chrono_literals;
-using store::record;
-using store::record_state;
-using store::reserve_result;
-namespace asio = boost::asio;
 
 TEST_CASE(
     "a reply after the command timeout is store_timeout and is discarded, not given to the next command")
