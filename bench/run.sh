@@ -925,6 +925,9 @@ add_ratio() { # name value target_text met
 cpu_of() { # server + redis CPU µs per request of a pair
     awk -v a="$(get "$1" "$2" 6)" -v b="$(get "$1" "$2" 7)" 'BEGIN { if (a != "") printf "%.2f", a + b }'
 }
+p99_ms_of() { # target scenario -> its p99 in ms (0.00 when it did not run)
+    awk -v p="$(get "$1" "$2" 5)" 'BEGIN { printf "%.2f", (p == "" ? 0 : p) / 1000 }'
+}
 cpu_ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }' || echo n/a; }
 met() { [[ $1 = n/a ]] && echo n/a || awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "yes" : "no" }'; }
 lat_met() { [[ -z $1 ]] && echo n/a || awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "yes" : "no" }'; }
@@ -967,12 +970,11 @@ if ((have_gateway)) && [[ $ONLY != tls ]]; then # ONLY=tls: the TLS figures belo
             "$(cpu_ratio "$(cpu_of $g first_execution)" "$(cpu_of nginx-proxy proxy)")"
         at_most "$g CPU per first execution / haproxy CPU per request" "" \
             "$(cpu_ratio "$(cpu_of $g first_execution)" "$(cpu_of haproxy proxy)")"
-        p99_ms() { awk -v p="$(get $g "$1" 5)" 'BEGIN { printf "%.2f", (p == "" ? 0 : p) / 1000 }'; }
-        at_most "$g replay p99 (ms)" "$t_p99_replay" "$(p99_ms replay_one)" "(info)"
-        at_most "$g first execution p99 (ms)" "$t_p99_first" "$(p99_ms first_execution)" "(info)"
+        at_most "$g replay p99 (ms)" "$t_p99_replay" "$(p99_ms_of $g replay_one)" "(info)"
+        at_most "$g first execution p99 (ms)" "$t_p99_first" "$(p99_ms_of $g first_execution)" "(info)"
     done
     # What the client and the machine add to every p99 here: bare Beast's own.
-    p=$(get bare-beast static 5); add_ratio "bare Beast p99 (ms), for reference" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "(info)" "-"
+    add_ratio "bare Beast p99 (ms), for reference" "$(p99_ms_of bare-beast static)" "(info)" "-"
     # The proxying alone (idemgate-proxy: no idempotency on the route) beside nginx-proxy, and what
     # idempotency adds on top of it per first execution (gateway + Redis CPU).
     r=$(ratio "$(ok_rps idemgate-proxy proxy)" "$nproxy")
@@ -992,8 +994,8 @@ if ((have_gateway)) && [[ $ONLY != tls ]]; then # ONLY=tls: the TLS figures belo
     # 512 connections (issue 12: report beside nginx).
     r=$(ratio "$(ok_rps idemgate-redis first_execution_512)" "$(ok_rps nginx-proxy proxy_512)")
     add_ratio "idemgate-redis first execution / nginx proxy, 512 connections" "$r" "(info)" "-"
-    p=$(get idemgate-redis first_execution_512 5); add_ratio "idemgate-redis first execution p99 at 512 connections (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "(info)" "-"
-    p=$(get nginx-proxy proxy_512 5); add_ratio "nginx proxy p99 at 512 connections (ms)" "$(awk -v p="${p:-0}" 'BEGIN { printf "%.2f", p / 1000 }')" "(info)" "-"
+    add_ratio "idemgate-redis first execution p99 at 512 connections (ms)" "$(p99_ms_of idemgate-redis first_execution_512)" "(info)" "-"
+    add_ratio "nginx proxy p99 at 512 connections (ms)" "$(p99_ms_of nginx-proxy proxy_512)" "(info)" "-"
     # Redis modes beside standalone Redis (issue 9): the same scenarios, as ratios.
     for g in "${extra_gateways[@]}"; do
         r=$(ratio "$(ok_rps $g replay_10k)" "$(ok_rps idemgate-redis replay_10k)")
