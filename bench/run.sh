@@ -3,7 +3,7 @@
 # run, all measured in one run on this machine (absolute figures drift 10-25 % between runs on a
 # shared box; the ratios are the result).
 #
-# One command, unattended, under 10 minutes: installs wrk, nginx-light, haproxy and
+# One command, unattended, under 10 minutes: installs wrk, nginx-light, haproxy, strace and
 # gnuplot-nox if missing, builds (scripts/build.sh into $BUILD_DIR), starts every server on free
 # loopback ports inside a temp dir, runs the scenarios interleaved (A B A B ...) over $ROUNDS
 # rounds, checks correctness, stops everything it started, and writes
@@ -73,6 +73,7 @@ install_packages() {
     bash "$root/scripts/install-deps.sh"
     local missing=() p wanted=(nginx-light)
     [[ $ONLY = memory ]] || wanted+=(wrk haproxy gnuplot-nox)
+    [[ -n $ONLY || ${SYSCALLS:-1} = 0 ]] || wanted+=(strace) # the system calls per request table
     for p in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
     done
@@ -800,6 +801,9 @@ done
 # strace -c -f on a short separate run per row: strace slows what it traces, so these runs are
 # not timed; what they count (system calls per request) does not depend on speed. SYSCALLS=0 skips.
 syscall_rows=() # target \t scenario \t requests \t calls \t calls per request \t top calls
+if [[ ${SYSCALLS:-1} != 0 ]] && ! command -v strace >/dev/null; then
+    say "WARNING: strace missing (SKIP_INSTALL=1?): no system calls per request table"
+fi
 if [[ ${SYSCALLS:-1} != 0 ]] && command -v strace >/dev/null; then
     sys_plan=(bare-beast:static:replay_one nginx-cache:replay_one:replay_one nginx-proxy:proxy:first_execution)
     ((have_gateway)) && sys_plan+=(idemgate-redis:replay_one:replay_one idemgate-redis-tier:replay_one:replay_one
