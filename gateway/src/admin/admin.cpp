@@ -1,0 +1,371 @@
+#include "admin/admin.hpp"
+
+#include "core/problem.hpp"
+#include "idempotency/classify.hpp"
+#include "transport/wire.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <idemgate/common/histogram.hpp>
+#include <idemgate/common/log.hpp>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <optional>
+#include <vector>
+
+namespace idemgate::gateway::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using boost::system::error_code;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+admin::admin(gateway_context& ctx, asio::io_context& control, std::function<void(std::string&)> metrics_extra)
+    : ctx_(ctx), control_(control), metrics_extra_(std::move(metrics_extra)), acceptor_(control)
+{
+}
+
+void admin::bind(const tcp::endpoint& ep)
+{
+    open_listener(acceptor_, ep, false, "admin_listen");
+    endpoint_ = acceptor_.local_endpoint();
+}
+
+void admin::start()
+{
+    if (!ctx_.cfg.admin.token.empty())
+        store_ = ctx_.backend->open_session(control_.get_executor());
+    accepting_ = true;
+    asio::co_spawn(control_, accept_loop(), asio::detached);
+    asio::co_spawn(control_, watch_store(), asio::detached);
+}
+
+void admin::stop()
+{
+    stopped_ = true;
+    error_code ignored;
+    acceptor_.close(ignored);
+}
+
+asio::awaitable<void> admin::accept_loop()
+{
+    for (;;) {
+        auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
+        if (ec) {
+            accepting_ = false;
+            co_return;
+        }
+        asio::co_spawn(control_, session(std::move(socket)), asio::detached);
+    }
+}
+
+response_type admin::answer(const http::request<http::empty_body>& req)
+{
+    response_type res{http::status::ok, req.version()};
+    auto path = req.target().substr(0, req.target().find('?'));
+    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+        res = make_problem(problems::bad_request, "the admin port answers GET only", req.version(), true);
+        res.result(http::status::method_not_allowed);
+        res.set(http::field::allow, "GET, HEAD");
+    } else if (path == "/healthz") {
+        res.body() = "ok\n";
+    } else if (path == "/readyz") {
+        bool ok = ctx_.ready();
+        res.result(ok ? http::status::ok : http::status::service_unavailable);
+        if (ok)
+            res.body() = "ready\n";
+        else if (ctx_.draining.load())
+            res.body() = "draining\n";
+        else
+            res.body() = "store " + std::string(ctx_.backend->kind()) + " unavailable\n";
+    } else if (path == "/metrics") {
+        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        res.body() = ctx_.stats.render(ctx_.ready(), metrics_extra_);
+        if (auto live = ctx_.live()) {
+            // Which file is live: its hash as an info line, and the reload generation.
+            prometheus::header(res.body(), "idemgate_config_info", "gauge",
+                               "The live configuration: sha256 of the file it was loaded from.");
+            prometheus::sample(res.body(), "idemgate_config_info", "sha256=\"" + live->sha256 + "\"", 1.0);
+            prometheus::header(res.body(), "idemgate_config_generation", "gauge",
+                               "1 at start, +1 per applied reload.");
+            prometheus::sample(res.body(), "idemgate_config_generation", "", double(live->generation));
+            render_fleet_metrics(live->fleets, ctx_.fleet_stats, res.body());
+        }
+    } else {
+        res =
+            make_problem(problems::no_route, "admin paths: /healthz, /readyz, /metrics", req.version(), true);
+    }
+    res.keep_alive(req.keep_alive());
+    res.prepare_payload();
+    return res;
+}
+
+asio::awaitable<void> admin::session(tcp::socket socket)
+{
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    std::string scratch;
+    for (;;) {
+        http::request_parser<http::empty_body> parser;
+        parser.header_limit(8 * 1024);
+        stream.expires_after(std::chrono::seconds(10));
+        auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+        if (ec)
+            break;
+        const auto& req = parser.get();
+        response_type res;
+        if (req.target().starts_with("/admin/"))
+            res = co_await answer_api(req);
+        else
+            res = answer(req);
+        res.keep_alive(req.keep_alive());
+        res.prepare_payload();
+        auto wec = co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000),
+                                          req.method() != http::verb::head);
+        if (wec || !req.keep_alive())
+            break;
+    }
+    error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+namespace {
+
+int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+// application/x-www-form-urlencoded query parameters, in order (names may repeat).
+std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std::string_view target)
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    auto q = target.find('?');
+    if (q == std::string_view::npos)
+        return out;
+    auto decode = [](std::string_view in, std::string& to) {
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            if (in[i] == '+') {
+                to.push_back(' ');
+            } else if (in[i] == '%') {
+                if (i + 2 >= in.size())
+                    return false;
+                int hi = hex_value(in[i + 1]);
+                int lo = hex_value(in[i + 2]);
+                if (hi < 0 || lo < 0)
+                    return false;
+                to.push_back(static_cast<char>(hi * 16 + lo));
+                i += 2;
+            } else {
+                to.push_back(in[i]);
+            }
+        }
+        return true;
+    };
+    std::string_view rest = target.substr(q + 1);
+    while (!rest.empty()) {
+        auto amp = rest.find('&');
+        auto pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+        if (pair.empty())
+            continue;
+        auto eq = pair.find('=');
+        std::string name, value;
+        if (!decode(pair.substr(0, eq), name) ||
+            !decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), value))
+            return std::nullopt;
+        out.emplace_back(std::move(name), std::move(value));
+    }
+    return out;
+}
+
+// Constant-time comparison of a presented bearer token with the configured one: both are
+// hashed first, so neither the content nor the length leaks through timing.
+bool token_matches(std::string_view presented, const std::string& expected)
+{
+    unsigned char a[EVP_MAX_MD_SIZE];
+    unsigned char b[EVP_MAX_MD_SIZE];
+    unsigned int la = 0;
+    unsigned int lb = 0;
+    EVP_Digest(presented.data(), presented.size(), a, &la, EVP_sha256(), nullptr);
+    EVP_Digest(expected.data(), expected.size(), b, &lb, EVP_sha256(), nullptr);
+    return la == lb && CRYPTO_memcmp(a, b, la) == 0;
+}
+
+std::string_view state_name(store::record_state s)
+{
+    switch (s) {
+    case store::record_state::in_flight: return "in_flight";
+    case store::record_state::completed: return "completed";
+    case store::record_state::outcome_unknown: return "outcome_unknown";
+    }
+    return "unknown";
+}
+
+} // namespace
+
+asio::awaitable<response_type> admin::answer_api(const http::request<http::empty_body>& req)
+{
+    unsigned version = req.version();
+    if (ctx_.cfg.admin.token.empty() || !store_)
+        co_return make_problem(problems::no_route, "the admin API is off (set admin.token_env)", version,
+                               true);
+    auto auth = req[http::field::authorization];
+    constexpr std::string_view bearer = "Bearer ";
+    if (auth.size() <= bearer.size() || !beast::iequals(auth.substr(0, bearer.size()), bearer) ||
+        !token_matches(auth.substr(bearer.size()), ctx_.cfg.admin.token)) {
+        auto res =
+            make_problem(problems::unauthorized, "a valid admin bearer token is required", version, true);
+        res.set(http::field::www_authenticate, "Bearer realm=\"idemgate-admin\"");
+        co_return res;
+    }
+    auto path = req.target().substr(0, req.target().find('?'));
+    if (path == "/admin/v1/reload") {
+        if (req.method() != http::verb::post) {
+            auto res = make_problem(problems::bad_request, "/admin/v1/reload answers POST", version, true);
+            res.result(http::status::method_not_allowed);
+            res.set(http::field::allow, "POST");
+            co_return res;
+        }
+        std::vector<std::string> problems_found;
+        if (!reload_ || !reload_(problems_found)) {
+            // 422 with every problem, each naming its key path: the old configuration is live.
+            auto res = make_problem(problems::bad_request,
+                                    "the configuration file has problems; the running configuration is kept",
+                                    version, true, {}, 422);
+            auto body = boost::json::parse(res.body()).as_object();
+            boost::json::array list;
+            for (const auto& p : problems_found)
+                list.emplace_back(p);
+            body["problems"] = std::move(list); // an RFC 9457 extension member
+            res.body() = boost::json::serialize(body);
+            co_return res;
+        }
+        response_type res{http::status::ok, version};
+        res.set(http::field::content_type, "application/json");
+        boost::json::object body;
+        body["reloaded"] = true;
+        body["generation"] = ctx_.live()->generation;
+        body["sha256"] = ctx_.live()->sha256;
+        res.body() = boost::json::serialize(body);
+        co_return res;
+    }
+    if (path != "/admin/v1/records")
+        co_return make_problem(problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload",
+                               version, true);
+    if (req.method() != http::verb::get && req.method() != http::verb::delete_) {
+        auto res =
+            make_problem(problems::bad_request, "/admin/v1/records answers GET and DELETE", version, true);
+        res.result(http::status::method_not_allowed);
+        res.set(http::field::allow, "GET, DELETE");
+        co_return res;
+    }
+    auto params = query_params(req.target());
+    if (!params)
+        co_return make_problem(problems::bad_request, "the query string is not valid percent-encoding",
+                               version, true);
+    std::string tenant;
+    std::string key;
+    std::string credentials; // the scope's credential part, as the filter builds it
+    for (const auto& [name, value] : *params) {
+        if (name == "tenant")
+            tenant = value;
+        else if (name == "cert_tenant") // routes with tenant_from: client_cert: the certificate's CN
+            tenant = certificate_scope_tenant(value);
+        else if (name == "key")
+            key = value;
+        else if (name == "credential") {
+            // One per credential header of the route, in its order; empty = the header was absent.
+            if (ctx_.cfg.store.key_secret.empty())
+                co_return make_problem(problems::bad_request,
+                                       "credential given but store.key_secret_env is not set", version, true);
+            credentials += ' ';
+            credentials +=
+                value.empty() ? std::string("-") : credential_hmac(ctx_.cfg.store.key_secret, value);
+        }
+    }
+    if (key.empty())
+        co_return make_problem(problems::bad_request, "the key parameter is required", version, true);
+    std::string scope_tenant = tenant + credentials;
+    store::scope scope{scope_tenant, key};
+    if (req.method() == http::verb::delete_) {
+        bool removed = false;
+        auto ec = co_await store_->remove(scope, removed);
+        if (ec)
+            co_return make_problem(problems::store_unavailable, "the store failed: " + ec.message(), version,
+                                   true);
+        log::warn("admin: record deleted", {{"tenant", tenant}, {"key", key}, {"found", removed}});
+        if (!removed)
+            co_return make_problem(problems::record_not_found, "no record for this scope and key", version,
+                                   true);
+        response_type res{http::status::no_content, version};
+        co_return res;
+    }
+    auto found = co_await store_->lookup(scope);
+    if (found.ec)
+        co_return make_problem(problems::store_unavailable, "the store failed: " + found.ec.message(),
+                               version, true);
+    if (!found.existing)
+        co_return make_problem(problems::record_not_found, "no record for this scope and key", version, true);
+    boost::json::object body;
+    body["state"] = state_name(found.existing->state);
+    body["fingerprint"] = found.existing->fingerprint;
+    body["created_unix_ms"] = found.existing->created_unix_ms;
+    body["expires_in_ms"] = found.expires_in_ms;
+    if (found.existing->state == store::record_state::completed) {
+        body["status"] = found.existing->response.status;
+        body["body_bytes"] = found.existing->response.body.size();
+    }
+    response_type res{http::status::ok, version};
+    res.set(http::field::content_type, "application/json");
+    res.set(http::field::cache_control, "no-store");
+    res.body() = boost::json::serialize(body);
+    co_return res;
+}
+
+// Logs every change of the store's readiness (first connection, loss, recovery), so an
+// operator sees "store unavailable" in the log and not only on /readyz.
+asio::awaitable<void> admin::watch_store()
+{
+    asio::steady_timer timer(control_);
+    bool was_ready = false;
+    bool first = true;
+    for (;;) {
+        bool now_ready = ctx_.backend->ready();
+        if (now_ready != was_ready || first) {
+            if (now_ready)
+                log::info("store ready", {{"store", ctx_.backend->kind()}});
+            else if (!first)
+                log::error("store unavailable: guarded requests follow store.on_failure",
+                           {{"store", ctx_.backend->kind()}});
+            was_ready = now_ready;
+            first = false;
+        }
+        timer.expires_after(std::chrono::milliseconds(now_ready ? 250 : 20));
+        auto [ec] = co_await timer.async_wait(use_tuple);
+        if (ec || stopped_)
+            co_return;
+    }
+}
+
+} // namespace idemgate::gateway::detail

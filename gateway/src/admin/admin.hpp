@@ -1,0 +1,54 @@
+#pragma once
+// The admin listener (GET /healthz, /readyz, /metrics) and the store-readiness watcher. Runs
+// on the control io_context, apart from the I/O threads. The admin API grows here.
+#include "core/exchange.hpp"
+#include "state/process.hpp"
+#include "transport/listen_socket.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace idemgate::gateway::detail {
+
+class admin {
+public:
+    // `metrics_extra` appends backend-specific Prometheus lines to /metrics (may be empty).
+    admin(gateway_context& ctx, boost::asio::io_context& control,
+          std::function<void(std::string&)> metrics_extra);
+
+    // Binds admin_listen (throws std::system_error naming the address on failure).
+    void bind(const tcp::endpoint& ep);
+    tcp::endpoint endpoint() const { return endpoint_; }
+
+    // POST /admin/v1/reload calls this (on the control thread); false with the problems found.
+    void on_reload(std::function<bool(std::vector<std::string>&)> reload) { reload_ = std::move(reload); }
+
+    // Starts accepting and watching the store on the control context.
+    void start();
+    void stop();
+    // True until the accept loop has returned (after stop(), once the close reached it).
+    bool accepting() const noexcept { return accepting_; }
+
+private:
+    boost::asio::awaitable<void> accept_loop();
+    boost::asio::awaitable<void> session(tcp::socket socket);
+    boost::asio::awaitable<void> watch_store();
+    response_type answer(const http::request<http::empty_body>& req);
+    // The admin API (/admin/v1/...): bearer token, then records lookup/delete.
+    boost::asio::awaitable<response_type> answer_api(const http::request<http::empty_body>& req);
+
+    gateway_context& ctx_;
+    boost::asio::io_context& control_;
+    std::function<void(std::string&)> metrics_extra_;
+    std::function<bool(std::vector<std::string>&)> reload_;
+    tcp::acceptor acceptor_;
+    tcp::endpoint endpoint_;
+    std::unique_ptr<store::session> store_; // the admin's own session, on the control thread
+    bool stopped_ = false;
+    bool accepting_ = false;
+};
+
+} // namespace idemgate::gateway::detail

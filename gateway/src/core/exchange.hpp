@@ -1,0 +1,43 @@
+#pragma once
+// The values one request travels in, shared by every room of the request path: the request and
+// response types, the filter's answer with what the access log says about it, and what the
+// connection knows about the client. Values only: no behaviour, no process or worker state.
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <idemgate/gateway/decision.hpp>
+#include <memory>
+#include <string>
+
+namespace idemgate::gateway::detail {
+
+namespace http = boost::beast::http;
+using request_type = http::request<http::string_body>;
+using response_type = http::response<http::string_body>;
+
+struct tier_entry; // idempotency/local_tier.hpp
+
+// The answer to one request plus what the access log says about it.
+struct handled {
+    response_type response;
+    outcome result = outcome::pass_through;
+    std::string tenant;
+    std::string key;
+    std::string principal; // credential scopes: the first 16 hex digits of the credentials' HMAC
+    shadow_finding shadow = shadow_finding::none; // shadow-mode routes only
+    // A replay from the local tier: written from these bytes; `response` then carries only the
+    // status (for the access log).
+    std::shared_ptr<const tier_entry> prerendered;
+    bool request_sent = false; // the request was written upstream (set by forward)
+    bool close_after = false;
+};
+
+// What the connection knows about the client, for X-Forwarded-* and the access log.
+struct client_info {
+    std::string ip;
+    bool tls = false;
+    // The common name (UTF-8) of the client certificate verified against tls.client_ca_file:
+    // the tenant of routes with tenant_from: client_cert; "" without one.
+    std::string client_cert_cn;
+};
+
+} // namespace idemgate::gateway::detail

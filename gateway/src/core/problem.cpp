@@ -1,0 +1,30 @@
+#include "core/problem.hpp"
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <string>
+
+namespace idemgate::gateway {
+
+http::response<http::string_body> make_problem(const problem& p, std::string_view detail, unsigned version,
+                                               bool keep_alive, std::string_view instance,
+                                               unsigned status_override)
+{
+    unsigned status = status_override ? status_override : static_cast<unsigned>(p.status);
+    boost::json::object body;
+    body["type"] = std::string("urn:idemgate:problem:") + std::string(p.slug);
+    body["title"] = p.title;
+    body["status"] = status;
+    body["detail"] = detail;
+    if (!instance.empty())
+        body["instance"] = instance;
+    http::response<http::string_body> res{http::int_to_status(status), version};
+    res.set(http::field::content_type, "application/problem+json");
+    res.set(http::field::cache_control, "no-store");
+    res.body() = boost::json::serialize(body);
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    return res;
+}
+
+} // namespace idemgate::gateway

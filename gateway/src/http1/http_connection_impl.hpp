@@ -1,0 +1,386 @@
+#pragma once
+// The HTTP/1.1 loop of one client connection, generic over the stream (see http_connection.hpp).
+// Included by exactly one file per stream type: http_connection.cpp (beast::tcp_stream) and
+// tls_connection.cpp (tls_stream), each the only instantiation in its file (it keeps the files
+// small; see run() for the GCC 12 trap met on the way).
+#include "core/problem.hpp"
+#include "http1/http_connection.hpp"
+#include "idempotency/idempotency_filter.hpp"
+#include "idempotency/local_tier.hpp"
+#include "observability/access_log.hpp"
+#include "transport/connection_deadline.hpp"
+#include "transport/tls.hpp"
+#include "transport/wire.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/request_id.hpp>
+#include <iterator>
+#include <type_traits>
+
+namespace idemgate::gateway::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace {
+
+// Counts a request as in flight from header read to response written (drain waits on it).
+struct in_flight_guard {
+    metrics& m;
+    explicit in_flight_guard(metrics& mm) : m(mm) { m.requests_in_flight.fetch_add(1); }
+    ~in_flight_guard() { m.requests_in_flight.fetch_sub(1); }
+};
+
+// The client went away (or broke its TLS session): nothing can be answered.
+bool is_quiet_close(const error_code& ec)
+{
+    return ec == http::error::end_of_stream || ec == asio::error::eof ||
+           ec == asio::error::connection_reset || ec == http::error::partial_message ||
+           ec.category() == asio::error::get_ssl_category() ||
+           ec.category() == asio::ssl::error::get_stream_category();
+}
+
+template<class Stream>
+class http_connection {
+public:
+    http_connection(gateway_context& ctx, worker& w, Stream& stream, client_info client)
+        : ctx_(ctx), env_(w.current(ctx)), cfg_(&env_->cfg()), worker_(w), stream_(stream),
+          client_(std::move(client)), deadline_(stream.get_executor())
+    {
+    }
+
+    asio::awaitable<void> run()
+    {
+        for (;;) {
+            if (!co_await wait_for_request())
+                break;
+            if (!co_await serve_one())
+                break;
+        }
+        // GCC 12 miscompiled this coroutine when the loop above was its last statement (with or
+        // without a co_return): the first resume of the frame crashed. Keep a statement here.
+        if (!keep_open_) {
+            auto& socket = beast::get_lowest_layer(stream_).socket();
+            error_code ignored;
+            socket.shutdown(tcp::socket::shutdown_send, ignored);
+            socket.close(ignored);
+        }
+    }
+
+    // A TLS stream is closed by its caller, close_notify first.
+    void keep_open_at_end() { keep_open_ = true; }
+
+private:
+    access_log_sink access_sink()
+    {
+        return {ctx_.access_log.get(), worker_.access_log, worker_.ioc.get_executor()};
+    }
+
+    tcp::socket& socket() { return beast::get_lowest_layer(stream_).socket(); }
+
+    // Waits for the first byte of the next request under the idle timeout; the header timeout
+    // starts only once a request has begun. An idle connection is closed without an answer.
+    asio::awaitable<bool> wait_for_request()
+    {
+        if (buffer_.size() > 0)
+            co_return true;
+        beast::get_lowest_layer(stream_).expires_never();
+        deadline_.arm(socket(), cfg_->timeouts.idle);
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), use_tuple);
+        deadline_.disarm();
+        if (ec)
+            co_return false;
+        buffer_.commit(n);
+        co_return true;
+    }
+
+    // Answers a request the gateway could not read, then the connection closes.
+    asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version)
+    {
+        auto res = make_problem(p, detail, version ? version : 11, false);
+        // A request whose header could not be read still gets an ID, to match log and answer.
+        if (ids_.request_id.empty() && !cfg_->request_id_header.empty())
+            ids_.request_id = new_request_id();
+        if (!ids_.request_id.empty())
+            res.set(cfg_->request_id_header, ids_.request_id);
+        auto ec = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
+        ctx_.stats.count(outcome::rejected);
+        if (cfg_->access_log)
+            log_rejected(access_sink(), client_, ids_, res.result_int(), detail, ec);
+    }
+
+    // Reads the header by feeding the parser from the buffer ourselves, for three reasons:
+    // - every byte the parser consumed counts against max_header_bytes: Beast 1.81 applies
+    //   header_limit to the start line and to the fields separately and per buffer, so many small
+    //   fields arriving at once passed at about twice the limit (issue 8);
+    // - obs-fold (a header line starting with SP/HT) is refused: Beast silently joins it into the
+    //   previous value, which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2
+    //   allows a server to reject it; nginx does);
+    // - empty lines before the request line are skipped (RFC 9112 2.2).
+    asio::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser)
+    {
+        std::size_t header_bytes = 0;
+        bool line_start = false; // the last consumed byte ended a line
+        error_code ec;
+        beast::get_lowest_layer(stream_).expires_never();
+        deadline_.arm(socket(), cfg_->timeouts.header_read);
+        for (;;) {
+            if (buffer_.size() > 0) {
+                std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+                if (header_bytes == 0 && !parser.got_some()) {
+                    auto skip = pending.find_first_not_of("\r\n");
+                    skip = skip == std::string_view::npos ? pending.size() : skip;
+                    if (skip > 0) {
+                        header_bytes += skip;
+                        buffer_.consume(skip);
+                        if (header_bytes > cfg_->limits.max_header_bytes) {
+                            ec = http::error::header_limit;
+                            break;
+                        }
+                        continue;
+                    }
+                }
+                if (has_obs_fold(pending, line_start)) {
+                    ec = http::error::bad_field;
+                    obs_fold_ = true;
+                    break;
+                }
+                error_code pec;
+                auto used = parser.put(buffer_.data(), pec);
+                if (used > 0)
+                    line_start = pending[used - 1] == '\n';
+                buffer_.consume(used);
+                header_bytes += used;
+                if (header_bytes > cfg_->limits.max_header_bytes) {
+                    ec = http::error::header_limit;
+                    break;
+                }
+                if (pec && pec != http::error::need_more) {
+                    ec = pec;
+                    break;
+                }
+                if (parser.is_header_done())
+                    break;
+                if (!pec && used > 0)
+                    continue;
+                if (buffer_.size() >= cfg_->limits.max_header_bytes + 4) {
+                    ec = http::error::header_limit;
+                    break;
+                }
+            }
+            auto [rec, n] = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), use_tuple);
+            if (rec) {
+                ec = rec == asio::error::eof
+                         ? error_code(parser.got_some() || header_bytes > 0 ? http::error::partial_message
+                                                                            : http::error::end_of_stream)
+                         : rec;
+                break;
+            }
+            buffer_.commit(n);
+        }
+        deadline_.disarm();
+        if (ec == asio::error::operation_aborted && deadline_.fired())
+            ec = beast::error::timeout;
+        co_return ec;
+    }
+
+    // True when an unconsumed header line begins with SP or HT (obs-fold). `line_start` says
+    // whether the bytes before `pending` ended a line. Only the header part is scanned.
+    static bool has_obs_fold(std::string_view pending, bool line_start)
+    {
+        auto end = pending.find("\r\n\r\n");
+        if (end != std::string_view::npos)
+            pending = pending.substr(0, end + 2);
+        if (line_start && !pending.empty() && (pending.front() == ' ' || pending.front() == '\t'))
+            return true;
+        for (std::size_t i = 0; i + 1 < pending.size(); ++i)
+            if (pending[i] == '\n' && (pending[i + 1] == ' ' || pending[i + 1] == '\t'))
+                return true;
+        return false;
+    }
+
+    asio::awaitable<error_code> read_body(http::request_parser<http::string_body>& parser)
+    {
+        beast::get_lowest_layer(stream_).expires_never();
+        deadline_.arm(socket(), cfg_->timeouts.body_read);
+        auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_tuple);
+        deadline_.disarm();
+        if (ec == asio::error::operation_aborted && deadline_.fired())
+            ec = beast::error::timeout;
+        co_return ec;
+    }
+
+    // Reads, checks and handles one request; false when the connection must close.
+    asio::awaitable<bool> serve_one()
+    {
+        // Each request runs under the configuration live when its first byte arrived (reload).
+        env_ = worker_.current(ctx_);
+        cfg_ = &env_->cfg();
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
+        parser.body_limit(cfg_->limits.max_request_body);
+        ids_ = {};
+        if (auto ec = co_await read_header(parser)) {
+            if (ec == http::error::header_limit)
+                co_await answer_and_close(problems::header_too_large,
+                                          "the request header exceeds limits.max_header_bytes", 11);
+            else if (ec == http::error::body_limit)
+                co_await answer_and_close(problems::body_too_large,
+                                          "the request body exceeds limits.max_request_body", 11);
+            else if (ec == beast::error::timeout)
+                co_await answer_and_close(problems::request_timeout,
+                                          "the request header did not arrive within timeouts.header_read",
+                                          11);
+            else if (!is_quiet_close(ec) && ec != asio::error::operation_aborted)
+                co_await answer_and_close(problems::bad_request, ec.message(), 11);
+            co_return false;
+        }
+        in_flight_guard guard(ctx_.stats);
+        auto started = clock_type::now();
+        auto& header = parser.get();
+        unsigned version = header.version();
+        ids_ = read_request_ids(header, cfg_->request_id_header);
+
+        auto violation = check_request_framing(header, version, header.target(), header.method_string());
+        if (violation != framing_violation::none) {
+            co_await answer_and_close(problems::bad_framing, describe(violation), version);
+            co_return false;
+        }
+        if (!parser.is_done() && version >= 11) {
+            auto expect = find_header(header, "Expect");
+            if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
+                static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+                beast::get_lowest_layer(stream_).expires_after(cfg_->timeouts.client_write);
+                auto [ec, n] =
+                    co_await asio::async_write(stream_, asio::buffer(cont.data(), cont.size()), use_tuple);
+                if (ec)
+                    co_return false;
+            }
+        }
+        auto fields_before_body = std::distance(header.begin(), header.end());
+        if (!parser.is_done()) {
+            if (auto ec = co_await read_body(parser)) {
+                if (ec == http::error::body_limit)
+                    co_await answer_and_close(problems::body_too_large,
+                                              "the request body exceeds limits.max_request_body", version);
+                else if (ec == beast::error::timeout)
+                    co_await answer_and_close(problems::request_timeout,
+                                              "the request body did not arrive within timeouts.body_read",
+                                              version);
+                else if (!is_quiet_close(ec) && ec != asio::error::operation_aborted)
+                    co_await answer_and_close(problems::bad_request, ec.message(), version);
+                co_return false;
+            }
+        }
+        // Beast 1.81 merges chunked trailer fields into the header: a trailer could change the
+        // key, the tenant or credentials after the checks above, so any trailer is refused.
+        if (std::distance(parser.get().begin(), parser.get().end()) != fields_before_body) {
+            co_await answer_and_close(problems::bad_framing, "chunked trailer fields are not accepted",
+                                      version);
+            co_return false;
+        }
+
+        request_type req = parser.release();
+        // The upstream sees the ID the client gets back (a missing or unusable one replaced).
+        if (ids_.generated)
+            req.set(cfg_->request_id_header, ids_.request_id);
+        bool client_keep_alive = req.keep_alive();
+        auto env = env_; // kept to the end of this request even if the next one reloads
+        handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_);
+        // Draining is read after the request was handled: a request in flight when SIGTERM
+        // arrived gets Connection: close on its answer (issue 8).
+        bool keep_alive =
+            client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
+        error_code ec;
+        // Every answer carries this request's own ID: an executed one, a replay (the recorded
+        // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx.
+        if (h.prerendered) {
+            std::string_view id_field;
+            if (!ids_.request_id.empty()) {
+                scratch_.clear();
+                scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
+                id_field = scratch_;
+            }
+            auto buffers = prerendered_buffers(*h.prerendered, req.version(), keep_alive, id_field);
+            ec = co_await write_bounded(buffers);
+        } else {
+            h.response.keep_alive(keep_alive);
+            if (!ids_.request_id.empty())
+                h.response.set(cfg_->request_id_header, ids_.request_id);
+            auto buffers = message_buffers(h.response, scratch_);
+            ec = co_await write_bounded(buffers);
+        }
+        auto elapsed = clock_type::now() - started;
+        ctx_.stats.request_latency.observe(elapsed);
+        ctx_.stats.count(h.result);
+        if (cfg_->access_log)
+            log_request(access_sink(), req, h, client_, ids_, elapsed, ec);
+        co_return !ec && keep_alive;
+    }
+
+    // A local-tier replay in one gather write: the bytes write_message would have produced for
+    // the same replay (the Connection field as Beast's keep_alive() sets it).
+    // `extra` (the request ID field) goes last, as set() appends it on the other path.
+    static std::array<asio::const_buffer, 7> prerendered_buffers(const tier_entry& e, unsigned version,
+                                                                 bool keep_alive, std::string_view extra)
+    {
+        std::string_view proto = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+        std::string_view connection;
+        if (version == 10 && keep_alive)
+            connection = "Connection: keep-alive\r\n";
+        else if (version != 10 && !keep_alive)
+            connection = "Connection: close\r\n";
+        std::array<asio::const_buffer, 7> buffers{asio::buffer(proto.data(), proto.size()),
+                                                  asio::buffer(e.status_line),
+                                                  asio::buffer(e.fields),
+                                                  asio::buffer(connection.data(), connection.size()),
+                                                  asio::buffer(extra.data(), extra.size()),
+                                                  asio::buffer("\r\n", 2),
+                                                  asio::buffer(e.body)};
+        return buffers;
+    }
+
+    // Writes under timeouts.client_write, on the connection's lazy deadline.
+    template<class Buffers>
+    asio::awaitable<error_code> write_bounded(const Buffers& buffers)
+    {
+        beast::get_lowest_layer(stream_).expires_never();
+        deadline_.arm(socket(), cfg_->timeouts.client_write);
+        auto [ec, n] = co_await asio::async_write(stream_, buffers, use_tuple);
+        deadline_.disarm();
+        if (ec == asio::error::operation_aborted && deadline_.fired())
+            ec = beast::error::timeout;
+        co_return ec;
+    }
+
+    gateway_context& ctx_;
+    std::shared_ptr<request_env> env_; // the live configuration of the current request
+    const config::config* cfg_;
+    worker& worker_;
+    Stream& stream_;
+    client_info client_;
+    deadline deadline_;
+    request_ids ids_; // the current request's
+    bool obs_fold_ = false;
+    bool keep_open_ = false;
+    beast::flat_buffer buffer_;
+    std::string scratch_; // rendered message heads, reused for every message on this connection
+};
+
+} // namespace
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,139 @@
+#include "idempotency/classify.hpp"
+
+#include <array>
+#include <boost/beast/core/string.hpp>
+#include <idemgate/gateway/http_rules.hpp>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+namespace idemgate::gateway::detail {
+
+const config::route_config* match_route(const config::config& cfg, std::string_view target)
+{
+    auto path = target.substr(0, target.find('?'));
+    for (const auto& r : cfg.routes)
+        if (path.substr(0, r.path_prefix.size()) == r.path_prefix)
+            return &r;
+    return nullptr;
+}
+
+// A request the gateway answers itself with a 4xx before touching the store.
+handled rejected(const problem& p, std::string_view detail, unsigned version, bool close)
+{
+    handled h;
+    h.response = make_problem(p, detail, version, !close);
+    h.result = outcome::rejected;
+    h.close_after = close;
+    return h;
+}
+
+// Phase 1: which route, is the request guarded, and are its key and tenant well-formed?
+// Returns the rejection, or nothing with `facts` filled for a guarded or pass-through request.
+std::optional<handled> classify_request(const config::route_config& route, const request_type& req,
+                                        const client_info& client, request_facts& facts,
+                                        request_verdict& verdict)
+{
+    unsigned version = req.version();
+    const auto& policy = route.idempotency;
+    facts.method = req.method_string();
+    if (policy.enabled) {
+        // A Connection header naming the key or tenant header would strip it on the way
+        // upstream after the gateway recorded under it (RFC 9110 7.6.1 lets a client name any
+        // header there); a hop-by-hop scope is meaningless, so the request is refused.
+        std::array<std::string_view, 2> scope_headers{policy.key_header, policy.tenant_header};
+        auto named = connection_names(req, scope_headers);
+        if (!named.empty())
+            return rejected(problems::bad_connection_header,
+                            "the Connection header names " + std::string(named) +
+                                ", which the gateway needs end to end",
+                            version, true);
+        auto key = find_header(req, policy.key_header);
+        facts.key_count = key.count;
+        facts.key = key.value;
+        if (policy.tenant_from == config::tenant_source::client_cert) {
+            facts.tenant_count = client.client_cert_cn.empty() ? 0 : 1;
+            facts.tenant = client.client_cert_cn;
+        } else if (!policy.tenant_header.empty()) {
+            auto tenant = find_header(req, policy.tenant_header);
+            facts.tenant_count = tenant.count;
+            facts.tenant = tenant.value;
+        }
+    }
+    verdict = classify(policy, facts);
+    switch (verdict) {
+    case request_verdict::pass_through:
+    case request_verdict::guard: return std::nullopt;
+    case request_verdict::reject_missing_key:
+        return rejected(problems::missing_key,
+                        "this route requires the " + policy.key_header + " header on " +
+                            std::string(facts.method) + " requests",
+                        version);
+    case request_verdict::reject_invalid_key:
+        return rejected(problems::invalid_key,
+                        policy.key_header + " must appear once, with 1 to 255 visible ASCII characters",
+                        version);
+    case request_verdict::reject_missing_tenant:
+        if (policy.tenant_from == config::tenant_source::client_cert)
+            return rejected(problems::missing_client_certificate,
+                            "this route takes the tenant from the client certificate; the connection "
+                            "presented no verified certificate with a common name",
+                            version);
+        return rejected(problems::missing_tenant,
+                        "a request with " + policy.key_header + " must carry " + policy.tenant_header,
+                        version);
+    case request_verdict::reject_invalid_tenant:
+        if (policy.tenant_from == config::tenant_source::client_cert)
+            return rejected(problems::invalid_tenant,
+                            "the client certificate's common name must have 1 to 255 bytes and no control "
+                            "characters",
+                            version);
+        return rejected(problems::invalid_tenant,
+                        policy.tenant_header + " must appear once, with 1 to 255 visible ASCII characters",
+                        version);
+    }
+    return std::nullopt;
+}
+
+// Credential scopes: the HMAC-SHA256 under store.key_secret of each credential header's value
+// (all its lines, newline-joined), lower-case hex, space-separated; "-" for an absent header, so
+// requests without a credential share one anonymous scope of their own. Raw credentials never
+// leave this function.
+std::string credential_scope(const config::idempotency_config& policy, const std::string& secret,
+                             const request_type& req)
+{
+    std::string out;
+    for (const auto& name : policy.credential_headers) {
+        out.push_back(' ');
+        auto range = req.equal_range(name);
+        if (range.first == range.second) {
+            out.push_back('-');
+            continue;
+        }
+        std::string value;
+        for (auto it = range.first; it != range.second; ++it) {
+            if (!value.empty())
+                value.push_back('\n');
+            value.append(it->value());
+        }
+        out += credential_hmac(secret, value);
+    }
+    return out;
+}
+
+std::string credential_hmac(const std::string& secret, std::string_view value)
+{
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+         reinterpret_cast<const unsigned char*>(value.data()), value.size(), mac, &len);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * len);
+    for (unsigned i = 0; i < len; ++i) {
+        out.push_back(hex[mac[i] >> 4]);
+        out.push_back(hex[mac[i] & 0xf]);
+    }
+    return out;
+}
+
+} // namespace idemgate::gateway::detail

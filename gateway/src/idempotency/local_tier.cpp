@@ -1,0 +1,109 @@
+#include "idempotency/local_tier.hpp"
+
+#include "transport/wire.hpp"
+
+namespace idemgate::gateway::detail {
+
+std::size_t tier_entry::bytes() const noexcept
+{
+    // The strings plus the entry, its list node, its index slot and the shared_ptr block.
+    return id.size() + fingerprint.size() + status_line.size() + fields.size() + body.size() + 256;
+}
+
+local_tier::local_tier(std::size_t max_bytes, std::chrono::milliseconds max_age, metrics& stats)
+    : max_bytes_(max_bytes), max_age_(max_age), stats_(stats)
+{
+}
+
+std::shared_ptr<const tier_entry> local_tier::find(std::string_view id, clock::time_point now)
+{
+    auto it = index_.find(id);
+    if (it == index_.end()) {
+        stats_.tier_misses.fetch_add(1, std::memory_order_relaxed);
+        return nullptr;
+    }
+    auto node = it->second;
+    if ((*node)->expires <= now) {
+        drop(node);
+        stats_.tier_misses.fetch_add(1, std::memory_order_relaxed);
+        return nullptr;
+    }
+    lru_.splice(lru_.begin(), lru_, node); // most recently used first; iterators stay valid
+    stats_.tier_hits.fetch_add(1, std::memory_order_relaxed);
+    return *node;
+}
+
+void local_tier::insert(std::string id, std::string fingerprint, const response_type& response,
+                        clock::time_point expires, clock::time_point now)
+{
+    insert_with_body(std::move(id), std::move(fingerprint), response, response.body(), expires, now);
+}
+
+void local_tier::insert(std::string id, std::string fingerprint, response_type&& response,
+                        clock::time_point expires, clock::time_point now)
+{
+    std::string body = std::move(response.body());
+    insert_with_body(std::move(id), std::move(fingerprint), response, std::move(body), expires, now);
+}
+
+void local_tier::insert_with_body(std::string id, std::string fingerprint, const response_type& response,
+                                  std::string body, clock::time_point expires, clock::time_point now)
+{
+    expires = std::min(expires, now + max_age_);
+    if (expires <= now)
+        return;
+    auto entry = std::make_shared<tier_entry>();
+    entry->id = std::move(id);
+    entry->fingerprint = std::move(fingerprint);
+    entry->status = response.result_int();
+    entry->expires = expires;
+    // The same bytes write_message renders, split where the version and Connection go.
+    std::string head;
+    render_head(response.base(), head);
+    auto first_line = head.find("\r\n");
+    auto space = head.find(' ');
+    entry->status_line = head.substr(space, first_line + 2 - space);
+    entry->fields = head.substr(first_line + 2, head.size() - first_line - 4); // without the final CRLF
+    entry->body = std::move(body);
+    auto size = entry->bytes();
+    if (size > max_bytes_)
+        return;
+    erase(entry->id);
+    while (bytes_ + size > max_bytes_ && !lru_.empty()) {
+        drop(std::prev(lru_.end()));
+        stats_.tier_evictions.fetch_add(1, std::memory_order_relaxed);
+    }
+    lru_.push_front(std::move(entry));
+    index_.emplace(lru_.front()->id, lru_.begin());
+    bytes_ += size;
+    stats_.tier_bytes.fetch_add(static_cast<std::int64_t>(size), std::memory_order_relaxed);
+}
+
+void local_tier::erase(std::string_view id)
+{
+    auto it = index_.find(id);
+    if (it != index_.end())
+        drop(it->second);
+}
+
+void local_tier::clear()
+{
+    while (!lru_.empty())
+        drop(lru_.begin());
+}
+
+void local_tier::drop(list_type::iterator it)
+{
+    auto size = (*it)->bytes();
+    index_.erase(std::string_view((*it)->id));
+    lru_.erase(it);
+    bytes_ -= size;
+    stats_.tier_bytes.fetch_sub(static_cast<std::int64_t>(size), std::memory_order_relaxed);
+}
+
+void local_tier_deleter::operator()(local_tier* tier) const noexcept
+{
+    delete tier;
+}
+
+} // namespace idemgate::gateway::detail

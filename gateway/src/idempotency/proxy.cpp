@@ -1,0 +1,80 @@
+#include "idempotency/proxy.hpp"
+
+#include "core/problem.hpp"
+
+#include <idemgate/common/error.hpp>
+#include <idemgate/gateway/http_rules.hpp>
+
+namespace idemgate::gateway::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+bool is_bodyless_status(unsigned status)
+{
+    return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
+
+// Rewrites the client's request for the upstream: hop-by-hop out, X-Forwarded-* in, HTTP/1.1,
+// Content-Length framing.
+void rewrite_request(request_type& req, const client_info& client)
+{
+    strip_hop_by_hop(req, true);
+    auto xff = find_header(req, "X-Forwarded-For");
+    if (xff.count > 0) {
+        std::string joined = std::string(xff.value) + ", " + client.ip;
+        req.set("X-Forwarded-For", joined);
+    } else {
+        req.set("X-Forwarded-For", client.ip);
+    }
+    req.set("X-Forwarded-Proto", client.tls ? "https" : "http");
+    auto host = find_header(req, "Host");
+    if (host.count > 0)
+        req.set("X-Forwarded-Host", std::string(host.value));
+    req.version(11);
+    if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
+        req.method() == http::verb::patch)
+        req.content_length(req.body().size());
+}
+
+} // namespace
+
+void reframe(response_type& res, bool head_request)
+{
+    if (is_bodyless_status(res.result_int())) {
+        res.erase(http::field::content_length);
+        res.body().clear();
+        return;
+    }
+    if (head_request)
+        return; // keep the upstream's Content-Length: the body was not sent
+    res.content_length(res.body().size());
+}
+
+asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
+                              request_type& req, const client_info& client, handled& h, std::string& scratch)
+{
+    unsigned client_version = req.version();
+    bool head = req.method() == http::verb::head;
+    rewrite_request(req, client);
+
+    upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, head, scratch);
+    h.request_sent = result.sent;
+    if (result.ec) {
+        bool timed_out = result.ec == make_error_code(error::upstream_timeout);
+        h.response =
+            make_problem(timed_out ? problems::gateway_timeout : problems::bad_gateway,
+                         "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version, true);
+        co_return false;
+    }
+    if (result.response.result_int() >= 500)
+        ctx.stats.upstream_5xx.fetch_add(1, std::memory_order_relaxed);
+    h.response = std::move(result.response);
+    strip_hop_by_hop(h.response);
+    h.response.version(client_version);
+    reframe(h.response, head);
+    co_return true;
+}
+
+} // namespace idemgate::gateway::detail

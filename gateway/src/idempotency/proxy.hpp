@@ -1,0 +1,21 @@
+#pragma once
+// Proxying: rewrites a client request for the upstream (hop-by-hop, X-Forwarded-*, framing),
+// exchanges it through the thread's upstream_pool, and rewrites the answer for the client.
+#include "core/exchange.hpp"
+#include "state/process.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+namespace idemgate::gateway::detail {
+
+// Sets Content-Length to the body (the gateway always re-frames; RFC 9112 6.3). Bodyless
+// statuses lose body and Content-Length; a HEAD answer keeps the upstream's Content-Length.
+void reframe(response_type& res, bool head_request);
+
+// Forwards `req` to the route's upstream and fills h.response. Returns true when the upstream
+// answered (any status); false when the gateway answered 502/504 itself.
+boost::asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env,
+                                     const config::route_config& route, request_type& req,
+                                     const client_info& client, handled& h, std::string& scratch);
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,169 @@
+#include "observability/access_log.hpp"
+
+#include <charconv>
+#include <idemgate/common/log.hpp>
+
+namespace idemgate::gateway::detail {
+
+namespace {
+
+constexpr char hex_digits[] = "0123456789ABCDEF";
+
+// Appends `raw` as log_safe() would render it, as the body of a JSON string ('"' and '\'
+// escaped; everything else is printable ASCII by then).
+void append_safe(std::string& out, std::string_view raw)
+{
+    for (unsigned char c : raw) {
+        if (c >= 0x20 && c < 0x7f) {
+            if (c == '"' || c == '\\')
+                out.push_back('\\');
+            out.push_back(static_cast<char>(c));
+        } else {
+            out.push_back('%');
+            out.push_back(hex_digits[c >> 4]);
+            out.push_back(hex_digits[c & 0xf]);
+        }
+    }
+}
+
+// One access-log line, written straight into a reused buffer: no JSON object, no per-field
+// strings (the line used to be a boost::json::object, ~15 allocations per request).
+class line_writer {
+public:
+    explicit line_writer(std::string& out) : out_(out)
+    {
+        out_.clear();
+        out_.push_back('{');
+    }
+    void text(std::string_view name, std::string_view value)
+    {
+        key(name);
+        out_.push_back('"');
+        append_safe(out_, value);
+        out_.push_back('"');
+    }
+    void number(std::string_view name, std::int64_t value)
+    {
+        key(name);
+        char digits[24];
+        auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+        out_.append(digits, ec == std::errc{} ? end : digits);
+    }
+    std::string_view finish()
+    {
+        out_.push_back('}');
+        return out_;
+    }
+
+private:
+    void key(std::string_view name)
+    {
+        if (out_.size() > 1)
+            out_.push_back(',');
+        out_.push_back('"');
+        out_.append(name);
+        out_.append("\":", 2);
+    }
+    std::string& out_;
+};
+
+void add_status(line_writer& line, unsigned status, boost::system::error_code write_ec)
+{
+    // Only what reached the client is logged as its status (issue 8: a 408 that was never
+    // delivered was logged as sent).
+    line.number("status", write_ec ? 0 : status);
+    if (write_ec) {
+        line.number("intended_status", status);
+        line.text("client_write_error", write_ec.message());
+    }
+}
+
+void add_ids(line_writer& line, const request_ids& ids)
+{
+    if (!ids.request_id.empty())
+        line.text("request_id", ids.request_id);
+    if (!ids.trace_id.empty())
+        line.text("trace_id", ids.trace_id);
+}
+
+// The fields every access line starts with.
+void begin_access_line(line_writer& line, const client_info& client)
+{
+    line.number("ts", log::now_unix_ms());
+    line.text("msg", "access");
+    line.text("client", client.ip);
+}
+
+// This thread's line buffer (reused: its capacity stays).
+std::string& scratch()
+{
+    thread_local std::string buffer;
+    return buffer;
+}
+
+// Into this thread's batch; the buffer is made on the thread's first line.
+void emit(const access_log_sink& sink, std::string_view line)
+{
+    if (!sink.buffer)
+        sink.buffer = std::make_unique<access_log_buffer>(*sink.writer, sink.executor);
+    sink.buffer->append(line);
+}
+
+} // namespace
+
+std::string log_safe(std::string_view raw)
+{
+    std::string out;
+    out.reserve(raw.size());
+    for (unsigned char c : raw) {
+        if (c >= 0x20 && c < 0x7f) {
+            out.push_back(static_cast<char>(c));
+        } else {
+            out.push_back('%');
+            out.push_back(hex_digits[c >> 4]);
+            out.push_back(hex_digits[c & 0xf]);
+        }
+    }
+    return out;
+}
+
+void log_request(const access_log_sink& sink, const request_type& req, const handled& h,
+                 const client_info& client, const request_ids& ids,
+                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec)
+{
+    if (!sink.writer)
+        return;
+    line_writer line(scratch());
+    begin_access_line(line, client);
+    line.text("method", req.method_string());
+    line.text("target", req.target());
+    add_status(line, h.response.result_int(), write_ec);
+    line.text("outcome", to_string(h.result));
+    if (!h.key.empty()) {
+        line.text("tenant", h.tenant);
+        line.text("key", h.key);
+    }
+    if (!h.principal.empty())
+        line.text("principal", h.principal);
+    if (h.shadow != shadow_finding::none)
+        line.text("shadow", to_string(h.shadow));
+    line.number("latency_us", std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
+    add_ids(line, ids);
+    emit(sink, line.finish());
+}
+
+void log_rejected(const access_log_sink& sink, const client_info& client, const request_ids& ids,
+                  unsigned status, std::string_view detail, boost::system::error_code write_ec)
+{
+    if (!sink.writer)
+        return;
+    line_writer line(scratch());
+    begin_access_line(line, client);
+    add_status(line, status, write_ec);
+    line.text("outcome", "rejected");
+    line.text("detail", detail);
+    add_ids(line, ids);
+    emit(sink, line.finish());
+}
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,102 @@
+// Assembles the gateway: the listener (I/O threads, acceptors, signals, drain), the admin
+// listener, and the shared context. The request path is http_connection -> idempotency_filter
+// -> proxy -> upstream_pool.
+#include "admin/admin.hpp"
+#include "runtime/listener.hpp"
+#include "transport/listen_socket.hpp"
+
+#include <boost/asio/post.hpp>
+#include <idemgate/common/io_backend.hpp>
+#include <idemgate/common/log.hpp>
+#include <idemgate/gateway/server.hpp>
+
+namespace idemgate::gateway {
+
+namespace asio = boost::asio;
+
+struct server::impl {
+    detail::gateway_context ctx;
+    asio::io_context control{1};
+    detail::listener listener{ctx, control};
+    detail::admin admin;
+
+    impl(config::config c, std::shared_ptr<store::backend> b, std::function<void(std::string&)> extra)
+        : ctx(std::move(c), std::move(b)), admin(ctx, control, std::move(extra))
+    {
+        admin.on_reload([this](std::vector<std::string>& problems) {
+            return listener.reload("POST /admin/v1/reload", problems);
+        });
+        // Always made (its thread idles when nothing is logged): a reload may turn access_log on.
+        const auto& o = ctx.cfg.access_log_options;
+        ctx.access_log = std::make_unique<access_log_writer>(
+            access_log_writer::options{o.queue_lines, o.batch_bytes, o.flush_interval},
+            ctx.stats.access_log_dropped);
+    }
+};
+
+namespace {
+
+std::string endpoint_string(const tcp::endpoint& ep)
+{
+    return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+} // namespace
+
+server::server(config::config cfg, std::shared_ptr<store::backend> backend,
+               std::function<void(std::string&)> metrics_extra)
+    : impl_(std::make_unique<impl>(std::move(cfg), std::move(backend), std::move(metrics_extra)))
+{
+}
+
+server::~server() = default;
+
+void server::set_config_path(std::string path)
+{
+    impl_->ctx.config_path = std::move(path);
+}
+
+void server::bind()
+{
+    impl_->listener.bind();
+    impl_->admin.bind(detail::resolve_one(impl_->control, impl_->ctx.cfg.admin_listen, "admin_listen"));
+}
+
+tcp::endpoint server::listen_endpoint() const
+{
+    return impl_->listener.endpoint();
+}
+
+tcp::endpoint server::admin_endpoint() const
+{
+    return impl_->admin.endpoint();
+}
+
+int server::run()
+{
+    auto& i = *impl_;
+    i.admin.start();
+    i.listener.run(
+        [&i] {
+            log::info("listening", {{"listen", endpoint_string(i.listener.endpoint())},
+                                    {"admin_listen", endpoint_string(i.admin.endpoint())},
+                                    {"threads", static_cast<std::int64_t>(i.listener.threads())},
+                                    {"tls", i.ctx.cfg.tls.has_value()},
+                                    {"store", i.ctx.backend->kind()},
+                                    {"io", io_backend_name()},
+                                    {"version", IDEMGATE_VERSION}});
+        },
+        [&i] { i.admin.stop(); }, [&i] { return i.admin.accepting(); });
+    // The I/O threads have stopped: every line of the drain reaches stdout before "stopped".
+    if (i.ctx.access_log)
+        i.ctx.access_log->stop();
+    log::info("stopped", {{"in_flight", i.ctx.stats.requests_in_flight.load()}});
+    return 0;
+}
+
+void server::request_stop()
+{
+    asio::post(impl_->control, [i = impl_.get()] { i->listener.begin_drain("request_stop"); });
+}
+
+} // namespace idemgate::gateway

@@ -1,0 +1,26 @@
+// check_tls_config: the TLS files of both hops, as --check and start-up read them.
+#include "transport/tls.hpp"
+#include "upstream/upstream_tls.hpp"
+
+#include <idemgate/gateway/tls.hpp>
+
+namespace idemgate::gateway {
+
+std::vector<std::string> check_tls_config(const config::config& cfg)
+{
+    std::vector<std::string> problems;
+    auto collect = [&](auto&& make) {
+        try {
+            make();
+        } catch (const config::config_error& e) {
+            problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+        }
+    };
+    if (cfg.tls)
+        collect([&] { detail::make_server_tls_context(*cfg.tls); });
+    for (const auto& up : cfg.upstreams)
+        collect([&] { detail::make_upstream_tls(up); });
+    return problems;
+}
+
+} // namespace idemgate::gateway

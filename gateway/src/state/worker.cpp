@@ -1,0 +1,37 @@
+#include "state/worker.hpp"
+
+namespace idemgate::gateway::detail {
+
+worker::worker() = default;
+worker::~worker() = default;
+
+std::string worker::new_owner_token()
+{
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string token(32, '0');
+    for (int half = 0; half < 2; ++half) {
+        auto v = rng();
+        for (int i = 0; i < 16; ++i)
+            token[half * 16 + i] = hex[(v >> (i * 4)) & 0xf];
+    }
+    return token;
+}
+
+std::shared_ptr<request_env> worker::current(gateway_context& ctx)
+{
+    if (env && env->live->generation == ctx.live_generation.load(std::memory_order_acquire))
+        return env;
+    auto next = std::make_shared<request_env>();
+    next->live = ctx.live();
+    const auto& cfg = next->live->cfg;
+    for (std::size_t u = 0; u < cfg.upstreams.size(); ++u) {
+        auto pool = std::make_shared<upstream_pool>(ioc.get_executor(), next->live->fleets[u], cfg, ctx.stats,
+                                                    next->live->upstream_contexts[u]);
+        pool->attach();
+        next->pools.push_back(std::move(pool));
+    }
+    env = std::move(next);
+    return env;
+}
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,299 @@
+// One I/O thread's keep-alive pool for one upstream: which address (balance, health), idle
+// connections and the liveness peek before reuse, and connecting (with TLS, the handshake and
+// session resumption). One request's exchange over a pooled connection: upstream_exchange.cpp.
+#include "upstream/upstream_pool.hpp"
+
+#include "upstream/upstream_connection.hpp"
+#include "upstream/upstream_tls.hpp"
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <type_traits>
+
+namespace idemgate::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace ssl = boost::asio::ssl;
+using boost::system::error_code;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+namespace detail {
+
+void tls_connection_deleter::operator()(upstream_tls_connection* c) const noexcept
+{
+    delete c;
+}
+
+void tls_session_deleter::operator()(ssl_session_st* s) const noexcept
+{
+    SSL_SESSION_free(s);
+}
+
+} // namespace detail
+
+upstream_pool::upstream_pool(asio::any_io_executor ex, std::shared_ptr<upstream_fleet> fleet,
+                             const config::config& cfg, metrics& m, std::shared_ptr<detail::upstream_tls> tls)
+    : executor_(std::move(ex)), fleet_(std::move(fleet)), max_idle_(fleet_->config().max_idle_connections),
+      config_(cfg), metrics_(m), tls_(std::move(tls))
+{
+}
+
+upstream_pool::~upstream_pool() = default;
+
+void upstream_pool::attach()
+{
+    update_addresses(fleet_->subscribe(weak_from_this(), executor_));
+}
+
+std::size_t upstream_pool::idle_count() const noexcept
+{
+    return idle_total_;
+}
+
+upstream_pool::pending_guard::pending_guard(std::shared_ptr<address_slot> slot) : slot_(std::move(slot))
+{
+    slot_->address->pending.fetch_add(1, std::memory_order_relaxed);
+}
+
+upstream_pool::pending_guard& upstream_pool::pending_guard::operator=(pending_guard&& other) noexcept
+{
+    if (this != &other) {
+        if (slot_)
+            slot_->address->pending.fetch_sub(1, std::memory_order_relaxed);
+        slot_ = std::move(other.slot_);
+    }
+    return *this;
+}
+
+upstream_pool::pending_guard::~pending_guard()
+{
+    if (slot_)
+        slot_->address->pending.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void upstream_pool::update_addresses(std::shared_ptr<const address_set> set)
+{
+    std::vector<std::shared_ptr<address_slot>> next;
+    next.reserve(set->size());
+    for (const auto& address : *set) {
+        std::shared_ptr<address_slot> kept;
+        for (auto& slot : slots_)
+            if (slot && slot->address == address)
+                kept = std::move(slot);
+        if (!kept) {
+            kept = std::make_shared<address_slot>();
+            kept->address = address;
+        }
+        next.push_back(std::move(kept));
+    }
+    // What is left went away: its idle connections close now, busy ones when their request ends.
+    for (auto& slot : slots_) {
+        if (!slot)
+            continue;
+        slot->retired = true;
+        error_code ignored;
+        for (auto& c : slot->idle)
+            beast::get_lowest_layer(detail::stream_of(c)).socket().close(ignored);
+        for (auto& c : slot->idle_tls)
+            beast::get_lowest_layer(detail::stream_of(c)).socket().close(ignored);
+        idle_total_ -= slot->idle.size() + slot->idle_tls.size();
+        slot->idle.clear();
+        slot->idle_tls.clear();
+    }
+    slots_ = std::move(next);
+}
+
+std::shared_ptr<upstream_pool::address_slot>
+upstream_pool::pick(const std::vector<const address_slot*>& tried)
+{
+    auto n = slots_.size();
+    if (n == 0)
+        return nullptr;
+    auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+                   .count();
+    auto was_tried = [&](const address_slot* s) {
+        return std::find(tried.begin(), tried.end(), s) != tried.end();
+    };
+    std::size_t start = cursor_ % n;
+    cursor_ = start + 1;
+    std::shared_ptr<address_slot> best;
+    std::int64_t best_pending = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        auto& s = slots_[(start + k) % n];
+        if (was_tried(s.get()) || !s->address->healthy(now))
+            continue;
+        if (fleet_->config().balance == config::balance_mode::round_robin) {
+            cursor_ = start + k + 1;
+            return s;
+        }
+        // least_pending: the fewest requests in flight over every thread; ties go round robin.
+        auto pending = s->address->pending.load(std::memory_order_relaxed);
+        if (!best || pending < best_pending) {
+            best = s;
+            best_pending = pending;
+        }
+    }
+    if (best || !tried.empty())
+        return best;
+    // Every address is ejected: rather than failing every request, try the one ejected the
+    // longest ago (Envoy's panic threshold at its extreme). A success ends its ejection.
+    for (auto& s : slots_)
+        if (!best || s->address->ejected_at.load(std::memory_order_relaxed) <
+                         best->address->ejected_at.load(std::memory_order_relaxed))
+            best = s;
+    return best;
+}
+
+template<class Connection>
+Connection upstream_pool::take_idle(address_slot& slot)
+{
+    auto& idle = [&slot]() -> auto&
+    {
+        if constexpr (std::is_same_v<Connection, plain_connection>)
+            return slot.idle;
+        else
+            return slot.idle_tls;
+    }
+    ();
+    while (!idle.empty()) {
+        Connection c = std::move(idle.back());
+        idle.pop_back();
+        --idle_total_;
+        auto& socket = beast::get_lowest_layer(detail::stream_of(c)).socket();
+        // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
+        // something unasked (over TLS, a close_notify); either way it is not safe to reuse.
+        char byte;
+        auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return c;
+        }
+        error_code ignored;
+        socket.close(ignored);
+    }
+    return nullptr;
+}
+
+template<class Connection>
+void upstream_pool::put_idle(address_slot& slot, Connection conn)
+{
+    auto& tcp_layer = beast::get_lowest_layer(detail::stream_of(conn));
+    if (!slot.retired && idle_total_ < max_idle_) {
+        tcp_layer.expires_never();
+        if constexpr (std::is_same_v<Connection, plain_connection>)
+            slot.idle.push_back(std::move(conn));
+        else
+            slot.idle_tls.push_back(std::move(conn));
+        ++idle_total_;
+        return;
+    }
+    error_code ignored;
+    tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_layer.socket().close(ignored);
+}
+
+// Connects a new connection to one address, and over TLS shakes hands, all within `budget`
+// (what is left of timeouts.upstream_connect). Any failure here happened before a byte of the
+// request was sent: a connect failure.
+template<class Connection>
+asio::awaitable<error_code> upstream_pool::connect(Connection& conn, address_slot& slot,
+                                                   std::chrono::steady_clock::duration budget)
+{
+    auto& tcp_layer = beast::get_lowest_layer(detail::stream_of(conn));
+    tcp_layer.expires_after(budget);
+    auto [ec] = co_await tcp_layer.async_connect(slot.address->endpoint, use_tuple);
+    if (ec) {
+        metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
+        co_return make_error_code(error::upstream_connect);
+    }
+    error_code ignored;
+    tcp_layer.socket().set_option(tcp::no_delay(true), ignored);
+    metrics_.upstream_connections_opened.fetch_add(1, std::memory_order_relaxed);
+    if constexpr (!std::is_same_v<Connection, plain_connection>) {
+        auto& stream = conn->stream;
+        SSL* native = stream.native_handle();
+        std::string why;
+        error_code hec;
+        const std::string& name = tls_->name.empty() ? slot.address->host : tls_->name;
+        if (detail::prepare_client_ssl(native, *tls_, name, slot.session.get(), why)) {
+            auto [handshake_ec] = co_await stream.async_handshake(ssl::stream_base::client, use_tuple);
+            hec = handshake_ec;
+            if (hec)
+                why = detail::describe_client_failure(native, *tls_, name, hec);
+        } else {
+            hec = make_error_code(asio::error::invalid_argument);
+        }
+        if (hec) {
+            metrics_.upstream_tls_failures.fetch_add(1, std::memory_order_relaxed);
+            metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
+            log::warn("upstream TLS handshake failed",
+                      {{"upstream", fleet_->name()}, {"address", slot.address->label}, {"error", why}});
+            slot.session.reset(); // the upstream may have changed its certificate or keys
+            tcp_layer.socket().close(ignored);
+            co_return make_error_code(error::upstream_connect);
+        }
+        metrics_.upstream_tls_handshakes[SSL_session_reused(native) == 1 ? 1 : 0].fetch_add(
+            1, std::memory_order_relaxed);
+    }
+    co_return error_code{};
+}
+
+template<class Connection>
+asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool allow_idle)
+{
+    acquired<Connection> out;
+    // One timeouts.upstream_connect for every address tried, so that lock_ttl's bound (two
+    // connects + the exchange, config::warnings) holds however many addresses there are.
+    auto deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_connect;
+    std::vector<const address_slot*> tried;
+    out.ec = make_error_code(error::upstream_connect);
+    for (;;) {
+        auto slot = pick(tried);
+        if (!slot)
+            co_return out;
+        tried.push_back(slot.get());
+        pending_guard guard(slot);
+        if (allow_idle) {
+            out.conn = take_idle<Connection>(*slot);
+            if (out.conn) {
+                out.ec = {};
+                out.reused = true;
+                out.slot = std::move(guard);
+                co_return out;
+            }
+        }
+        auto budget = deadline - std::chrono::steady_clock::now();
+        if (budget <= std::chrono::steady_clock::duration::zero())
+            co_return out;
+        if constexpr (std::is_same_v<Connection, plain_connection>)
+            out.conn = std::make_unique<beast::tcp_stream>(executor_);
+        else
+            out.conn = Connection(new detail::upstream_tls_connection(executor_, tls_->ssl));
+        auto cec = co_await connect(out.conn, *slot, budget);
+        if (!cec) {
+            fleet_->connect_succeeded(*slot->address);
+            out.ec = {};
+            out.slot = std::move(guard);
+            co_return out;
+        }
+        out.conn = nullptr;
+        fleet_->connect_failed(*slot->address);
+    }
+}
+
+// The two connection types the exchange (upstream_exchange.cpp) takes and hands back.
+template asio::awaitable<upstream_pool::acquired<upstream_pool::plain_connection>>
+upstream_pool::acquire<upstream_pool::plain_connection>(bool);
+template asio::awaitable<upstream_pool::acquired<upstream_pool::tls_connection_ptr>>
+upstream_pool::acquire<upstream_pool::tls_connection_ptr>(bool);
+template void upstream_pool::put_idle<upstream_pool::plain_connection>(address_slot&, plain_connection);
+template void upstream_pool::put_idle<upstream_pool::tls_connection_ptr>(address_slot&, tls_connection_ptr);
+
+} // namespace idemgate::gateway

@@ -1,0 +1,137 @@
+#pragma once
+// One I/O thread's keep-alive connections to one upstream, and the request/response exchange.
+#include "upstream/upstream_fleet.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <idemgate/config/config.hpp>
+#include <idemgate/gateway/metrics.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct ssl_session_st; // OpenSSL's SSL_SESSION
+
+namespace idemgate::gateway {
+
+namespace detail {
+struct upstream_tls;            // tls.hpp: the upstream's client context and verified name
+struct upstream_tls_connection; // upstream_pool.cpp: a TLS stream over a tcp_stream
+struct tls_connection_deleter {
+    void operator()(upstream_tls_connection* c) const noexcept;
+};
+struct tls_session_deleter {
+    void operator()(ssl_session_st* s) const noexcept;
+};
+} // namespace detail
+
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+struct upstream_result {
+    boost::system::error_code ec; // error::upstream_connect / _timeout / _protocol / _too_large
+    bool sent = false;            // the whole request was written (an error after it: outcome unknown)
+    http::response<http::string_body> response;
+};
+
+// Not thread-safe: owned by one I/O thread and used from its executor only. Plain HTTP, or
+// HTTPS when `tls` is set (upstreams.<name>.tls): the same pooling, retries and deadlines; the
+// handshake counts as connecting, and each address's last TLS session is offered again on
+// reconnect. The addresses come from the upstream's fleet (shared by every thread): each
+// request picks one (balance), idle connections are kept per address.
+class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
+public:
+    upstream_pool(boost::asio::any_io_executor ex, std::shared_ptr<upstream_fleet> fleet,
+                  const config::config& cfg, metrics& m, std::shared_ptr<detail::upstream_tls> tls = nullptr);
+    ~upstream_pool();
+    upstream_pool(const upstream_pool&) = delete;
+    upstream_pool& operator=(const upstream_pool&) = delete;
+
+    // Takes the fleet's current addresses and later ones (call once, on the pool's executor,
+    // after make_shared).
+    void attach();
+
+    // A new address set from the fleet (on the pool's executor): idle connections to addresses
+    // that remain are kept; those to addresses that went are closed now (in use: when done).
+    void update_addresses(std::shared_ptr<const address_set> set);
+
+    // Sends `req` (already re-framed) and reads the full response with the configured deadlines.
+    // A connect failure (nothing sent) moves on to the next address, all under one
+    // timeouts.upstream_connect. A reused connection whose write fails is retried once on a
+    // fresh connection (the race every keep-alive proxy has with the upstream's idle close); one
+    // that dies after the request was written is retried only for idempotent methods (RFC 9110
+    // 9.2.2) - a POST written to one address is never sent to another.
+    boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req,
+                                                     bool head_request, std::string& scratch);
+
+    std::size_t idle_count() const noexcept;
+
+private:
+    using plain_connection = std::unique_ptr<boost::beast::tcp_stream>;
+    using tls_connection_ptr =
+        std::unique_ptr<detail::upstream_tls_connection, detail::tls_connection_deleter>;
+
+    // One address as this thread sees it: its idle connections and TLS session.
+    struct address_slot {
+        std::shared_ptr<upstream_address> address;
+        std::vector<plain_connection> idle;
+        std::vector<tls_connection_ptr> idle_tls;
+        std::unique_ptr<ssl_session_st, detail::tls_session_deleter> session; // offered on reconnect
+        bool retired = false; // no longer in the fleet: connections close when done
+    };
+
+    // A request's hold on one address: counts it as pending (least_pending) while alive.
+    class pending_guard {
+    public:
+        pending_guard() = default;
+        explicit pending_guard(std::shared_ptr<address_slot> slot);
+        pending_guard(pending_guard&& other) noexcept = default;
+        pending_guard& operator=(pending_guard&& other) noexcept;
+        ~pending_guard();
+        address_slot* get() const noexcept { return slot_.get(); }
+        explicit operator bool() const noexcept { return slot_ != nullptr; }
+
+    private:
+        std::shared_ptr<address_slot> slot_;
+    };
+
+    template<class Connection>
+    struct acquired {
+        boost::system::error_code ec;
+        pending_guard slot;
+        Connection conn;
+        bool reused = false;
+    };
+
+    template<class Connection>
+    boost::asio::awaitable<upstream_result> exchange_over(const http::request<http::string_body>& req,
+                                                          bool head_request, std::string& scratch);
+    // An address (balance, health) and a connection to it: idle when `allow_idle`, else new.
+    template<class Connection>
+    boost::asio::awaitable<acquired<Connection>> acquire(bool allow_idle);
+    template<class Connection>
+    Connection take_idle(address_slot& slot);
+    template<class Connection>
+    boost::asio::awaitable<boost::system::error_code> connect(Connection& conn, address_slot& slot,
+                                                              std::chrono::steady_clock::duration budget);
+    template<class Connection>
+    void put_idle(address_slot& slot, Connection conn);
+    // The next address to try, skipping `tried`; nullptr when there is none left.
+    std::shared_ptr<address_slot> pick(const std::vector<const address_slot*>& tried);
+
+    boost::asio::any_io_executor executor_;
+    std::shared_ptr<upstream_fleet> fleet_;
+    std::size_t max_idle_;
+    const config::config& config_;
+    metrics& metrics_;
+    std::shared_ptr<detail::upstream_tls> tls_;
+    std::vector<std::shared_ptr<address_slot>> slots_;
+    std::size_t idle_total_ = 0; // idle connections over every slot (max_idle_connections)
+    std::size_t cursor_ = 0;     // round robin position (this thread)
+};
+
+} // namespace idemgate::gateway
