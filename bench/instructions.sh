@@ -50,24 +50,34 @@ compare() {
         [[ -r $f ]] || die "cannot read $f"
         jq -e '.instructions.paths' "$f" >/dev/null 2>&1 || die "$f has no instructions.paths"
     done
-    echo "A: $a ($(jq -r '.commit + ", " + .build_dir' "$a"))"
-    echo "B: $b ($(jq -r '.commit + ", " + .build_dir' "$b"))"
+    echo "A: $a ($(jq -r '.build_dir + " at " + .build_commit + ", " + .date' "$a"))"
+    echo "B: $b ($(jq -r '.build_dir + " at " + .build_commit + ", " + .date' "$b"))"
+    # A run's fixed costs (its connections, the store's timers) are spread over REQUESTS: compare
+    # runs of the same size (1000 against 2000 requests moved redis_replay by 0.1 %).
+    local na nb
+    na=$(jq -r '.instructions.requests' "$a") nb=$(jq -r '.instructions.requests' "$b")
+    [[ $na = "$nb" ]] || echo "WARNING: A ran REQUESTS=$na, B ran REQUESTS=$nb: compare runs of the same size"
     echo
     echo "| path | A gateway Ir/req | B gateway Ir/req | B/A | A redis Ir/req | B redis Ir/req | B/A | verdict |"
     echo "|---|---:|---:|---:|---:|---:|---:|---|"
-    # One tab-separated line per path present in either file: path, A gw, B gw, A redis, B redis.
+    # One tab-separated line per path present in either file: path, A gw, B gw, A redis, B redis,
+    # and the two runs' checks (a path whose runs failed their checks fails the comparison).
     jq -rn --slurpfile a "$a" --slurpfile b "$b" '
         def fig($doc; $p; $k): ($doc[0].instructions.paths[] | select(.path == $p) | .[$k]) // "";
         ([$a[0].instructions.paths[].path] + [$b[0].instructions.paths[].path] | unique) as $order
         | ([$a[0].instructions.paths[].path] + ($order - [$a[0].instructions.paths[].path]))[]
         | [., fig($a; .; "gateway_ir_per_request"), fig($b; .; "gateway_ir_per_request"),
-              fig($a; .; "redis_ir_per_request"), fig($b; .; "redis_ir_per_request")]
+              fig($a; .; "redis_ir_per_request"), fig($b; .; "redis_ir_per_request"),
+              fig($a; .; "check"), fig($b; .; "check")]
         | map(tostring) | join("\t")' |
         awk -F'\t' -v max="$max" '
         function ratio(x, y) { return (x != "" && y != "" && x + 0 > 0) ? sprintf("%.4f", y / x) : "n/a" }
         {
             r = ratio($2, $3)
-            verdict = (r == "n/a") ? "missing" : ((r - 1) * 100 > max ? sprintf("FAIL: +%.2f %% > %s %%", (r - 1) * 100, max) : sprintf("ok (%+.2f %%)", (r - 1) * 100))
+            if (r == "n/a") verdict = "FAIL: missing in one file"
+            else if ($6 != "ok" || $7 != "ok") verdict = "FAIL: a run failed its checks"
+            else if ((r - 1) * 100 > max) verdict = sprintf("FAIL: %+.2f %% > +%s %%", (r - 1) * 100, max)
+            else verdict = sprintf("ok (%+.2f %%)", (r - 1) * 100)
             if (verdict !~ /^ok/) failed = 1
             printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, ($2 == "" ? "-" : $2), ($3 == "" ? "-" : $3), r,
                 ($4 == "" ? "-" : $4), ($5 == "" ? "-" : $5), ratio($4, $5), verdict
@@ -83,7 +93,7 @@ if [[ ${1:-} = --compare ]]; then
         echo "no path's gateway instructions per request grew by more than ${5:-3} %"
     else
         echo
-        echo "FAIL: a path grew by more than ${5:-3} % (or is missing from one file)"
+        echo "FAIL: a path grew by more than ${5:-3} %, is missing from one file, or failed its checks"
         exit 1
     fi
     exit 0
@@ -426,7 +436,7 @@ END {
 
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [[ -z $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] || commit+="+dirty"
-build_commit=unknown # the commit BUILD_DIR was configured from, when it is a git worktree's build
+build_commit=unknown # HEAD (now) of the source tree BUILD_DIR was configured from
 if src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null) && [[ -n $src ]]; then
     build_commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
 fi
@@ -451,6 +461,7 @@ json=$RESULTS_DIR/instructions-$stamp.json
 {
     printf '{"date":"%s","commit":"%s","build_dir":"%s","build_commit":"%s","command":"bench/instructions.sh",' \
         "$stamp" "$commit" "$BUILD_DIR" "$build_commit"
+    printf '"gateway_sha256":"%s",' "$(sha256sum "$bin/idemgate" | cut -d' ' -f1)"
     printf '"cores":%s,"loadavg_start":"%s","loadavg_end":"%s",\n' "$(nproc)" "$load_start" "$load_end"
     printf '"instructions":{"tool":"%s","event":"Ir","unit":"instructions per request, user space","requests":%s,"warmup":%s,"rounds":%s,"server_threads":1,"redis":"%s","redis_counted":%s,\n' \
         "$valgrind_version" "$REQUESTS" "$WARMUP" "$ROUNDS" "$redis_version" "$([[ $REDIS_INSTRUCTIONS = 1 ]] && echo true || echo false)"
