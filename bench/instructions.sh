@@ -29,8 +29,10 @@
 #   replay paths create REQUESTS records and replay each once before)  ROUNDS=2 (runs of every path)
 #   PATHS="tier_replay redis_replay memory_first redis_first proxy"  REDIS_INSTRUCTIONS=1
 #   RESULTS_DIR=bench/results  SKIP_INSTALL=0  KEEP_WORK=0 (1: keep the temp dir: logs, callgrind files)
+#   PIN_CPU=<last CPU> (every process on that CPU; "" leaves them free)
+#   BENCH_CLIENT=$BUILD_DIR/bin/bench-client (the client runs outside valgrind: any build's will do)
 #
-# Not part of scripts/test.sh: it is a bench, and takes a few minutes.
+# Not part of scripts/test.sh: it is a bench (about 1.5 minutes at the defaults on 2 cores).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -115,9 +117,9 @@ RESULTS_DIR=${RESULTS_DIR:-$bench_dir/results}
 # ---------------------------------------------------------------- tools
 if [[ ${SKIP_INSTALL:-0} != 1 ]]; then
     missing=()
-    for p in valgrind nginx-light jq; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
-    done
+    command -v valgrind >/dev/null || missing+=(valgrind)
+    command -v jq >/dev/null || missing+=(jq)
+    command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
     if ((${#missing[@]})); then
         # nginx-light brings its own service; the bench starts its own instance on a free port.
         say "installing ${missing[*]}"
@@ -128,12 +130,12 @@ if [[ ${SKIP_INSTALL:-0} != 1 ]]; then
     fi
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-for tool in valgrind callgrind_control redis-server redis-cli curl jq "$NGINX"; do
+for tool in valgrind callgrind_control callgrind_annotate redis-server curl jq taskset "$NGINX"; do
     command -v "$tool" >/dev/null || die "$tool not found"
 done
-for b in idemgate bench-client; do
-    [[ -x $bin/$b ]] || die "$bin/$b missing (build it: scripts/build.sh, or set BUILD_DIR)"
-done
+BENCH_CLIENT=${BENCH_CLIENT:-$bin/bench-client}
+[[ -x $bin/idemgate ]] || die "$bin/idemgate missing (build it: scripts/build.sh, or set BUILD_DIR)"
+[[ -x $BENCH_CLIENT ]] || die "$BENCH_CLIENT missing (a build with IDEMGATE_BUILD_BENCH=ON has it; or set BENCH_CLIENT)"
 
 # PIN_CPU: every process of a run (upstream, redis-server, gateway, client) on that one CPU, so
 # they take turns instead of racing; what the gateway finds ready when it reads (an answer already
@@ -266,7 +268,7 @@ dump_ir() {
 }
 fill() { # port prefix keys -> bench-client's JSON line; fails the run unless it says ok
     local out
-    out=$("${pin[@]}" "$bin/bench-client" fill --port "$1" --prefix "$2" --keys "$3" --connections 1) ||
+    out=$("${pin[@]}" "$BENCH_CLIENT" fill --port "$1" --prefix "$2" --keys "$3" --connections 1) ||
         die "bench-client fill --prefix $2 --keys $3 failed: $out"
     echo "$out"
 }
@@ -458,6 +460,11 @@ table() {
 
 mkdir -p "$RESULTS_DIR"
 json=$RESULTS_DIR/instructions-$stamp.json
+# Two runs in the same minute (two builds, one after the other) keep both files.
+for ((n = 2; n < 100; n++)); do
+    [[ -e $json ]] || break
+    json=$RESULTS_DIR/instructions-$stamp-$n.json
+done
 {
     printf '{"date":"%s","commit":"%s","build_dir":"%s","build_commit":"%s","command":"bench/instructions.sh",' \
         "$stamp" "$commit" "$BUILD_DIR" "$build_commit"
