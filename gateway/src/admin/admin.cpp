@@ -46,7 +46,7 @@ void admin::bind(const tcp::endpoint& ep)
 
 void admin::start()
 {
-    if (!ctx_.cfg.admin.token.empty())
+    if (!ctx_.boot.admin.token.empty())
         store_ = ctx_.backend->open_session(control_.get_executor());
     accepting_ = true;
     asio::co_spawn(control_, accept_loop(), asio::detached);
@@ -227,13 +227,13 @@ std::string_view state_name(store::record_state s)
 asio::awaitable<response_type> admin::answer_api(const http::request<http::empty_body>& req)
 {
     unsigned version = req.version();
-    if (ctx_.cfg.admin.token.empty() || !store_)
+    if (ctx_.boot.admin.token.empty() || !store_)
         co_return make_problem(problems::no_route, "the admin API is off (set admin.token_env)", version,
                                true);
     auto auth = req[http::field::authorization];
     constexpr std::string_view bearer = "Bearer ";
     if (auth.size() <= bearer.size() || !beast::iequals(auth.substr(0, bearer.size()), bearer) ||
-        !token_matches(auth.substr(bearer.size()), ctx_.cfg.admin.token)) {
+        !token_matches(auth.substr(bearer.size()), ctx_.boot.admin.token)) {
         auto res =
             make_problem(problems::unauthorized, "a valid admin bearer token is required", version, true);
         res.set(http::field::www_authenticate, "Bearer realm=\"idemgate-admin\"");
@@ -296,12 +296,12 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
             key = value;
         else if (name == "credential") {
             // One per credential header of the route, in its order; empty = the header was absent.
-            if (ctx_.cfg.store.key_secret.empty())
+            if (ctx_.boot.store.key_secret.empty())
                 co_return make_problem(problems::bad_request,
                                        "credential given but store.key_secret_env is not set", version, true);
             credentials += ' ';
             credentials +=
-                value.empty() ? std::string("-") : credential_hmac(ctx_.cfg.store.key_secret, value);
+                value.empty() ? std::string("-") : credential_hmac(ctx_.boot.store.key_secret, value);
         }
     }
     if (key.empty())

@@ -23,18 +23,18 @@ namespace {
 
 // Answers a plain HTTP request on the TLS port in plain HTTP (as nginx does, so a curl with
 // http:// says what is wrong), then closes once the client has read it or the deadline passed.
-asio::awaitable<void> refuse_plain_http(gateway_context& ctx, beast::tcp_stream& tcp_layer)
+asio::awaitable<void> refuse_plain_http(const config::timeouts_config& timeouts, beast::tcp_stream& tcp_layer)
 {
     auto res =
         make_problem(problems::plain_http_to_tls, "this port serves HTTPS only: use https://", 11, false);
     std::string scratch;
-    auto ec = co_await write_message(tcp_layer, res, scratch, ctx.cfg.timeouts.client_write);
+    auto ec = co_await write_message(tcp_layer, res, scratch, timeouts.client_write);
     error_code ignored;
     if (!ec) {
         // Closing with unread request bytes would send a reset that can destroy the answer in
         // flight: half-close and read what is left (bounded) until the client closes.
         tcp_layer.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        tcp_layer.expires_after(std::min(ctx.cfg.timeouts.client_write, std::chrono::milliseconds(2000)));
+        tcp_layer.expires_after(std::min(timeouts.client_write, std::chrono::milliseconds(2000)));
         std::array<char, 1024> sink;
         for (int i = 0; i < 64; ++i) {
             auto [rec, n] = co_await tcp_layer.async_read_some(asio::buffer(sink), use_tuple);
@@ -51,13 +51,15 @@ asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp:
                                            client_info client)
 {
     connection_guard conn(ctx.stats);
-    // The live generation's context, held for the connection's life: a reload that renews the
-    // certificate serves new connections with it and leaves this one alone.
-    std::shared_ptr<ssl::context> tls_context = w.current(ctx)->live->listen_tls;
-    tls_stream stream(std::move(socket), *tls_context);
-    auto accepted = co_await accept_tls(ctx.stats, stream, client, ctx.cfg.timeouts.header_read);
+    // The live generation, held for the connection's life: a reload that renews the certificate
+    // serves new connections with it and leaves this one alone. The handshake and close_notify
+    // run under its timeouts; each request then reads the generation live when it begins.
+    std::shared_ptr<const live_config> live = w.current(ctx)->live;
+    const auto& timeouts = live->cfg.timeouts;
+    tls_stream stream(std::move(socket), *live->listen_tls);
+    auto accepted = co_await accept_tls(ctx.stats, stream, client, timeouts.header_read);
     if (accepted == tls_accept::plain_http)
-        co_await refuse_plain_http(ctx, beast::get_lowest_layer(stream));
+        co_await refuse_plain_http(timeouts, beast::get_lowest_layer(stream));
     if (accepted != tls_accept::ok)
         co_return;
     {
@@ -65,7 +67,7 @@ asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp:
         connection.keep_open_at_end();
         co_await connection.run();
     }
-    co_await close_tls(stream, ctx.cfg.timeouts.client_write);
+    co_await close_tls(stream, w.current(ctx)->cfg().timeouts.client_write);
 }
 
 } // namespace idemgate::gateway::detail

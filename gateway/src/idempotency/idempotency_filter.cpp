@@ -69,9 +69,10 @@ boost::system::error_code account(metrics& stats, store_op op, clock_type::time_
 
 // Phase 3: the upstream answered (or did not); keep the answer for replay or free the key.
 // `recorded` (local tier on): gets a copy of the response the store now holds for replay.
-asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope, store::record& in_flight,
-                             const config::idempotency_config& policy, config::duration record_ttl,
-                             bool answered, handled& h, std::optional<store::stored_response>* recorded)
+asio::awaitable<void> settle(gateway_context& ctx, worker& w, const request_env& env, store::scope scope,
+                             store::record& in_flight, const config::idempotency_config& policy,
+                             config::duration record_ttl, bool answered, handled& h,
+                             std::optional<store::stored_response>* recorded)
 {
     auto completion =
         decide_after_upstream(answered, h.response.result_int(), h.request_sent, policy.on_unknown_outcome);
@@ -115,7 +116,7 @@ asio::awaitable<void> settle(gateway_context& ctx, worker& w, store::scope scope
     done.response.reason = std::string(h.response.reason());
     // The request ID belongs to one request, not to the answer: a replay carries its own (an
     // upstream that echoes the ID would otherwise have it recorded).
-    const auto& request_id_header = ctx.cfg.request_id_header;
+    const auto& request_id_header = env.cfg().request_id_header;
     for (const auto& f : h.response)
         if (!excluded_from_record(f.name_string()) &&
             (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)))
@@ -175,7 +176,7 @@ asio::awaitable<std::optional<handled>> admit_new_key(gateway_context& ctx, work
         log::warn("store could not check the tenant quota",
                   {{"error", adm.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
     }
-    auto action = decide_after_admit(adm, ctx.cfg.store.on_failure);
+    auto action = decide_after_admit(adm, ctx.boot.store.on_failure);
     if (action == quota_action::forward) {
         admitted = !adm.ec;
         co_return std::nullopt;
@@ -251,7 +252,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
                                    ? certificate_scope_tenant(h.tenant)
                                    : h.tenant;
     if (!policy.credential_headers.empty()) {
-        auto credentials = credential_scope(policy, ctx.cfg.store.key_secret, req);
+        auto credentials = credential_scope(policy, ctx.boot.store.key_secret, req);
         scope_tenant += credentials;
         auto digits = credentials.find_first_not_of(" -");
         h.principal = digits == std::string::npos ? "anonymous" : credentials.substr(digits, 16);
@@ -286,7 +287,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
         log::warn("store reserve failed",
                   {{"error", reserved.ec.message()}, {"tenant", h.tenant}, {"key", h.key}});
 
-    auto action = decide_after_reserve(reserved, in_flight.fingerprint, ctx.cfg.store.on_failure);
+    auto action = decide_after_reserve(reserved, in_flight.fingerprint, ctx.boot.store.on_failure);
     if (shadow && action != reserve_action::forward_and_record) {
         // What enforcement would have answered is counted; the request runs as if unguarded,
         // and the record (if any) is left as it is.
@@ -386,10 +387,10 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     // By default a record enters the tier only once a replay reads it from the store: most keys
     // are never retried, and copying every new record (rendering it, evicting an older copy from
     // cold memory) cost ~19 % more CPU per first execution and pushed replayed copies out.
-    const bool admit_now = tier && ctx.cfg.store.local_tier.admit == config::tier_admission::complete;
+    const bool admit_now = tier && ctx.boot.store.local_tier.admit == config::tier_admission::complete;
     std::string fingerprint_copy = admit_now ? in_flight.fingerprint : std::string();
     std::optional<store::stored_response> recorded;
-    co_await settle(ctx, w, scope, in_flight, policy, tp.record_ttl, answered, h,
+    co_await settle(ctx, w, env, scope, in_flight, policy, tp.record_ttl, answered, h,
                     admit_now ? &recorded : nullptr);
     if (recorded) {
         // The store's TTL starts a moment after this: the copy expires first.

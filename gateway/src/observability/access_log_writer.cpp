@@ -5,11 +5,19 @@
 namespace idemgate::gateway {
 
 access_log_writer::access_log_writer(options opts, std::atomic<std::uint64_t>& dropped, sink_type sink)
-    : options_(opts), dropped_(dropped), sink_(std::move(sink))
+    : queue_lines_(opts.queue_lines), batch_bytes_(opts.batch_bytes),
+      flush_interval_ms_(opts.flush_interval.count()), dropped_(dropped), sink_(std::move(sink))
 {
     if (!sink_)
         sink_ = [](std::string_view lines) { log::write_raw_lines(lines); };
     thread_ = std::thread([this] { run(); });
+}
+
+void access_log_writer::apply(const options& opts) noexcept
+{
+    queue_lines_.store(opts.queue_lines, std::memory_order_relaxed);
+    batch_bytes_.store(opts.batch_bytes, std::memory_order_relaxed);
+    flush_interval_ms_.store(opts.flush_interval.count(), std::memory_order_relaxed);
 }
 
 access_log_writer::~access_log_writer()
@@ -27,7 +35,7 @@ bool access_log_writer::submit(std::string&& text, std::size_t lines)
         write(batch{std::move(text), lines});
         return true;
     }
-    if (!queue_.empty() && queued_lines_ + lines > options_.queue_lines) {
+    if (!queue_.empty() && queued_lines_ + lines > queue_lines_.load(std::memory_order_relaxed)) {
         lock.unlock();
         dropped_.fetch_add(lines, std::memory_order_relaxed);
         return false;

@@ -17,7 +17,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <idemgate/common/cpu_quota.hpp>
 #include <idemgate/common/log.hpp>
-#include <openssl/evp.h>
 #include <sstream>
 #include <sys/socket.h>
 #include <system_error>
@@ -30,72 +29,20 @@ using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-listener::listener(gateway_context& ctx, asio::io_context& control) : ctx_(ctx), control_(control) {}
+listener::listener(gateway_context& ctx, asio::io_context& control)
+    : ctx_(ctx), control_(control), reloader_(ctx, control)
+{
+}
 
 listener::~listener()
 {
     stop_workers();
 }
 
-namespace {
-
-// Every address of every upstream (blocking: start-up and reloads, on the control thread), as
-// one fleet per upstream. A name that does not resolve is a problem naming its key path.
-std::vector<std::shared_ptr<upstream_fleet>> make_fleets(asio::io_context& ioc, gateway_context& ctx,
-                                                         const config::config& cfg,
-                                                         std::vector<std::string>& problems)
+void listener::bind(const config::config& cfg)
 {
-    std::vector<std::shared_ptr<upstream_fleet>> out;
-    for (const auto& up : cfg.upstreams) {
-        auto found = resolve_now(ioc, up);
-        if (!found.error.empty())
-            problems.push_back("upstreams." + up.name +
-                               (up.addresses.size() > 1 ? ".addresses" : ".address") + ": " + found.error);
-        out.push_back(std::make_shared<upstream_fleet>(up, found, ctx.fleet_stats.counters(up.name)));
-    }
-    return out;
-}
-
-std::string sha256_hex(std::string_view text)
-{
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out.push_back(hex[digest[i] >> 4]);
-        out.push_back(hex[digest[i] & 0xf]);
-    }
-    return out;
-}
-
-bool any_route_waits(const config::config& cfg)
-{
-    for (const auto& r : cfg.routes)
-        if (r.idempotency.enabled && r.idempotency.on_in_flight == config::in_flight_mode::wait)
-            return true;
-    return false;
-}
-
-} // namespace
-
-void listener::bind()
-{
-    const auto& cfg = ctx_.cfg;
-    std::vector<std::string> problems;
-    auto fleets = make_fleets(control_, ctx_, cfg, problems);
-    if (!problems.empty())
-        throw std::runtime_error(problems.front());
-
-    // TLS contexts are built once and shared by every thread (a bad file throws config_error).
-    std::shared_ptr<asio::ssl::context> listen_tls;
-    if (cfg.tls)
-        listen_tls = make_server_tls_context(*cfg.tls);
-    ctx_.listen_tls = listen_tls != nullptr;
-    std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
-    for (const auto& up : cfg.upstreams)
-        upstream_contexts.push_back(make_upstream_tls(up));
+    // Fleets resolved and TLS contexts built once, shared by every thread.
+    reloader_.publish_first(cfg);
 
     // threads: 0 = one per CPU this process may use (affinity and cgroup CPU quota included).
     unsigned n = cfg.threads ? cfg.threads : available_cpus();
@@ -125,111 +72,11 @@ void listener::bind()
         workers_.push_back(std::move(w));
     }
     endpoint_ = ep;
-
-    auto live = std::make_shared<live_config>();
-    live->cfg = cfg;
-    live->fleets = std::move(fleets);
-    live->upstream_contexts = std::move(upstream_contexts);
-    live->listen_tls = std::move(listen_tls);
-    live->generation = 1;
-    if (!ctx_.config_path.empty()) {
-        try {
-            boot_text_ = config::read_file(ctx_.config_path);
-            live->sha256 = sha256_hex(boot_text_);
-        } catch (const config::config_error&) {
-            // Unreadable again already: the next reload will say so.
-        }
-    }
-    ctx_.publish(std::move(live));
 }
 
 bool listener::reload(std::string_view trigger, std::vector<std::string>& problems)
 {
-    problems.clear();
-    std::string text;
-    config::config next;
-    try {
-        text = config::read_file(ctx_.config_path);
-        next = config::load_text(text, ctx_.config_path);
-    } catch (const config::config_error& e) {
-        problems = e.problems();
-    }
-    std::vector<std::shared_ptr<upstream_fleet>> fleets;
-    std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
-    if (problems.empty())
-        fleets = make_fleets(control_, ctx_, next, problems);
-    // TLS on listen: on or off needs a restart (the connection loop differs); while on, the
-    // certificate, key, client CA and policy are read again, so a renewed certificate is served to
-    // new connections. Without a change the running context is kept (and its session tickets).
-    bool tls_switched = next.tls.has_value() != ctx_.cfg.tls.has_value();
-    auto listen_tls = ctx_.live()->listen_tls;
-    if (problems.empty()) {
-        // HTTPS upstreams: their files are read again (a renewed CA or client certificate).
-        try {
-            for (const auto& up : next.upstreams)
-                upstream_contexts.push_back(make_upstream_tls(up));
-            if (next.tls && !tls_switched)
-                listen_tls = make_server_tls_context(*next.tls);
-        } catch (const config::config_error& e) {
-            problems = e.problems();
-        }
-    }
-    if (!problems.empty()) {
-        ctx_.stats.config_reloads[1].fetch_add(1, std::memory_order_relaxed);
-        log::error("configuration reload failed; still serving the previous configuration",
-                   {{"trigger", trigger}, {"file", ctx_.config_path}, {"problems", problems.size()}});
-        for (const auto& p : problems)
-            log::error("configuration reload: problem", {{"problem", p}});
-        return false;
-    }
-    // What a running process cannot change: its sockets, threads, store and admin API.
-    for (const auto& key :
-         config::changed_sections(boot_text_, text, {"listen", "admin_listen", "threads", "store", "admin"}))
-        log::warn("configuration reload: this setting needs a restart; the running value is kept",
-                  {{"key", key}});
-    if (tls_switched)
-        log::warn("configuration reload: turning TLS on listen on or off needs a restart; the running value "
-                  "is kept",
-                  {{"key", "tls"}});
-    next.listen = ctx_.cfg.listen;
-    next.admin_listen = ctx_.cfg.admin_listen;
-    next.threads = ctx_.cfg.threads;
-    next.store = ctx_.cfg.store;
-    next.admin = ctx_.cfg.admin;
-    if (tls_switched)
-        next.tls = ctx_.cfg.tls;
-    if (any_route_waits(next) && !any_route_waits(ctx_.cfg))
-        log::warn("configuration reload: on_in_flight: wait needs a restart to take effect (the store was "
-                  "started without settlement notifications: waiting duplicates would time out)",
-                  {{"key", "routes[].idempotency.on_in_flight"}});
-    for (const auto& w : config::warnings(next))
-        log::warn("risky configuration", {{"warning", w}});
-
-    auto live = std::make_shared<live_config>();
-    live->generation = ctx_.live()->generation + 1;
-    live->sha256 = sha256_hex(text);
-    // The previous generation's fleets stop re-resolving (their pools keep serving the requests
-    // that started under it); the new ones start.
-    for (const auto& f : ctx_.live()->fleets)
-        f->stop();
-    for (const auto& f : fleets)
-        f->start(control_);
-    live->fleets = std::move(fleets);
-    live->upstream_contexts = std::move(upstream_contexts);
-    live->listen_tls = std::move(listen_tls);
-    live->cfg = std::move(next);
-    auto routes = live->cfg.routes.size();
-    auto upstreams = live->cfg.upstreams.size();
-    auto generation = live->generation;
-    auto sha = live->sha256;
-    ctx_.publish(std::move(live));
-    ctx_.stats.config_reloads[0].fetch_add(1, std::memory_order_relaxed);
-    log::info("configuration reloaded", {{"trigger", trigger},
-                                         {"generation", static_cast<std::int64_t>(generation)},
-                                         {"sha256", sha},
-                                         {"routes", static_cast<std::int64_t>(routes)},
-                                         {"upstreams", static_cast<std::int64_t>(upstreams)}});
-    return true;
+    return reloader_.reload(trigger, problems);
 }
 
 asio::awaitable<void> listener::accept_loop(worker& w)
@@ -247,8 +94,9 @@ asio::awaitable<void> listener::accept_loop(worker& w)
             co_await t.async_wait(use_tuple);
             continue;
         }
+        // The live generation's limit: a reload changes it for the next connection.
         if (ctx_.stats.connections_active.load() >=
-            static_cast<std::int64_t>(ctx_.cfg.limits.max_connections)) {
+            static_cast<std::int64_t>(w.current(ctx_)->cfg().limits.max_connections)) {
             ctx_.stats.connections_refused.fetch_add(1);
             error_code ignored;
             socket.close(ignored);
@@ -260,7 +108,7 @@ asio::awaitable<void> listener::accept_loop(worker& w)
         auto remote = socket.remote_endpoint(ignored);
         if (!ignored)
             client.ip = remote.address().to_string();
-        if (ctx_.listen_tls)
+        if (ctx_.boot.listen_tls)
             asio::co_spawn(w.ioc, serve_tls_connection(ctx_, w, std::move(socket), std::move(client)),
                            asio::detached);
         else
@@ -288,6 +136,11 @@ void listener::wait_for_signal()
     });
 }
 
+std::chrono::milliseconds listener::drain_timeout() const
+{
+    return ctx_.live()->cfg.timeouts.drain;
+}
+
 void listener::begin_drain(const char* why)
 {
     if (drain_started_)
@@ -296,7 +149,7 @@ void listener::begin_drain(const char* why)
     ctx_.draining.store(true);
     log::info("draining", {{"reason", why},
                            {"in_flight", ctx_.stats.requests_in_flight.load()},
-                           {"drain_timeout_ms", static_cast<std::int64_t>(ctx_.cfg.timeouts.drain.count())}});
+                           {"drain_timeout_ms", static_cast<std::int64_t>(drain_timeout().count())}});
     for (auto& w : workers_) {
         asio::post(w->ioc, [wp = w.get()] {
             error_code ignored;
@@ -308,7 +161,7 @@ void listener::begin_drain(const char* why)
 
 asio::awaitable<void> listener::wait_for_drain()
 {
-    auto deadline = clock_type::now() + ctx_.cfg.timeouts.drain;
+    auto deadline = clock_type::now() + drain_timeout();
     asio::steady_timer timer(control_);
     while (ctx_.stats.requests_in_flight.load() > 0 && clock_type::now() < deadline) {
         timer.expires_after(std::chrono::milliseconds(10));

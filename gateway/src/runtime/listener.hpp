@@ -1,6 +1,7 @@
 #pragma once
 // The listener: one worker (io_context + thread) per I/O thread with SO_REUSEPORT acceptors,
 // the connection limit, signals (SIGTERM/SIGINT drain, SIGHUP), and the drain itself.
+#include "runtime/reload.hpp"
 #include "state/worker.hpp"
 #include "transport/listen_socket.hpp"
 
@@ -16,9 +17,10 @@ public:
     listener(const listener&) = delete;
     listener& operator=(const listener&) = delete;
 
-    // Resolves the upstreams, creates the workers and binds `listen` (port 0: the first
-    // acceptor picks the port, the others join it).
-    void bind();
+    // Publishes the first configuration generation from `boot` (upstreams resolved), creates
+    // the workers and binds `listen` (port 0: the first acceptor picks the port, the others
+    // join it).
+    void bind(const config::config& boot);
     tcp::endpoint endpoint() const { return endpoint_; }
     std::size_t threads() const { return workers_.size(); }
 
@@ -33,10 +35,7 @@ public:
     // Begins the drain: stop accepting, let in-flight requests finish (timeouts.drain).
     void begin_drain(const char* why);
 
-    // Reads ctx.config_path again and, if it is valid, makes it the live configuration for new
-    // requests (routes, policies, tenants, upstreams, limits, timeouts, access log); settings
-    // that need a restart keep their running values, with a warning. On a problem, nothing
-    // changes and every problem is logged and returned. Control thread only.
+    // A reload (reloader::reload). Control thread only.
     bool reload(std::string_view trigger, std::vector<std::string>& problems);
 
 private:
@@ -44,10 +43,12 @@ private:
     boost::asio::awaitable<void> wait_for_drain();
     void wait_for_signal();
     void stop_workers();
+    // The live generation's timeouts.drain: the value of the last reload before the drain.
+    std::chrono::milliseconds drain_timeout() const;
 
     gateway_context& ctx_;
     boost::asio::io_context& control_;
-    std::string boot_text_; // the file as started: restart-only settings are compared with it
+    reloader reloader_;
     std::vector<std::unique_ptr<worker>> workers_;
     tcp::endpoint endpoint_;
     std::function<void()> on_drained_;

@@ -20,14 +20,16 @@ struct server::impl {
     detail::listener listener{ctx, control};
     detail::admin admin;
 
+    // The boot configuration, until bind() makes it the first generation.
+    config::config boot_cfg;
+
     impl(config::config c, std::shared_ptr<store::backend> b, std::function<void(std::string&)> extra)
-        : ctx(std::move(c), std::move(b)), admin(ctx, control, std::move(extra))
+        : ctx(c, std::move(b)), admin(ctx, control, std::move(extra)), boot_cfg(std::move(c))
     {
         admin.on_reload([this](std::vector<std::string>& problems) {
             return listener.reload("POST /admin/v1/reload", problems);
         });
-        // Always made (its thread idles when nothing is logged): a reload may turn access_log on.
-        const auto& o = ctx.cfg.access_log_options;
+        const auto& o = boot_cfg.access_log_options;
         ctx.access_log = std::make_unique<access_log_writer>(
             access_log_writer::options{o.queue_lines, o.batch_bytes, o.flush_interval},
             ctx.stats.access_log_dropped);
@@ -58,8 +60,9 @@ void server::set_config_path(std::string path)
 
 void server::bind()
 {
-    impl_->listener.bind();
-    impl_->admin.bind(detail::resolve_one(impl_->control, impl_->ctx.cfg.admin_listen, "admin_listen"));
+    impl_->listener.bind(impl_->boot_cfg);
+    impl_->admin.bind(detail::resolve_one(impl_->control, impl_->ctx.boot.admin_listen, "admin_listen"));
+    impl_->boot_cfg = {}; // from here on, the live generation is the configuration
 }
 
 tcp::endpoint server::listen_endpoint() const
@@ -81,7 +84,7 @@ int server::run()
             log::info("listening", {{"listen", endpoint_string(i.listener.endpoint())},
                                     {"admin_listen", endpoint_string(i.admin.endpoint())},
                                     {"threads", static_cast<std::int64_t>(i.listener.threads())},
-                                    {"tls", i.ctx.cfg.tls.has_value()},
+                                    {"tls", i.ctx.boot.listen_tls},
                                     {"store", i.ctx.backend->kind()},
                                     {"io", io_backend_name()},
                                     {"version", IDEMGATE_VERSION}});

@@ -11,28 +11,48 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace idemgate::gateway::detail {
 
+// The settings a running process cannot change: its sockets, threads, store and admin API, and
+// whether TLS terminates on `listen`. The only part of the boot configuration reachable from
+// the request path; every other setting is read from the live generation (request_env::cfg(),
+// gateway_context::live()), which a reload replaces. A reload that changes one of these logs
+// that it needs a restart and keeps the running value.
+struct restart_only {
+    config::endpoint listen;
+    config::endpoint admin_listen;
+    unsigned threads = 0;
+    config::store_config store;
+    config::admin_config admin;
+    bool listen_tls = false; // TLS on `listen` (its files are reloadable; on or off is not)
+    // Some route waited for in-flight duplicates at start (on_in_flight: wait): the store was
+    // started with settlement notifications.
+    bool settlement_notifications = false;
+
+    static restart_only of(const config::config& cfg);
+    // The top-level keys these settings come from, as config::changed_sections compares them.
+    static const std::vector<std::string>& keys();
+    // `next` with these settings put back to the running values.
+    void keep_in(config::config& next) const;
+};
+
 struct gateway_context {
-    gateway_context(config::config c, std::shared_ptr<store::backend> b)
-        : cfg(std::move(c)), backend(std::move(b))
+    gateway_context(const config::config& boot_cfg, std::shared_ptr<store::backend> b)
+        : boot(restart_only::of(boot_cfg)), backend(std::move(b))
     {
     }
 
-    // The configuration the process started with. Request handling reads the live one
-    // (worker::current); the settings a reload cannot change (listen, admin_listen, threads,
-    // store, admin) are read from here.
-    const config::config cfg;
+    const restart_only boot;
     std::shared_ptr<store::backend> backend;
     metrics stats;
     fleet_registry fleet_stats; // per upstream name: ejections, failed re-resolutions
     std::atomic<bool> draining{false};
-    std::string config_path;                       // the file reloads read
-    std::unique_ptr<access_log_writer> access_log; // null when access_log is off
-    // TLS termination on `listen` (config tls:) is on; the context is per generation
-    // (live_config::listen_tls), so a reload can renew the certificate.
-    bool listen_tls = false;
+    std::string config_path; // the file reloads read
+    // Always made (its thread idles while nothing is logged): a reload may turn access_log on
+    // and changes its batching (access_log_writer::apply).
+    std::unique_ptr<access_log_writer> access_log;
 
     bool ready() const { return !draining.load() && backend->ready(); }
 

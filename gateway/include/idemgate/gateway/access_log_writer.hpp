@@ -42,7 +42,14 @@ public:
     access_log_writer(const access_log_writer&) = delete;
     access_log_writer& operator=(const access_log_writer&) = delete;
 
-    const options& settings() const noexcept { return options_; }
+    // The batching settings in force (any thread).
+    options settings() const noexcept
+    {
+        return {queue_lines_.load(std::memory_order_relaxed), batch_bytes_.load(std::memory_order_relaxed),
+                std::chrono::milliseconds(flush_interval_ms_.load(std::memory_order_relaxed))};
+    }
+    // New batching settings (a configuration reload): the next line, batch and flush use them.
+    void apply(const options& opts) noexcept;
 
     // Queues a batch of `lines` lines; false when the queue is full (the lines are counted as
     // dropped). After stop(), the batch is written at once by the calling thread.
@@ -68,7 +75,9 @@ private:
     void enrol(access_log_buffer* buffer);
     void leave(access_log_buffer* buffer);
 
-    options options_;
+    std::atomic<std::size_t> queue_lines_;
+    std::atomic<std::size_t> batch_bytes_;
+    std::atomic<std::int64_t> flush_interval_ms_;
     std::atomic<std::uint64_t>& dropped_;
     std::atomic<std::uint64_t> written_{0};
     sink_type sink_;
