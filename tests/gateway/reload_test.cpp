@@ -2,15 +2,12 @@
 // file becomes live for new requests without dropping a connection, a broken one changes nothing
 // and every problem is logged with its key path, and the settings a running process cannot
 // change are kept, with a warning. Runs over every store.
-#include "gateway_fixture.hpp"
+#include "reload_support.hpp"
 
 #include <chrono>
 #include <csignal>
 #include <ctime>
 #include <doctest/doctest.h>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 using namespace idemgate::test;
 using namespace std::chrono_literals;
@@ -26,43 +23,6 @@ gateway_options reload_options()
     options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
     options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
     return options;
-}
-
-std::string read_text(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write_text(const std::string& path, const std::string& text)
-{
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
-}
-
-// `text` with the first `from` replaced by `to` (the test fails if it is not there).
-std::string replaced(std::string text, const std::string& from, const std::string& to)
-{
-    auto at = text.find(from);
-    REQUIRE_MESSAGE(at != std::string::npos, from);
-    return text.replace(at, from.size(), to);
-}
-
-// Waits for the n-th log line containing `needle` (reloads are logged once each).
-bool logged(gateway_process& g, const std::string& needle, std::size_t count = 1)
-{
-    auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (std::chrono::steady_clock::now() < deadline) {
-        std::size_t n = 0;
-        for (const auto& l : g.process().lines())
-            n += l.find(needle) != std::string::npos;
-        if (n >= count)
-            return true;
-        std::this_thread::sleep_for(20ms); // polling the process's own log
-    }
-    return false;
 }
 
 // Seconds from now to an IMF-fixdate (Idempotency-Expires).
@@ -171,7 +131,8 @@ TEST_CASE("settings that need a restart keep their running values, with a warnin
     CHECK(logged(*f.gateway, "needs a restart"));
     bool named = false;
     for (const auto& l : f.process().lines())
-        named = named || (l.find("needs a restart") != std::string::npos && l.find("\"threads\"") != std::string::npos);
+        named = named || (l.find("needs a restart") != std::string::npos &&
+                          l.find("\"threads\"") != std::string::npos);
     CHECK(named);
     // The rest of the file applied.
     auto res = f.post("/api/orders", unique_key("reload-restart"), "{}");

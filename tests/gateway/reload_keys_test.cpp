@@ -1,0 +1,377 @@
+// Every configuration key against a reload, as a table: each reloadable key is changed in the
+// running gateway's file, SIGHUP applied, and the new value must show on the next request or
+// connection; each restart-only key is changed too, and the log must name it while the running
+// value stays. A row fails when a part of the gateway keeps reading the value it started with.
+// README, "Configuration reference", marks the same keys.
+#include "reload_support.hpp"
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <csignal>
+#include <doctest/doctest.h>
+#include <functional>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace idemgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+using headers_type = std::vector<std::pair<std::string, std::string>>;
+
+// A TCP port whose SYNs go unanswered: it listens with a backlog of zero, never accepts, and
+// two connections fill its queue, so the kernel drops every later SYN and a connect hangs
+// (what an upstream behind a dead route looks like).
+class blackhole {
+public:
+    blackhole()
+    {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        REQUIRE(::listen(fd_, 0) == 0);
+        socklen_t len = sizeof addr;
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port_ = ntohs(addr.sin_port);
+        for (auto& c : fillers_) {
+            c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+            ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        }
+        std::this_thread::sleep_for(50ms); // the fillers' handshakes complete into the queue
+    }
+    ~blackhole()
+    {
+        for (int c : fillers_)
+            ::close(c);
+        ::close(fd_);
+    }
+    blackhole(const blackhole&) = delete;
+    blackhole& operator=(const blackhole&) = delete;
+    std::uint16_t port() const { return port_; }
+
+private:
+    int fd_ = -1;
+    int fillers_[2] = {-1, -1};
+    std::uint16_t port_ = 0;
+};
+
+// The running gateway's file with `edit` applied, reloaded by SIGHUP (the n-th reload of it).
+void reload_with(gateway_fixture& f, const std::function<std::string(std::string)>& edit)
+{
+    const auto path = f.gateway->config_path();
+    write_text(path, edit(read_text(path)));
+    f.process().signal(SIGHUP);
+    REQUIRE(logged(*f.gateway, "\"msg\":\"configuration reloaded\""));
+}
+
+std::function<std::string(std::string)> replacing(std::string from, std::string to)
+{
+    return [from, to](std::string text) { return replaced(std::move(text), from, to); };
+}
+
+std::string orders_address(gateway_fixture& f)
+{
+    return "address: \"127.0.0.1:" + std::to_string(f.upstream.port()) + "\"";
+}
+
+http_response plain_request(gateway_fixture& f, const headers_type& headers, const std::string& body = "{}")
+{
+    return gateway_request(f.port(), "POST", "/plain/x", headers, body);
+}
+
+std::size_t access_lines(gateway_fixture& f)
+{
+    return count_lines(*f.gateway, "\"msg\":\"access\"");
+}
+
+// One reloadable key: the gateway as started, the change, and what the next request shows.
+struct reloadable_row {
+    std::string key;
+    std::function<void(gateway_options&)> start;
+    std::function<std::string(gateway_fixture&, std::string)> edit;
+    std::function<void(gateway_fixture&)> check;
+};
+
+std::vector<reloadable_row> reloadable_rows()
+{
+    auto text_edit = [](std::string from, std::string to) {
+        return [from, to](gateway_fixture&, std::string text) { return replaced(std::move(text), from, to); };
+    };
+    std::vector<reloadable_row> rows;
+    rows.push_back({"limits.max_request_body", [](auto& o) { o.limits = "  max_request_body: 1MiB\n"; },
+                    text_edit("max_request_body: 1MiB", "max_request_body: 64B"),
+                    [](auto& f) { CHECK(plain_request(f, {}, std::string(200, 'a')).status == 413); }});
+    rows.push_back({"limits.max_response_body", [](auto& o) { o.limits = "  max_response_body: 1MiB\n"; },
+                    text_edit("max_response_body: 1MiB", "max_response_body: 1KiB"),
+                    [](auto& f) {
+                        CHECK(plain_request(f, {{"X-Test-Body-Size", "4096"}}).status == 502);
+                    }});
+    rows.push_back({"limits.max_header_bytes", [](auto& o) { o.limits = "  max_header_bytes: 16KiB\n"; },
+                    text_edit("max_header_bytes: 16KiB", "max_header_bytes: 2KiB"),
+                    [](auto& f) {
+                        CHECK(plain_request(f, {{"X-Pad", std::string(3000, 'a')}}).status == 431);
+                    }});
+    rows.push_back({"limits.max_connections", [](auto& o) { o.limits = "  max_connections: 2\n"; },
+                    text_edit("max_connections: 2", "max_connections: 4"),
+                    [](auto& f) {
+                        http_connection a(f.port(), io_timeout), b(f.port(), io_timeout),
+                            c(f.port(), io_timeout);
+                        CHECK(a.request("GET", "/plain/a").status == 201);
+                        CHECK(b.request("GET", "/plain/b").status == 201);
+                        int third = 0;
+                        try {
+                            third = c.request("GET", "/plain/c").status;
+                        } catch (const std::exception&) {
+                            third = -1; // refused: closed without an answer
+                        }
+                        CHECK(third == 201);
+                    }});
+    rows.push_back({"limits.max_waiting",
+                    [](auto& o) {
+                        o.idempotency_extra = "      on_in_flight: wait\n";
+                        o.limits = "  max_waiting: 10\n";
+                    },
+                    text_edit("max_waiting: 10", "max_waiting: 0"),
+                    [](auto& f) {
+                        const auto key = unique_key("reload-waiting");
+                        http_connection first(f.port(), io_timeout);
+                        first.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " +
+                                       key + "\r\nX-Test-Delay-Ms: 1500\r\nContent-Length: 2\r\n\r\n{}");
+                        REQUIRE(f.wait_for_executions(1));
+                        // No room for a waiting duplicate any more: refused at once instead of
+                        // waiting for the first answer.
+                        CHECK(f.post("/api/orders", key, "{}").status == 503);
+                        CHECK(first.read_response().status == 201);
+                    }});
+    rows.push_back({"timeouts.header_read", [](auto& o) { o.timeouts = "  header_read: 10s\n"; },
+                    text_edit("header_read: 10s", "header_read: 300ms"),
+                    [](auto& f) {
+                        http_connection c(f.port(), io_timeout);
+                        c.send_raw("POST /plain/x HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+                        CHECK(c.closed_by_peer(3s));
+                    }});
+    rows.push_back({"timeouts.body_read", [](auto& o) { o.timeouts = "  body_read: 30s\n"; },
+                    text_edit("body_read: 30s", "body_read: 300ms"),
+                    [](auto& f) {
+                        http_connection c(f.port(), io_timeout);
+                        c.send_raw(
+                            "POST /plain/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{}");
+                        CHECK(c.closed_by_peer(3s));
+                    }});
+    rows.push_back({"timeouts.idle", [](auto& o) { o.timeouts = "  idle: 60s\n"; },
+                    text_edit("idle: 60s", "idle: 300ms"),
+                    [](auto& f) {
+                        http_connection c(f.port(), io_timeout);
+                        CHECK(c.request("GET", "/plain/x").status == 201);
+                        CHECK(c.closed_by_peer(3s));
+                    }});
+    rows.push_back({"timeouts.client_write",
+                    [](auto& o) {
+                        o.timeouts = "  client_write: 30s\n";
+                        o.limits = "  max_response_body: 64MiB\n";
+                    },
+                    text_edit("client_write: 30s", "client_write: 300ms"),
+                    [](auto& f) {
+                        // 32 MiB is more than both sockets' buffers hold: a client that reads
+                        // nothing for 2 s outlives a 300 ms write deadline, not a 30 s one.
+                        constexpr std::size_t size = 32 * 1024 * 1024;
+                        http_connection c(f.port(), 10s);
+                        c.send_raw("GET /plain/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Test-Body-Size: " +
+                                   std::to_string(size) + "\r\n\r\n");
+                        std::this_thread::sleep_for(2s);
+                        bool whole = false;
+                        try {
+                            whole = c.read_response().body.size() == size;
+                        } catch (const std::exception&) {
+                        }
+                        CHECK_FALSE(whole);
+                    }});
+    auto hole = std::make_shared<blackhole>();
+    rows.push_back({"timeouts.upstream_connect", [](auto& o) { o.timeouts = "  upstream_connect: 5s\n"; },
+                    [hole](gateway_fixture& f, std::string text) {
+                        text = replaced(std::move(text), "upstream_connect: 5s", "upstream_connect: 300ms");
+                        return replaced(std::move(text), orders_address(f),
+                                        "address: \"127.0.0.1:" + std::to_string(hole->port()) + "\"");
+                    },
+                    [](auto& f) {
+                        auto start = std::chrono::steady_clock::now();
+                        auto status = plain_request(f, {}).status;
+                        CHECK((status == 502 || status == 504));
+                        CHECK(std::chrono::steady_clock::now() - start < 3s);
+                    }});
+    rows.push_back({"timeouts.upstream_response", [](auto& o) { o.timeouts = "  upstream_response: 25s\n"; },
+                    text_edit("upstream_response: 25s", "upstream_response: 300ms"),
+                    [](auto& f) {
+                        CHECK(plain_request(f, {{"X-Test-Delay-Ms", "2000"}}).status == 504);
+                    }});
+    rows.push_back({"timeouts.drain", [](auto& o) { o.timeouts = "  drain: 1s\n"; },
+                    text_edit("drain: 1s", "drain: 8s"),
+                    [](auto& f) {
+                        // In flight when the drain begins, answered after 2.5 s: within 8 s.
+                        http_connection c(f.port(), 10s);
+                        c.send_raw("POST /plain/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Test-Delay-Ms: 2500\r\n"
+                                   "Content-Length: 2\r\n\r\n{}");
+                        REQUIRE(f.wait_for_executions(1));
+                        f.process().signal(SIGTERM);
+                        int status = 0;
+                        try {
+                            status = c.read_response().status;
+                        } catch (const std::exception&) {
+                            status = -1; // cut by the drain
+                        }
+                        CHECK(status == 201);
+                    }});
+    rows.push_back(
+        {"request_id_header",
+         [](auto& o) {
+             o.store_extra = "  local_tier:\n    max_bytes: 1MiB\n    max_age: 60s\n    admit: complete\n";
+         },
+         [](gateway_fixture&, std::string text) { return "request_id_header: X-Trace-Ref\n" + text; },
+         [](auto& f) {
+             // The first answer and two replays from the local tier (one connection:
+             // one gateway thread, whose tier holds the copy): each carries this
+             // request's ID once, under the new name.
+             const auto key = unique_key("reload-request-id");
+             http_connection c(f.port(), io_timeout);
+             for (int i = 0; i < 3; ++i) {
+                 auto res = c.request("POST", "/api/orders",
+                                      {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
+                 INFO("answer " << i << ": " << res.raw.substr(0, res.raw.find("\r\n\r\n")));
+                 CHECK(res.status == 201);
+                 CHECK(res.headers.count("x-trace-ref") == 1);
+                 CHECK(res.headers.count("x-request-id") == 0);
+             }
+             CHECK(metric(f.gateway->admin_port(), "idemgate_local_tier_lookups_total{result=\"hit\"}") == 2);
+         }});
+    rows.push_back({"access_log", [](auto& o) { o.access_log = "access_log: true\n"; },
+                    text_edit("access_log: true", "access_log: false"),
+                    [](auto& f) {
+                        auto before = access_lines(f);
+                        CHECK(plain_request(f, {}).status == 201);
+                        std::this_thread::sleep_for(600ms); // flush_interval is 100 ms
+                        CHECK(access_lines(f) == before);
+                    }});
+    rows.push_back({"access_log.flush_interval",
+                    [](auto& o) { o.access_log = "access_log:\n  enabled: true\n  flush_interval: 100ms\n"; },
+                    text_edit("flush_interval: 100ms", "flush_interval: 3s"),
+                    [](auto& f) {
+                        auto before = access_lines(f);
+                        CHECK(plain_request(f, {}).status == 201);
+                        std::this_thread::sleep_for(1s);
+                        CHECK(access_lines(f) == before); // still in the thread's batch
+                        CHECK(logged(*f.gateway, "\"msg\":\"access\"", before + 1, 6s));
+                    }});
+    rows.push_back({"access_log.batch_bytes",
+                    [](auto& o) {
+                        o.access_log =
+                            "access_log:\n  enabled: true\n  batch_bytes: 64KiB\n  flush_interval: 10s\n";
+                    },
+                    text_edit("batch_bytes: 64KiB", "batch_bytes: 16B"),
+                    [](auto& f) {
+                        // One line passes 16 bytes: handed over at once, not after 10 s.
+                        auto before = access_lines(f);
+                        CHECK(plain_request(f, {}).status == 201);
+                        CHECK(logged(*f.gateway, "\"msg\":\"access\"", before + 1, 3s));
+                    }});
+    rows.push_back({"routes", [](auto&) {}, text_edit("path_prefix: \"/plain/\"", "path_prefix: \"/fresh/\""),
+                    [](auto& f) {
+                        CHECK(is_problem(plain_request(f, {}), 404));
+                        CHECK(gateway_request(f.port(), "POST", "/fresh/x", {}, "{}").status == 201);
+                    }});
+    rows.push_back({"routes[].idempotency", [](auto&) {},
+                    text_edit("methods: [POST, PATCH]", "methods: [PATCH]"),
+                    [](auto& f) {
+                        // POST is no longer guarded on /api/: the same key runs twice.
+                        const auto key = unique_key("reload-methods");
+                        CHECK(f.post("/api/orders", key, "{}").status == 201);
+                        CHECK(f.post("/api/orders", key, "{}").header("idempotent-replayed") != "true");
+                        CHECK(f.executions() == 2);
+                    }});
+    rows.push_back({"upstreams", [](auto&) {},
+                    [](gateway_fixture& f, std::string text) {
+                        // The upstream the routes use now points where nothing listens.
+                        return replaced(std::move(text), orders_address(f), "address: \"127.0.0.1:1\"");
+                    },
+                    [](auto& f) { CHECK(plain_request(f, {}).status == 502); }});
+    rows.push_back(
+        {"tenants", [](auto&) {},
+         [](gateway_fixture&, std::string text) {
+             return text + "tenants:\n  default:\n    new_keys_per_second: 0.001\n";
+         },
+         [](auto& f) {
+             // A burst of one new key per tenant, then 429.
+             headers_type tenant{{"X-Tenant-ID", "reload-tenant"}};
+             CHECK(f.post("/tenant/x", unique_key("reload-tenant-1"), "{}", tenant).status == 201);
+             CHECK(is_problem(f.post("/tenant/x", unique_key("reload-tenant-2"), "{}", tenant), 429));
+         }});
+    return rows;
+}
+
+// One restart-only key: the change, and a check that the running value stayed.
+struct restart_row {
+    std::string key;
+    std::function<std::string(std::string)> edit;
+    std::function<void(gateway_fixture&)> still_running;
+};
+
+const std::string admin_token = "reload-keys-admin-token-0123456789";
+
+std::vector<restart_row> restart_rows()
+{
+    auto serves = [](gateway_fixture& f) { CHECK(plain_request(f, {}).status == 201); };
+    return {
+        {"listen", replacing("listen: \"127.0.0.1:0\"", "listen: \"127.0.0.1:1\""), serves},
+        {"admin_listen", replacing("admin_listen: \"127.0.0.1:0\"", "admin_listen: \"127.0.0.1:1\""),
+         [](auto& f) { CHECK(gateway_request(f.gateway->admin_port(), "GET", "/healthz").status == 200); }},
+        {"threads", replacing("threads: 2", "threads: 3"), serves},
+        {"store", replacing("on_failure: reject", "on_failure: pass_through"), serves},
+        {"admin", replacing("token_env: IDEMGATE_TEST_ADMIN_TOKEN", "token_env: IDEMGATE_TEST_OTHER_TOKEN"),
+         [](auto& f) {
+             // The token the gateway started with still opens the admin API.
+             auto res = gateway_request(f.gateway->admin_port(), "POST", "/admin/v1/reload",
+                                        {{"Authorization", "Bearer " + admin_token}});
+             CHECK(res.status == 200);
+         }},
+    };
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("reload");
+
+TEST_CASE("every reloadable key takes effect on the next request or connection")
+{
+    for (const auto& row : reloadable_rows()) {
+        INFO("key: " << row.key);
+        gateway_options options;
+        row.start(options);
+        gateway_fixture f(options);
+        reload_with(f, [&](std::string text) { return row.edit(f, std::move(text)); });
+        row.check(f);
+    }
+}
+
+TEST_CASE("every restart-only key is named in the log and keeps its running value")
+{
+    for (const auto& row : restart_rows()) {
+        INFO("key: " << row.key);
+        gateway_options options;
+        options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
+        options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
+        options.env.emplace_back("IDEMGATE_TEST_OTHER_TOKEN", "reload-keys-other-token-0123456789");
+        gateway_fixture f(options);
+        reload_with(f, row.edit);
+        bool named = false;
+        for (const auto& l : f.process().lines())
+            named = named || (l.find("needs a restart") != std::string::npos &&
+                              l.find("\"" + row.key + "\"") != std::string::npos);
+        CHECK(named);
+        row.still_running(f);
+    }
+}
+
+TEST_SUITE_END();
