@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# bench/report.sh: the tables and the chart of one bench run, from its results JSON alone.
+#
+#   bash bench/report.sh bench/results/<UTC date>.json [OUT_DIR]
+#
+# Writes OUT_DIR/latest.md (the medians, the storm, the system calls, the TLS figures, the ratios
+# and the sanity checks) and, when gnuplot is installed, OUT_DIR/latest.svg (a bar chart of the
+# medians). OUT_DIR defaults to the JSON's own directory, so on a file in bench/results it rewrites
+# the committed latest.md and latest.svg. bench/run.sh calls it at the end of every run; run it by
+# hand to redraw an older run. Needs jq.
+#
+# A JSON written before run.sh recorded the CPU model, the allocator, the system calls and the
+# sanity checks (up to 2026-12-02) gives a latest.md that says so where those would be.
+set -euo pipefail
+
+say() { printf '[report %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+(($# >= 1 && $# <= 2)) || die "usage: bash bench/report.sh RESULTS.json [OUT_DIR]"
+json=$1
+[[ -r $json ]] || die "$json: no such file"
+out_dir=${2:-$(dirname "$json")}
+command -v jq >/dev/null || die "jq not found (apt-get install jq)"
+jq -e 'type == "object" and has("medians")' "$json" >/dev/null 2>&1 || die "$json: not a bench results JSON"
+mkdir -p "$out_dir"
+tmp=$(mktemp -d /tmp/idemgate-report.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+field() { jq -r "$1" "$json"; } # a jq expression on the results, as raw text
+stamp=$(field .date)
+commit=$(field .commit)
+only=$(field '.only // ""')
+cpu_model=$(field '.cpu_model // "CPU model not recorded"')
+allocator=$(field '.allocator // "allocator: not recorded"')
+duration=$(field .duration_s) rounds=$(field .rounds) wrk_threads=$(field .wrk_threads)
+connections=$(field .connections) server_threads=$(field .server_threads) cores=$(field .cores)
+load_start=$(field .loadavg_start) load_end=$(field .loadavg_end)
+# Before these were recorded: the storm's own figures, the memory step's, any gateway row.
+storm_keys=$(field '.storm_keys // .storm[0].client.keys // "?"')
+storm_repeats=$(field '.storm_repeats // .storm[0].client.copies // "?"')
+records=$(field '.records // .redis_memory[0]?.records // "?"')
+gateway_built=$(field 'if has("gateway_built") then .gateway_built else any(.medians[]; .target | startswith("idemgate-")) end')
+
+# The medians with the formats run.sh printed them in (jq prints 8.50 as 8.5):
+#   target scenario rps p50 p99 server_cpu redis_cpu check rps_min rps_max
+summary=$tmp/summary.tsv
+jq -r '.medians[] | [.target, .scenario, .rps, .p50_us, .p99_us, .server_cpu_us_per_req, .redis_cpu_us_per_req,
+    .check, .rps_min, .rps_max] | @tsv' "$json" |
+    awk -F'\t' '{ printf "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' >"$summary"
+
+# The storm's client JSON as idemgate-loadtest printed it: jq would rewrite its numbers (1E0 as 1),
+# so it is cut from the line run.sh wrote for each entry; jq's form only if that layout is gone.
+storm_count=$(field '.storm | length')
+storm_client=$tmp/storm-client.txt
+awk 'index($0, "\"storm\":[") == 1 { inside = 1; next }
+    inside && index($0, "{\"target\":\"") == 1 && (i = index($0, ",\"client\":")) {
+        raw = substr($0, i + 10)
+        sub(/\}(\],|,)$/, "", raw)
+        print (raw == "null" ? "" : raw)
+        next
+    }
+    inside { exit }' "$json" >"$storm_client"
+if [[ $(wc -l <"$storm_client") -ne $storm_count ]]; then
+    jq -r '.storm[] | if .client == null then "" else .client | tojson end' "$json" >"$storm_client"
+fi
+jq -r '.storm[] | [.target, .verdict, .upstream_executions] | @tsv' "$json" | paste - "$storm_client" >"$tmp/storm.tsv"
+
+md=$out_dir/latest.md
+{
+    echo "# idemgate bench — $stamp"
+    echo
+    echo "Commit $commit, $cpu_model." "idemgate's $allocator."
+    echo "Command: \`${only:+ONLY=$only }bench/run.sh\` (DURATION=${duration}s per run, ROUNDS=$rounds interleaved, wrk -t$wrk_threads -c$connections," \
+        "servers with $server_threads threads/workers, $cores cores)."
+    echo "Load average (1, 5, 15 min) before the runs: $load_start; at the end: $load_end. The bench itself keeps"
+    echo "about 2-3 runnable; more means other work shared the cores during the runs."
+    echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
+    echo "The machine is shared: other processes (builds) running at the same time lower every figure; compare ratios."
+    echo
+    echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
+    while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
+        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-uring || $t = idemgate-cluster || $t = idemgate-tls || $t = idemgate-https ]] || rcpu=""
+        if [[ $v = ok ]]; then
+            echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
+        else
+            echo "| $t | $s | FAIL | | | | | | $v |"
+        fi
+    done <"$summary"
+    if ((storm_count)); then
+        echo
+        echo "Duplicate storm: $storm_keys new keys x $storm_repeats copies over $connections connections (\`idemgate-loadtest --mode storm\`), against the counting test upstream."
+        echo
+        echo "| target | result | upstream executions | client counts |"
+        echo "|---|---|---:|---|"
+        while IFS=$'\t' read -r t v ran d; do
+            echo "| $t | $v | $ran | \`$d\` |"
+        done <"$tmp/storm.tsv"
+    fi
+    if [[ $(field '.syscalls // [] | length') -gt 0 ]]; then
+        echo
+        echo "System calls per request (\`strace -c -f\` on a separate 2 s run, wrk -t1 -c16; strace slows the target, so no timing here):"
+        echo
+        echo "| target | scenario | requests | system calls | per request | most frequent (per request) |"
+        echo "|---|---|---:|---:|---:|---|"
+        jq -r '.syscalls[] | [.target, .scenario, .requests, .calls, .per_request, .top] | @tsv' "$json" |
+            awk -F'\t' '{ printf "| %s | %s | %s | %s | %.2f | %s |\n", $1, $2, $3, $4, $5, $6 }'
+    elif [[ $(field 'has("syscalls")') = false ]]; then
+        echo
+        echo "System calls per request: not recorded in this results file (written before run.sh kept them in the JSON)."
+    fi
+    if [[ $(field 'has("tls")') = true ]]; then
+        echo
+        echo "TLS termination on the client hop (\`TLS_TARGETS=1\`, $(field .tls.duration_s)s per run): one EC P-256 certificate for every target,"
+        echo "TLS 1.3 with $(field .tls.suite) and $(field .tls.group) pinned on both sides (nginx: \`ssl_conf_command Ciphersuites\`,"
+        echo "\`ssl_ecdh_curve\`; idemgate, which has no cipher setting, and wrk: an OpenSSL configuration in \`OPENSSL_CONF\`);"
+        if [[ $(field .tls.resumption) = 1 ]]; then
+            echo "session tickets on (\`TLS_RESUMPTION=1\`): wrk resumes the session on every reconnect, so \`_close\` rows are resumed handshakes."
+        else
+            echo "no session tickets or cache on either side (\`TLS_RESUMPTION=0\`): every new connection is a full handshake."
+        fi
+        echo "\`_close\` rows send \`Connection: close\`: a new connection (and on https a new handshake) per request, also on the plain"
+        echo "\`nginx-cache\` and \`idemgate-redis\` replay_one_close rows, which give a new connection's cost without TLS; the other rows keep"
+        echo "$connections connections open. New connections per request counted around each run (idemgate: \`idemgate_tls_handshakes_total\`;"
+        echo "nginx: \`stub_status\` accepts, which has no resumption figure):"
+        echo
+        echo "| target | scenario | new connections per request (median) | resumed handshakes (all rounds) |"
+        echo "|---|---|---:|---:|"
+        jq -r '.tls.connections[] | [.target, .scenario, .new_connections_per_request, .resumed] | @tsv' "$json" |
+            awk -F'\t' '{ printf "| %s | %s | %.3f | %s |\n", $1, $2, $3, $4 }'
+        echo
+        echo "Negotiated with an unpinned \`openssl s_client\` before the runs (protocol, suite, key exchange, signature; resumed: whether"
+        echo "the second of two connections of one curl resumed the first one's session):"
+        echo
+        jq -r '.tls.negotiated | to_entries[] | "- \(.key): \(if .value == "" then "not checked" else .value end)"' "$json"
+    fi
+    if [[ $(field '.ratios | length') -gt 0 ]]; then
+        echo
+        echo "| ratio / figure | measured | target | met |"
+        echo "|---|---:|---|---|"
+        jq -r '.ratios[] | "| \(.name) | \(.value) | \(.target) | \(.met) |"' "$json"
+    fi
+    echo
+    echo "Server CPU per request: utime+stime of the target's own processes (the gateway; nginx master and workers;"
+    echo "haproxy; not the upstream behind a proxy), all threads, read from /proc (what pidstat reads) before and"
+    echo "after a run, divided by the requests wrk completed. It depends far less on other load than req/s does."
+    echo "Redis CPU is the redis-server behind idemgate-redis; the CPU ratios count it with the gateway. Redis memory: INFO used_memory delta over $records records per body size created through the gateway into an empty redis-server."
+    echo
+    echo "Sanity checks before the runs:"
+    if [[ $(field 'has("sanity")') = true ]]; then
+        jq -r '.sanity | to_entries[] | "- \(.key): \(.value)"' "$json" | sort
+    else
+        echo "- not recorded in this results file (written before run.sh kept them in the JSON)"
+    fi
+    [[ $gateway_built = true ]] || echo "- idemgate: NOT BUILT, gateway targets skipped"
+} >"$md"
+
+if command -v gnuplot >/dev/null; then
+    # label, req/s, colour: anchors blue, idemgate-redis orange, idemgate-memory green
+    awk -F'\t' '$8 == "ok" {
+        colour = $1 == "idemgate-redis" ? 14254635 : ($1 == "idemgate-memory" ? 4168786 : 3894952)
+        printf "\"%s\\n%s\" %s %s\n", $1, $2, $3, colour
+    }' "$summary" >"$tmp/chart.dat"
+    bars=$(wc -l <"$tmp/chart.dat")
+    gnuplot <<EOF 2>"$tmp/gnuplot.err" || say "gnuplot failed: $(cat "$tmp/gnuplot.err")"
+set terminal svg size 1100,520 dynamic noenhanced font "sans,11" background rgb "white"
+set output "$out_dir/latest.svg"
+set title "idemgate bench $stamp: req/s, median of $rounds (wrk -t$wrk_threads -c$connections, $cores cores)\nblue: anchors, orange: idemgate with Redis, green: idemgate with the memory store"
+set style fill solid 0.85 border -1
+set boxwidth 0.75
+set xrange [-0.6:$bars - 0.4]
+set xtics rotate by -40 font ",9" nomirror
+set ytics nomirror
+set grid ytics
+set key off
+set ylabel "requests / second"
+set yrange [0:*]
+set bmargin 7
+plot "$tmp/chart.dat" using 0:2:3:xtic(1) with boxes notitle lc rgb variable, \
+     "" using 0:2:(sprintf("%.1fk", \$2 / 1000)) with labels offset 0,0.7 font ",9" notitle
+EOF
+else
+    say "gnuplot not installed: no latest.svg"
+fi
+say "wrote $md${bars:+ and $out_dir/latest.svg}"
