@@ -15,7 +15,7 @@ void loader::load_upstreams(const map_view& top, std::vector<upstream_config>& u
         upstream.name = name;
         map_view map(*this, node, names.path_of(name),
                      {"address", "addresses", "max_idle_connections", "balance", "resolve_every",
-                      "eject_after_failures", "eject_for", "tls"});
+                      "eject_after_failures", "eject_for", "hosts_file", "tls"});
         if (name.empty())
             problem(names.path(), "an upstream name must not be empty");
         load_upstream_addresses(map, node, upstream);
@@ -28,6 +28,7 @@ void loader::load_upstreams(const map_view& top, std::vector<upstream_config>& u
         read_duration(map, "resolve_every", upstream.resolve_every, true);
         read_int(map, "eject_after_failures", upstream.eject_after_failures, 0, 1000);
         read_duration(map, "eject_for", upstream.eject_for);
+        read_string(map, "hosts_file", upstream.hosts_file);
         load_client_tls(map, map.path_of("tls"), upstream.tls, "plain HTTP"); // HTTPS (issue 11)
         upstreams.push_back(std::move(upstream));
     }

@@ -3,7 +3,7 @@
 // panic rule when every address is ejected, re-resolution on a timer, TLS names per address,
 // and reload. The exactly-once rule is unchanged: a POST written to one address is never resent
 // to another. Real gateway, real test upstreams (X-Upstream-Name says which one answered); the
-// only fake is the test hosts file (IDEMGATE_TEST_HOSTS_FILE), since a test cannot change DNS.
+// only stand-in is a hosts file (upstreams.<name>.hosts_file), since a test cannot change DNS.
 // Runs over every store.
 #include "gateway_fixture.hpp"
 
@@ -280,8 +280,8 @@ TEST_CASE("re-resolution follows a changed address, keeps pooled connections tha
     temp_dir dir;
     auto hosts = dir.write_file("hosts", "127.0.0.2 fleet.test\n");
     fleet_gateway g("    address: \"fleet.test:" + std::to_string(a->port()) +
-                        "\"\n    resolve_every: 100ms\n",
-                    {{"IDEMGATE_TEST_HOSTS_FILE", hosts}}, 1);
+                        "\"\n    resolve_every: 100ms\n    hosts_file: \"" + hosts + "\"\n",
+                    {}, 1);
     const std::string opened = "idemgate_upstream_connections_total{kind=\"opened\"}";
 
     for (int i = 0; i < 3; ++i)

@@ -19,6 +19,7 @@ TEST_CASE("upstream fleets: addresses, balance, re-resolution and ejection parse
     CHECK(one.resolve_every == 0ms);
     CHECK(one.eject_after_failures == 3);
     CHECK(one.eject_for == 10s);
+    CHECK(one.hosts_file.empty());
 
     auto f = cfg::parse(R"(
 upstreams:
@@ -99,4 +100,19 @@ TEST_CASE("upstream fleet problems name their key paths")
         many += "      - \"h" + std::to_string(i) + ":1\"\n";
     CHECK(joined(problems_of(many + routes)) ==
           "upstreams.o.addresses: 65 addresses; at most 64 are allowed");
+}
+
+TEST_CASE("upstreams.<name>.hosts_file names a static name map instead of the resolver")
+{
+    auto c = cfg::parse(R"(
+upstreams:
+  orders:
+    address: "orders.internal:8081"
+    hosts_file: /etc/idemgate/hosts
+routes:
+  - { path_prefix: /, upstream: orders }
+)",
+                        no_env);
+    REQUIRE(c.upstreams.size() == 1);
+    CHECK(c.upstreams[0].hosts_file == "/etc/idemgate/hosts");
 }

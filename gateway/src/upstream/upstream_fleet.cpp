@@ -55,18 +55,18 @@ std::string label_value(std::string_view text)
     return out;
 }
 
-// The test seam (never set in production): nullopt when IDEMGATE_TEST_HOSTS_FILE is unset; else
-// the addresses the file lists for `host` (hosts(5) lines "IP name [alias...]", '#' comments),
+// upstreams.<name>.hosts_file: nullopt when it is not set; else the addresses the file lists for
+// `host` (hosts(5) lines "IP name [alias...]", '#' comments), read again at every resolution,
 // empty with `error` set when it lists none or cannot be read.
-std::optional<std::vector<asio::ip::address>> test_hosts_lookup(const std::string& host, std::string& error)
+std::optional<std::vector<asio::ip::address>> hosts_file_lookup(const std::string& file, const std::string& host,
+                                                                 std::string& error)
 {
-    const char* file = std::getenv("IDEMGATE_TEST_HOSTS_FILE");
-    if (!file || !*file)
+    if (file.empty())
         return std::nullopt;
     std::vector<asio::ip::address> out;
     std::ifstream in(file);
     if (!in) {
-        error = "cannot read IDEMGATE_TEST_HOSTS_FILE " + std::string(file);
+        error = "cannot read hosts_file " + file;
         return out;
     }
     std::string line;
@@ -85,7 +85,7 @@ std::optional<std::vector<asio::ip::address>> test_hosts_lookup(const std::strin
             out.push_back(address);
     }
     if (out.empty())
-        error = "\"" + host + "\" is not in the test hosts file " + std::string(file);
+        error = "\"" + host + "\" is not in hosts_file " + file;
     return out;
 }
 
@@ -99,14 +99,15 @@ void add_endpoint(resolution& r, const tcp::endpoint& ep, const std::string& hos
 }
 
 // One configured address, looked up without a resolver when possible: an IP literal, or the
-// test hosts file. nullopt: it needs the resolver.
-std::optional<std::vector<tcp::endpoint>> resolve_locally(const config::endpoint& ep, std::string& error)
+// upstream's hosts_file. nullopt: it needs the resolver.
+std::optional<std::vector<tcp::endpoint>> resolve_locally(const config::endpoint& ep, const std::string& hosts_file,
+                                                          std::string& error)
 {
     error_code ec;
     auto ip = asio::ip::make_address(ep.host, ec);
     if (!ec)
         return std::vector<tcp::endpoint>{tcp::endpoint(ip, ep.port)};
-    auto listed = test_hosts_lookup(ep.host, error);
+    auto listed = hosts_file_lookup(hosts_file, ep.host, error);
     if (!listed)
         return std::nullopt;
     std::vector<tcp::endpoint> out;
@@ -138,7 +139,7 @@ asio::awaitable<resolution> resolve_async(asio::io_context& control, const confi
     for (std::size_t i = 0; i < up.addresses.size(); ++i) {
         const auto& ep = up.addresses[i];
         auto& e = st->entries[i];
-        if (auto local = resolve_locally(ep, e.error)) {
+        if (auto local = resolve_locally(ep, up.hosts_file, e.error)) {
             e.endpoints = std::move(*local);
             continue;
         }
@@ -191,7 +192,7 @@ resolution resolve_now(asio::io_context& ioc, const config::upstream_config& up)
     resolution r;
     for (const auto& ep : up.addresses) {
         std::string why;
-        auto endpoints = resolve_locally(ep, why);
+        auto endpoints = resolve_locally(ep, up.hosts_file, why);
         if (!endpoints) {
             tcp::resolver resolver(ioc);
             error_code ec;

@@ -69,8 +69,8 @@ struct resolution {
 };
 
 // Resolves every configured address of `up` (blocking: start-up and reloads). IP literals need
-// no resolver. Test seam: when IDEMGATE_TEST_HOSTS_FILE names a file, host names are looked up
-// only in it (hosts(5) lines "IP name..."), re-read on every round - tests cannot edit DNS.
+// no resolver; with upstreams.<name>.hosts_file, host names are looked up only in that file
+// (hosts(5) lines "IP name..."), read again at every resolution.
 resolution resolve_now(boost::asio::io_context& ioc, const config::upstream_config& up);
 
 class upstream_fleet : public std::enable_shared_from_this<upstream_fleet> {

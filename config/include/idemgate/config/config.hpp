@@ -116,6 +116,9 @@ struct upstream_config {
     duration resolve_every{0};         // re-resolve the names this often; 0 = only at start (and reload)
     unsigned eject_after_failures = 3; // consecutive connect failures that eject an address; 0 = never
     duration eject_for{10000};         // how long an ejected address is skipped
+    // Look host names up in this hosts(5) file instead of the system resolver, read again at
+    // every resolution ("" = the resolver): a static name map the operator edits in place.
+    std::string hosts_file;
     upstream_tls_config tls;
 };
 
