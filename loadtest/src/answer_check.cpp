@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <cctype>
+#include <idemgate/common/record_headers.hpp>
 #include <idemgate/loadtest/answer_check.hpp>
 
 namespace idemgate::loadtest {
@@ -88,22 +89,7 @@ bool marked_replayed(const response& res) noexcept
 
 bool never_compared(std::string_view name) noexcept
 {
-    static constexpr std::string_view names[] = {"connection",
-                                                 "keep-alive",
-                                                 "proxy-connection",
-                                                 "proxy-authenticate",
-                                                 "proxy-authorization",
-                                                 "te",
-                                                 "trailer",
-                                                 "transfer-encoding",
-                                                 "upgrade",
-                                                 "content-length",
-                                                 "set-cookie",
-                                                 "idempotent-replayed"};
-    for (auto n : names)
-        if (beast::iequals(name, n))
-            return true;
-    return false;
+    return excluded_from_record(name);
 }
 
 answer_checker::answer_checker(std::uint64_t keys, std::string key_prefix,

@@ -156,7 +156,6 @@ private:
                 }
                 if (has_obs_fold(pending, line_start)) {
                     ec = http::error::bad_field;
-                    obs_fold_ = true;
                     break;
                 }
                 error_code pec;
@@ -375,7 +374,6 @@ private:
     client_info client_;
     deadline deadline_;
     request_ids ids_; // the current request's
-    bool obs_fold_ = false;
     bool keep_open_ = false;
     beast::flat_buffer buffer_;
     std::string scratch_; // rendered message heads, reused for every message on this connection

@@ -1,4 +1,5 @@
 #include <boost/beast/core/string.hpp>
+#include <idemgate/common/record_headers.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <iterator>
 #include <string>
@@ -197,22 +198,7 @@ header_lookup find_header(const http::fields& fields, std::string_view name)
 
 bool excluded_from_record(std::string_view name) noexcept
 {
-    static constexpr std::string_view excluded[] = {"connection",
-                                                    "keep-alive",
-                                                    "proxy-connection",
-                                                    "proxy-authenticate",
-                                                    "proxy-authorization",
-                                                    "te",
-                                                    "trailer",
-                                                    "transfer-encoding",
-                                                    "upgrade",
-                                                    "content-length",
-                                                    "set-cookie",
-                                                    "idempotent-replayed"};
-    for (auto e : excluded)
-        if (beast::iequals(name, e))
-            return true;
-    return false;
+    return idemgate::excluded_from_record(name);
 }
 
 } // namespace idemgate::gateway

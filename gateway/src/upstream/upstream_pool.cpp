@@ -52,11 +52,6 @@ void upstream_pool::attach()
     update_addresses(fleet_->subscribe(weak_from_this(), executor_));
 }
 
-std::size_t upstream_pool::idle_count() const noexcept
-{
-    return idle_total_;
-}
-
 upstream_pool::pending_guard::pending_guard(std::shared_ptr<address_slot> slot) : slot_(std::move(slot))
 {
     slot_->address->pending.fetch_add(1, std::memory_order_relaxed);

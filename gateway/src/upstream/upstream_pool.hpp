@@ -68,8 +68,6 @@ public:
     boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req,
                                                      bool head_request, std::string& scratch);
 
-    std::size_t idle_count() const noexcept;
-
 private:
     using plain_connection = std::unique_ptr<boost::beast::tcp_stream>;
     using tls_connection_ptr =

@@ -31,8 +31,8 @@ std::string_view gateway_problem_slug(const response& res) noexcept;
 answer_kind classify(const response& res) noexcept;
 bool marked_replayed(const response& res) noexcept;
 
-// Header names never compared: hop-by-hop, re-framed or never replayed (the gateway's
-// excluded_from_record list), plus the replay marker itself.
+// Header names never compared: hop-by-hop, re-framed or never replayed (the list the gateway
+// records by, idemgate/common/record_headers.hpp), plus the replay marker itself.
 bool never_compared(std::string_view lower_name) noexcept;
 
 // One key's first answer, as compared.
