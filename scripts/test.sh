@@ -29,7 +29,7 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
   asan_dir="${ASAN_BUILD_DIR:-build-asan}"
   # -O1 -g1 (line tables, enough for the sanitizers' stack traces): the Asio/Beast templates
   # compile far faster than at -O2 -g, which kept the whole run over its 25-minute budget.
-  # io_uring (issue 12: CI runs the gateway tests on both backends): the main build above is
+  # io_uring (CI runs the gateway tests on both backends): the main build above is
   # epoll, this pass is io_uring where the kernel allows it (the probe from the main build asks;
   # a seccomp profile or kernel.io_uring_disabled refuses it, and then this pass is epoll too).
   uring=OFF
@@ -51,9 +51,9 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   (cd "$asan_dir" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 900 \
     -R '^(unit_tests|gateway_tests|gateway_tests_redis_store)$')
-  # TLS to Redis (issue 9): the OpenSSL stream's lifetime across reconnects is worth a sanitizer.
+  # TLS to Redis: the OpenSSL stream's lifetime across reconnects is worth a sanitizer.
   "$asan_dir/bin/redis_tls_tests"
-  # TLS on both HTTP hops (issue 11) runs above, inside gateway_tests and
+  # TLS on both HTTP hops runs above, inside gateway_tests and
   # gateway_tests_redis_store (suite "tls").
   echo "test.sh: sanitizer pass done after $((SECONDS - started)) s"
 fi

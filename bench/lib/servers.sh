@@ -211,7 +211,7 @@ start_targets() {
     fi
     extra_gateways=()
     if ((have_gateway)) && [[ $REDIS_MODES == *cluster* ]]; then
-        # Three primaries, no replicas (RECIPES.md), each with its own bus port.
+        # Three primaries, no replicas, each with its own bus port.
         cluster_nodes=() cluster_pids=()
         for i in 1 2 3; do
             pick_port node_port

@@ -29,7 +29,7 @@ void loader::load_upstreams(const map_view& top, std::vector<upstream_config>& u
         read_int(map, "eject_after_failures", upstream.eject_after_failures, 0, 1000);
         read_duration(map, "eject_for", upstream.eject_for);
         read_string(map, "hosts_file", upstream.hosts_file);
-        load_client_tls(map, map.path_of("tls"), upstream.tls, "plain HTTP"); // HTTPS (issue 11)
+        load_client_tls(map, map.path_of("tls"), upstream.tls, "plain HTTP"); // HTTPS
         upstreams.push_back(std::move(upstream));
     }
 }
@@ -93,7 +93,7 @@ void loader::load_upstream_addresses(const map_view& map, const YAML::Node& node
         upstream.address = upstream.addresses.front();
 }
 
-// tls: TLS termination on `listen` (issue 11). Files are checked for readability here; that
+// tls: TLS termination on `listen`. Files are checked for readability here; that
 // they hold PEM certificates and a matching key is checked where OpenSSL loads them
 // (gateway::check_tls_config, run by --check and at start-up).
 void loader::load_listen_tls(const map_view& top, std::optional<listen_tls_config>& out)

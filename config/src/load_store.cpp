@@ -93,7 +93,7 @@ std::string loader::record_key(const map_view& map, std::string_view key, const 
 
 void loader::load_redis(const map_view& store, redis_config& redis)
 {
-    // `password` is not a key: secrets come from the environment, never from the file (STYLE.md).
+    // `password` is not a key: secrets come from the environment, never from the file.
     map_view map(*this, child(store, "redis"), "store.redis",
                  {"mode", "address", "nodes", "topology_refresh", "password_env", "username", "db",
                   "key_prefix", "command_timeout", "connect_timeout", "reconnect_backoff_max",

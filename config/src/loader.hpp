@@ -40,7 +40,7 @@ std::string quote(std::string_view text);
 std::string child_path(const std::string& parent, std::string_view key);
 
 // Walks the YAML tree once, filling the config and collecting every problem on the way, so the
-// operator fixes a file in one round instead of one error per start (issue 2: config messages).
+// operator fixes a file in one round instead of one error per start (config messages).
 class loader {
 public:
     loader(std::string source, const char* (*getenv_fn)(const char*))

@@ -380,7 +380,7 @@ void check_same(const std::vector<outcome>& whole, const std::vector<outcome>& p
         const auto& w = whole[n];
         const auto& p = pieces[n];
         // Beast 1.81 applies header_limit per put() call, so the limit depends on segmentation
-        // (issue 8 §2.3, enforced by the gateway itself): no comparison once either side hit it.
+        // (enforced by the gateway itself): no comparison once either side hit it.
         if (w.header_ec == http::error::header_limit || p.header_ec == http::error::header_limit)
             return;
         same(!w.header_ec == !p.header_ec, "the header parse depends on segmentation");

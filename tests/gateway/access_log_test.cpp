@@ -1,4 +1,4 @@
-// The batched access log (issue 12, item 3): every line of a clean stop is written, and a sink
+// The batched access log: every line of a clean stop is written, and a sink
 // slower than the traffic drops (and counts) lines instead of slowing requests down.
 #include "gateway_fixture.hpp"
 

@@ -1,4 +1,4 @@
-// The deployment files (issue 11) against the gateway they deploy: every YAML and JSON file under
+// The deployment files against the gateway they deploy: every YAML and JSON file under
 // deploy/ parses; the Kubernetes probes, ports, grace period and secrets match the ConfigMap's
 // configuration, which `idemgate --check` accepts; the systemd unit outlasts the drain; and every
 // metric the Grafana dashboard queries is one a running gateway exports.

@@ -1,4 +1,4 @@
-// Issue 8's defects, each as the behaviour that must hold now: 408 delivered, header limit
+// Hardening, each defect found as the behaviour that must hold now: 408 delivered, header limit
 // whatever its shape, one upstream deadline, Connection cannot strip the scope, method case,
 // UTF-8 access log, SIGHUP survives, Connection: close during the drain, trailers dropped.
 #include "gateway_fixture.hpp"

@@ -1,4 +1,4 @@
-// The idempotency contract of issue 2, end to end: real idemgate, real test upstream, sockets.
+// The idempotency contract, end to end: real idemgate, real test upstream, sockets.
 #include "gateway_fixture.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The local tier (store.local_tier, issue 12): finished records answered from the gateway
+// The local tier (store.local_tier): finished records answered from the gateway
 // process without a store round trip, byte for byte as the store path answers them, never past
 // the record's TTL or max_age, dropped everywhere when an operator removes the record, bounded.
 // Runs over every store (IDEMGATE_TEST_STORE); the fleet case needs a shared store.

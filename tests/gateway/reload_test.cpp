@@ -1,4 +1,4 @@
-// Configuration reload (issue 11): SIGHUP and POST /admin/v1/reload read the file again; a valid
+// Configuration reload: SIGHUP and POST /admin/v1/reload read the file again; a valid
 // file becomes live for new requests without dropping a connection, a broken one changes nothing
 // and every problem is logged with its key path, and the settings a running process cannot
 // change are kept, with a warning. Runs over every store.

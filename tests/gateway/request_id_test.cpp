@@ -1,4 +1,4 @@
-// Request IDs (issue 11): generated when absent, kept when valid, replaced when not; seen by the
+// Request IDs: generated when absent, kept when valid, replaced when not; seen by the
 // upstream, returned on every answer (a replay with its own ID), written to the access log with
 // the trace ID of a valid traceparent.
 #include "gateway_fixture.hpp"

@@ -1,4 +1,4 @@
-// Issue 10 (part): credential scopes, fingerprint options, shadow mode and Idempotency-Expires,
+// Credential scopes, fingerprint options, shadow mode and Idempotency-Expires,
 // against the real binary over both stores.
 #include "gateway_fixture.hpp"
 

@@ -1,4 +1,4 @@
-// Issue 9 (sentinel): the gateway finds the primary through real sentinels (one primary, one
+// Sentinel: the gateway finds the primary through real sentinels (one primary, one
 // replica, three sentinels) and follows it when the primary is killed. Runs in the
 // gateway_tests_redis_store entry (IDEMGATE_TEST_STORE=redis); elsewhere it says so and returns.
 #include "gateway_fixture.hpp"
@@ -14,7 +14,7 @@ using namespace idemgate::test;
 
 namespace {
 
-// One primary, one replica and three sentinels on free loopback ports (RECIPES.md).
+// One primary, one replica and three sentinels on free loopback ports.
 struct sentinel_set {
     std::unique_ptr<redis_server> primary;
     std::unique_ptr<redis_server> replica;

@@ -1,4 +1,4 @@
-// Issue 10 (rest): tenant quotas and per-tenant TTLs, and wait mode, against the real binary
+// Tenant quotas and per-tenant TTLs, and wait mode, against the real binary
 // over both stores (the Redis run also shares one quota between two gateway instances).
 #include "gateway_fixture.hpp"
 

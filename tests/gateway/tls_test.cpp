@@ -1,4 +1,4 @@
-// TLS on both HTTP hops (issue 11): HTTPS clients through the real gateway binary (keyed
+// TLS on both HTTP hops: HTTPS clients through the real gateway binary (keyed
 // requests, replays, client certificates, versions, ALPN, resumption, plain HTTP on the TLS
 // port, drain), HTTPS upstreams (verification, names, client certificates, session reuse) and
 // --check of the TLS files. Certificates are made per test with the openssl CLI.

@@ -1,4 +1,4 @@
-// Upstream fleets (issue 11): several addresses per upstream (and every address a name resolves
+// Upstream fleets: several addresses per upstream (and every address a name resolves
 // to), round_robin and least_pending, passive ejection after consecutive connect failures, the
 // panic rule when every address is ejected, re-resolution on a timer, TLS names per address,
 // and reload. The exactly-once rule is unchanged: a POST written to one address is never resent

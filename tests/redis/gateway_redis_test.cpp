@@ -1,4 +1,4 @@
-// The real idemgate binary over a real Redis (issue 3): shared state between instances and
+// The real idemgate binary over a real Redis: shared state between instances and
 // across restarts, fail-closed when Redis dies, and locks left by a killed gateway.
 #include "redis_test_support.hpp"
 
@@ -250,7 +250,7 @@ TEST_SUITE("gateway over redis")
         CHECK(refused.status == 503);
         CHECK(refused.header("content-type").find("problem+json") != std::string::npos);
         CHECK(upstream.executions() == 1);
-        // The operator sees what Redis said (issue 8, defect 11).
+        // The operator sees what Redis said.
         auto logged = gw->process().wait_for_line(
             [](const std::string& line) {
                 return line.find("\"reply\":\"OOM command not allowed") != std::string::npos;

@@ -80,7 +80,7 @@ TEST_CASE("an in-flight record round-trips and carries no response")
     r.created_unix_ms = 42;
     auto bytes = encode_record(r);
     CHECK(decoded(bytes) == r);
-    // version + token + state + created + packed fingerprint: small by design (issue 5).
+    // version + token + state + created + packed fingerprint: small by design.
     CHECK(bytes.size() <= 1 + 1 + 3 + 1 + 1 + 1 + 32);
     r.owner_token = "0123456789abcdef0123456789abcdef"; // the gateway's tokens pack to 16 bytes
     CHECK(encode_record(r).size() <= 1 + 1 + 16 + 1 + 1 + 1 + 32);

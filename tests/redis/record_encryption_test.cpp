@@ -1,4 +1,4 @@
-// Records at rest (issue 9): the sealed codec version round-trips, every altered byte, a wrong
+// Records at rest: the sealed codec version round-trips, every altered byte, a wrong
 // key or a record moved to another Redis key is record_corrupt, the previous key still opens old
 // records; and hashed Redis keys hold neither the key nor the tenant.
 #include "redis_test_support.hpp"

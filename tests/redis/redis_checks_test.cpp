@@ -50,7 +50,7 @@ TEST_CASE("a Redis older than 7.0 is reported at start-up")
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 8, defect 10: the eviction policy is read on every (re)connect and periodically.
+// The eviction policy is read on every (re)connect and periodically.
 
 namespace {
 
@@ -161,7 +161,7 @@ TEST_CASE("CONFIG refused (renamed on managed Redis): eviction_safe is -1, warne
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 8, defect 11: error replies reach the log with their text.
+// Error replies reach the log with their text.
 
 TEST_CASE("an OOM error reply is logged with its text, the operation and the command")
 {

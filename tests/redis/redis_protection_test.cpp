@@ -1,4 +1,4 @@
-// Issue 9 against a real redis-server: records encrypted at rest, hashed keys, key rotation,
+// Record protection against a real redis-server: records encrypted at rest, hashed keys, key rotation,
 // and an ACL user, first through the store, then through the real idemgate binary.
 #include "redis_test_support.hpp"
 

@@ -298,7 +298,7 @@ TEST_CASE("a command issued while the first connection is being made waits for i
 
 TEST_CASE("a stored record costs Redis at most its response size plus 200 bytes")
 {
-    // issue 5: "Redis memory per stored record <= response size + 200 bytes", measured by
+    // "Redis memory per stored record <= response size + 200 bytes", measured by
     // bench/run.sh with INFO memory over many records against the bench upstream's answer
     // (nginx `return 201` with a small JSON body; response size = the bytes curl -i shows).
     // Same here, with the headers the gateway keeps and UUID-sized keys.

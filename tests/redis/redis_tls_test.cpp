@@ -1,4 +1,4 @@
-// TLS to Redis (issue 9): the store and the real idemgate binary against a TLS-only
+// TLS to Redis: the store and the real idemgate binary against a TLS-only
 // redis-server, with certificates made by the openssl CLI for each test. Verification failures
 // (wrong CA, wrong name, a plain server, a missing client certificate) must leave the gateway
 // up, retrying, answering 503, and saying why in its log.

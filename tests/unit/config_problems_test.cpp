@@ -1,5 +1,5 @@
 // Config problems: one case per kind, checking the exact message and key path an operator
-// sees; every problem at once; missing, unreadable and malformed files (issue 2).
+// sees; every problem at once; missing, unreadable and malformed files.
 #include "config_test_support.hpp"
 
 #include <doctest/doctest.h>

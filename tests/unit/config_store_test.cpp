@@ -88,7 +88,7 @@ routes:
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 9: hashed keys, records encrypted at rest, the Redis ACL user.
+// Hashed keys, records encrypted at rest, the Redis ACL user.
 
 namespace {
 

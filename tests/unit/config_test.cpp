@@ -1,4 +1,4 @@
-// Config loading: a full file, the documented defaults, the shipped example (issue 2).
+// Config loading: a full file, the documented defaults, the shipped example.
 #include "config_test_support.hpp"
 
 #include <doctest/doctest.h>

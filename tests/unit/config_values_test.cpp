@@ -1,4 +1,4 @@
-// Config value parsers as tables: durations, sizes, endpoints (issue 2).
+// Config value parsers as tables: durations, sizes, endpoints.
 #include "config_test_support.hpp"
 
 #include <doctest/doctest.h>

@@ -208,7 +208,7 @@ TEST_CASE(
 
 TEST_CASE("memory store: a full store refuses new keys without walking its entries")
 {
-    // Issue 8, defect 1: every refused key used to sweep the whole map under the one mutex,
+    // Every refused key used to sweep the whole map under the one mutex,
     // 50 000 entries examined per refusal. The work is counted, not timed.
     constexpr std::size_t entries = 50000;
     fixture f(entries, std::size_t{1} << 30);

@@ -1,4 +1,4 @@
-// store.redis.tls (issue 9): defaults, what loads, and each problem with its key path. That the
+// store.redis.tls: defaults, what loads, and each problem with its key path. That the
 // files hold certificates and a matching key is checked by OpenSSL in the store (redis_tls_test).
 #include "idemgate/config/config.hpp"
 

@@ -126,7 +126,7 @@ private:
     // Reads the header by feeding the parser from the buffer ourselves, for three reasons:
     // - every byte the parser consumed counts against max_header_bytes: Beast 1.81 applies
     //   header_limit to the start line and to the fields separately and per buffer, so many small
-    //   fields arriving at once passed at about twice the limit (issue 8);
+    //   fields arriving at once passed at about twice the limit;
     // - obs-fold (a header line starting with SP/HT) is refused: Beast silently joins it into the
     //   previous value, which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2
     //   allows a server to reject it; nginx does);
@@ -301,7 +301,7 @@ private:
         auto env = env_; // kept to the end of this request even if the next one reloads
         handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_);
         // Draining is read after the request was handled: a request in flight when SIGTERM
-        // arrived gets Connection: close on its answer (issue 8).
+        // arrived gets Connection: close on its answer.
         bool keep_alive =
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
         error_code ec;

@@ -386,7 +386,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     std::string token = admitted ? in_flight.owner_token : std::string();
     // By default a record enters the tier only once a replay reads it from the store: most keys
     // are never retried, and copying every new record (rendering it, evicting an older copy from
-    // cold memory) cost ~19 % more CPU per first execution and pushed replayed copies out.
+    // cold memory) costs every first execution and pushes replayed copies out.
     const bool admit_now = tier && ctx.boot.store.local_tier.admit == config::tier_admission::complete;
     std::string fingerprint_copy = admit_now ? in_flight.fingerprint : std::string();
     std::optional<store::stored_response> recorded;

@@ -3,7 +3,7 @@
 // I/O thread (no lock, no sharing), as pre-rendered response bytes, so a replay is answered
 // without a store round trip and without rebuilding its header fields.
 //
-// Correctness rules (issue 12):
+// Correctness rules:
 // - only completed records enter; in-flight, held and absent keys always ask the store;
 // - a copy never outlives max_age, nor its record's TTL in the store: a copy made from our own
 //   complete expires at complete + record_ttl (the store's TTL starts a moment later); a copy

@@ -69,7 +69,7 @@ private:
 
 void add_status(line_writer& line, unsigned status, boost::system::error_code write_ec)
 {
-    // Only what reached the client is logged as its status (issue 8: a 408 that was never
+    // Only what reached the client is logged as its status (a 408 that was never
     // delivered was logged as sent).
     line.number("status", write_ec ? 0 : status);
     if (write_ec) {

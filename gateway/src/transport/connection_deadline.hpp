@@ -12,15 +12,14 @@ namespace idemgate::gateway::detail {
 
 // A deadline for one phase of a connection (waiting for a request, reading its header or body,
 // writing the answer). Beast's tcp_stream expiry closes the socket, so after it fires no 408
-// can be sent (issue 8); this one only cancels the pending operation and leaves the socket open
+// can be sent; this one only cancels the pending operation and leaves the socket open
 // for the answer.
 //
 // It is lazy, so that a request does not cost timer system calls: arming stores the due time,
 // and one timer wait per connection stays pending, firing at most every `tick`; when it fires
 // it cancels the operation if the armed phase is past due, or waits again (until the due time or
 // the next tick). Re-arming every request and cancelling at every phase's end (the obvious way)
-// made each request re-program the thread's timerfd about once (strace: 0.8-1.1
-// timerfd_settime per replay). The state is shared with the timer's handler, which may run
+// makes each request re-program the thread's timerfd about once. The state is shared with the timer's handler, which may run
 // after the connection is gone.
 class deadline {
 public:

@@ -1,7 +1,6 @@
 #pragma once
 // Writing messages on the hot path. Beast's generic serializer walks nested buffer-sequence
-// views (about a quarter of the gateway's instructions in a callgrind profile of first
-// executions); the gateway's messages are always Content-Length framed string bodies, so it
+// views, a large share of a first execution's instructions; the gateway's messages are always Content-Length framed string bodies, so it
 // renders the head into one reusable string and sends head + body in one gather write.
 #include <array>
 #include <boost/asio/as_tuple.hpp>

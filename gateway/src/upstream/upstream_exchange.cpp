@@ -73,7 +73,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
     upstream_result result;
     // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
     // answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
-    // the end (issue 8). Connecting has its own deadline and is not counted.
+    // the end. Connecting has its own deadline and is not counted.
     std::optional<std::chrono::steady_clock::time_point> deadline;
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
@@ -111,9 +111,8 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
 
         result.sent = true;
         tcp_layer.expires_at(*deadline);
-        // Beast reads at most 512 bytes into an empty flat_buffer, so a typical JSON answer took
-        // two recvmsg; one reservation holds most answers in one read (strace -c: 3.03 -> 2.01
-        // recvmsg per first execution of a 568-byte answer).
+        // Beast reads at most 512 bytes into an empty flat_buffer, so a typical JSON answer would
+        // take two reads; one reservation holds most answers in one read.
         beast::flat_buffer buffer;
         buffer.reserve(16 * 1024);
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as

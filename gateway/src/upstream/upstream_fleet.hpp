@@ -1,5 +1,5 @@
 #pragma once
-// One upstream's addresses (issue 11, upstream fleets): every address its names resolve to,
+// One upstream's addresses: every address its names resolve to,
 // each address's passive health (consecutive connect failures, ejection) and requests in
 // flight. One fleet per upstream per configuration generation, shared by every I/O thread's
 // pool: health and in-flight counts are atomics (no lock on the request path); re-resolution

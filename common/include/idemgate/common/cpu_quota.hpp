@@ -1,7 +1,7 @@
 #pragma once
 // How many CPUs this process may really use: in a container, std::thread::hardware_concurrency()
 // reports the host's cores while the cgroup CPU quota (docker --cpus, Kubernetes limits.cpu) allows
-// fewer; running more I/O threads than that only adds throttling (issue 8, defect 13).
+// fewer; running more I/O threads than that only adds throttling.
 #include <filesystem>
 
 namespace idemgate {

@@ -1,5 +1,5 @@
 #pragma once
-// idemgate's own error codes for the data path (STYLE.md: error_code, no exceptions).
+// idemgate's own error codes for the data path (error_code, no exceptions).
 #include <boost/system/error_code.hpp>
 #include <type_traits>
 

@@ -26,7 +26,7 @@ enum class store_type { memory, redis };
 enum class failure_mode { reject, pass_through };
 
 // TLS from the gateway as a client: to Redis (store.redis.tls, managed Redis) and to an
-// upstream (upstreams.<name>.tls, issue 11). Off by default; every other key needs
+// upstream (upstreams.<name>.tls). Off by default; every other key needs
 // `enabled: true`.
 struct client_tls_config {
     bool enabled = false;
@@ -79,7 +79,7 @@ struct local_tier_config {
     tier_admission admit = tier_admission::replay;
 };
 
-// Records at rest (issue 9): the response part of a completed record is AES-256-GCM encrypted.
+// Records at rest: the response part of a completed record is AES-256-GCM encrypted.
 struct encryption_config {
     std::string key_env;          // env var: 64 hex digits (32 bytes); new records ("" = written in clear)
     std::string previous_key_env; // env var: an older key, only decrypts (rotation; "" = none)
@@ -101,7 +101,7 @@ struct store_config {
     failure_mode on_failure = failure_mode::reject;
 };
 
-// How a request picks one of an upstream's addresses (issue 11, upstream fleets).
+// How a request picks one of an upstream's addresses.
 enum class balance_mode {
     round_robin,   // each I/O thread takes the healthy addresses in turn
     least_pending, // the healthy address with the fewest requests in flight (all threads together)
@@ -126,7 +126,7 @@ struct upstream_config {
 // the per-address metric labels.
 inline constexpr std::size_t max_upstream_addresses = 64;
 
-// TLS termination on `listen` (issue 11): present = HTTPS only on that port.
+// TLS termination on `listen`: present = HTTPS only on that port.
 enum class client_auth_mode { none, optional, required };
 struct listen_tls_config {
     std::string cert_file;      // PEM chain, leaf first (required)
@@ -225,7 +225,7 @@ struct admin_config {
     std::string token;     // resolved from token_env at load time, never from YAML
 };
 
-// How the access log is written (issue 12): per-thread batches, handed to one writer thread
+// How the access log is written: per-thread batches, handed to one writer thread
 // through a bounded queue. `access_log:` takes `true`/`false` or a map with `enabled` and these.
 struct access_log_config {
     std::size_t queue_lines = 65536;     // lines waiting for the writer; beyond, lines are dropped
@@ -239,7 +239,7 @@ struct config {
     unsigned threads = 0;   // I/O threads; 0 = one per core
     bool access_log = true; // one JSON line per request on stdout
     access_log_config access_log_options;
-    // Request IDs (issue 11): kept from the client when valid, else generated; forwarded
+    // Request IDs: kept from the client when valid, else generated; forwarded
     // upstream, returned on every answer, logged. "" = off.
     std::string request_id_header = "X-Request-Id";
     store_config store;

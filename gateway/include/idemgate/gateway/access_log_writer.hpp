@@ -1,5 +1,5 @@
 #pragma once
-// The access log's write path (issue 12, item 3): each I/O thread formats its lines into its own
+// The access log's write path: each I/O thread formats its lines into its own
 // batch buffer (no lock per line); a full or old batch is handed to one background writer thread
 // through a bounded queue (one mutex acquisition per batch); the writer does one write per batch.
 // A full queue drops the batch and counts its lines instead of blocking a request thread.

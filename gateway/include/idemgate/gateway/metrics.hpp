@@ -60,7 +60,7 @@ struct metrics {
     // Access log lines dropped because the writer's queue was full (access_log.queue_lines).
     std::atomic<std::uint64_t> access_log_dropped{0};
 
-    // TLS on `listen` (issue 11): handshakes done (index 0 full, 1 resumed) and failed, by
+    // TLS on `listen`: handshakes done (index 0 full, 1 resumed) and failed, by
     // detail::tls_failure (plain_http, not_tls, timeout, ...).
     std::array<std::atomic<std::uint64_t>, 2> tls_handshakes{};
     std::array<std::atomic<std::uint64_t>, 10> tls_handshake_failures{};

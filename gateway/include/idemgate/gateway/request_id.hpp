@@ -1,5 +1,5 @@
 #pragma once
-// Request IDs (issue 11): one ID per request, kept from the client when it is usable, else made
+// Request IDs: one ID per request, kept from the client when it is usable, else made
 // here; forwarded upstream, returned on every answer and written to the access log. And the
 // trace ID of a W3C `traceparent` (Trace Context, section 3.2), for the access log only.
 #include <boost/beast/http/fields.hpp>

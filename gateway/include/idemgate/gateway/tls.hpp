@@ -1,5 +1,5 @@
 #pragma once
-// TLS on both HTTP hops (issue 11): what --check and start-up verify with OpenSSL itself.
+// TLS on both HTTP hops: what --check and start-up verify with OpenSSL itself.
 #include <idemgate/config/config.hpp>
 #include <string>
 #include <vector>

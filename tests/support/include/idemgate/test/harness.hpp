@@ -96,7 +96,7 @@ private:
     std::unique_ptr<child_process> proc_;
 };
 
-// A Redis Cluster of 3 primaries + 3 replicas on free loopback ports (RECIPES.md): six
+// A Redis Cluster of 3 primaries + 3 replicas on free loopback ports: six
 // redis-server processes with their own bus ports, joined by `redis-cli --cluster create`; the
 // constructor returns once every node reports cluster_state:ok with all slots served.
 class redis_cluster {

@@ -1,5 +1,5 @@
 #pragma once
-// TLS for the integration tests (issue 9): certificates made at test time with the openssl CLI
+// TLS for the integration tests: certificates made at test time with the openssl CLI
 // (EC P-256, which keeps it fast), and a TLS-only redis-server.
 #include <cstdint>
 #include <idemgate/test/harness.hpp>
