@@ -4,6 +4,7 @@
 // the connection alive or close it, and log it. Generic over the stream so that TLS plugs in
 // without touching the request path: Stream is beast::tcp_stream or detail::tls_stream.
 #include "state/worker.hpp"
+#include "transport/tls.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -23,9 +24,14 @@ struct connection_guard {
 boost::asio::awaitable<void> serve_plain_connection(gateway_context& ctx, worker& w, tcp::socket socket,
                                                     client_info client);
 
-// Serves an HTTPS connection: accept_tls (tls_connection.cpp), then HTTP/1.1 over TLS like a
-// plain connection, ending with close_notify.
-boost::asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp::socket socket,
+// Serves HTTP/1.1 on an established TLS stream until the client closes, an error, or the
+// gateway drains; leaves the stream open for close_notify.
+boost::asio::awaitable<void> serve_http1_over_tls(gateway_context& ctx, worker& w, tls_stream& stream,
                                                   client_info client);
+
+// Answers a plain HTTP request that arrived on the TLS port in plain HTTP (as nginx does, so a
+// curl with http:// says what is wrong), then closes.
+boost::asio::awaitable<void> refuse_plain_http(const config::timeouts_config& timeouts,
+                                               boost::beast::tcp_stream& tcp_layer);
 
 } // namespace idemgate::gateway::detail

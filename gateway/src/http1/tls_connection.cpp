@@ -1,6 +1,7 @@
-// HTTPS client connections: the handshake (transport/tls_accept.cpp), plain HTTP on the TLS
-// port answered in plain HTTP, then the one instantiation of http_connection over tls_stream
-// (see http_connection_impl.hpp for why it is not in http_connection.cpp), then close_notify.
+// HTTP/1.1 over an established TLS stream: the one instantiation of http_connection over
+// tls_stream (see http_connection_impl.hpp for why it is not in http_connection.cpp), and the
+// plain-HTTP answer on the TLS port. The handshake and the choice of protocol are the runtime's
+// (runtime/client_connection.cpp).
 #include "core/problem.hpp"
 #include "http1/http_connection_impl.hpp"
 #include "transport/tls.hpp"
@@ -18,8 +19,6 @@
 namespace idemgate::gateway::detail {
 
 namespace ssl = boost::asio::ssl;
-
-namespace {
 
 // Answers a plain HTTP request on the TLS port in plain HTTP (as nginx does, so a curl with
 // http:// says what is wrong), then closes once the client has read it or the deadline passed.
@@ -45,29 +44,12 @@ asio::awaitable<void> refuse_plain_http(const config::timeouts_config& timeouts,
     tcp_layer.socket().close(ignored);
 }
 
-} // namespace
-
-asio::awaitable<void> serve_tls_connection(gateway_context& ctx, worker& w, tcp::socket socket,
+asio::awaitable<void> serve_http1_over_tls(gateway_context& ctx, worker& w, tls_stream& stream,
                                            client_info client)
 {
-    connection_guard conn(ctx.stats);
-    // The live generation, held for the connection's life: a reload that renews the certificate
-    // serves new connections with it and leaves this one alone. The handshake and close_notify
-    // run under its timeouts; each request then reads the generation live when it begins.
-    std::shared_ptr<const live_config> live = w.current(ctx)->live;
-    const auto& timeouts = live->cfg.timeouts;
-    tls_stream stream(std::move(socket), *live->listen_tls);
-    auto accepted = co_await accept_tls(ctx.stats, stream, client, timeouts.header_read);
-    if (accepted == tls_accept::plain_http)
-        co_await refuse_plain_http(timeouts, beast::get_lowest_layer(stream));
-    if (accepted != tls_accept::ok)
-        co_return;
-    {
-        http_connection<tls_stream> connection(ctx, w, stream, std::move(client));
-        connection.keep_open_at_end();
-        co_await connection.run();
-    }
-    co_await close_tls(stream, w.current(ctx)->cfg().timeouts.client_write);
+    http_connection<tls_stream> connection(ctx, w, stream, std::move(client));
+    connection.keep_open_at_end();
+    co_await connection.run();
 }
 
 } // namespace idemgate::gateway::detail

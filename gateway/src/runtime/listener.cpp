@@ -1,7 +1,7 @@
 #include "runtime/listener.hpp"
 
-#include "http1/http_connection.hpp"
 #include "idempotency/local_tier.hpp"
+#include "runtime/client_connection.hpp"
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
@@ -109,10 +109,10 @@ asio::awaitable<void> listener::accept_loop(worker& w)
         if (!ignored)
             client.ip = remote.address().to_string();
         if (ctx_.boot.listen_tls)
-            asio::co_spawn(w.ioc, serve_tls_connection(ctx_, w, std::move(socket), std::move(client)),
+            asio::co_spawn(w.ioc, serve_tls_client(ctx_, w, std::move(socket), std::move(client)),
                            asio::detached);
         else
-            asio::co_spawn(w.ioc, serve_plain_connection(ctx_, w, std::move(socket), std::move(client)),
+            asio::co_spawn(w.ioc, serve_plain_client(ctx_, w, std::move(socket), std::move(client)),
                            asio::detached);
     }
 }

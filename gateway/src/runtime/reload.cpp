@@ -1,5 +1,6 @@
 #include "runtime/reload.hpp"
 
+#include "runtime/client_connection.hpp"
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
@@ -64,7 +65,7 @@ void reloader::publish_first(const config::config& cfg)
     // TLS contexts are built once and shared by every thread (a bad file throws config_error).
     std::shared_ptr<asio::ssl::context> listen_tls;
     if (cfg.tls)
-        listen_tls = make_server_tls_context(*cfg.tls);
+        listen_tls = make_server_tls_context(*cfg.tls, alpn_protocols());
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
     for (const auto& up : cfg.upstreams)
         upstream_contexts.push_back(make_upstream_tls(up));
@@ -112,7 +113,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
             for (const auto& up : next.upstreams)
                 upstream_contexts.push_back(make_upstream_tls(up));
             if (next.tls && !tls_switched)
-                listen_tls = make_server_tls_context(*next.tls);
+                listen_tls = make_server_tls_context(*next.tls, alpn_protocols());
         } catch (const config::config_error& e) {
             problems = e.problems();
         }

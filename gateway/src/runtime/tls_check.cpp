@@ -1,4 +1,5 @@
 // check_tls_config: the TLS files of both hops, as --check and start-up read them.
+#include "runtime/client_connection.hpp"
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
@@ -17,7 +18,7 @@ std::vector<std::string> check_tls_config(const config::config& cfg)
         }
     };
     if (cfg.tls)
-        collect([&] { detail::make_server_tls_context(*cfg.tls); });
+        collect([&] { detail::make_server_tls_context(*cfg.tls, detail::alpn_protocols()); });
     for (const auto& up : cfg.upstreams)
         collect([&] { detail::make_upstream_tls(up); });
     return problems;

@@ -19,8 +19,8 @@ namespace idemgate::gateway::detail {
 // and one timer wait per connection stays pending, firing at most every `tick`; when it fires
 // it cancels the operation if the armed phase is past due, or waits again (until the due time or
 // the next tick). Re-arming every request and cancelling at every phase's end (the obvious way)
-// makes each request re-program the thread's timerfd about once. The state is shared with the timer's handler, which may run
-// after the connection is gone.
+// makes each request re-program the thread's timerfd about once. The state is shared with the timer's
+// handler, which may run after the connection is gone.
 class deadline {
 public:
     using clock = std::chrono::steady_clock;

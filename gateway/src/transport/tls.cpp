@@ -55,16 +55,17 @@ void load_certificate(ssl::context& ctx, const std::string& prefix, const std::s
 
 namespace {
 
-// ALPN (RFC 7301): the gateway speaks HTTP/1.1 only. A client that offers protocols but not
-// http/1.1 gets the no_application_protocol alert the RFC asks for; one that offers none is
-// served HTTP/1.1 as before ALPN existed.
-int select_http11(SSL*, const unsigned char** out, unsigned char* out_len, const unsigned char* in,
-                  unsigned in_len, void*)
+// ALPN (RFC 7301): the first of the client's protocols that the gateway serves, in the order
+// the gateway lists them (`arg`: the wire-format list). A client that offers protocols but none
+// of ours gets the no_application_protocol alert the RFC asks for; one that offers none is served
+// HTTP/1.1, as before ALPN existed.
+int select_protocol(SSL*, const unsigned char** out, unsigned char* out_len, const unsigned char* in,
+                    unsigned in_len, void* arg)
 {
-    static const unsigned char http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    const auto& ours = *static_cast<const std::string*>(arg);
     unsigned char* selected = nullptr;
-    if (SSL_select_next_proto(&selected, out_len, http11, sizeof http11, in, in_len) !=
-        OPENSSL_NPN_NEGOTIATED)
+    if (SSL_select_next_proto(&selected, out_len, reinterpret_cast<const unsigned char*>(ours.data()),
+                              static_cast<unsigned>(ours.size()), in, in_len) != OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_ALERT_FATAL;
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
@@ -106,7 +107,8 @@ tls_failure classify_handshake_failure(const error_code& ec) noexcept
     return tls_failure::other;
 }
 
-std::shared_ptr<ssl::context> make_server_tls_context(const config::listen_tls_config& cfg)
+std::shared_ptr<ssl::context> make_server_tls_context(const config::listen_tls_config& cfg,
+                                                      const std::string& alpn_protocols)
 {
     auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
     SSL_CTX* native = ctx->native_handle();
@@ -138,10 +140,18 @@ std::shared_ptr<ssl::context> make_server_tls_context(const config::listen_tls_c
     SSL_CTX_set_session_id_context(native, session_context, sizeof session_context - 1);
     SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_SERVER);
     SSL_CTX_sess_set_cache_size(native, 20000);
-    SSL_CTX_set_alpn_select_cb(native, &select_http11, nullptr);
+    SSL_CTX_set_alpn_select_cb(native, &select_protocol, const_cast<std::string*>(&alpn_protocols));
     if (!problems.empty())
         throw config::config_error(std::move(problems));
     return ctx;
+}
+
+std::string negotiated_protocol(SSL* native)
+{
+    const unsigned char* name = nullptr;
+    unsigned len = 0;
+    SSL_get0_alpn_selected(native, &name, &len);
+    return name ? std::string(reinterpret_cast<const char*>(name), len) : std::string();
 }
 
 std::string verified_client_common_name(SSL* native)

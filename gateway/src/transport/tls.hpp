@@ -31,7 +31,7 @@ enum class tls_failure {
     protocol_version, // below tls.min_version, or no common version or cipher
     no_client_cert,   // client_auth: required and the client sent none
     bad_client_cert,  // the client's certificate did not verify against tls.client_ca_file
-    alpn,             // the client offered application protocols, none of them http/1.1
+    alpn,             // the client offered application protocols, none of them served here
     peer_alert,       // the client refused the handshake (e.g. it does not trust our certificate)
     closed,           // the client closed the connection during the handshake
     other,
@@ -43,7 +43,13 @@ const char* to_string(tls_failure f) noexcept;
 tls_failure classify_handshake_failure(const boost::system::error_code& ec) noexcept;
 
 // The server context for `listen`; throws config::config_error naming the tls.* key on failure.
-std::shared_ptr<boost::asio::ssl::context> make_server_tls_context(const config::listen_tls_config& cfg);
+// `alpn_protocols`: the application protocols the gateway serves, in ALPN wire format (length-
+// prefixed names, preferred first); it must outlive the context.
+std::shared_ptr<boost::asio::ssl::context> make_server_tls_context(const config::listen_tls_config& cfg,
+                                                                   const std::string& alpn_protocols);
+
+// The protocol ALPN selected on an established connection; "" when the client offered none.
+std::string negotiated_protocol(SSL* ssl);
 
 // "\"file\"", for messages that name a file.
 std::string quoted(const std::string& file);

@@ -1,7 +1,8 @@
 #pragma once
 // Writing messages on the hot path. Beast's generic serializer walks nested buffer-sequence
-// views, a large share of a first execution's instructions; the gateway's messages are always Content-Length framed string bodies, so it
-// renders the head into one reusable string and sends head + body in one gather write.
+// views, a large share of a first execution's instructions; the gateway's messages are always Content-Length
+// framed string bodies, so it renders the head into one reusable string and sends head + body in one gather
+// write.
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>

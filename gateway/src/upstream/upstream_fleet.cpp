@@ -58,8 +58,8 @@ std::string label_value(std::string_view text)
 // upstreams.<name>.hosts_file: nullopt when it is not set; else the addresses the file lists for
 // `host` (hosts(5) lines "IP name [alias...]", '#' comments), read again at every resolution,
 // empty with `error` set when it lists none or cannot be read.
-std::optional<std::vector<asio::ip::address>> hosts_file_lookup(const std::string& file, const std::string& host,
-                                                                 std::string& error)
+std::optional<std::vector<asio::ip::address>> hosts_file_lookup(const std::string& file,
+                                                                const std::string& host, std::string& error)
 {
     if (file.empty())
         return std::nullopt;
@@ -100,8 +100,8 @@ void add_endpoint(resolution& r, const tcp::endpoint& ep, const std::string& hos
 
 // One configured address, looked up without a resolver when possible: an IP literal, or the
 // upstream's hosts_file. nullopt: it needs the resolver.
-std::optional<std::vector<tcp::endpoint>> resolve_locally(const config::endpoint& ep, const std::string& hosts_file,
-                                                          std::string& error)
+std::optional<std::vector<tcp::endpoint>> resolve_locally(const config::endpoint& ep,
+                                                          const std::string& hosts_file, std::string& error)
 {
     error_code ec;
     auto ip = asio::ip::make_address(ep.host, ec);
