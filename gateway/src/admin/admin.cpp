@@ -19,6 +19,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/common/log.hpp>
 #include <openssl/crypto.h>
@@ -203,13 +204,9 @@ std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std
 // hashed first, so neither the content nor the length leaks through timing.
 bool token_matches(std::string_view presented, const std::string& expected)
 {
-    unsigned char a[EVP_MAX_MD_SIZE];
-    unsigned char b[EVP_MAX_MD_SIZE];
-    unsigned int la = 0;
-    unsigned int lb = 0;
-    EVP_Digest(presented.data(), presented.size(), a, &la, EVP_sha256(), nullptr);
-    EVP_Digest(expected.data(), expected.size(), b, &lb, EVP_sha256(), nullptr);
-    return la == lb && CRYPTO_memcmp(a, b, la) == 0;
+    auto a = sha256(presented);
+    auto b = sha256(expected);
+    return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 std::string_view state_name(store::record_state s)

@@ -2,9 +2,8 @@
 
 #include <array>
 #include <boost/beast/core/string.hpp>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/http_rules.hpp>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 namespace idemgate::gateway::detail {
 
@@ -122,18 +121,7 @@ std::string credential_scope(const config::idempotency_config& policy, const std
 
 std::string credential_hmac(const std::string& secret, std::string_view value)
 {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-         reinterpret_cast<const unsigned char*>(value.data()), value.size(), mac, &len);
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * len);
-    for (unsigned i = 0; i < len; ++i) {
-        out.push_back(hex[mac[i] >> 4]);
-        out.push_back(hex[mac[i] & 0xf]);
-    }
-    return out;
+    return hmac_sha256_hex(secret, value);
 }
 
 } // namespace idemgate::gateway::detail

@@ -3,6 +3,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <memory>
 #include <openssl/evp.h>
@@ -36,12 +37,8 @@ public:
         std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
         unsigned int len = 0;
         EVP_DigestFinal_ex(ctx().get(), digest.data(), &len);
-        static constexpr char digits[] = "0123456789abcdef";
-        std::string out(len * 2, '0');
-        for (unsigned i = 0; i < len; ++i) {
-            out[2 * i] = digits[digest[i] >> 4];
-            out[2 * i + 1] = digits[digest[i] & 0xf];
-        }
+        std::string out;
+        append_hex(out, digest.data(), len);
         return out;
     }
 

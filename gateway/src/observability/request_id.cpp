@@ -1,3 +1,4 @@
+#include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/request_id.hpp>
 #include <random>
@@ -22,13 +23,10 @@ std::string new_request_id()
         std::seed_seq seq{rd(), rd(), rd(), rd()};
         return std::mt19937_64(seq);
     }()};
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string id(32, '0');
-    for (int half = 0; half < 2; ++half) {
-        auto v = rng();
-        for (int i = 0; i < 16; ++i)
-            id[static_cast<std::size_t>(half * 16 + i)] = hex[(v >> (i * 4)) & 0xf];
-    }
+    std::string id;
+    id.reserve(32);
+    append_hex_bits(id, rng());
+    append_hex_bits(id, rng());
     return id;
 }
 

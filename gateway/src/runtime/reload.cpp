@@ -4,8 +4,8 @@
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
+#include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
-#include <openssl/evp.h>
 #include <stdexcept>
 
 namespace idemgate::gateway::detail {
@@ -27,20 +27,6 @@ std::vector<std::shared_ptr<upstream_fleet>> make_fleets(asio::io_context& ioc, 
             problems.push_back("upstreams." + up.name +
                                (up.addresses.size() > 1 ? ".addresses" : ".address") + ": " + found.error);
         out.push_back(std::make_shared<upstream_fleet>(up, found, ctx.fleet_stats.counters(up.name)));
-    }
-    return out;
-}
-
-std::string sha256_hex(std::string_view text)
-{
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-        out.push_back(hex[digest[i] >> 4]);
-        out.push_back(hex[digest[i] & 0xf]);
     }
     return out;
 }

@@ -1,5 +1,7 @@
 #include "state/worker.hpp"
 
+#include <idemgate/common/digest.hpp>
+
 namespace idemgate::gateway::detail {
 
 worker::worker() = default;
@@ -7,13 +9,10 @@ worker::~worker() = default;
 
 std::string worker::new_owner_token()
 {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string token(32, '0');
-    for (int half = 0; half < 2; ++half) {
-        auto v = rng();
-        for (int i = 0; i < 16; ++i)
-            token[half * 16 + i] = hex[(v >> (i * 4)) & 0xf];
-    }
+    std::string token;
+    token.reserve(32);
+    append_hex_bits(token, rng());
+    append_hex_bits(token, rng());
     return token;
 }
 

@@ -1,0 +1,47 @@
+#pragma once
+// Hex encoding and the SHA-256 digests the project takes of small texts (configuration files,
+// credentials, keys, tokens), in one place. The request fingerprint keeps its own per-thread
+// digest context (gateway/src/idempotency/fingerprint.cpp): it runs on every request.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace idemgate {
+
+inline constexpr char hex_digits[] = "0123456789abcdef";
+
+// Appends the lower-case hex of `n` bytes at `data` to `out`.
+inline void append_hex(std::string& out, const unsigned char* data, std::size_t n)
+{
+    out.reserve(out.size() + 2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out.push_back(hex_digits[data[i] >> 4]);
+        out.push_back(hex_digits[data[i] & 0xf]);
+    }
+}
+
+// Lower-case hex of `bytes`.
+inline std::string to_hex(std::string_view bytes)
+{
+    std::string out;
+    append_hex(out, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+    return out;
+}
+
+// 64 random bits as 16 lower-case hex digits, least significant digit first (token material).
+inline void append_hex_bits(std::string& out, std::uint64_t bits)
+{
+    for (int i = 0; i < 16; ++i)
+        out.push_back(hex_digits[(bits >> (i * 4)) & 0xf]);
+}
+
+using sha256_digest = std::array<unsigned char, 32>;
+
+sha256_digest sha256(std::string_view text);
+std::string sha256_hex(std::string_view text);
+sha256_digest hmac_sha256(std::string_view key, std::string_view text);
+std::string hmac_sha256_hex(std::string_view key, std::string_view text);
+
+} // namespace idemgate
