@@ -1,4 +1,5 @@
 #include <boost/json.hpp>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/order_service/order_store.hpp>
 #include <random>
@@ -38,13 +39,8 @@ CREATE TABLE IF NOT EXISTS executions (
 std::string new_order_id()
 {
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    static constexpr char hex[] = "0123456789abcdef";
-    std::uint64_t v = rng();
     std::string id = "ord_";
-    for (int i = 0; i < 16; ++i) {
-        id.push_back(hex[v & 0xf]);
-        v >>= 4;
-    }
+    append_hex_bits(id, rng());
     return id;
 }
 
