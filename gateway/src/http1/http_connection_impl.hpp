@@ -85,10 +85,7 @@ public:
     void keep_open_at_end() { keep_open_ = true; }
 
 private:
-    access_log_sink access_sink()
-    {
-        return {ctx_.access_log.get(), worker_.access_log, worker_.ioc.get_executor()};
-    }
+    access_log_sink access_sink() { return {ctx_.access_log.get(), worker_.access_log, worker_.ioc}; }
 
     tcp::socket& socket() { return beast::get_lowest_layer(stream_).socket(); }
 

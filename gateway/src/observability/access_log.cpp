@@ -105,7 +105,7 @@ std::string& scratch()
 void emit(const access_log_sink& sink, std::string_view line)
 {
     if (!sink.buffer)
-        sink.buffer = std::make_unique<access_log_buffer>(*sink.writer, sink.executor);
+        sink.buffer = std::make_unique<access_log_buffer>(*sink.writer, sink.ioc.get_executor());
     sink.buffer->append(line);
 }
 

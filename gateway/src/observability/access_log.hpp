@@ -4,7 +4,7 @@
 // Lines go into the I/O thread's batch buffer (access_log_writer.hpp), not straight to stdout.
 #include "core/exchange.hpp"
 
-#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <idemgate/gateway/access_log_writer.hpp>
@@ -20,7 +20,7 @@ namespace idemgate::gateway::detail {
 struct access_log_sink {
     access_log_writer* writer;
     std::unique_ptr<access_log_buffer>& buffer;
-    boost::asio::any_io_executor executor;
+    boost::asio::io_context& ioc; // the thread's, for the buffer's flush timer
 };
 
 // Percent-encodes bytes outside 0x20-0x7E (and '%' itself is kept: the target is already a URI).

@@ -15,10 +15,11 @@ inline constexpr char hex_digits[] = "0123456789abcdef";
 // Appends the lower-case hex of `n` bytes at `data` to `out`.
 inline void append_hex(std::string& out, const unsigned char* data, std::size_t n)
 {
-    out.reserve(out.size() + 2 * n);
+    const auto at = out.size();
+    out.resize(at + 2 * n); // one size change: push_back per digit costs a capacity check each
     for (std::size_t i = 0; i < n; ++i) {
-        out.push_back(hex_digits[data[i] >> 4]);
-        out.push_back(hex_digits[data[i] & 0xf]);
+        out[at + 2 * i] = hex_digits[data[i] >> 4];
+        out[at + 2 * i + 1] = hex_digits[data[i] & 0xf];
     }
 }
 
@@ -33,8 +34,10 @@ inline std::string to_hex(std::string_view bytes)
 // 64 random bits as 16 lower-case hex digits, least significant digit first (token material).
 inline void append_hex_bits(std::string& out, std::uint64_t bits)
 {
-    for (int i = 0; i < 16; ++i)
-        out.push_back(hex_digits[(bits >> (i * 4)) & 0xf]);
+    const auto at = out.size();
+    out.resize(at + 16);
+    for (std::size_t i = 0; i < 16; ++i)
+        out[at + i] = hex_digits[(bits >> (i * 4)) & 0xf];
 }
 
 using sha256_digest = std::array<unsigned char, 32>;
