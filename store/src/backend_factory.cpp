@@ -1,4 +1,4 @@
-#include "redis_transport.hpp"
+#include "redis/client/redis_transport.hpp"
 
 #include <idemgate/store/backend_factory.hpp>
 #include <idemgate/store/memory_store.hpp>

@@ -1,9 +1,9 @@
 // The in-process store (store.type: memory): reserve, complete, release, lookup and remove on
 // record_shards (record_shards.hpp), settlement notifications for waiting duplicates and tenant
 // quotas in process; one backend shared by every I/O thread, a session per thread.
-#include "record_shards.hpp"
+#include "memory/record_shards.hpp"
+#include "memory/tenant_quotas.hpp"
 #include "settle_notifier.hpp"
-#include "tenant_quotas.hpp"
 
 #include <algorithm>
 #include <idemgate/common/error.hpp>

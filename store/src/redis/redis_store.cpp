@@ -1,9 +1,10 @@
-#include "redis_cluster.hpp"
-#include "redis_connection.hpp"
-#include "redis_scripts.hpp"
-#include "redis_sentinel.hpp"
-#include "settle_subscriber.hpp"
-#include "shard_subscriber.hpp"
+#include "redis/client/redis_cluster.hpp"
+#include "redis/client/redis_connection.hpp"
+#include "redis/client/redis_sentinel.hpp"
+#include "redis/client/settle_subscriber.hpp"
+#include "redis/client/shard_subscriber.hpp"
+#include "redis/redis_keys.hpp"
+#include "redis/redis_scripts.hpp"
 
 #include <array>
 #include <cstdio>
