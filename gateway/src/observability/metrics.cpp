@@ -1,3 +1,4 @@
+#include <idemgate/common/prometheus.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/store/memory_store.hpp>
 #include <idemgate/store/redis_store.hpp>
