@@ -9,11 +9,6 @@
 #include <idemgate/gateway/decision.hpp>
 #include <string>
 
-namespace idemgate::store {
-struct redis_stats;
-struct memory_stats;
-} // namespace idemgate::store
-
 namespace idemgate::gateway {
 
 using idemgate::latency_histogram;
@@ -70,14 +65,8 @@ struct metrics {
 
     void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
 
-    // Prometheus text exposition; `extra` appends backend-specific lines (e.g. Redis stats).
+    // Prometheus text exposition; `extra` appends backend-specific lines (store::backend::render_metrics).
     std::string render(bool ready, const std::function<void(std::string&)>& extra = {}) const;
 };
-
-// Appends the Redis store's counters and command latency histogram (idemgate_redis_*).
-void render_redis_metrics(const store::redis_stats& s, std::string& out);
-
-// Appends the memory store's gauges and counters (idemgate_memory_store_*).
-void render_memory_metrics(const store::memory_stats& s, std::string& out);
 
 } // namespace idemgate::gateway
