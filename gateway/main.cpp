@@ -11,8 +11,6 @@
 #include <idemgate/gateway/server.hpp>
 #include <idemgate/gateway/tls.hpp>
 #include <idemgate/store/backend_factory.hpp>
-#include <idemgate/store/memory_store.hpp>
-#include <idemgate/store/redis_store.hpp>
 #include <string>
 #include <vector>
 
@@ -108,16 +106,7 @@ int main(int argc, char** argv)
                    r.idempotency.on_in_flight == idemgate::config::in_flight_mode::wait;
         });
         auto backend = idemgate::store::make_backend(cfg.store, any_route_waits);
-        std::function<void(std::string&)> extra;
-        if (auto redis = std::dynamic_pointer_cast<idemgate::store::redis_backend>(backend))
-            extra = [redis](std::string& out) {
-                idemgate::gateway::render_redis_metrics(redis->stats(), out);
-            };
-        else if (idemgate::store::memory_store_stats(*backend))
-            extra = [backend](std::string& out) {
-                if (auto stats = idemgate::store::memory_store_stats(*backend))
-                    idemgate::gateway::render_memory_metrics(*stats, out);
-            };
+        auto extra = [backend](std::string& out) { backend->render_metrics(out); };
         idemgate::gateway::server srv(std::move(cfg), backend, std::move(extra));
         srv.set_config_path(config_path);
         srv.bind();

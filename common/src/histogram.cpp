@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <idemgate/common/histogram.hpp>
+#include <idemgate/common/prometheus.hpp>
 
 namespace idemgate {
 
@@ -30,30 +31,5 @@ void latency_histogram::render(std::string& out, std::string_view name, std::str
     prometheus::sample(out, std::string(name) + "_sum", labels, static_cast<double>(sum_ns_.load()) / 1e9);
     prometheus::sample(out, std::string(name) + "_count", labels, static_cast<double>(count_.load()));
 }
-
-namespace prometheus {
-
-void sample(std::string& out, std::string_view name, std::string_view labels, double value)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", value);
-    out.append(name);
-    if (!labels.empty()) {
-        out.push_back('{');
-        out.append(labels);
-        out.push_back('}');
-    }
-    out.push_back(' ');
-    out.append(buf);
-    out.push_back('\n');
-}
-
-void header(std::string& out, std::string_view name, std::string_view type, std::string_view help)
-{
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-}
-
-} // namespace prometheus
 
 } // namespace idemgate

@@ -1,7 +1,7 @@
 // Private to the config library: the value checks parse_values.cpp defines and the loader, the
 // YAML walk behind parse, load_file and load_text. The loader's section methods are defined by
-// topic: loader.cpp (the top level and the small sections), load_store.cpp, load_http.cpp and
-// load_routes.cpp.
+// topic: loader.cpp (the top level and the small sections), load_store.cpp (with each
+// backend's section: load_redis.cpp), load_http.cpp and load_routes.cpp.
 #pragma once
 
 #include "idemgate/config/config.hpp"
@@ -290,6 +290,8 @@ private:
     void load_local_tier(const map_view& store, local_tier_config& tier);
     void load_encryption(const map_view& store, encryption_config& encryption);
     std::string record_key(const map_view& map, std::string_view key, const std::string& name);
+    void load_memory(const map_view& store, memory_config& memory);
+    // load_redis.cpp
     void load_redis(const map_view& store, redis_config& redis);
 
     // load_http.cpp

@@ -1,4 +1,5 @@
-// Defaults of store::session's operator operations, for backends that do not offer them.
+// Defaults of store::session's operator operations and of store::backend's optional parts, for
+// backends that do not offer them.
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/store.hpp>
 
@@ -50,5 +51,7 @@ std::string backend::record_id(scope s) const
     out.append(s.key);
     return out;
 }
+
+void backend::render_metrics(std::string&) const {}
 
 } // namespace idemgate::store

@@ -1,7 +1,7 @@
 // Redis Cluster routing pieces: key slots, redirect parsing, and the slot map read from a real
 // cluster's CLUSTER SHARDS.
-#include "redis_cluster.hpp"
-#include "shard_subscriber.hpp"
+#include "redis/client/redis_cluster.hpp"
+#include "redis/client/shard_subscriber.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>

@@ -20,8 +20,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <idemgate/common/digest.hpp>
-#include <idemgate/common/histogram.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/prometheus.hpp>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <optional>

@@ -10,8 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 #include <fstream>
-#include <idemgate/common/histogram.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/prometheus.hpp>
 #include <optional>
 #include <sstream>
 

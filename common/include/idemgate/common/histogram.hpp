@@ -28,11 +28,4 @@ private:
     std::atomic<std::uint64_t> sum_ns_{0};
 };
 
-namespace prometheus {
-// Appends `name{labels} value\n` (labels may be empty).
-void sample(std::string& out, std::string_view name, std::string_view labels, double value);
-// Appends the # HELP and # TYPE lines.
-void header(std::string& out, std::string_view name, std::string_view type, std::string_view help);
-} // namespace prometheus
-
 } // namespace idemgate

@@ -95,6 +95,8 @@ struct store_config {
     // Redis keys are <prefix>:{hex HMAC-SHA256(key_secret, tenant \0 key)}: no raw key or tenant.
     bool hash_keys = false;
     encryption_config encryption;
+    // Each backend's own section: the store library hands a backend only its section (and the
+    // store-wide settings above), see store/src/backend_table.hpp.
     redis_config redis;
     memory_config memory;
     local_tier_config local_tier;

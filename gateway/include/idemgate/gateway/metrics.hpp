@@ -2,17 +2,13 @@
 // Process-wide counters and histograms, exposed as Prometheus text on the admin port.
 #include <array>
 #include <atomic>
-#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/gateway/decision.hpp>
 #include <string>
-
-namespace idemgate::store {
-struct redis_stats;
-struct memory_stats;
-} // namespace idemgate::store
+#include <string_view>
 
 namespace idemgate::gateway {
 
@@ -24,60 +20,142 @@ enum class store_op { reserve, complete, release };
 enum class wait_end { settled, released, timed_out, refused };
 inline constexpr int store_op_count = 3;
 
+// The kinds of members IDEMGATE_GATEWAY_METRICS declares, and the labels of their series.
+namespace metric {
+
+using counter = std::atomic<std::uint64_t>;
+using gauge = std::atomic<std::int64_t>;
+template<std::size_t N>
+using counters = std::array<counter, N>;
+template<std::size_t N>
+using histograms = std::array<latency_histogram, N>;
+
+// An array member's labels, one per element in index order.
+template<std::size_t N>
+using labels = std::array<std::string_view, N>;
+// An array member's labels computed from the index; "" leaves that element out of /metrics.
+using labeler = std::string (*)(std::size_t index);
+
+inline constexpr labels<store_op_count> store_op_labels{"op=\"reserve\"", "op=\"complete\"",
+                                                        "op=\"release\""};
+// By wait_end.
+inline constexpr labels<4> wait_end_labels{"result=\"settled\"", "result=\"released\"",
+                                           "result=\"timed_out\"", "result=\"refused\""};
+// Index 0 too many in flight, 1 rate exceeded.
+inline constexpr labels<2> tenant_limit_labels{"limit=\"max_in_flight\"", "limit=\"new_keys_per_second\""};
+// Index 0 applied, 1 refused (the old configuration kept).
+inline constexpr labels<2> reload_result_labels{"result=\"ok\"", "result=\"failed\""};
+// Index 0 a full handshake, 1 a resumed session.
+inline constexpr labels<2> resumed_labels{"resumed=\"false\"", "resumed=\"true\""};
+// By detail::tls_failure.
+inline constexpr labels<10> tls_failure_labels{"reason=\"plain_http\"",     "reason=\"not_tls\"",
+                                               "reason=\"timeout\"",        "reason=\"protocol_version\"",
+                                               "reason=\"no_client_cert\"", "reason=\"bad_client_cert\"",
+                                               "reason=\"alpn\"",           "reason=\"peer_alert\"",
+                                               "reason=\"closed\"",         "reason=\"other\""};
+
+std::string outcome_label(std::size_t index); // outcome="<to_string(outcome)>"
+std::string shadow_label(std::size_t index);  // would="replay" ...; none is left out
+
+} // namespace metric
+
+// The gateway's metrics, declared once: the members of `metrics` and, in this order, what
+// /metrics shows of them. FAMILY(name, type, help) opens a Prometheus family; each
+// MEMBER(type, member, labels) after it is a member and its series in that family: "" or a label
+// text for one series, metric::labels or a metric::labeler for an array's series.
+// clang-format off
+#define IDEMGATE_GATEWAY_METRICS(FAMILY, MEMBER)                                                            \
+    FAMILY("idemgate_requests_total", "counter", "Requests by outcome.")                                    \
+    MEMBER(metric::counters<outcome_count>, requests, metric::outcome_label)                                \
+    FAMILY("idemgate_request_duration_seconds", "histogram", "Time from request header to response sent.")  \
+    MEMBER(latency_histogram, request_latency, "")                                                          \
+    FAMILY("idemgate_store_duration_seconds", "histogram", "Store operation latency.")                      \
+    MEMBER(metric::histograms<store_op_count>, store_latency, metric::store_op_labels)                      \
+    FAMILY("idemgate_store_errors_total", "counter", "Store operations that failed.")                       \
+    MEMBER(metric::counters<store_op_count>, store_errors, metric::store_op_labels)                         \
+    FAMILY("idemgate_store_bypassed_total", "counter",                                                      \
+           "Guarded requests forwarded unprotected because the store failed (on_failure: pass_through).")   \
+    MEMBER(metric::counter, store_bypassed, "")                                                             \
+    FAMILY("idemgate_records_lost_total", "counter",                                                        \
+           "Responses sent to the client but not recorded (complete failed); the lock expires by "          \
+           "lock_ttl.")                                                                                     \
+    MEMBER(metric::counter, records_lost, "")                                                               \
+    FAMILY("idemgate_upstream_errors_total", "counter", "Upstream failures by kind.")                       \
+    MEMBER(metric::counter, upstream_connect_errors, "kind=\"connect\"")                                    \
+    MEMBER(metric::counter, upstream_timeouts, "kind=\"timeout\"")                                          \
+    MEMBER(metric::counter, upstream_bad_responses, "kind=\"bad_response\"")                                \
+    MEMBER(metric::counter, upstream_5xx, "kind=\"status_5xx\"")                                            \
+    FAMILY("idemgate_upstream_connections_total", "counter", "Upstream connections opened and reused.")     \
+    MEMBER(metric::counter, upstream_connections_opened, "kind=\"opened\"")                                 \
+    MEMBER(metric::counter, upstream_connections_reused, "kind=\"reused\"")                                 \
+    FAMILY("idemgate_connections_active", "gauge", "Open client connections.")                              \
+    MEMBER(metric::gauge, connections_active, "")                                                           \
+    FAMILY("idemgate_connections_refused_total", "counter",                                                 \
+           "Client connections closed at limits.max_connections.")                                          \
+    MEMBER(metric::counter, connections_refused, "")                                                        \
+    FAMILY("idemgate_requests_in_flight", "gauge", "Requests between header read and response sent.")       \
+    MEMBER(metric::gauge, requests_in_flight, "")                                                           \
+    FAMILY("idemgate_shadow_total", "counter",                                                              \
+           "Shadow-mode requests, forwarded anyway, by what enforcement would have answered.")              \
+    MEMBER(metric::counters<shadow_finding_count>, shadow, metric::shadow_label)                            \
+    FAMILY("idemgate_tenant_throttled_total", "counter",                                                    \
+           "New keys refused with 429 by their tenant's quota, by limit.")                                  \
+    MEMBER(metric::counters<2>, tenant_throttled, metric::tenant_limit_labels)                              \
+    FAMILY("idemgate_tenant_quota_errors_total", "counter",                                                 \
+           "Tenant quota checks the store could not answer (on_failure decides).")                          \
+    MEMBER(metric::counter, tenant_quota_errors, "")                                                        \
+    FAMILY("idemgate_waiting", "gauge",                                                                     \
+           "Duplicates of in-flight requests waiting for the first answer (on_in_flight: wait).")           \
+    MEMBER(metric::gauge, waiting, "")                                                                      \
+    FAMILY("idemgate_waits_total", "counter",                                                               \
+           "Waits of duplicates by how they ended: settled (replay or other answer), released "             \
+           "(409), timed_out (409), refused (limits.max_waiting, 503).")                                    \
+    MEMBER(metric::counters<4>, waits, metric::wait_end_labels)                                             \
+    FAMILY("idemgate_local_tier_lookups_total", "counter",                                                  \
+           "Local tier lookups of keyed requests: hit (answered from the process) or miss.")                \
+    MEMBER(metric::counter, tier_hits, "result=\"hit\"")                                                    \
+    MEMBER(metric::counter, tier_misses, "result=\"miss\"")                                                 \
+    FAMILY("idemgate_local_tier_evictions_total", "counter",                                                \
+           "Local tier copies evicted to stay within store.local_tier.max_bytes.")                          \
+    MEMBER(metric::counter, tier_evictions, "")                                                             \
+    FAMILY("idemgate_local_tier_bytes", "gauge", "Bytes held by the local tier, all threads.")              \
+    MEMBER(metric::gauge, tier_bytes, "")                                                                   \
+    FAMILY("idemgate_config_reloads_total", "counter",                                                      \
+           "Configuration reloads (SIGHUP, POST /admin/v1/reload): applied or refused.")                    \
+    MEMBER(metric::counters<2>, config_reloads, metric::reload_result_labels)                               \
+    FAMILY("idemgate_access_log_dropped_total", "counter",                                                  \
+           "Access log lines dropped because the writer's queue was full (access_log.queue_lines).")        \
+    MEMBER(metric::counter, access_log_dropped, "")                                                         \
+    FAMILY("idemgate_tls_handshakes_total", "counter",                                                      \
+           "TLS handshakes completed on listen, by whether the session was resumed.")                       \
+    MEMBER(metric::counters<2>, tls_handshakes, metric::resumed_labels)                                     \
+    FAMILY("idemgate_tls_handshake_failures_total", "counter",                                              \
+           "Client connections to listen closed because the TLS handshake failed, by reason.")              \
+    MEMBER(metric::counters<10>, tls_handshake_failures, metric::tls_failure_labels)                        \
+    FAMILY("idemgate_upstream_tls_handshakes_total", "counter",                                             \
+           "TLS handshakes with HTTPS upstreams, by whether the session was resumed.")                      \
+    MEMBER(metric::counters<2>, upstream_tls_handshakes, metric::resumed_labels)                            \
+    FAMILY("idemgate_upstream_tls_failures_total", "counter",                                               \
+           "TLS handshakes with HTTPS upstreams that failed (each also counted as a connect "               \
+           "error: nothing was sent).")                                                                     \
+    MEMBER(metric::counter, upstream_tls_failures, "")
+// clang-format on
+
 struct metrics {
-    std::array<std::atomic<std::uint64_t>, outcome_count> requests{};
-    latency_histogram request_latency;
-    std::array<latency_histogram, store_op_count> store_latency;
-    std::array<std::atomic<std::uint64_t>, store_op_count> store_errors{};
-    std::atomic<std::uint64_t> store_bypassed{0}; // forwarded unprotected (on_failure: pass_through)
-    std::atomic<std::uint64_t> upstream_connect_errors{0};
-    std::atomic<std::uint64_t> upstream_timeouts{0};
-    std::atomic<std::uint64_t> upstream_bad_responses{0};
-    std::atomic<std::uint64_t> upstream_5xx{0};
-    std::atomic<std::uint64_t> upstream_connections_opened{0};
-    std::atomic<std::uint64_t> upstream_connections_reused{0};
-    std::atomic<std::uint64_t> records_lost{0}; // complete failed: the answer was sent but not recorded
-    std::atomic<std::int64_t> connections_active{0};
-    std::atomic<std::uint64_t> connections_refused{0};
-    std::atomic<std::int64_t> requests_in_flight{0};
-    // Shadow-mode routes: what enforcement would have done (index = shadow_finding).
-    std::array<std::atomic<std::uint64_t>, shadow_finding_count> shadow{};
-    // Tenant quotas: new keys refused (index 0 too many in flight, 1 rate exceeded), and quota
-    // checks that failed in the store.
-    std::array<std::atomic<std::uint64_t>, 2> tenant_throttled{};
-    std::atomic<std::uint64_t> tenant_quota_errors{0};
-    // Wait mode: duplicates waiting now, and how waits ended (index = wait_end).
-    std::atomic<std::int64_t> waiting{0};
-    std::array<std::atomic<std::uint64_t>, 4> waits{};
-    // Local tier (store.local_tier): lookups answered from the process or not, copies evicted
-    // for room, bytes held by every thread's tier.
-    std::atomic<std::uint64_t> tier_hits{0};
-    std::atomic<std::uint64_t> tier_misses{0};
-    std::atomic<std::uint64_t> tier_evictions{0};
-    std::atomic<std::int64_t> tier_bytes{0};
-    // Configuration reloads: applied, refused (the old configuration kept).
-    std::array<std::atomic<std::uint64_t>, 2> config_reloads{};
-    // Access log lines dropped because the writer's queue was full (access_log.queue_lines).
-    std::atomic<std::uint64_t> access_log_dropped{0};
+#define IDEMGATE_METRICS_FAMILY(name, type, help)
+#define IDEMGATE_METRICS_MEMBER(type, member, labels) type member{};
+    IDEMGATE_GATEWAY_METRICS(IDEMGATE_METRICS_FAMILY, IDEMGATE_METRICS_MEMBER)
+#undef IDEMGATE_METRICS_FAMILY
+#undef IDEMGATE_METRICS_MEMBER
 
-    // TLS on `listen`: handshakes done (index 0 full, 1 resumed) and failed, by
-    // detail::tls_failure (plain_http, not_tls, timeout, ...).
-    std::array<std::atomic<std::uint64_t>, 2> tls_handshakes{};
-    std::array<std::atomic<std::uint64_t>, 10> tls_handshake_failures{};
-    // HTTPS upstreams: handshakes done (0 full, 1 resumed) and failed (each also a connect error).
-    std::array<std::atomic<std::uint64_t>, 2> upstream_tls_handshakes{};
-    std::atomic<std::uint64_t> upstream_tls_failures{0};
+    void count(outcome o) noexcept
+    {
+        requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed);
+    }
 
-    void count(outcome o) noexcept { requests[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed); }
-
-    // Prometheus text exposition; `extra` appends backend-specific lines (e.g. Redis stats).
+    // Prometheus text exposition: every family of IDEMGATE_GATEWAY_METRICS, then idemgate_ready
+    // (from `ready`); `extra` appends backend-specific lines (store::backend::render_metrics).
     std::string render(bool ready, const std::function<void(std::string&)>& extra = {}) const;
 };
-
-// Appends the Redis store's counters and command latency histogram (idemgate_redis_*).
-void render_redis_metrics(const store::redis_stats& s, std::string& out);
-
-// Appends the memory store's gauges and counters (idemgate_memory_store_*).
-void render_memory_metrics(const store::memory_stats& s, std::string& out);
 
 } // namespace idemgate::gateway

@@ -153,6 +153,10 @@ public:
     // The gateway's local tier is keyed by it.
     virtual std::string record_id(scope s) const;
 
+    // Appends this backend's own series to the gateway's /metrics, as Prometheus text (e.g.
+    // idemgate_redis_*, idemgate_memory_store_*). Thread-safe; the default appends nothing.
+    virtual void render_metrics(std::string& out) const;
+
     // Called with the record_id of every record an operator removes (session::remove), in this
     // process or — Redis, with redis_options::publish_removals — any other gateway sharing the
     // store. Called on a store thread; must be thread-safe. Set before the first open_session().

@@ -1,6 +1,6 @@
 // The Lua scripts of the Redis store (complete, release, admit) and the argument encodings they
 // read; each script's SHA1 is computed once, for EVALSHA.
-#include "redis_scripts.hpp"
+#include "redis/redis_scripts.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // How scopes, tenants and quotas are named in Redis: the record key (escaped, or an HMAC with
 // store.hash_keys), the tenant tag and the quota keys, all inside one hash tag per tenant so a
 // Redis Cluster keeps a tenant's keys in one slot.
-#include "redis_connection.hpp"
+#include "redis/redis_keys.hpp"
 
 #include <idemgate/store/redis_store.hpp>
 #include <openssl/hmac.h>

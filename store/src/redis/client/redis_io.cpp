@@ -1,7 +1,7 @@
 // A redis_connection's two I/O loops for one connection (generation `gen`): the reader hands
 // each reply to the oldest pending command (or to the subscriber hooks, for a push) and the
 // writer sends whatever commands piled up as one batch.
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>

@@ -1,4 +1,4 @@
-#include "redis_cluster.hpp"
+#include "redis/client/redis_cluster.hpp"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>

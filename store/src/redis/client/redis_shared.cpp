@@ -1,7 +1,7 @@
 // redis_shared's logging (error replies, unreplicated records, corrupt records, the eviction
 // policy), throttled so a failing server logs one line per interval; and the text helpers every
 // Redis source uses to quote a reply in a log line.
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 
 #include <algorithm>
 #include <boost/json/object.hpp>

@@ -1,7 +1,7 @@
 // The Redis store's Lua scripts, run by EVALSHA (their text is sent again after a NOSCRIPT).
 #pragma once
 
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 
 #include <idemgate/store/store.hpp>
 #include <string>

@@ -6,7 +6,7 @@
 // +switch-master (one subscribed connection), and whenever a data connection finds it is not
 // talking to the primary (ROLE at connect, READONLY on a write). Data connections take
 // current() as their address on every (re)connect and accept it only if ROLE says master.
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <memory>

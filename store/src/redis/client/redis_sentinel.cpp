@@ -1,4 +1,4 @@
-#include "redis_sentinel.hpp"
+#include "redis/client/redis_sentinel.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -11,7 +11,7 @@
 //     target) up to max_redirects; TRYAGAIN / CLUSTERDOWN / an uncovered slot are store errors.
 //   - cluster_refresher (one per backend, on the first session's thread): re-reads the map
 //     every topology_refresh and whenever a router asks (a redirect, a lost node).
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 
 #include <array>
 #include <atomic>

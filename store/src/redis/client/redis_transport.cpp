@@ -1,4 +1,4 @@
-#include "redis_transport.hpp"
+#include "redis/client/redis_transport.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>

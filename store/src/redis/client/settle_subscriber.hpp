@@ -2,7 +2,7 @@
 // Wait mode over Redis: one subscriber connection per process (not per waiter) that SUBSCRIBEs
 // to the channel of each key somebody waits for, and turns the messages the complete/release
 // scripts PUBLISH into settle_notifier wake-ups. Private to the store library.
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 #include "settle_notifier.hpp"
 
 namespace idemgate::store::detail {

@@ -1,4 +1,4 @@
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 
 #include <algorithm>
 #include <array>

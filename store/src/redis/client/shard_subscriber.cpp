@@ -1,6 +1,6 @@
-#include "shard_subscriber.hpp"
+#include "redis/client/shard_subscriber.hpp"
 
-#include "redis_cluster.hpp"
+#include "redis/client/redis_cluster.hpp"
 
 #include <array>
 #include <boost/asio/co_spawn.hpp>

@@ -2,7 +2,7 @@
 // fingerprint), then the response (status, reason, headers, body), optionally sealed with
 // record_cipher; and the owner prefix the Redis scripts compare. The primitives it is written
 // with: record_format.hpp.
-#include "record_format.hpp"
+#include "record/record_format.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
-#include "settle_subscriber.hpp"
+#include "redis/client/settle_subscriber.hpp"
 
-#include "redis_cluster.hpp"
-#include "redis_sentinel.hpp"
+#include "redis/client/redis_cluster.hpp"
+#include "redis/client/redis_sentinel.hpp"
 
 #include <array>
 #include <boost/asio/co_spawn.hpp>

@@ -1,4 +1,4 @@
-#include "tenant_quotas.hpp"
+#include "memory/tenant_quotas.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,11 @@
-#include "redis_cluster.hpp"
-#include "redis_connection.hpp"
-#include "redis_scripts.hpp"
-#include "redis_sentinel.hpp"
-#include "settle_subscriber.hpp"
-#include "shard_subscriber.hpp"
+#include "redis/client/redis_cluster.hpp"
+#include "redis/client/redis_connection.hpp"
+#include "redis/client/redis_sentinel.hpp"
+#include "redis/client/settle_subscriber.hpp"
+#include "redis/client/shard_subscriber.hpp"
+#include "redis/redis_backend.hpp"
+#include "redis/redis_keys.hpp"
+#include "redis/redis_scripts.hpp"
 
 #include <array>
 #include <cstdio>
@@ -413,6 +415,10 @@ public:
     std::string_view kind() const noexcept override { return "redis"; }
     std::string record_id(scope s) const override { return detail::redis_key_of(*shared_, s); }
     const redis_stats& stats() const noexcept override { return shared_->stats; }
+    void render_metrics(std::string& out) const override
+    {
+        detail::render_redis_metrics(shared_->stats, out);
+    }
 
 private:
     std::shared_ptr<detail::redis_shared> shared_;

@@ -9,7 +9,7 @@
 //
 // Everything here runs on the connection's executor (one I/O thread); only shutdown() may be
 // called from elsewhere.
-#include "redis_transport.hpp"
+#include "redis/client/redis_transport.hpp"
 #include "settle_notifier.hpp"
 
 #include <atomic>
@@ -122,24 +122,6 @@ struct subscriber_hooks {
     // like the answer to SUNSUBSCRIBE, which is then sent with send_unanswered).
     std::function<void(std::string_view channel)> on_shard_unsubscribe;
 };
-
-// The channel remove() publishes removed record keys on (redis_options::publish_removals).
-// Never a record key: those have a second ':' or a '{' after the prefix.
-inline std::string removal_channel(std::string_view key_prefix)
-{
-    std::string out(key_prefix);
-    out += ":removed";
-    return out;
-}
-
-// This backend's Redis key of a scope: hashed_redis_key under options.key_hash_secret
-// (store.hash_keys), else redis_key.
-std::string redis_key_of(const redis_shared& shared, scope s);
-
-// A tenant as it may appear in this backend's Redis keys (per-tenant keys such as quotas):
-// store::redis_tenant_tag under options.key_hash_secret, so with store.hash_keys no raw tenant
-// reaches Redis.
-std::string redis_tenant_tag(const redis_shared& shared, std::string_view tenant);
 
 class redis_connection : public std::enable_shared_from_this<redis_connection> {
 public:

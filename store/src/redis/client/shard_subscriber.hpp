@@ -14,7 +14,7 @@
 // A channel is activated (its waiters re-read the key) only once SSUBSCRIBE is confirmed, and
 // deactivated whenever its subscription is lost, so no settlement falls between a waiter's read
 // and its subscription. Whatever happens here, a waiter still ends at its own wait_timeout.
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 #include "settle_notifier.hpp"
 
 #include <boost/asio/steady_timer.hpp>

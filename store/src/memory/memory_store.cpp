@@ -1,9 +1,10 @@
 // The in-process store (store.type: memory): reserve, complete, release, lookup and remove on
 // record_shards (record_shards.hpp), settlement notifications for waiting duplicates and tenant
 // quotas in process; one backend shared by every I/O thread, a session per thread.
-#include "record_shards.hpp"
+#include "memory/memory_backend.hpp"
+#include "memory/record_shards.hpp"
+#include "memory/tenant_quotas.hpp"
 #include "settle_notifier.hpp"
-#include "tenant_quotas.hpp"
 
 #include <algorithm>
 #include <idemgate/common/error.hpp>
@@ -84,6 +85,7 @@ public:
     }
     bool ready() const override { return true; }
     std::string_view kind() const noexcept override { return "memory"; }
+    void render_metrics(std::string& out) const override { detail::render_memory_metrics(stats(), out); }
 
     reserve_result reserve(scope s, const record& in_flight, duration ttl)
     {
@@ -268,6 +270,14 @@ boost::asio::awaitable<wait_result> memory_session::wait_settled(scope s, durati
 std::shared_ptr<backend> make_memory_backend(memory_options options)
 {
     return std::make_shared<memory_backend>(std::move(options));
+}
+
+std::shared_ptr<backend> detail::make_memory_store(const config::memory_config& cfg, const backend_settings&)
+{
+    memory_options options;
+    options.max_entries = cfg.max_entries;
+    options.max_bytes = cfg.max_bytes;
+    return make_memory_backend(std::move(options));
 }
 
 std::size_t memory_store_shard(scope s)

@@ -1,7 +1,7 @@
 // A redis_connection's start on each (re)connect: connect (TCP, TLS), the handshake (AUTH,
 // SELECT, PING, ROLE in Sentinel mode), and the checks that run beside the traffic: the server's
 // version and its maxmemory-policy.
-#include "redis_connection.hpp"
+#include "redis/client/redis_connection.hpp"
 
 #include <array>
 #include <boost/asio/as_tuple.hpp>

@@ -1,0 +1,28 @@
+#include "redis/redis_backend.hpp"
+
+#include "redis/client/redis_transport.hpp"
+
+namespace idemgate::store::detail {
+
+std::shared_ptr<backend> make_redis_store(const config::redis_config& cfg, const backend_settings& settings)
+{
+    redis_options options;
+    options.eviction_check_interval = cfg.eviction_check_interval;
+    options.publish_settled = settings.publish_settled;
+    options.publish_removals = settings.publish_removals;
+    options.key_hash_secret = settings.key_hash_secret;
+    options.cipher = record_cipher(settings.encryption.key, settings.encryption.previous_key);
+    return make_redis_backend(cfg, options);
+}
+
+std::vector<std::string> check_redis_config(const config::redis_config& cfg)
+{
+    try {
+        make_redis_tls_context(cfg.tls);
+    } catch (const config::config_error& e) {
+        return e.problems();
+    }
+    return {};
+}
+
+} // namespace idemgate::store::detail

@@ -1,0 +1,24 @@
+#pragma once
+// The Redis store's entry points for the backend table (backend_table.hpp). Private to the store
+// library.
+#include "backend_table.hpp"
+
+#include <idemgate/config/config.hpp>
+#include <idemgate/store/redis_store.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace idemgate::store::detail {
+
+// store.type: redis, from store.redis, with the store-wide hash_keys and encryption.
+std::shared_ptr<backend> make_redis_store(const config::redis_config& cfg, const backend_settings& settings);
+
+// What config::load cannot check in store.redis: the TLS files OpenSSL must accept (PEM
+// certificates, a private key that matches its certificate).
+std::vector<std::string> check_redis_config(const config::redis_config& cfg);
+
+// Appends the Redis store's counters and command latency histogram (idemgate_redis_*).
+void render_redis_metrics(const redis_stats& s, std::string& out);
+
+} // namespace idemgate::store::detail
