@@ -5,6 +5,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
+#include <idemgate/common/client_tls.hpp>
 #include <idemgate/common/openssl_error.hpp>
 #include <idemgate/gateway/tls.hpp>
 #include <openssl/err.h>
@@ -18,40 +19,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace ssl = boost::asio::ssl;
 using boost::system::error_code;
-
-std::string quoted(const std::string& file)
-{
-    return "\"" + file + "\"";
-}
-
-bool is_ip_literal(const std::string& host)
-{
-    error_code ec;
-    asio::ip::make_address(host, ec);
-    return !ec;
-}
-
-// Loads a certificate chain and its key into `ctx`, reporting under `prefix` + key names.
-void load_certificate(ssl::context& ctx, const std::string& prefix, const std::string& cert_file,
-                      const std::string& key_file, std::vector<std::string>& problems)
-{
-    error_code ec;
-    ctx.use_certificate_chain_file(cert_file, ec);
-    bool have_cert = !ec;
-    if (ec)
-        problems.push_back(prefix + "cert_file: no certificate could be loaded from " + quoted(cert_file) +
-                           ": " + openssl_reason(ec));
-    // OpenSSL refuses a key of the certificate's type that does not match it while loading
-    // ("key values mismatch"); SSL_CTX_check_private_key catches the other cases.
-    ctx.use_private_key_file(key_file, ssl::context::pem, ec);
-    if (ec)
-        problems.push_back(prefix + "key_file: no private key for " + prefix +
-                           "cert_file could be loaded from " + quoted(key_file) + ": " + openssl_reason(ec));
-    else if (have_cert && SSL_CTX_check_private_key(ctx.native_handle()) != 1)
-        problems.push_back(prefix + "key_file: " + quoted(key_file) +
-                           " is not the private key of the certificate in " + quoted(cert_file) + ": " +
-                           openssl_reason(error_code{}));
-}
 
 namespace {
 

@@ -1,8 +1,9 @@
 #pragma once
 // TLS on the client hop: the listener's server context (certificate, TLS 1.2/1.3, client
 // certificates, ALPN, session cache and tickets), the handshake of an accepted connection and
-// close_notify; plus the certificate loading both hops share. Contexts are built once per
-// configuration generation and shared by every I/O thread (OpenSSL locks what it shares).
+// close_notify. Certificate loading is common/client_tls.hpp's, shared with both client hops.
+// Contexts are built once per configuration generation and shared by every I/O thread
+// (OpenSSL locks what it shares).
 #include "core/exchange.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -50,14 +51,6 @@ std::shared_ptr<boost::asio::ssl::context> make_server_tls_context(const config:
 
 // The protocol ALPN selected on an established connection; "" when the client offered none.
 std::string negotiated_protocol(SSL* ssl);
-
-// "\"file\"", for messages that name a file.
-std::string quoted(const std::string& file);
-// Whether `host` is an IPv4 or IPv6 literal (verified against IP SANs, never sent as SNI).
-bool is_ip_literal(const std::string& host);
-// Loads a certificate chain and its key into `ctx`, reporting problems under `prefix` + key name.
-void load_certificate(boost::asio::ssl::context& ctx, const std::string& prefix, const std::string& cert_file,
-                      const std::string& key_file, std::vector<std::string>& problems);
 
 // The common name (UTF-8) of the verified client certificate; "" without a verified one or a CN.
 std::string verified_client_common_name(SSL* ssl);

@@ -6,6 +6,7 @@
 #include <array>
 #include <boost/beast/http/status.hpp>
 #include <cstdint>
+#include <idemgate/common/digest.hpp>
 #include <string>
 #include <string_view>
 
@@ -60,13 +61,8 @@ inline bool try_put_packed_hex(std::string& out, std::string_view hex)
 
 inline void expand_hex(std::string_view packed, std::string& out)
 {
-    static constexpr char digits[] = "0123456789abcdef";
-    out.resize(2 * packed.size());
-    for (std::size_t i = 0; i < packed.size(); ++i) {
-        auto b = static_cast<unsigned char>(packed[i]);
-        out[2 * i] = digits[b >> 4];
-        out[2 * i + 1] = digits[b & 0xf];
-    }
+    out.clear();
+    append_hex(out, reinterpret_cast<const unsigned char*>(packed.data()), packed.size());
 }
 
 // The owner token: varint(n << 1 | 1) + n packed bytes when it is lower-case hex of even

@@ -3,6 +3,7 @@
 // Redis Cluster keeps a tenant's keys in one slot.
 #include "redis/redis_keys.hpp"
 
+#include <idemgate/common/digest.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
@@ -13,7 +14,7 @@ namespace {
 
 // Percent-encodes ':' '%' and bytes outside printable ASCII, and with `braces` '{' '}' too (a
 // part inside a Redis Cluster hash tag must not end it). Record keys keep their braces: their
-// encoding is unchanged since issue 3, so records made by older versions are still found.
+// encoding has never changed, so records made by older versions are still found.
 void append_escaped(std::string& out, std::string_view part, bool braces = false)
 {
     static constexpr char hex[] = "0123456789ABCDEF";
@@ -32,16 +33,8 @@ void append_escaped(std::string& out, std::string_view part, bool braces = false
 // Appends the lower-case hex HMAC-SHA256(secret, message).
 void append_hmac_hex(std::string& out, std::string_view secret, std::string_view message)
 {
-    std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
-    unsigned int mac_size = 0;
-    if (!HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-              reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &mac_size))
-        mac_size = 0; // not reached with OpenSSL's SHA-256; an empty hash never matches a real one
-    static constexpr char hex[] = "0123456789abcdef";
-    for (unsigned i = 0; i < mac_size; ++i) {
-        out.push_back(hex[mac[i] >> 4]);
-        out.push_back(hex[mac[i] & 0xf]);
-    }
+    auto mac = hmac_sha256(secret, message);
+    append_hex(out, mac.data(), mac.size());
 }
 
 } // namespace

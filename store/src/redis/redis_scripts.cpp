@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <hiredis/hiredis.h>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/common/error.hpp>
 #include <openssl/sha.h>
 
@@ -70,12 +71,8 @@ std::string sha1_hex(std::string_view text)
 {
     std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
     SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
-    static constexpr char hex[] = "0123456789abcdef";
     std::string out;
-    for (auto b : digest) {
-        out.push_back(hex[b >> 4]);
-        out.push_back(hex[b & 0xf]);
-    }
+    append_hex(out, digest.data(), digest.size());
     return out;
 }
 

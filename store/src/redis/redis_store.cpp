@@ -329,7 +329,7 @@ private:
     }
 
     // The caller only gets store_error_reply; the server's text (OOM, READONLY, NOPERM, MOVED...)
-    // goes to the log (issue 8, defect 11).
+    // goes to the log.
     void log_if_error_reply(std::string_view operation, std::string_view command,
                             const detail::command_result& r)
     {

@@ -1,7 +1,7 @@
 #pragma once
 // The embedded store: one process, TTLs, bounded size. Keys are spread over shards, each with
 // its own mutex, map and expiry index, so threads working on different keys rarely wait for
-// each other and no critical section does I/O or walks the whole store (issue 8, defect 1).
+// each other and no critical section does I/O or walks the whole store.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// AES-256-GCM for the response part of stored records (store.encryption, issue 9).
+// AES-256-GCM for the response part of stored records (store.encryption).
 //
 // A sealed part is: key id (4 bytes) | nonce (12 random bytes) | ciphertext | tag (16 bytes).
 // The key id is the first 4 bytes of SHA-256("idemgate record key" || key): it names the key a

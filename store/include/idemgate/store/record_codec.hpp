@@ -15,9 +15,9 @@
 // The owner token comes right after the version byte, so the Lua scripts of complete/release
 // check ownership by comparing a prefix (owner_prefix) without decoding the rest. Packing the
 // token, fingerprint, reason and common header names keeps the per-record overhead small
-// (issue 5: Redis memory per record <= response size + 200 bytes).
+// (the budget: Redis memory per record <= response size + 200 bytes).
 //
-// Version 2 (store.encryption, issue 9) is a completed record whose response part is sealed:
+// Version 2 (store.encryption) is a completed record whose response part is sealed:
 //   u8 version=2 | token | u8 state=2 | varint created_unix_ms | fingerprint   (as version 1: the head)
 //   | key id (4) | nonce (12) | AES-256-GCM(the version-1 response part) | tag (16)
 // The authenticated data is varint(len) + binding (the Redis key) + the head, so a ciphertext

@@ -1,6 +1,6 @@
 #pragma once
 // The Redis store: one pipelined connection per I/O thread (session), hiredis' reply parser,
-// Asio for the socket. See issue 3.
+// Asio for the socket.
 //
 // Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key), or with store.hash_keys
 // <prefix>:{<hex HMAC>} (hashed_redis_key). Operations, one round trip each:

@@ -173,7 +173,7 @@ private:
     // Once per backend: the Redis version (>= 7), logged.
     boost::asio::awaitable<void> check_version(std::shared_ptr<redis_connection> self);
     // For one connection (generation `gen`): reads maxmemory-policy now and then every
-    // eviction_check_interval until the connection is lost (issue 8, defect 10).
+    // eviction_check_interval until the connection is lost.
     boost::asio::awaitable<void> watch_eviction_policy(std::shared_ptr<redis_connection> self,
                                                        std::uint64_t gen);
     boost::asio::awaitable<void> check_eviction_policy();

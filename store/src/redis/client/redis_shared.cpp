@@ -20,7 +20,7 @@ std::string printable_text(std::string_view text)
     out.reserve(std::min(text.size(), max_bytes) + 3);
     for (char ch : text.substr(0, max_bytes)) {
         auto c = static_cast<unsigned char>(ch);
-        out.push_back(c >= 0x20 && c < 0x7f ? ch : '?'); // log lines stay ASCII (issue 8, defect 7)
+        out.push_back(c >= 0x20 && c < 0x7f ? ch : '?'); // log lines stay ASCII
     }
     if (text.size() > max_bytes)
         out.append("...");

@@ -6,6 +6,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <idemgate/common/client_tls.hpp>
 #include <idemgate/common/openssl_error.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -38,60 +39,16 @@ int note_certificate_request(SSL* ssl, X509**, EVP_PKEY**)
     return 0;
 }
 
-bool is_ip_literal(const std::string& host)
-{
-    error_code ec;
-    asio::ip::make_address(host, ec);
-    return !ec;
-}
-
 } // namespace
 
 redis_tls_context::redis_tls_context(const config::redis_tls_config& cfg)
     : ssl(ssl::context::tls_client), server_name(cfg.server_name), verify(cfg.verify)
 {
     std::vector<std::string> problems;
-    auto refuse = [&](const char* key, const std::string& what) {
-        problems.push_back(std::string("store.redis.tls.") + key + ": " + what);
-    };
-    auto quoted = [](const std::string& file) { return "\"" + file + "\""; };
-    // TLS 1.0 and 1.1 are deprecated (RFC 8996); managed Redis offers 1.2 or 1.3.
-    SSL_CTX_set_min_proto_version(ssl.native_handle(), TLS1_2_VERSION);
-    ssl.set_options(ssl::context::default_workarounds | ssl::context::no_compression);
-    ssl.set_verify_mode(cfg.verify ? ssl::verify_peer : ssl::verify_none);
+    configure_client_tls(ssl, {cfg.ca_file, cfg.cert_file, cfg.key_file, cfg.verify}, "store.redis.tls.",
+                         problems);
     if (cfg.cert_file.empty())
         SSL_CTX_set_client_cert_cb(ssl.native_handle(), &note_certificate_request);
-
-    error_code ec;
-    if (!cfg.ca_file.empty()) {
-        ssl.load_verify_file(cfg.ca_file, ec);
-        if (ec)
-            refuse("ca_file", "no CA certificate could be loaded from " + quoted(cfg.ca_file) + ": " +
-                                  openssl_reason(ec));
-    } else {
-        ssl.set_default_verify_paths(ec);
-        if (ec && cfg.verify)
-            refuse("ca_file", "empty, and the system's CA store could not be loaded: " + openssl_reason(ec));
-    }
-    bool have_cert = false;
-    if (!cfg.cert_file.empty()) {
-        ssl.use_certificate_chain_file(cfg.cert_file, ec);
-        have_cert = !ec;
-        if (ec)
-            refuse("cert_file", "no certificate could be loaded from " + quoted(cfg.cert_file) + ": " +
-                                    openssl_reason(ec));
-    }
-    if (!cfg.key_file.empty()) {
-        // OpenSSL refuses a key of the certificate's type that does not match it while loading
-        // ("key values mismatch"); SSL_CTX_check_private_key catches the other cases.
-        ssl.use_private_key_file(cfg.key_file, ssl::context::pem, ec);
-        if (ec)
-            refuse("key_file", "no private key for store.redis.tls.cert_file could be loaded from " +
-                                   quoted(cfg.key_file) + ": " + openssl_reason(ec));
-        else if (have_cert && SSL_CTX_check_private_key(ssl.native_handle()) != 1)
-            refuse("key_file", quoted(cfg.key_file) + " is not the private key of the certificate in " +
-                                   quoted(cfg.cert_file) + ": " + openssl_reason(error_code{}));
-    }
     if (!problems.empty())
         throw config::config_error(std::move(problems));
 }
@@ -158,30 +115,11 @@ asio::awaitable<error_code> redis_transport::handshake(const std::string& host, 
     auto stream = stream_;
     SSL* native = stream->native_handle();
     const std::string& name = tls_->server_name.empty() ? host : tls_->server_name;
-    const bool ip_name = is_ip_literal(name);
-    // RFC 6066 section 3: SNI carries host names only, never an IP literal.
-    if (!ip_name && SSL_set_tlsext_host_name(native, name.c_str()) != 1) {
-        failure_ = "TLS: cannot use \"" + name + "\" as the server name";
+    std::string why;
+    if (!set_peer_name(native, name, tls_->verify, why)) {
+        failure_ = "TLS: " + why;
         close();
         co_return make_error_code(asio::error::invalid_argument);
-    }
-    if (tls_->verify) {
-        // OpenSSL checks the name during chain verification, so a mismatch fails the handshake
-        // with its own verify error ("hostname mismatch", "IP address mismatch"). An IP address
-        // is matched against the certificate's IP SANs, a name against its DNS SANs.
-        X509_VERIFY_PARAM* param = SSL_get0_param(native);
-        int ok = 0;
-        if (ip_name) {
-            ok = X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
-        } else {
-            X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-            ok = X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
-        }
-        if (ok != 1) {
-            failure_ = "TLS: cannot verify the server against \"" + name + "\"";
-            close();
-            co_return make_error_code(asio::error::invalid_argument);
-        }
     }
 
     // A TLS 1.3 server checks the client certificate after our handshake is done, and its

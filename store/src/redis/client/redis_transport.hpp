@@ -1,5 +1,5 @@
 #pragma once
-// The byte stream under one Redis connection: plain TCP, or TLS over TCP (issue 9, managed
+// The byte stream under one Redis connection: plain TCP, or TLS over TCP (managed
 // Redis). Private to the store library; redis_connection reads and writes through it without
 // knowing which.
 #include <boost/asio/any_io_executor.hpp>
