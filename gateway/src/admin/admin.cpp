@@ -1,7 +1,6 @@
 #include "admin/admin.hpp"
 
 #include "core/problem.hpp"
-#include "idempotency/classify.hpp"
 #include "transport/wire.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -22,6 +21,7 @@
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/prometheus.hpp>
+#include <idemgate/gateway/scope.hpp>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <optional>
@@ -281,36 +281,29 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     if (!params)
         co_return make_problem(problems::bad_request, "the query string is not valid percent-encoding",
                                version, true);
-    std::string tenant;
     std::string key;
-    std::string credentials; // the scope's credential part, as the filter builds it
+    scope_source source; // the record's scope, resolved as the filter resolves a request's
     for (const auto& [name, value] : *params) {
-        if (name == "tenant")
-            tenant = value;
-        else if (name == "cert_tenant") // routes with tenant_from: client_cert: the certificate's CN
-            tenant = certificate_scope_tenant(value);
-        else if (name == "key")
+        if (name == "key")
             key = value;
-        else if (name == "credential") {
-            // One per credential header of the route, in its order; empty = the header was absent.
-            if (ctx_.boot.store.key_secret.empty())
-                co_return make_problem(problems::bad_request,
-                                       "credential given but store.key_secret_env is not set", version, true);
-            credentials += ' ';
-            credentials +=
-                value.empty() ? std::string("-") : credential_hmac(ctx_.boot.store.key_secret, value);
-        }
+        else if (name == "credential" && ctx_.boot.store.key_secret.empty())
+            co_return make_problem(problems::bad_request,
+                                   "credential given but store.key_secret_env is not set", version, true);
+        else
+            set_scope_parameter(source, name, value);
     }
     if (key.empty())
         co_return make_problem(problems::bad_request, "the key parameter is required", version, true);
-    std::string scope_tenant = tenant + credentials;
-    store::scope scope{scope_tenant, key};
+    auto resolved = resolve_scope(source, ctx_.boot.store.key_secret);
+    store::scope scope{resolved.tenant, key};
     if (req.method() == http::verb::delete_) {
         bool removed = false;
         auto ec = co_await store_->remove(scope, removed);
         if (ec)
             co_return make_problem(problems::store_unavailable, "the store failed: " + ec.message(), version,
                                    true);
+        // The tenant part of the scope, without the credentials (they start at a space).
+        auto tenant = scope.tenant.substr(0, scope.tenant.find(' '));
         log::warn("admin: record deleted", {{"tenant", tenant}, {"key", key}, {"found", removed}});
         if (!removed)
             co_return make_problem(problems::record_not_found, "no record for this scope and key", version,

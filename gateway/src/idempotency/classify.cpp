@@ -2,7 +2,6 @@
 
 #include <array>
 #include <boost/beast/core/string.hpp>
-#include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 
 namespace idemgate::gateway::detail {
@@ -91,37 +90,6 @@ std::optional<handled> classify_request(const config::route_config& route, const
                         version);
     }
     return std::nullopt;
-}
-
-// Credential scopes: the HMAC-SHA256 under store.key_secret of each credential header's value
-// (all its lines, newline-joined), lower-case hex, space-separated; "-" for an absent header, so
-// requests without a credential share one anonymous scope of their own. Raw credentials never
-// leave this function.
-std::string credential_scope(const config::idempotency_config& policy, const std::string& secret,
-                             const request_type& req)
-{
-    std::string out;
-    for (const auto& name : policy.credential_headers) {
-        out.push_back(' ');
-        auto range = req.equal_range(name);
-        if (range.first == range.second) {
-            out.push_back('-');
-            continue;
-        }
-        std::string value;
-        for (auto it = range.first; it != range.second; ++it) {
-            if (!value.empty())
-                value.push_back('\n');
-            value.append(it->value());
-        }
-        out += credential_hmac(secret, value);
-    }
-    return out;
-}
-
-std::string credential_hmac(const std::string& secret, std::string_view value)
-{
-    return hmac_sha256_hex(secret, value);
 }
 
 } // namespace idemgate::gateway::detail

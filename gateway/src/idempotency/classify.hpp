@@ -1,7 +1,6 @@
 #pragma once
 // Phase 1 of the idempotency filter: which route a request takes, whether it is guarded, and
-// whether its key, tenant and Connection header are well-formed; plus the credential scope a
-// guarded request is stored under. No store, no I/O.
+// whether its key, tenant and Connection header are well-formed. No store, no I/O.
 #include "core/exchange.hpp"
 #include "core/problem.hpp"
 
@@ -24,12 +23,5 @@ handled rejected(const problem& p, std::string_view detail, unsigned version, bo
 std::optional<handled> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
                                         request_verdict& verdict);
-
-// The credential part of a scope: per credential header, its HMAC under store.key_secret.
-std::string credential_scope(const config::idempotency_config& policy, const std::string& secret,
-                             const request_type& req);
-
-// Lower-case hex HMAC-SHA256(secret, value): one credential's part of a scope.
-std::string credential_hmac(const std::string& secret, std::string_view value);
 
 } // namespace idemgate::gateway::detail

@@ -4,6 +4,7 @@
 #include "idempotency/classify.hpp"
 #include "idempotency/local_tier.hpp"
 #include "idempotency/proxy.hpp"
+#include "idempotency/scope.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <cstdio>
@@ -245,18 +246,10 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     // Copies: forwarding may erase header lines these views point into.
     h.key = std::string(facts.key);
     h.tenant = std::string(facts.tenant);
-    // The store sees (tenant + credential HMACs, key). Header tenants are visible ASCII and
-    // certificate tenants are encoded without spaces, so the space that starts the credential
-    // part cannot occur in a tenant: no two scopes collide.
-    std::string scope_tenant = policy.tenant_from == config::tenant_source::client_cert
-                                   ? certificate_scope_tenant(h.tenant)
-                                   : h.tenant;
-    if (!policy.credential_headers.empty()) {
-        auto credentials = credential_scope(policy, ctx.boot.store.key_secret, req);
-        scope_tenant += credentials;
-        auto digits = credentials.find_first_not_of(" -");
-        h.principal = digits == std::string::npos ? "anonymous" : credentials.substr(digits, 16);
-    }
+    // The store sees (tenant + credential HMACs, key), as the admin API resolves it too.
+    auto resolved = resolve_scope(request_scope_source(policy, h.tenant, req), ctx.boot.store.key_secret);
+    std::string scope_tenant = std::move(resolved.tenant);
+    h.principal = std::move(resolved.principal);
     store::scope scope{scope_tenant, h.key};
     store::record in_flight;
     in_flight.state = store::record_state::in_flight;

@@ -30,7 +30,7 @@ bool is_valid_certificate_tenant(std::string_view name) noexcept;
 // The store's tenant part for a tenant from a client certificate: "\x01" + the name with '%'
 // and ' ' percent-encoded. A header tenant (visible ASCII) never starts with "\x01", so a
 // client naming a tenant in a header never reaches a certificate-authenticated tenant's
-// records; and it has no space, which starts the credential part (see credential_scope).
+// records; and it has no space, which starts the credential part (see resolved_scope in scope.hpp).
 std::string certificate_scope_tenant(std::string_view name);
 
 // The header facts that classify a request (counts are header lines with that name).

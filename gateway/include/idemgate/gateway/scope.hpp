@@ -1,0 +1,42 @@
+#pragma once
+// The scope a record is stored under, resolved in one place for the filter (from a request) and
+// for the admin API (from its query parameters), so both name the same record. A new scope
+// source (a JWT claim, say) is a member of scope_source, read by the filter's
+// request_scope_source and by set_scope_parameter, and joined in by resolve_scope.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idemgate::gateway {
+
+// What a scope is made of, as the client presented it.
+struct scope_source {
+    std::string_view tenant;              // "" = the default scope
+    bool tenant_from_certificate = false; // the tenant is a client certificate's common name
+    // One per credential header of the route, in its order: the header's value (its lines
+    // joined by '\n'), or nothing when the request did not carry it.
+    std::vector<std::optional<std::string>> credentials;
+};
+
+// The store's tenant part of a scope, and who the access log says made the request.
+struct resolved_scope {
+    // The tenant (a certificate's common name as certificate_scope_tenant encodes it), then per
+    // credential a space and its HMAC-SHA256 under store.key_secret in lower-case hex ("-" for an
+    // absent one, so requests without a credential share an anonymous scope of their own). Header
+    // tenants are visible ASCII and certificate tenants have no space, so no two scopes collide.
+    std::string tenant;
+    // With credentials: the first 16 hex digits of the first present credential's HMAC, or
+    // "anonymous"; without: "". Raw credentials never leave resolve_scope.
+    std::string principal;
+};
+
+resolved_scope resolve_scope(const scope_source& source, const std::string& key_secret);
+
+// The admin API's names for a scope's parts: tenant=<header tenant>, cert_tenant=<common name>,
+// credential=<value> (one per credential header of the route, in its order; empty: the header
+// was absent). Sets the part `name` names and returns true, or returns false for another name.
+// `value` must outlive `source`.
+bool set_scope_parameter(scope_source& source, std::string_view name, std::string_view value);
+
+} // namespace idemgate::gateway
