@@ -1,66 +1,12 @@
 #pragma once
-// RFC 9457 problem details for every error the gateway itself produces.
+// RFC 9457 problem documents for every error the gateway itself produces; the problem types
+// are in <idemgate/gateway/problem_types.hpp>.
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <idemgate/gateway/problem_types.hpp>
 #include <string_view>
 
 namespace idemgate::gateway {
-
-namespace http = boost::beast::http;
-
-// The problem types idemgate answers with; `type` is "urn:idemgate:problem:<slug>".
-struct problem {
-    http::status status;
-    std::string_view slug;
-    std::string_view title;
-};
-
-namespace problems {
-inline constexpr problem bad_request{http::status::bad_request, "bad-request", "Malformed request"};
-inline constexpr problem plain_http_to_tls{http::status::bad_request, "plain-http-to-tls-port",
-                                           "A plain HTTP request was sent to the gateway's HTTPS port"};
-inline constexpr problem bad_framing{http::status::bad_request, "bad-framing", "Ambiguous request framing"};
-inline constexpr problem bad_connection_header{http::status::bad_request, "bad-connection-header",
-                                               "Connection names a header the gateway needs"};
-inline constexpr problem missing_key{http::status::bad_request, "missing-idempotency-key",
-                                     "Idempotency-Key is required"};
-inline constexpr problem invalid_key{http::status::bad_request, "invalid-idempotency-key",
-                                     "Invalid Idempotency-Key"};
-inline constexpr problem missing_tenant{http::status::bad_request, "missing-tenant",
-                                        "Tenant header is required"};
-inline constexpr problem missing_client_certificate{http::status::forbidden, "client-certificate-required",
-                                                    "A verified client certificate is required"};
-inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tenant", "Invalid tenant header"};
-inline constexpr problem unauthorized{http::status::unauthorized, "unauthorized", "Admin token required"};
-inline constexpr problem record_not_found{http::status::not_found, "record-not-found", "No such record"};
-inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
-inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
-                                   "A request with this Idempotency-Key is still being processed"};
-inline constexpr problem outcome_unknown{http::status::conflict, "outcome-unknown",
-                                         "The outcome of the first request with this key is unknown"};
-inline constexpr problem released{http::status::conflict, "request-released",
-                                  "The first request with this key failed and was released"};
-inline constexpr problem tenant_quota{http::status::too_many_requests, "tenant-quota-exceeded",
-                                      "The tenant's quota of new idempotency keys is exhausted"};
-inline constexpr problem too_many_waiting{http::status::service_unavailable, "too-many-waiting",
-                                          "Too many duplicate requests are waiting"};
-inline constexpr problem mismatch{http::status::conflict, "idempotency-key-reused",
-                                  "Idempotency-Key reused with a different request"};
-inline constexpr problem body_too_large{http::status::payload_too_large, "body-too-large",
-                                        "Request body too large"};
-inline constexpr problem header_too_large{http::status::request_header_fields_too_large, "header-too-large",
-                                          "Request header fields too large"};
-inline constexpr problem request_timeout{http::status::request_timeout, "request-timeout",
-                                         "Request not received in time"};
-inline constexpr problem bad_gateway{http::status::bad_gateway, "upstream-unavailable",
-                                     "The upstream could not be reached or answered invalid HTTP"};
-inline constexpr problem gateway_timeout{http::status::gateway_timeout, "upstream-timeout",
-                                         "The upstream did not answer in time"};
-inline constexpr problem store_unavailable{http::status::service_unavailable, "store-unavailable",
-                                           "The idempotency store is unavailable"};
-inline constexpr problem shutting_down{http::status::service_unavailable, "shutting-down",
-                                       "The gateway is shutting down"};
-} // namespace problems
 
 // Builds an application/problem+json response. `status_override` (e.g. 422 for a mismatch).
 http::response<http::string_body> make_problem(const problem& p, std::string_view detail, unsigned version,

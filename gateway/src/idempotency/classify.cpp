@@ -15,23 +15,10 @@ const config::route_config* match_route(const config::config& cfg, std::string_v
     return nullptr;
 }
 
-// A request the gateway answers itself with a 4xx before touching the store.
-handled rejected(const problem& p, std::string_view detail, unsigned version, bool close)
-{
-    handled h;
-    h.response = make_problem(p, detail, version, !close);
-    h.result = outcome::rejected;
-    h.close_after = close;
-    return h;
-}
-
-// Phase 1: which route, is the request guarded, and are its key and tenant well-formed?
-// Returns the rejection, or nothing with `facts` filled for a guarded or pass-through request.
-std::optional<handled> classify_request(const config::route_config& route, const request_type& req,
+std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
                                         request_verdict& verdict)
 {
-    unsigned version = req.version();
     const auto& policy = route.idempotency;
     facts.method = req.method_string();
     if (policy.enabled) {
@@ -41,10 +28,9 @@ std::optional<handled> classify_request(const config::route_config& route, const
         std::array<std::string_view, 2> scope_headers{policy.key_header, policy.tenant_header};
         auto named = connection_names(req, scope_headers);
         if (!named.empty())
-            return rejected(problems::bad_connection_header,
-                            "the Connection header names " + std::string(named) +
-                                ", which the gateway needs end to end",
-                            version, true);
+            return refused{refusal::bad_connection_header, "the Connection header names " +
+                                                               std::string(named) +
+                                                               ", which the gateway needs end to end"};
         auto key = find_header(req, policy.key_header);
         facts.key_count = key.count;
         facts.key = key.value;
@@ -62,32 +48,21 @@ std::optional<handled> classify_request(const config::route_config& route, const
     case request_verdict::pass_through:
     case request_verdict::guard: return std::nullopt;
     case request_verdict::reject_missing_key:
-        return rejected(problems::missing_key,
-                        "this route requires the " + policy.key_header + " header on " +
-                            std::string(facts.method) + " requests",
-                        version);
+        return refused{refusal::missing_key, "this route requires the " + policy.key_header + " header on " +
+                                                 std::string(facts.method) + " requests"};
     case request_verdict::reject_invalid_key:
-        return rejected(problems::invalid_key,
-                        policy.key_header + " must appear once, with 1 to 255 visible ASCII characters",
-                        version);
+        return refused{refusal::invalid_key,
+                       policy.key_header + " must appear once, with 1 to 255 visible ASCII characters"};
     case request_verdict::reject_missing_tenant:
         if (policy.tenant_from == config::tenant_source::client_cert)
-            return rejected(problems::missing_client_certificate,
-                            "this route takes the tenant from the client certificate; the connection "
-                            "presented no verified certificate with a common name",
-                            version);
-        return rejected(problems::missing_tenant,
-                        "a request with " + policy.key_header + " must carry " + policy.tenant_header,
-                        version);
+            return refused{refusal::missing_client_certificate};
+        return refused{refusal::missing_tenant,
+                       "a request with " + policy.key_header + " must carry " + policy.tenant_header};
     case request_verdict::reject_invalid_tenant:
         if (policy.tenant_from == config::tenant_source::client_cert)
-            return rejected(problems::invalid_tenant,
-                            "the client certificate's common name must have 1 to 255 bytes and no control "
-                            "characters",
-                            version);
-        return rejected(problems::invalid_tenant,
-                        policy.tenant_header + " must appear once, with 1 to 255 visible ASCII characters",
-                        version);
+            return refused{refusal::invalid_certificate_tenant};
+        return refused{refusal::invalid_tenant,
+                       policy.tenant_header + " must appear once, with 1 to 255 visible ASCII characters"};
     }
     return std::nullopt;
 }

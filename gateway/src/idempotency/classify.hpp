@@ -1,8 +1,8 @@
 #pragma once
-// Phase 1 of the idempotency filter: which route a request takes, whether it is guarded, and
-// whether its key, tenant and Connection header are well-formed. No store, no I/O.
+// The classify phase of the idempotency filter: which route a request takes, whether it is
+// guarded, and whether its key, tenant and Connection header are well-formed. No store, no I/O.
 #include "core/exchange.hpp"
-#include "core/problem.hpp"
+#include "idempotency/refusal.hpp"
 
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/decision.hpp>
@@ -15,12 +15,10 @@ namespace idemgate::gateway::detail {
 // The first route whose path_prefix the target's path (query left out) starts with.
 const config::route_config* match_route(const config::config& cfg, std::string_view target);
 
-// A request the gateway answers itself with a 4xx before touching the store.
-handled rejected(const problem& p, std::string_view detail, unsigned version, bool close = false);
-
-// Is the request guarded, and are its key and tenant well-formed? Returns the rejection, or
-// nothing with `facts` and `verdict` filled for a guarded or pass-through request.
-std::optional<handled> classify_request(const config::route_config& route, const request_type& req,
+// Is the request guarded, and are its key and tenant well-formed? Returns the refusal (a
+// rejection, answered before the store), or nothing with `facts` and `verdict` filled for a
+// guarded or pass-through request.
+std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
                                         request_verdict& verdict);
 

@@ -1,9 +1,9 @@
 #include "idempotency/idempotency_filter.hpp"
 
-#include "core/problem.hpp"
 #include "idempotency/classify.hpp"
 #include "idempotency/local_tier.hpp"
 #include "idempotency/proxy.hpp"
+#include "idempotency/refusal.hpp"
 #include "idempotency/scope.hpp"
 
 #include <boost/beast/core/string.hpp>
@@ -190,24 +190,14 @@ asio::awaitable<std::optional<handled>> admit_new_key(gateway_context& ctx, work
     out.tenant = h.tenant;
     out.key = h.key;
     out.principal = h.principal;
+    refused why{refusal::quota_unavailable};
     if (action == quota_action::reject_quota) {
         bool in_flight_limit = adm.verdict == store::admission::too_many_in_flight;
         ctx.stats.tenant_throttled[in_flight_limit ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
-        out.response =
-            make_problem(problems::tenant_quota,
-                         in_flight_limit ? "the tenant has max_in_flight requests in flight already"
-                                         : "the tenant's new_keys_per_second is exhausted",
-                         version, true);
-        out.response.set(http::field::retry_after,
-                         std::to_string(retry_after_seconds(adm.retry_after.count())));
-        out.result = outcome::throttled;
-    } else {
-        out.response = make_problem(
-            problems::store_unavailable,
-            "the request was not forwarded because its tenant quota cannot be checked", version, true);
-        out.response.set(http::field::retry_after, "1");
-        out.result = outcome::store_error;
+        why.reason = in_flight_limit ? refusal::tenant_in_flight_limit : refusal::tenant_key_rate;
+        why.retry_after_ms = adm.retry_after.count();
     }
+    render_refusal(out, why, version, 0);
     co_return out;
 }
 
@@ -219,18 +209,22 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
     unsigned version = req.version();
     const auto& cfg = env.cfg();
     const auto* route = match_route(cfg, req.target());
-    if (!route)
-        co_return rejected(problems::no_route, "no route matches this path", version);
+    handled h;
+    if (!route) {
+        render_refusal(h, {refusal::no_route}, version, 0);
+        co_return h;
+    }
     const auto& policy = route->idempotency;
     bool shadow = policy.mode == config::route_mode::shadow;
     request_facts facts;
     request_verdict verdict = request_verdict::pass_through;
-    handled h;
     if (auto rejection = classify_request(*route, req, client, facts, verdict)) {
         // Shadow mode changes nothing the client sees: a request enforcement would refuse for its
         // key or tenant is forwarded, and the refusal is only counted.
-        if (!shadow || shadow_after_classify(verdict) != shadow_finding::would_reject)
-            co_return std::move(*rejection);
+        if (!shadow || shadow_after_classify(verdict) != shadow_finding::would_reject) {
+            render_refusal(h, *rejection, version, 0);
+            co_return h;
+        }
         h.shadow = shadow_finding::would_reject;
         verdict = request_verdict::pass_through;
     }
@@ -298,11 +292,7 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
         action = co_await wait_for_first(ctx, w, scope, policy, in_flight.fingerprint, reserved.existing,
                                          cfg.limits.max_waiting);
         if (action == reserve_action::reject_store_failure) {
-            h.response =
-                make_problem(problems::too_many_waiting,
-                             "limits.max_waiting duplicates are waiting already; retry later", version, true);
-            h.response.set(http::field::retry_after, "1");
-            h.result = outcome::conflict;
+            render_refusal(h, {refusal::too_many_waiting}, version, 0);
             co_return h;
         }
     }
@@ -320,43 +310,16 @@ asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const r
                          now + left, now);
         }
         co_return h;
-    case reserve_action::in_flight_conflict:
-        h.response =
-            make_problem(problems::in_flight, "the first request with this key has not finished; retry later",
-                         version, true);
-        h.response.set(http::field::retry_after, "1");
-        h.result = outcome::conflict;
-        co_return h;
-    case reserve_action::released_conflict:
-        h.response = make_problem(problems::released,
-                                  "the first request with this key failed and was released while this one "
-                                  "waited; retry to run it",
-                                  version, true);
-        h.response.set(http::field::retry_after, "1");
-        h.result = outcome::conflict;
-        co_return h;
+    case reserve_action::in_flight_conflict: render_refusal(h, {refusal::in_flight}, version, 0); co_return h;
+    case reserve_action::released_conflict: render_refusal(h, {refusal::released}, version, 0); co_return h;
     case reserve_action::outcome_unknown:
-        h.response =
-            make_problem(problems::outcome_unknown,
-                         "the first request with this key was sent upstream and no answer came, so it "
-                         "may have run; it is not sent again. The key is held until record_ttl; an "
-                         "operator who has checked the upstream can release it by deleting its record "
-                         "in the store",
-                         version, true);
-        h.result = outcome::conflict;
+        render_refusal(h, {refusal::outcome_unknown}, version, 0);
         co_return h;
     case reserve_action::fingerprint_mismatch:
-        h.response =
-            make_problem(problems::mismatch, "this key was first used with another method, path or body",
-                         version, true, {}, policy.mismatch_status);
-        h.result = outcome::mismatch;
+        render_refusal(h, {refusal::mismatch}, version, policy.mismatch_status);
         co_return h;
     case reserve_action::reject_store_failure:
-        h.response =
-            make_problem(problems::store_unavailable,
-                         "the request was not forwarded because its key cannot be reserved", version, true);
-        h.response.set(http::field::retry_after, "1");
-        h.result = outcome::store_error;
+        render_refusal(h, {refusal::store_unavailable}, version, 0);
         co_return h;
     case reserve_action::pass_through_store_failure:
         ctx.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);

@@ -1,0 +1,51 @@
+#pragma once
+// Every answer the idempotency filter gives instead of forwarding a request, in one table: its
+// problem type (and so its status), the access log's outcome, Retry-After and whether the
+// connection closes. A policy about what a refusal answers edits its row here. Pure values.
+#include <idemgate/gateway/decision.hpp>
+#include <idemgate/gateway/problem_types.hpp>
+#include <string_view>
+
+namespace idemgate::gateway {
+
+enum class refusal {
+    no_route,                   // no route matches the path
+    bad_connection_header,      // Connection names the key or tenant header
+    missing_key,                // the route requires a key and the request has none
+    invalid_key,                // several key lines, or not 1 to 255 visible ASCII characters
+    missing_tenant,             // a keyed request without the route's tenant header
+    invalid_tenant,             // several tenant lines, or not 1 to 255 visible ASCII characters
+    missing_client_certificate, // tenant_from: client_cert and no verified certificate
+    invalid_certificate_tenant, // the certificate's common name cannot be a tenant
+    in_flight,                  // the first request with this key has not finished
+    released,                   // wait mode: the first request failed and its key was released
+    outcome_unknown,            // the first request was sent and no answer came: held
+    mismatch,                   // the key was first used with another fingerprint
+    too_many_waiting,           // wait mode: limits.max_waiting duplicates wait already
+    store_unavailable,          // the key cannot be reserved and store.on_failure: reject
+    quota_unavailable,          // the tenant quota cannot be checked and store.on_failure: reject
+    tenant_in_flight_limit,     // the tenant has max_in_flight requests in flight
+    tenant_key_rate,            // the tenant's new_keys_per_second is exhausted
+};
+inline constexpr int refusal_count = 17;
+
+enum class retry_hint {
+    none,
+    one_second, // Retry-After: 1
+    quota_wait  // Retry-After: the quota's own wait, rounded up to seconds (retry_after_seconds)
+};
+
+struct refusal_rule {
+    refusal reason;
+    problem type;   // the problem document's type and title, and its status
+    outcome result; // the access log's outcome and the metrics label
+    retry_hint retry_after;
+    bool close;              // the connection closes after the answer
+    std::string_view detail; // the document's detail; empty: worded from the route's headers
+    bool status_from_route;  // the route's mismatch_status replaces the problem's status
+};
+
+// The row of `r`.
+const refusal_rule& rule_for(refusal r) noexcept;
+
+} // namespace idemgate::gateway

@@ -1,0 +1,89 @@
+#include "idempotency/refusal.hpp"
+
+#include "core/problem.hpp"
+
+#include <array>
+#include <idemgate/gateway/refusal.hpp>
+
+namespace idemgate::gateway {
+
+namespace {
+
+using enum refusal;
+using enum retry_hint;
+
+// One row per refusal, in the enum's order.
+constexpr std::array<refusal_rule, refusal_count> rules{{
+    {no_route, problems::no_route, outcome::rejected, none, false, "no route matches this path", false},
+    {bad_connection_header, problems::bad_connection_header, outcome::rejected, none, true, {}, false},
+    {missing_key, problems::missing_key, outcome::rejected, none, false, {}, false},
+    {invalid_key, problems::invalid_key, outcome::rejected, none, false, {}, false},
+    {missing_tenant, problems::missing_tenant, outcome::rejected, none, false, {}, false},
+    {invalid_tenant, problems::invalid_tenant, outcome::rejected, none, false, {}, false},
+    {missing_client_certificate, problems::missing_client_certificate, outcome::rejected, none, false,
+     "this route takes the tenant from the client certificate; the connection presented no verified "
+     "certificate with a common name",
+     false},
+    {invalid_certificate_tenant, problems::invalid_tenant, outcome::rejected, none, false,
+     "the client certificate's common name must have 1 to 255 bytes and no control characters", false},
+    {in_flight, problems::in_flight, outcome::conflict, one_second, false,
+     "the first request with this key has not finished; retry later", false},
+    {released, problems::released, outcome::conflict, one_second, false,
+     "the first request with this key failed and was released while this one waited; retry to run it", false},
+    {outcome_unknown, problems::outcome_unknown, outcome::conflict, none, false,
+     "the first request with this key was sent upstream and no answer came, so it may have run; it is "
+     "not sent again. The key is held until record_ttl; an operator who has checked the upstream can "
+     "release it by deleting its record in the store",
+     false},
+    {mismatch, problems::mismatch, outcome::mismatch, none, false,
+     "this key was first used with another method, path or body", true},
+    {too_many_waiting, problems::too_many_waiting, outcome::conflict, one_second, false,
+     "limits.max_waiting duplicates are waiting already; retry later", false},
+    {store_unavailable, problems::store_unavailable, outcome::store_error, one_second, false,
+     "the request was not forwarded because its key cannot be reserved", false},
+    {quota_unavailable, problems::store_unavailable, outcome::store_error, one_second, false,
+     "the request was not forwarded because its tenant quota cannot be checked", false},
+    {tenant_in_flight_limit, problems::tenant_quota, outcome::throttled, quota_wait, false,
+     "the tenant has max_in_flight requests in flight already", false},
+    {tenant_key_rate, problems::tenant_quota, outcome::throttled, quota_wait, false,
+     "the tenant's new_keys_per_second is exhausted", false},
+}};
+
+constexpr bool rows_in_order()
+{
+    for (std::size_t i = 0; i < rules.size(); ++i)
+        if (static_cast<std::size_t>(rules[i].reason) != i)
+            return false;
+    return true;
+}
+static_assert(rows_in_order(), "one row per refusal, in the enum's order");
+
+} // namespace
+
+const refusal_rule& rule_for(refusal r) noexcept
+{
+    return rules[static_cast<std::size_t>(r)];
+}
+
+} // namespace idemgate::gateway
+
+namespace idemgate::gateway::detail {
+
+void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status)
+{
+    const auto& row = rule_for(r.reason);
+    std::string_view detail = r.detail.empty() ? row.detail : std::string_view(r.detail);
+    h.response =
+        make_problem(row.type, detail, version, !row.close, {}, row.status_from_route ? route_status : 0);
+    switch (row.retry_after) {
+    case retry_hint::none: break;
+    case retry_hint::one_second: h.response.set(http::field::retry_after, "1"); break;
+    case retry_hint::quota_wait:
+        h.response.set(http::field::retry_after, std::to_string(retry_after_seconds(r.retry_after_ms)));
+        break;
+    }
+    h.result = row.result;
+    h.close_after = row.close;
+}
+
+} // namespace idemgate::gateway::detail

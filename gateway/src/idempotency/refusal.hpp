@@ -1,0 +1,22 @@
+#pragma once
+// The answer a refusal of <idemgate/gateway/refusal.hpp> gives: its row, rendered.
+#include "core/exchange.hpp"
+
+#include <idemgate/gateway/refusal.hpp>
+#include <string>
+
+namespace idemgate::gateway::detail {
+
+// A refusal a phase decided on, with what its row leaves to the request.
+struct refused {
+    refusal reason = refusal::no_route;
+    std::string detail;           // replaces the row's text (rows worded from the route's headers)
+    long long retry_after_ms = 0; // retry_hint::quota_wait: how long the quota asks to wait
+};
+
+// Fills `h` as the row of `r.reason` says: the problem document (status: the problem's, or
+// `route_status` for a row with status_from_route), Retry-After, the outcome, and whether the
+// connection closes.
+void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status);
+
+} // namespace idemgate::gateway::detail
