@@ -1,7 +1,8 @@
 #pragma once
-// The idempotency filter: route -> classify -> reserve -> forward -> complete/release.
-// The only code that talks to the store and to decision.hpp; the connection loop hands it a
-// fully read request and writes whatever answer it returns.
+// The idempotency filter: the phases of request_phases.hpp (classify -> scope -> tier_lookup ->
+// reserve -> admit -> forward -> settle -> respond). The only code that talks to the store and
+// to decision.hpp; the connection loop hands it a fully read request and writes whatever answer
+// it returns.
 #include "state/worker.hpp"
 
 #include <boost/asio/awaitable.hpp>

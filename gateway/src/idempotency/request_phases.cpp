@@ -1,0 +1,223 @@
+#include "idempotency/request_phases.hpp"
+
+#include "idempotency/classify.hpp"
+#include "idempotency/local_tier.hpp"
+#include "idempotency/proxy.hpp"
+#include "idempotency/scope.hpp"
+
+#include <idemgate/common/log.hpp>
+#include <idemgate/gateway/fingerprint.hpp>
+
+namespace idemgate::gateway::detail {
+
+namespace asio = boost::asio;
+using clock_type = request_phases::clock_type;
+
+response_type replay_response(store::stored_response&& stored, unsigned version)
+{
+    response_type res{http::int_to_status(stored.status), version};
+    if (!stored.reason.empty())
+        res.reason(stored.reason);
+    for (auto& h : stored.headers)
+        res.insert(h.name, h.value);
+    res.set("Idempotent-Replayed", "true");
+    res.body() = std::move(stored.body);
+    reframe(res, false);
+    return res;
+}
+
+boost::system::error_code account(metrics& stats, store_op op, clock_type::time_point started,
+                                  boost::system::error_code ec)
+{
+    stats.store_latency[static_cast<int>(op)].observe(clock_type::now() - started);
+    if (ec)
+        stats.store_errors[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed);
+    return ec;
+}
+
+request_phases::request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
+                               const client_info& client)
+    : ctx_(ctx), w_(w), env_(env), req_(req), client_(client), version_(req.version())
+{
+}
+
+phase_result request_phases::refuse(refused r)
+{
+    refusal_ = std::move(r);
+    return phase_result::respond;
+}
+
+phase_result request_phases::classify()
+{
+    route_ = match_route(env_.cfg(), req_.target());
+    if (!route_)
+        return refuse({refusal::no_route});
+    shadow_ = policy().mode == config::route_mode::shadow;
+    if (auto rejection = classify_request(*route_, req_, client_, facts_, verdict_)) {
+        // Shadow mode changes nothing the client sees: a request enforcement would refuse for its
+        // key or tenant is forwarded, and the refusal is only counted.
+        if (!shadow_ || shadow_after_classify(verdict_) != shadow_finding::would_reject)
+            return refuse(std::move(*rejection));
+        h_.shadow = shadow_finding::would_reject;
+        verdict_ = request_verdict::pass_through;
+    }
+    if (verdict_ != request_verdict::pass_through)
+        return phase_result::next;
+    if (h_.shadow != shadow_finding::none)
+        ctx_.stats.shadow[static_cast<int>(h_.shadow)].fetch_add(1, std::memory_order_relaxed);
+    return phase_result::pass_through;
+}
+
+phase_result request_phases::scope()
+{
+    // Copies: forwarding may erase header lines these views point into.
+    h_.key = std::string(facts_.key);
+    h_.tenant = std::string(facts_.tenant);
+    auto resolved =
+        resolve_scope(request_scope_source(policy(), h_.tenant, req_), ctx_.boot.store.key_secret);
+    scope_tenant_ = std::move(resolved.tenant);
+    h_.principal = std::move(resolved.principal);
+    scope_ = store::scope{scope_tenant_, h_.key};
+    in_flight_.state = store::record_state::in_flight;
+    in_flight_.fingerprint =
+        fingerprint(req_.method_string(), req_.target(), req_.body(), policy().fingerprint, req_);
+    return phase_result::next;
+}
+
+phase_result request_phases::tier_lookup()
+{
+    tier_ = shadow_ ? nullptr : w_.tier.get();
+    if (!tier_)
+        return phase_result::next;
+    record_id_ = ctx_.backend->record_id(scope_);
+    auto copy = tier_->find(record_id_, clock_type::now());
+    if (!copy || copy->fingerprint != in_flight_.fingerprint)
+        return phase_result::next;
+    h_.response.result(copy->status); // for the access log; the bytes come from the copy
+    h_.prerendered = std::move(copy);
+    h_.result = outcome::replayed;
+    return phase_result::respond;
+}
+
+asio::awaitable<phase_result> request_phases::reserve()
+{
+    // Only a request that goes to the store needs an owner token and its tenant's limits.
+    in_flight_.owner_token = w_.new_owner_token();
+    in_flight_.created_unix_ms = log::now_unix_ms();
+    tenant_ = resolve_tenant_policy(env_.cfg(), policy(), h_.tenant);
+    auto t0 = clock_type::now();
+    store::reserve_result reserved = co_await w_.store->reserve(scope_, in_flight_, tenant_.lock_ttl);
+    if (account(ctx_.stats, store_op::reserve, t0, reserved.ec))
+        log::warn("store reserve failed",
+                  {{"error", reserved.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+
+    auto action = decide_after_reserve(reserved, in_flight_.fingerprint, ctx_.boot.store.on_failure);
+    if (shadow_ && action != reserve_action::forward_and_record) {
+        // What enforcement would have answered is counted; the request runs as if unguarded,
+        // and the record (if any) is left as it is.
+        h_.shadow = shadow_after_reserve(action);
+        if (h_.shadow != shadow_finding::none)
+            ctx_.stats.shadow[static_cast<int>(h_.shadow)].fetch_add(1, std::memory_order_relaxed);
+        if (reserved.ec)
+            ctx_.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
+        co_return phase_result::pass_through;
+    }
+    if (action == reserve_action::in_flight_conflict &&
+        policy().on_in_flight == config::in_flight_mode::wait) {
+        auto waited = co_await wait_for_first(reserved.existing);
+        if (!waited)
+            co_return refuse({refusal::too_many_waiting});
+        action = *waited;
+    }
+    switch (action) {
+    case reserve_action::replay: co_return replay(std::move(*reserved.existing));
+    case reserve_action::in_flight_conflict: co_return refuse({refusal::in_flight});
+    case reserve_action::released_conflict: co_return refuse({refusal::released});
+    case reserve_action::outcome_unknown: co_return refuse({refusal::outcome_unknown});
+    case reserve_action::fingerprint_mismatch: co_return refuse({refusal::mismatch});
+    case reserve_action::reject_store_failure: co_return refuse({refusal::store_unavailable});
+    case reserve_action::pass_through_store_failure:
+        ctx_.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
+        co_return phase_result::pass_through;
+    case reserve_action::forward_and_record: break;
+    }
+    co_return phase_result::next;
+}
+
+// Wait mode: a duplicate of an in-flight request waits for the first one to settle, within
+// limits.max_waiting per process. Returns what to answer then, or nothing when too many wait
+// already; `existing` gets the record to replay.
+asio::awaitable<std::optional<reserve_action>>
+request_phases::wait_for_first(std::optional<store::record>& existing)
+{
+    auto& stats = ctx_.stats;
+    if (stats.waiting.fetch_add(1, std::memory_order_relaxed) >=
+        static_cast<std::int64_t>(env_.cfg().limits.max_waiting)) {
+        stats.waiting.fetch_sub(1, std::memory_order_relaxed);
+        stats.waits[static_cast<int>(wait_end::refused)].fetch_add(1, std::memory_order_relaxed);
+        co_return std::nullopt;
+    }
+    store::wait_result waited = co_await w_.store->wait_settled(scope_, policy().wait_timeout);
+    stats.waiting.fetch_sub(1, std::memory_order_relaxed);
+    if (waited.ec)
+        log::warn("store failed while a duplicate waited; answered 409", {{"error", waited.ec.message()}});
+    auto action = decide_after_wait(waited, in_flight_.fingerprint);
+    auto end = waited.ec || waited.timed_out                 ? wait_end::timed_out
+               : action == reserve_action::released_conflict ? wait_end::released
+                                                             : wait_end::settled;
+    stats.waits[static_cast<int>(end)].fetch_add(1, std::memory_order_relaxed);
+    existing = std::move(waited.existing);
+    co_return action;
+}
+
+// A finished record with this request's fingerprint: its answer, and (tier on) a copy for the
+// local tier, which a replay read from the store is what admits.
+phase_result request_phases::replay(store::record&& existing)
+{
+    h_.response = replay_response(std::move(existing.response), version_);
+    h_.result = outcome::replayed;
+    if (tier_) {
+        // The store's TTL started when the record was completed, after it was created.
+        auto now = clock_type::now();
+        auto left = std::chrono::milliseconds(existing.created_unix_ms + tenant_.record_ttl.count() -
+                                              log::now_unix_ms());
+        tier_->insert(std::move(record_id_), std::move(existing.fingerprint), h_.response, now + left, now);
+    }
+    return phase_result::respond;
+}
+
+asio::awaitable<phase_result> request_phases::admit()
+{
+    store::admit_result adm =
+        co_await w_.store->admit(h_.tenant, in_flight_.owner_token, tenant_.limits, tenant_.lock_ttl);
+    if (adm.ec) {
+        ctx_.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
+        log::warn("store could not check the tenant quota",
+                  {{"error", adm.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+    }
+    auto action = decide_after_admit(adm, ctx_.boot.store.on_failure);
+    if (action == quota_action::forward) {
+        admitted_ = !adm.ec;
+        co_return phase_result::next;
+    }
+    // The key was reserved for nothing: free it so the client's retry can run.
+    auto t1 = clock_type::now();
+    auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
+    account(ctx_.stats, store_op::release, t1, ec);
+    if (action == quota_action::reject_store_failure)
+        co_return refuse({refusal::quota_unavailable});
+    bool in_flight_limit = adm.verdict == store::admission::too_many_in_flight;
+    ctx_.stats.tenant_throttled[in_flight_limit ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
+    co_return refuse({in_flight_limit ? refusal::tenant_in_flight_limit : refusal::tenant_key_rate,
+                      {},
+                      static_cast<long long>(adm.retry_after.count())});
+}
+
+handled&& request_phases::respond()
+{
+    if (refusal_)
+        render_refusal(h_, *refusal_, version_, route_ ? policy().mismatch_status : 0);
+    return std::move(h_);
+}
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,102 @@
+#pragma once
+// One request through the idempotency filter, as named phases of one per-request object:
+//
+//   classify -> scope -> tier_lookup -> reserve -> admit -> (forward) -> settle -> respond
+//
+// Each phase either lets the request go on, sends it upstream unguarded, or has its answer
+// ready (a replay, or a refusal from the table in <idemgate/gateway/refusal.hpp>).
+// handle_request (idempotency_filter.cpp) runs the phases in this order and is the one place a
+// request is forwarded; settle runs only after a request forwarded as its key's owner.
+#include "core/exchange.hpp"
+#include "idempotency/refusal.hpp"
+#include "state/worker.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <idemgate/gateway/decision.hpp>
+#include <idemgate/gateway/metrics.hpp>
+#include <optional>
+#include <string>
+
+namespace idemgate::gateway::detail {
+
+// What a phase decided.
+enum class phase_result {
+    next,         // go on; after admit: forward as the key's owner, then settle
+    pass_through, // forward unguarded: no key held, nothing recorded
+    respond       // the answer is ready (a replay or a refusal): nothing goes upstream
+};
+
+class request_phases {
+public:
+    using clock_type = std::chrono::steady_clock;
+
+    request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
+                   const client_info& client);
+    request_phases(const request_phases&) = delete;
+    request_phases& operator=(const request_phases&) = delete;
+
+    // The route, and whether the request is guarded, unguarded, or refused before the store. A
+    // shadow route forwards what enforcement would refuse, and counts it.
+    phase_result classify();
+    // A guarded request's key, tenant and principal, the scope the store sees, its fingerprint.
+    phase_result scope();
+    // A fresh copy of the finished record in this thread's local tier answers without a store
+    // round trip. Shadow routes never replay, so they never look.
+    phase_result tier_lookup();
+    // Takes the key, or learns what the store holds under it: a replay, a refusal (after waiting
+    // in wait mode), or a pass-through (shadow routes; a store failure with pass_through).
+    boost::asio::awaitable<phase_result> reserve();
+    // A limited tenant's quotas for the new key; a refusal frees the key. Run only where
+    // admission_needed() (a limited tenant on an enforcing route): most tenants are unlimited,
+    // and an admit with nothing to do would still cost a coroutine frame.
+    bool admission_needed() const noexcept { return tenant_.limited && !shadow_; }
+    boost::asio::awaitable<phase_result> admit();
+    // After forwarding as the key's owner (`answered`: the upstream answered): records the answer
+    // for replay, or releases or holds the key; then leaves the tenant's quota.
+    boost::asio::awaitable<void> settle(bool answered);
+    // The answer, with a refusal rendered from its row; moved out, so the last phase.
+    handled&& respond();
+
+    const config::route_config& route() const noexcept { return *route_; }
+    handled& answer() noexcept { return h_; }
+
+private:
+    const config::idempotency_config& policy() const noexcept { return route_->idempotency; }
+    phase_result refuse(refused r);
+    boost::asio::awaitable<std::optional<reserve_action>>
+    wait_for_first(std::optional<store::record>& existing);
+    phase_result replay(store::record&& existing);
+    store::record completed_record();
+
+    gateway_context& ctx_;
+    worker& w_;
+    const request_env& env_;
+    request_type& req_;
+    const client_info& client_;
+    const unsigned version_; // the client's: forwarding rewrites the request's to HTTP/1.1
+
+    const config::route_config* route_ = nullptr;
+    bool shadow_ = false;
+    request_facts facts_;
+    request_verdict verdict_ = request_verdict::pass_through;
+    handled h_;
+    std::optional<refused> refusal_;
+
+    std::string scope_tenant_;
+    store::scope scope_;      // views into scope_tenant_ and h_.key
+    store::record in_flight_; // what reserve writes; settle moves its token and fingerprint on
+    local_tier* tier_ = nullptr;
+    std::string record_id_; // the local tier's name of the record (tier on)
+    tenant_policy tenant_;
+    bool admitted_ = false; // admit counted the key in its tenant's quota: settle leaves it
+};
+
+// A recorded answer as a replay: its status, reason and fields, Idempotent-Replayed, its body.
+response_type replay_response(store::stored_response&& stored, unsigned version);
+
+// The bookkeeping of a finished store operation: its latency, and its failure if any.
+boost::system::error_code account(metrics& stats, store_op op, std::chrono::steady_clock::time_point started,
+                                  boost::system::error_code ec);
+
+} // namespace idemgate::gateway::detail

@@ -1,0 +1,125 @@
+// The settle phase: the upstream answered (or did not) a request forwarded as its key's owner;
+// keep the answer for replay, or free or hold the key.
+#include "idempotency/local_tier.hpp"
+#include "idempotency/request_phases.hpp"
+
+#include <boost/beast/core/string.hpp>
+#include <cstdio>
+#include <ctime>
+#include <idemgate/common/log.hpp>
+#include <idemgate/gateway/http_rules.hpp>
+
+namespace idemgate::gateway::detail {
+
+namespace asio = boost::asio;
+using clock_type = request_phases::clock_type;
+
+namespace {
+
+// IMF-fixdate (RFC 9110 5.6.7) of a Unix time in milliseconds, rounded down to the second.
+std::string http_date(std::int64_t unix_ms)
+{
+    std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    static constexpr const char* days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
+                  months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    return buf;
+}
+
+} // namespace
+
+// The record of a settled answer: the reservation's fingerprint, token and creation time, and
+// the answer's status, reason, recordable fields and body (moved out of the answer).
+store::record request_phases::completed_record()
+{
+    store::record done;
+    done.state = store::record_state::completed;
+    done.fingerprint = std::move(in_flight_.fingerprint);
+    done.owner_token = std::move(in_flight_.owner_token);
+    done.created_unix_ms = in_flight_.created_unix_ms;
+    done.response.status = h_.response.result_int();
+    done.response.reason = std::string(h_.response.reason());
+    // The request ID belongs to one request, not to the answer: a replay carries its own (an
+    // upstream that echoes the ID would otherwise have it recorded).
+    const auto& request_id_header = env_.cfg().request_id_header;
+    for (const auto& f : h_.response)
+        if (!excluded_from_record(f.name_string()) &&
+            (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)))
+            done.response.headers.push_back({std::string(f.name_string()), std::string(f.value())});
+    // Move the body into the record and back after complete: no copy of the body on the hot path.
+    done.response.body = std::move(h_.response.body());
+    return done;
+}
+
+asio::awaitable<void> request_phases::settle(bool answered)
+{
+    const auto record_ttl = tenant_.record_ttl;
+    // The quota is left with the reservation's token, which the record takes: keep a copy.
+    std::string token = admitted_ ? in_flight_.owner_token : std::string();
+    auto completion = decide_after_upstream(answered, h_.response.result_int(), h_.request_sent,
+                                            policy().on_unknown_outcome);
+    if (completion == completion_action::hold) {
+        // The upstream may have run it: never send it again. The key stays held for record_ttl.
+        h_.result = outcome::upstream_error;
+        in_flight_.state = store::record_state::outcome_unknown;
+        auto t1 = clock_type::now();
+        auto ec = co_await w_.store->complete(scope_, in_flight_, record_ttl);
+        account(ctx_.stats, store_op::complete, t1, ec);
+        if (ec) {
+            log::warn("store could not hold a key whose outcome is unknown; it is released by lock_ttl",
+                      {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+        } else {
+            log::warn("outcome unknown: the request was sent upstream and no answer came; the key is held",
+                      {{"tenant", h_.tenant}, {"key", h_.key}, {"record_ttl_ms", record_ttl.count()}});
+        }
+    } else if (completion == completion_action::release) {
+        h_.result = outcome::upstream_error;
+        auto t1 = clock_type::now();
+        auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
+        account(ctx_.stats, store_op::release, t1, ec);
+        if (ec) {
+            log::warn("store release failed; the key stays locked until lock_ttl",
+                      {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+        }
+    } else {
+        // The expiry header is part of the recorded answer, so every replay carries the same
+        // value. The store's TTL starts at complete, a moment later: the header is never later
+        // than the truth.
+        if (policy().expose_expiry)
+            h_.response.set("Idempotency-Expires", http_date(log::now_unix_ms() + record_ttl.count()));
+        store::record done = completed_record();
+        auto t1 = clock_type::now();
+        auto ec = co_await w_.store->complete(scope_, done, record_ttl);
+        account(ctx_.stats, store_op::complete, t1, ec);
+        // By default a record enters the tier only once a replay reads it from the store: most
+        // keys are never retried, and copying every new record (rendering it, evicting an older
+        // copy from cold memory) costs every first execution and pushes replayed copies out.
+        if (!ec && tier_ && ctx_.boot.store.local_tier.admit == config::tier_admission::complete) {
+            // A copy: the body goes back to the client's answer. The store's TTL starts a moment
+            // after this: the copy expires first.
+            auto now = clock_type::now();
+            tier_->insert(std::move(record_id_), std::move(done.fingerprint),
+                          replay_response(store::stored_response(done.response), version_), now + record_ttl,
+                          now);
+        }
+        h_.response.body() = std::move(done.response.body);
+        if (ec) {
+            ctx_.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
+            log::warn("store complete failed; the response was sent but not recorded",
+                      {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+            h_.response.erase("Idempotency-Expires"); // nothing will be replayed
+        }
+    }
+    if (admitted_) {
+        auto ec = co_await w_.store->leave(h_.tenant, token);
+        if (ec)
+            ctx_.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+} // namespace idemgate::gateway::detail
