@@ -10,7 +10,10 @@ namespace beast = boost::beast;
 
 namespace {
 
+// The two forms of the gateway's problem types: the URN, and the documentation path it serves
+// (relative, or under an operator's base URI: the slug is what follows the last "problems/").
 constexpr std::string_view problem_prefix = "\"type\":\"urn:idemgate:problem:";
+constexpr std::string_view problem_path = "/.well-known/idempotency/problems/";
 
 char lower_char(char c) noexcept
 {
@@ -64,10 +67,22 @@ std::string_view gateway_problem_slug(const response& res) noexcept
     if (!beast::iequals(type.substr(0, 24), "application/problem+json"))
         return {};
     std::string_view body = res.body();
-    auto at = body.find(problem_prefix);
-    if (at == std::string_view::npos)
-        return {};
-    body.remove_prefix(at + problem_prefix.size());
+    if (auto at = body.find(problem_prefix); at != std::string_view::npos) {
+        body.remove_prefix(at + problem_prefix.size());
+    } else {
+        auto type_at = body.find("\"type\":\"");
+        if (type_at == std::string_view::npos)
+            return {};
+        body.remove_prefix(type_at + 8);
+        auto value_end = body.find('"');
+        if (value_end == std::string_view::npos)
+            return {};
+        std::string_view value = body.substr(0, value_end);
+        auto path_at = value.rfind(problem_path);
+        if (path_at == std::string_view::npos)
+            return {};
+        return value.substr(path_at + problem_path.size());
+    }
     auto end = body.find('"');
     return end == std::string_view::npos ? std::string_view{} : body.substr(0, end);
 }

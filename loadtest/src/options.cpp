@@ -92,16 +92,16 @@ std::optional<target_url> parse_url(std::string_view text, std::string& error)
 {
     target_url url;
     url.text = std::string(text);
-    constexpr std::string_view scheme = "http://";
+    std::string_view scheme = "http://";
     if (text.size() >= 8 && boost::beast::iequals(text.substr(0, 8), "https://")) {
-        error = "https is not supported: point it at a plain-HTTP listener (or a TLS-terminating sidecar)";
-        return std::nullopt;
-    }
-    if (text.size() < scheme.size() || !boost::beast::iequals(text.substr(0, scheme.size()), scheme)) {
+        scheme = "https://";
+        url.tls = true;
+        url.port = "443";
+    } else if (text.size() < scheme.size() || !boost::beast::iequals(text.substr(0, scheme.size()), scheme)) {
         // Built with +=, not "..." + std::string(...): GCC 12 warns falsely (-Wrestrict) on that.
         std::string message(1, '"');
         message += text;
-        message += "\" does not start with http://";
+        message += "\" does not start with http:// or https://";
         error = std::move(message);
         return std::nullopt;
     }
@@ -306,6 +306,8 @@ options parse_options(const std::vector<std::string>& args)
             auto url = parse_url(value(), error);
             if (!url)
                 throw usage_error("--metrics: " + error);
+            if (url->tls)
+                throw usage_error("--metrics: the admin listener is read over plain http://");
             o.metrics.push_back(*url);
         } else if (flag == "--ignore-header") {
             std::string v = value();
@@ -318,6 +320,28 @@ options parse_options(const std::vector<std::string>& args)
             if (!d)
                 throw usage_error(flag + ": \"" + v + "\" is not a duration (e.g. 2s)");
             o.timeout = *d;
+        } else if (flag == "--expect-status") {
+            std::string v = value(), error;
+            auto set = parse_status_list(v, error);
+            if (!set)
+                throw usage_error(flag + ": " + error);
+            o.expected_statuses = *set;
+            o.expected_given = true;
+        } else if (flag == "--max-unexpected") {
+            std::string v = value();
+            std::string_view pct = v;
+            if (!pct.empty() && pct.back() == '%')
+                pct.remove_suffix(1);
+            double p = -1;
+            if (!parse_number(pct, p) || !(p >= 0) || p > 100)
+                throw usage_error(flag + ": \"" + v + "\" is not a share of answers from 0 to 100 (%)");
+            o.max_unexpected_percent = p;
+        } else if (flag == "--insecure" || flag == "-k") {
+            o.insecure = true;
+        } else if (flag == "--cacert") {
+            o.cacert = value();
+            if (o.cacert.empty())
+                throw usage_error(flag + ": a file of PEM certificates is required");
         } else if (flag == "--json") {
             if (inline_value)
                 throw usage_error("--json takes no value");
@@ -357,59 +381,17 @@ options parse_options(const std::vector<std::string>& args)
         if (!o.duration && !o.requests)
             o.duration = std::chrono::seconds(10);
     }
+    if (!o.expected_given)
+        o.expected_statuses = default_expected_statuses(o.mode);
+    if ((o.insecure || !o.cacert.empty()) && !o.url.tls)
+        throw usage_error(std::string(o.insecure ? "--insecure" : "--cacert") +
+                          " applies to https:// URLs only");
     if (o.threads == 0) {
         unsigned cores = std::max(1u, std::thread::hardware_concurrency());
         o.threads = std::min(2u, cores);
     }
     o.threads = std::min(o.threads, o.connections);
     return o;
-}
-
-std::string usage_text()
-{
-    return R"(usage: idemgate-loadtest --url http://HOST:PORT/PATH [options]
-
-Load-tests an idempotency gateway (idemgate or any server speaking the Idempotency-Key
-contract) and checks, while it measures, that every replay is the first answer byte for byte.
-
-Workload
-  --mode M           replay (default): each key executed once in a warm-up, then every
-                     timed request is a replay of one of them
-                     first: every request a new key (a first execution)
-                     mixed:P: P % replays of warm keys, the rest new keys
-                     storm: --copies duplicates of each key sent at once over all
-                     connections; exactly one may execute
-  --keys N           warm keys (replay, mixed) or storm keys (default 1000; storm 100)
-  --copies N         storm: duplicates of each key (default: --connections)
-  --connections C    keep-alive connections (default 16)
-  --threads T        I/O threads, one io_context each (default min(2, cores))
-  --duration D       timed phase length, e.g. 10s, 500ms, 2m (default 10s)
-  --requests N       timed phase of exactly N requests instead of a duration
-  --rate R           open loop: R requests/s over all connections at fixed intended send
-                     times; latency counts from the intended time (no coordinated omission).
-                     Without --rate: closed loop (each connection sends when answered)
-  --timeout D        deadline of every connect, write and read (default 10s)
-
-Requests
-  --method M         default POST
-  -H 'Name: value'   extra header, repeatable; {key} is replaced by the request's key
-  --body TEMPLATE    request body; {key} is replaced by the request's key
-  --key-header NAME  default Idempotency-Key
-  --key-prefix P     keys are P-<n> (default: a random prefix per run, so runs never share keys)
-  --tenant T         sends the tenant header (X-Tenant-ID, or --tenant-header NAME)
-
-Checks and output
-  --metrics URL      the gateway's admin /metrics (repeatable: summed over instances); read
-                     before and after to report upstream executions per key
-  --ignore-header N  leave header N out of the replay comparison (repeatable), for headers a
-                     proxy in front of the gateway adds per answer (X-Request-Id is always left
-                     out: every answer carries its own request's ID)
-  --json             one JSON summary on stdout (no text report)
-  --help, --version
-
-Exit status: 0 every check held; 1 a check failed (mismatched or unmarked replay, a key
-executed twice, errors, executions per key wrong); 2 bad command line or unreachable target.
-)";
 }
 
 } // namespace idemgate::loadtest

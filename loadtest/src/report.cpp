@@ -1,6 +1,7 @@
 #include <boost/json/array.hpp>
 #include <cmath>
 #include <cstdio>
+#include <idemgate/loadtest/expectations.hpp>
 #include <idemgate/loadtest/report.hpp>
 
 #ifndef IDEMGATE_VERSION
@@ -19,7 +20,7 @@ struct percentile_row {
     double value;
 };
 constexpr percentile_row percentiles[] = {
-    {"p50", "p50", 50}, {"p90", "p90", 90}, {"p99", "p99", 99}, {"p99.9", "p99_9", 99.9}};
+    {"p50", "p50", 50}, {"p90", "p90", 90}, {"p95", "p95", 95}, {"p99", "p99", 99}, {"p99.9", "p99_9", 99.9}};
 
 double rate(std::uint64_t n, double seconds)
 {
@@ -95,6 +96,13 @@ json::object phase_json(const phase_stats& s)
                                  {"write", s.write_errors},
                                  {"read", s.read_errors},
                                  {"timeout", s.timeouts}};
+    out["unexpected"] = s.unexpected;
+    if (!s.first_unexpected.empty())
+        out["first_unexpected"] = s.first_unexpected;
+    if (!s.unexpected_hint.empty())
+        out["hint"] = s.unexpected_hint;
+    out["stopped_early"] = s.stopped_early;
+    out["bytes"] = json::object{{"sent", s.bytes_sent}, {"received", s.bytes_received}};
     out["conflicts_409"] = s.conflicts_409();
     out["in_flight_retries"] = s.in_flight_retries;
     out["storm_gave_up"] = s.gave_up;
@@ -102,7 +110,35 @@ json::object phase_json(const phase_stats& s)
     return out;
 }
 
+std::string byte_text(std::uint64_t n)
+{
+    double v = static_cast<double>(n);
+    if (n < 10 * 1024)
+        return std::to_string(n) + " B";
+    if (n < 10ULL * 1024 * 1024)
+        return fixed(v / 1024, 1) + " KiB";
+    if (n < 10ULL * 1024 * 1024 * 1024)
+        return fixed(v / (1024.0 * 1024), 1) + " MiB";
+    return fixed(v / (1024.0 * 1024 * 1024), 2) + " GiB";
+}
+
 } // namespace
+
+std::string progress_line(std::string_view label, const progress_figures& f)
+{
+    char eta_text[32] = "";
+    if (f.eta_s >= 0)
+        std::snprintf(eta_text, sizeof eta_text, "  eta %.0fs", std::ceil(f.eta_s));
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "\r\x1b[K%.*s %6.1fs%s  %llu answers  %.0f req/s  unexpected %llu  errors %llu  "
+                  "check failures %llu",
+                  static_cast<int>(label.size()), label.data(), f.elapsed_s, eta_text,
+                  static_cast<unsigned long long>(f.answers), f.per_second,
+                  static_cast<unsigned long long>(f.unexpected), static_cast<unsigned long long>(f.errors),
+                  static_cast<unsigned long long>(f.check_failures));
+    return line;
+}
 
 std::string format_latency(std::uint64_t ns)
 {
@@ -130,11 +166,24 @@ void write_text_report(std::ostream& out, const run_result& r)
     out << "  latency      ";
     for (const auto& p : percentiles)
         out << p.text << " " << format_latency(t.latency.percentile(p.value)) << "  ";
-    out << "max " << format_latency(t.latency.max());
+    out << "max " << format_latency(t.latency.max()) << "  mean "
+        << format_latency(static_cast<std::uint64_t>(t.latency.mean()));
     if (o.rate)
         out << "  (from the intended send time; " << t.late_sends << " requests sent > 1 ms late)";
     out << "\n";
     out << "  status       " << status_text(t) << "\n";
+    out << "  bytes        " << byte_text(t.bytes_sent) << " sent, " << byte_text(t.bytes_received)
+        << " received (" << byte_text(static_cast<std::uint64_t>(rate(t.bytes_received, t.seconds)))
+        << "/s in)\n";
+    std::uint64_t unexpected = r.warmup.unexpected + t.unexpected;
+    if (unexpected) {
+        const auto& first = r.warmup.first_unexpected.empty() ? t : r.warmup;
+        out << "  unexpected   " << unexpected << " answers not " << describe(o.expected_statuses)
+            << (r.warmup.unexpected ? " (" + std::to_string(r.warmup.unexpected) + " in the warm-up)" : "")
+            << "; first: " << first.first_unexpected << "\n";
+        if (!first.unexpected_hint.empty())
+            out << "  hint         " << first.unexpected_hint << "\n";
+    }
     if (!t.problems.empty()) {
         out << "  problems     ";
         for (const auto& [slug, n] : t.problems)

@@ -2,11 +2,15 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <idemgate/loadtest/expectations.hpp>
 #include <idemgate/loadtest/http_client.hpp>
+#include <idemgate/loadtest/report.hpp>
 #include <idemgate/loadtest/request_template.hpp>
 #include <idemgate/loadtest/runner.hpp>
 #include <limits>
@@ -34,6 +38,14 @@ void phase_stats::merge(const phase_stats& other)
     in_flight_retries += other.in_flight_retries;
     gave_up += other.gave_up;
     late_sends += other.late_sends;
+    unexpected += other.unexpected;
+    bytes_sent += other.bytes_sent;
+    bytes_received += other.bytes_received;
+    if (first_unexpected.empty()) {
+        first_unexpected = other.first_unexpected;
+        unexpected_hint = other.unexpected_hint;
+    }
+    stopped_early = stopped_early || other.stopped_early;
 }
 
 namespace {
@@ -60,10 +72,38 @@ struct phase_plan {
     std::optional<clock_type::time_point> end;                       // duration
     clock_type::time_point start;
 
+    asio::ssl::context* tls = nullptr; // https://
+
     std::atomic<std::uint64_t> next{0};
     std::atomic<std::uint64_t> answers{0};
     std::atomic<std::uint64_t> errors{0};
+    std::atomic<std::uint64_t> unexpected{0};
+    // Set when the first answers were nearly all unexpected: every connection stops.
+    std::atomic<bool> stop{false};
 };
+
+// A phase whose first `stop_after` answers are at least 90 % unexpected stops there (unless
+// --max-unexpected allows that share): thousands more refusals would measure nothing.
+constexpr std::uint64_t stop_after = 100;
+
+// Counts an answer against the run's expectations; stops the phase when nearly all are refusals.
+void check_expected(phase_plan& plan, phase_stats& stats, const response& res)
+{
+    unsigned status = std::min<unsigned>(res.result_int(), 599);
+    if (plan.opts.expected_statuses.test(status))
+        return;
+    ++stats.unexpected;
+    if (stats.first_unexpected.empty()) {
+        stats.first_unexpected = describe_answer(res);
+        stats.unexpected_hint = hint_for(status, gateway_problem_slug(res), plan.opts);
+    }
+    auto unexpected = plan.unexpected.fetch_add(1, std::memory_order_relaxed) + 1;
+    auto answers = plan.answers.load(std::memory_order_relaxed);
+    // Not when the user allows that many: then the run is theirs to judge.
+    if (plan.opts.max_unexpected_percent < 90 && answers >= std::min(stop_after, plan.limit) &&
+        unexpected * 10 >= answers * 9)
+        plan.stop.store(true, std::memory_order_relaxed);
+}
 
 // The key of request `seq`: an index in the checker's table, or none for a one-off new key.
 struct key_choice {
@@ -131,7 +171,7 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
 {
     const auto& o = plan.opts;
     auto executor = co_await asio::this_coro::executor;
-    http_client_connection conn(executor, plan.endpoints, o.timeout);
+    http_client_connection conn(executor, plan.endpoints, o.timeout, plan.tls, o.url.host);
     asio::steady_timer timer(executor);
     std::string request;
     response res;
@@ -144,6 +184,10 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
     const bool storm = o.mode == workload::storm && !plan.warmup;
 
     for (std::uint64_t i = 0;; ++i) {
+        if (plan.stop.load(std::memory_order_relaxed)) {
+            stats.stopped_early = true;
+            break;
+        }
         clock_type::time_point intended{};
         if (open_loop) {
             double offset =
@@ -171,8 +215,11 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
             auto sent = clock_type::now();
             // Open loop: the first attempt's latency counts from when it should have been sent.
             auto counted_from = open_loop && attempt == 0 ? intended : sent;
-            auto err = co_await conn.exchange(request, res, plan.request.head_request());
+            exchange_bytes bytes;
+            auto err = co_await conn.exchange(request, res, plan.request.head_request(), &bytes);
             auto done = clock_type::now();
+            stats.bytes_sent += bytes.sent;
+            stats.bytes_received += bytes.received;
             if (err) {
                 count_error(stats, err);
                 plan.errors.fetch_add(1, std::memory_order_relaxed);
@@ -187,6 +234,7 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
                 std::chrono::duration_cast<std::chrono::nanoseconds>(done - counted_from).count()));
             count_answer(stats, res);
             plan.answers.fetch_add(1, std::memory_order_relaxed);
+            check_expected(plan, stats, res);
             if (storm && in_flight(res)) {
                 if (done - first_attempt >= o.timeout) {
                     ++stats.gave_up;
@@ -251,13 +299,21 @@ phase_stats run_phase(phase_plan& plan, std::ostream* progress, std::string_view
             auto answers = plan.answers.load(std::memory_order_relaxed);
             double interval = std::chrono::duration<double>(now - last_time).count();
             double elapsed = std::chrono::duration<double>(now - started).count();
-            char line[200];
-            std::snprintf(line, sizeof line,
-                          "\r\x1b[K%s %6.1fs  %llu answers  %.0f req/s  errors %llu  check failures %llu",
-                          std::string(label).c_str(), elapsed, static_cast<unsigned long long>(answers),
-                          interval > 0 ? static_cast<double>(answers - last_answers) / interval : 0.0,
-                          static_cast<unsigned long long>(plan.errors.load()),
-                          static_cast<unsigned long long>(plan.checker.failures()));
+            double per_second = interval > 0 ? static_cast<double>(answers - last_answers) / interval : 0.0;
+            // Time left: to the end of a timed phase, or the requests left at the current rate.
+            double eta = -1;
+            if (plan.end)
+                eta = std::max(0.0, std::chrono::duration<double>(*plan.end - now).count());
+            else if (plan.limit != std::numeric_limits<std::uint64_t>::max() && per_second > 0)
+                eta = static_cast<double>(plan.limit - std::min(plan.limit, answers)) / per_second;
+            progress_figures now_figures{elapsed,
+                                         eta,
+                                         answers,
+                                         per_second,
+                                         plan.unexpected.load(),
+                                         plan.errors.load(),
+                                         plan.checker.failures()};
+            auto line = progress_line(label, now_figures);
             *progress << line << std::flush;
             last_answers = answers;
             last_time = now;
@@ -286,7 +342,7 @@ tcp::resolver::results_type resolve(const target_url& url)
 }
 
 // One connection before the run: a target that refuses is a usage problem, not a failed check.
-void probe(const options& o, const tcp::resolver::results_type& endpoints)
+void probe(const options& o, const tcp::resolver::results_type& endpoints, asio::ssl::context* tls)
 {
     exchange_error result{asio::error::timed_out, exchange_stage::connect};
     asio::io_context ioc(1);
@@ -294,7 +350,7 @@ void probe(const options& o, const tcp::resolver::results_type& endpoints)
         ioc,
         [&]() -> asio::awaitable<void> {
             auto executor = co_await asio::this_coro::executor;
-            http_client_connection conn(executor, endpoints, o.timeout);
+            http_client_connection conn(executor, endpoints, o.timeout, tls, o.url.host);
             result = co_await conn.connect();
             conn.close();
         },
@@ -326,59 +382,6 @@ std::optional<gateway_counters> settled_metrics(const options& o, const gateway_
     }
 }
 
-std::string count_text(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    return buf;
-}
-
-void judge(run_result& r)
-{
-    const auto& o = r.opts;
-    const auto& c = r.checks;
-    auto& f = r.failures;
-    auto example = [](const std::string& e) { return e.empty() ? std::string() : " (first: " + e + ")"; };
-    if (c.replays_mismatched)
-        f.push_back(std::to_string(c.replays_mismatched) + " answers differed from their key's first answer" +
-                    example(c.first_mismatch));
-    if (c.replays_unmarked)
-        f.push_back(std::to_string(c.replays_unmarked) +
-                    " answers were executions of a key already executed (no Idempotent-Replayed: true; " +
-                    std::to_string(c.keys_executed_twice) + " keys)" + example(c.first_unmarked));
-    if (c.unexpected_replays)
-        f.push_back(std::to_string(c.unexpected_replays) +
-                    " keys were never executed by this run, only replayed" + example(c.first_unexpected));
-    bool expects_replays = o.mode == workload::replay || o.mode == workload::storm ||
-                           (o.mode == workload::mixed && o.replay_percent > 0);
-    if (expects_replays && c.replays_checked == 0)
-        f.push_back("no replay was checked: no key got a recorded first answer and a second answer (see the "
-                    "status counts)");
-    if (o.mode == workload::storm) {
-        if (c.keys_without_answer)
-            f.push_back(std::to_string(c.keys_without_answer) + " storm keys never got a recorded answer");
-        if (r.timed.gave_up)
-            f.push_back(std::to_string(r.timed.gave_up) +
-                        " storm copies were still 409 request-in-flight after --timeout");
-    }
-    std::uint64_t errors = r.warmup.errors() + r.timed.errors();
-    if (errors)
-        f.push_back(std::to_string(errors) + " requests failed without an answer (connect " +
-                    std::to_string(r.warmup.connect_errors + r.timed.connect_errors) + ", write " +
-                    std::to_string(r.warmup.write_errors + r.timed.write_errors) + ", read " +
-                    std::to_string(r.warmup.read_errors + r.timed.read_errors) + ", timeout " +
-                    std::to_string(r.warmup.timeouts + r.timed.timeouts) + ")");
-    if (r.timed.answers == 0)
-        f.push_back("the timed phase got no answer at all");
-    if (r.metrics_before && r.metrics_after) {
-        double executed = r.metrics_after->outcome("executed") - r.metrics_before->outcome("executed");
-        if (executed != static_cast<double>(r.expected_executions))
-            f.push_back("the gateway executed " + count_text(executed) + " requests upstream for " +
-                        std::to_string(r.expected_executions) +
-                        " keys this run executed (its metrics; another client's traffic counts too)");
-    }
-}
-
 } // namespace
 
 run_result run(const options& opts, std::ostream* progress)
@@ -387,7 +390,15 @@ run_result run(const options& opts, std::ostream* progress)
     r.opts = opts;
     r.key_prefix = opts.key_prefix.empty() ? random_prefix() : opts.key_prefix;
     auto endpoints = resolve(opts.url);
-    probe(opts, endpoints);
+    std::optional<asio::ssl::context> tls;
+    if (opts.url.tls) {
+        std::string error;
+        tls = client_tls_context(opts.insecure, opts.cacert, error);
+        if (!tls)
+            throw run_error(error);
+    }
+    asio::ssl::context* tls_ptr = tls ? &*tls : nullptr;
+    probe(opts, endpoints, tls_ptr);
     if (!opts.metrics.empty()) {
         std::string error;
         r.metrics_before = scrape_gateway_metrics(opts.metrics, opts.timeout, error);
@@ -401,13 +412,19 @@ run_result run(const options& opts, std::ostream* progress)
     bool warm = opts.mode == workload::replay || (opts.mode == workload::mixed && opts.replay_percent > 0);
     if (warm) {
         phase_plan plan{opts, request, checker, r.key_prefix, endpoints};
+        plan.tls = tls_ptr;
         plan.warmup = true;
         plan.limit = opts.keys;
         r.warmup = run_phase(plan, progress, "warm-up");
         r.warmed_up = true;
     }
-    {
+    // A warm-up that got (nearly) nothing but unexpected answers has already failed: the timed
+    // phase would only measure the same refusal faster.
+    bool warmup_failed = r.warmed_up && opts.max_unexpected_percent < 90 && r.warmup.answers > 0 &&
+                         r.warmup.unexpected * 10 >= r.warmup.answers * 9;
+    if (!warmup_failed) {
         phase_plan plan{opts, request, checker, r.key_prefix, endpoints};
+        plan.tls = tls_ptr;
         if (opts.mode == workload::storm)
             plan.limit = opts.keys * opts.copies;
         else if (opts.requests)

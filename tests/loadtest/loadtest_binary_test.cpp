@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
 #include <idemgate/test/harness.hpp>
+#include <idemgate/test/tls.hpp>
 #include <memory>
 #include <thread>
 
@@ -13,9 +14,10 @@ namespace {
 
 // The gateway with its memory store: /api/ guarded (POST), /tenant/ guarded per X-Tenant-ID,
 // /plain/ not guarded.
-std::string gateway_config(std::uint16_t upstream_port)
+std::string gateway_config(std::uint16_t upstream_port, const std::string& top_level = "")
 {
-    return "listen: \"${LISTEN}\"\n"
+    return top_level +
+           "listen: \"${LISTEN}\"\n"
            "admin_listen: \"${ADMIN}\"\n"
            "threads: 2\n"
            "access_log: false\n"
@@ -39,14 +41,18 @@ std::string gateway_config(std::uint16_t upstream_port)
            "      methods: [POST]\n"
            "      tenant_header: X-Tenant-ID\n"
            "  - path_prefix: \"/plain/\"\n"
-           "    upstream: orders\n";
+           "    upstream: orders\n"
+           "tenants:\n"
+           "  slow:\n"
+           "    new_keys_per_second: 2\n";
 }
 
 struct loadtest_setup {
     test_upstream_process upstream;
     std::unique_ptr<gateway_process> gateway;
 
-    loadtest_setup() : gateway(std::make_unique<gateway_process>(gateway_config(upstream.port())))
+    explicit loadtest_setup(const std::string& top_level = "")
+        : gateway(std::make_unique<gateway_process>(gateway_config(upstream.port(), top_level)))
     {
         // Ready is the event, not a sleep: /readyz answers 200 once the store is usable.
         auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -63,9 +69,9 @@ struct loadtest_setup {
             std::this_thread::sleep_for(10ms);
         }
     }
-    std::string url(const std::string& path) const
+    std::string url(const std::string& path, const char* scheme = "http") const
     {
-        return "http://127.0.0.1:" + std::to_string(gateway->port()) + path;
+        return std::string(scheme) + "://127.0.0.1:" + std::to_string(gateway->port()) + path;
     }
     std::string metrics_url() const
     {
@@ -245,21 +251,89 @@ TEST_SUITE("loadtest binary")
         CHECK(s.upstream.executions() == 110 + 150);
     }
 
-    TEST_CASE("a tenant route: --tenant passes; without it the gateway's 400s are named and the run fails")
+    TEST_CASE("a tenant route: --tenant passes; without it the warm-up's 400s stop the run with a hint")
     {
         loadtest_setup s;
         auto with = run_loadtest({"--url", s.url("/tenant/orders"), "--tenant", "acme", "--keys", "5",
                                   "--requests", "50", "--json"});
         INFO(with.output);
         CHECK(with.exit_status == 0);
+        // A warm-up of 1000 keys that is refused from the first answer stops after about 100 and
+        // never runs the timed phase.
         auto without =
-            run_loadtest({"--url", s.url("/tenant/orders"), "--keys", "5", "--requests", "50", "--json"});
+            run_loadtest({"--url", s.url("/tenant/orders"), "--keys", "1000", "--duration", "30s", "--json"});
         INFO(without.output);
         CHECK(without.exit_status == 1);
         REQUIRE(!without.summary.empty());
-        CHECK(int_at(without.summary, {"gateway_problems", "missing-tenant"}) == 50);
-        CHECK(int_at(without.summary, {"checks", "replays_checked"}) == 0);
-        CHECK(without.summary.at("failures").as_array().size() == 1);
+        auto warm = int_at(without.summary, {"warmup", "gateway_problems", "missing-tenant"});
+        CHECK(warm >= 100);
+        CHECK(warm < 300);
+        CHECK(int_at(without.summary, {"answers"}) == 0);
+        CHECK(without.summary.at("warmup").as_object().at("stopped_early").as_bool());
+        const auto& failures = without.summary.at("failures").as_array();
+        REQUIRE(failures.size() >= 2);
+        std::string first(failures[0].as_string());
+        CHECK(first.find("were not the expected 1xx, 2xx, 3xx") != std::string::npos);
+        CHECK(first.find("400 Bad Request") != std::string::npos);
+        CHECK(first.find("missing-tenant") != std::string::npos);
+        CHECK(first.find("pass --tenant") != std::string::npos);
+        // The text report says it too, loudly.
+        auto text = run_loadtest({"--url", s.url("/tenant/orders"), "--keys", "200", "--requests", "10"});
+        CHECK(text.exit_status == 1);
+        CHECK(text.output.find("result       FAIL") != std::string::npos);
+        CHECK(text.output.find("hint         the route scopes keys by tenant") != std::string::npos);
+    }
+
+    TEST_CASE("a rate-limited tenant fails the run instead of reporting the 429s as throughput")
+    {
+        loadtest_setup s;
+        auto limited = run_loadtest({"--url", s.url("/tenant/orders"), "--tenant", "slow", "--mode", "first",
+                                     "--requests", "2000", "--json"});
+        INFO(limited.output);
+        CHECK(limited.exit_status == 1);
+        REQUIRE(!limited.summary.empty());
+        CHECK(int_at(limited.summary, {"status", "429"}) >= 90);
+        CHECK(int_at(limited.summary, {"answers"}) < 2000); // stopped early
+        CHECK(limited.summary.at("stopped_early").as_bool());
+        std::string first(limited.summary.at("failures").as_array().at(0).as_string());
+        CHECK(first.find("429") != std::string::npos);
+        CHECK(first.find("rate-limiting") != std::string::npos);
+        // Told that 429s are expected, with a share allowed, the same run is judged on the rest.
+        auto allowed = run_loadtest({"--url", s.url("/tenant/orders"), "--tenant", "slow", "--mode", "first",
+                                     "--requests", "200", "--expect-status", "2xx,429", "--json"});
+        INFO(allowed.output);
+        CHECK(allowed.exit_status == 0);
+        CHECK(int_at(allowed.summary, {"unexpected"}) == 0);
+        auto share = run_loadtest({"--url", s.url("/tenant/orders"), "--tenant", "slow", "--mode", "first",
+                                   "--requests", "20", "--max-unexpected", "100", "--json"});
+        INFO(share.output);
+        CHECK(share.exit_status == 0);
+        CHECK(int_at(share.summary, {"unexpected"}) >= 10);
+    }
+
+    TEST_CASE("https:// URLs: the certificate is checked (--cacert), or not (--insecure)")
+    {
+        test_certificates certs;
+        loadtest_setup s("tls:\n  cert_file: \"" + certs.server_cert + "\"\n  key_file: \"" +
+                         certs.server_key + "\"\n");
+        auto trusted = run_loadtest({"--url", s.url("/api/orders", "https"), "--cacert", certs.ca_cert,
+                                     "--keys", "5", "--requests", "50", "--json"});
+        INFO(trusted.output);
+        CHECK(trusted.exit_status == 0);
+        CHECK(int_at(trusted.summary, {"checks", "replays_checked"}) == 50);
+        CHECK(int_at(trusted.summary, {"bytes", "received"}) > 50 * 50);
+        auto insecure = run_loadtest(
+            {"--url", s.url("/api/orders", "https"), "-k", "--keys", "5", "--requests", "20", "--json"});
+        INFO(insecure.output);
+        CHECK(insecure.exit_status == 0);
+        // Not signed by a CA it trusts, or not for this name: refused before the run.
+        auto untrusted = run_loadtest(
+            {"--url", s.url("/api/orders", "https"), "--cacert", certs.other_ca_cert, "--requests", "5"});
+        CHECK(untrusted.exit_status == 2);
+        CHECK(untrusted.output.find("certificate verify failed") != std::string::npos);
+        auto plain = run_loadtest({"--url", s.url("/api/orders"), "--insecure", "--requests", "5"});
+        CHECK(plain.exit_status == 2);
+        CHECK(plain.output.find("applies to https:// URLs only") != std::string::npos);
     }
 
     TEST_CASE("a bad command line or an unreachable target exits 2 with a message")

@@ -75,6 +75,21 @@ TEST_SUITE("loadtest parts")
         o = parse_options({"--url", "http://h:1/p", "--mode", "storm", "--connections", "12"});
         CHECK(o.keys == 100);
         CHECK(o.copies == 12);
+        CHECK(o.expected_statuses.test(409)); // a storm's copies in flight
+        CHECK(describe(o.expected_statuses) == "1xx, 2xx, 3xx, 409");
+
+        o = parse_options(
+            {"--url", "https://h/p", "--expect-status", "2xx, 429", "--max-unexpected", "2.5%"});
+        CHECK(o.url.tls);
+        CHECK(o.url.port == "443");
+        CHECK(o.expected_statuses.test(201));
+        CHECK(o.expected_statuses.test(429));
+        CHECK(!o.expected_statuses.test(409));
+        CHECK(!o.expected_statuses.test(302));
+        CHECK(o.max_unexpected_percent == 2.5);
+        CHECK(describe(o.expected_statuses) == "2xx, 429");
+        CHECK(!default_expected_statuses(workload::replay).test(400));
+        CHECK(default_expected_statuses(workload::replay).test(399));
 
         auto fails_with = [](std::vector<std::string> args, std::string part) {
             try {
@@ -87,8 +102,10 @@ TEST_SUITE("loadtest parts")
             FAIL("accepted: " << part);
         };
         fails_with({"--mode", "replay"}, "--url is required");
-        fails_with({"--url", "https://h/p"}, "https is not supported");
-        fails_with({"--url", "ftp://h/p"}, "does not start with http://");
+        fails_with({"--url", "ftp://h/p"}, "does not start with http:// or https://");
+        fails_with({"--url", "http://h", "--expect-status", "2xx,6"}, "\"6\" is not a status");
+        fails_with({"--url", "http://h", "--max-unexpected", "150"}, "0 to 100");
+        fails_with({"--url", "http://h", "--metrics", "https://h/metrics"}, "plain http://");
         fails_with({"--url", "http://h:99999/"}, "not 1-65535");
         fails_with({"--url", "http://h", "--mode", "mixed:120"}, "0 to 100");
         fails_with({"--url", "http://h", "--mode", "sometimes"}, "--mode");
@@ -176,6 +193,15 @@ TEST_SUITE("loadtest parts")
         in_flight.body() = R"({"type":"urn:idemgate:problem:request-in-flight","title":"t","status":409})";
         CHECK(gateway_problem_slug(in_flight) == "request-in-flight");
         CHECK(classify(in_flight) == answer_kind::gateway_problem);
+        // The documentation-path form of the type, relative or under an operator's base URI.
+        response documented = in_flight;
+        documented.body() = R"({"type":"/.well-known/idempotency/problems/outcome-unknown","status":409})";
+        CHECK(gateway_problem_slug(documented) == "outcome-unknown");
+        documented.body() =
+            R"({"type":"https://docs.example/.well-known/idempotency/problems/store-unavailable","status":503})";
+        CHECK(gateway_problem_slug(documented) == "store-unavailable");
+        documented.body() = R"({"type":"https://api.example/problems/out-of-stock","status":409})";
+        CHECK(gateway_problem_slug(documented).empty()); // the upstream's own problem
         checker.observe_table_key(0, "p-0", in_flight, scratch); // before any answer: not compared
         checker.observe_table_key(0, "p-0", answer(502, "", false), scratch); // released: not compared
         checker.observe_table_key(0, "p-0", answer(201, "{}", false, "\"a\""), scratch);

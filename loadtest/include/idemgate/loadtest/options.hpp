@@ -2,6 +2,7 @@
 // idemgate-loadtest's command line, parsed into one plain struct. Every error names the flag.
 #include <chrono>
 #include <cstdint>
+#include <idemgate/loadtest/expectations.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -21,10 +22,11 @@ enum class workload {
 };
 std::string_view to_string(workload w) noexcept;
 
-// An http:// URL split for a client: where to connect and what to send.
+// An http:// or https:// URL split for a client: where to connect and what to send.
 struct target_url {
+    bool tls = false; // https://
     std::string host;
-    std::string port = "80";
+    std::string port = "80";  // 443 for https://
     std::string target = "/"; // origin-form: path and query
     std::string host_header;  // Host as written in the URL (host[:port])
     std::string text;         // the URL as given
@@ -59,6 +61,15 @@ struct options {
     // every answer, replays included, its own request's ID (request_id_header).
     std::vector<std::string> ignore_headers{"x-request-id"};
     std::chrono::nanoseconds timeout = 10s; // every connect, write and read
+    // Answers with these statuses are expected; more than max_unexpected_percent % of others fail
+    // the run. Without --expect-status: default_expected_statuses(mode).
+    status_set expected_statuses;
+    bool expected_given = false;
+    double max_unexpected_percent = 0;
+    // https://: the server's certificate is checked against the system's CAs (or --cacert) and
+    // the URL's host, unless --insecure.
+    bool insecure = false;
+    std::string cacert;
     bool json = false;
     bool help = false;
     bool version = false;
@@ -76,7 +87,7 @@ options parse_options(const std::vector<std::string>& args);
 // The --help text.
 std::string usage_text();
 
-// "http://host[:port][/path][?query]"; nullopt with `error` set otherwise (https is refused by name).
+// "http[s]://host[:port][/path][?query]"; nullopt with `error` set otherwise.
 std::optional<target_url> parse_url(std::string_view text, std::string& error);
 
 // "250ms", "10s", "2m", "1h", or a bare number of seconds; nullopt when invalid or not positive.

@@ -4,11 +4,23 @@
 #include <idemgate/loadtest/runner.hpp>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace idemgate::loadtest {
 
 void write_text_report(std::ostream& out, const run_result& r);
 boost::json::object json_report(const run_result& r);
+
+// What the live progress line shows, once a second.
+struct progress_figures {
+    double elapsed_s = 0;
+    double eta_s = -1; // < 0: unknown
+    std::uint64_t answers = 0;
+    double per_second = 0;
+    std::uint64_t unexpected = 0, errors = 0, check_failures = 0;
+};
+// The line, starting with a carriage return and an erase-line: it redraws itself on a terminal.
+std::string progress_line(std::string_view label, const progress_figures& f);
 
 // "850µs", "12.3ms", "1.20s" for a duration in nanoseconds.
 std::string format_latency(std::uint64_t ns);

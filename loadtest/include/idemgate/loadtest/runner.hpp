@@ -26,6 +26,11 @@ struct phase_stats {
     std::uint64_t in_flight_retries = 0; // storm: 409 request-in-flight answers asked again
     std::uint64_t gave_up = 0;           // storm: copies still 409 after --timeout
     std::uint64_t late_sends = 0;        // open loop: requests sent after their intended time
+    std::uint64_t unexpected = 0;        // answers whose status is not in options::expected_statuses
+    std::uint64_t bytes_sent = 0, bytes_received = 0;
+    std::string first_unexpected; // the first unexpected answer: status, problem, body excerpt
+    std::string unexpected_hint;  // what to change, for the first unexpected answer
+    bool stopped_early = false;   // the phase stopped because nearly every answer was unexpected
     double seconds = 0;
 
     std::uint64_t errors() const noexcept { return connect_errors + write_errors + read_errors + timeouts; }
@@ -51,6 +56,9 @@ class run_error : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+
+// Fills r.failures from the run's stats and checks.
+void judge(run_result& r);
 
 // `progress`: where to draw the live progress line (a terminal), or nullptr.
 run_result run(const options& opts, std::ostream* progress);

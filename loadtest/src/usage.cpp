@@ -1,0 +1,60 @@
+// The --help text.
+#include <idemgate/loadtest/options.hpp>
+
+namespace idemgate::loadtest {
+
+std::string usage_text()
+{
+    return R"(usage: idemgate-loadtest --url http[s]://HOST:PORT/PATH [options]
+
+Load-tests an idempotency gateway (idemgate or any server speaking the Idempotency-Key
+contract) and checks, while it measures, that every replay is the first answer byte for byte.
+
+Workload
+  --mode M           replay (default): each key executed once in a warm-up, then every
+                     timed request is a replay of one of them
+                     first: every request a new key (a first execution)
+                     mixed:P: P % replays of warm keys, the rest new keys
+                     storm: --copies duplicates of each key sent at once over all
+                     connections; exactly one may execute
+  --keys N           warm keys (replay, mixed) or storm keys (default 1000; storm 100)
+  --copies N         storm: duplicates of each key (default: --connections)
+  --connections C    keep-alive connections (default 16)
+  --threads T        I/O threads, one io_context each (default min(2, cores))
+  --duration D       timed phase length, e.g. 10s, 500ms, 2m (default 10s)
+  --requests N       timed phase of exactly N requests instead of a duration
+  --rate R           open loop: R requests/s over all connections at fixed intended send
+                     times; latency counts from the intended time (no coordinated omission).
+                     Without --rate: closed loop (each connection sends when answered)
+  --timeout D        deadline of every connect, write and read (default 10s)
+
+Requests
+  --method M         default POST
+  -H 'Name: value'   extra header, repeatable; {key} is replaced by the request's key
+  --body TEMPLATE    request body; {key} is replaced by the request's key
+  --key-header NAME  default Idempotency-Key
+  --key-prefix P     keys are P-<n> (default: a random prefix per run, so runs never share keys)
+  --tenant T         sends the tenant header (X-Tenant-ID, or --tenant-header NAME)
+
+Checks and output
+  --metrics URL      the gateway's admin /metrics (repeatable: summed over instances); read
+                     before and after to report upstream executions per key
+  --ignore-header N  leave header N out of the replay comparison (repeatable), for headers a
+                     proxy in front of the gateway adds per answer (X-Request-Id is always left
+                     out: every answer carries its own request's ID)
+  --expect-status L  statuses the run expects, e.g. 2xx,409 (default: below 400; a storm also
+                     409); any other answer is unexpected
+  --max-unexpected P more than P % unexpected answers fail the run (default 0); a warm-up or
+                     phase whose first 100 answers are 90 % unexpected stops at once
+  --insecure, -k     https://: do not check the server's certificate
+  --cacert FILE      https://: trust these PEM certificates instead of the system's
+  --json             one JSON summary on stdout (no text report)
+  --help, --version
+
+Exit status: 0 every check held; 1 a check failed (mismatched or unmarked replay, a key
+executed twice, unexpected answers, errors, executions per key wrong); 2 bad command line or
+unreachable target.
+)";
+}
+
+} // namespace idemgate::loadtest
