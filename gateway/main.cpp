@@ -1,4 +1,6 @@
 // idemgate: a reverse-proxy idempotency gateway. Thin entry point over idemgate::gateway.
+#include "idemgate_commit.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -12,24 +14,52 @@
 #include <idemgate/gateway/tls.hpp>
 #include <idemgate/store/backend_factory.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
 
-constexpr const char* usage = R"(usage: idemgate --config FILE [--check]
+constexpr const char* default_config_path = "/etc/idemgate/idemgate.yaml";
+
+constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check]
        idemgate --help | --version
 
-  --config FILE   YAML configuration (see config/idemgate.example.yaml)
-  --check         validate the configuration and exit: 0 if valid, 1 with messages otherwise
-  --help          this text
-  --version       print the version, the I/O backend (epoll, or io_uring in an
-                  IDEMGATE_IO_URING build) and the allocator; exit 1 if that backend
-                  cannot run here
+  -c, --config FILE  YAML configuration (default /etc/idemgate/idemgate.yaml; see
+                     config/idemgate.example.yaml)
+  --check            validate the configuration and exit: 0 if valid, 1 with messages
+                     (each with its line and column in the file) otherwise
+  --help             this text
+  --version          print the version, the commit it was built from, the I/O backend
+                     (epoll, or io_uring in an IDEMGATE_IO_URING build) and the allocator;
+                     exit 3 if that backend cannot run here
+
+Exit status: 0 stopped cleanly (or --check: valid); 1 invalid configuration; 2 bad command
+line; 3 cannot start (a port in use, the I/O backend refused, a store that cannot be made).
 
 Signals: SIGTERM/SIGINT stop accepting, let in-flight requests finish and be recorded
 (up to timeouts.drain), then exit 0. SIGHUP reloads the configuration file (an invalid file
 is logged and the running configuration kept).
 )";
+
+// Exit statuses (documented in --help and the README).
+constexpr int exit_invalid_config = 1;
+constexpr int exit_usage = 2;
+constexpr int exit_cannot_start = 3;
+
+// "bind 127.0.0.1:80: Address already in use: Address already in use" says the cause twice:
+// a system_error's what() ends with its code's message, which a caller may already have added.
+std::string say_once(std::string text)
+{
+    auto colon = text.rfind(": ");
+    if (colon != std::string::npos) {
+        std::string_view last = std::string_view(text).substr(colon + 2);
+        std::string_view before = std::string_view(text).substr(0, colon);
+        if (!last.empty() && before.size() >= last.size() &&
+            before.substr(before.size() - last.size()) == last)
+            text.resize(colon);
+    }
+    return text;
+}
 
 } // namespace
 
@@ -44,32 +74,34 @@ int main(int argc, char** argv)
             return 0;
         }
         if (arg == "--version") {
-            std::printf("idemgate %s (%s)\nallocator: %s\n", IDEMGATE_VERSION,
+            std::printf("idemgate %s (commit %s, %s)\nallocator: %s\n", IDEMGATE_VERSION, IDEMGATE_COMMIT,
                         idemgate::io_backend_name().data(), IDEMGATE_ALLOCATOR);
             if (auto why = idemgate::io_backend_probe()) {
                 std::fprintf(stderr, "idemgate: %s\n", why->c_str());
-                return 1;
+                return exit_cannot_start;
             }
             return 0;
         }
         if (arg == "--check") {
             check_only = true;
-        } else if (arg == "--config" && i + 1 < argc) {
+        } else if ((arg == "--config" || arg == "-c") && i + 1 < argc) {
             config_path = argv[++i];
         } else if (arg.rfind("--config=", 0) == 0) {
             config_path = arg.substr(9);
+        } else if (arg == "--config" || arg == "-c") {
+            std::fprintf(stderr, "idemgate: %s needs a file\n\n%s", arg.c_str(), usage);
+            return exit_usage;
         } else {
             std::fprintf(stderr, "idemgate: unknown argument \"%s\"\n\n%s", arg.c_str(), usage);
-            return 2;
+            return exit_usage;
         }
     }
-    if (config_path.empty()) {
-        std::fprintf(stderr, "idemgate: --config FILE is required\n\n%s", usage);
-        return 2;
-    }
+    if (config_path.empty())
+        config_path = default_config_path;
 
     idemgate::config::config cfg;
     std::vector<std::string> problems;
+    std::vector<idemgate::config::text_position> positions;
     try {
         cfg = idemgate::config::load_file(config_path);
         problems = idemgate::store::check_backend_config(cfg.store);  // e.g. TLS files OpenSSL refuses
@@ -77,12 +109,19 @@ int main(int argc, char** argv)
         problems.insert(problems.end(), tls_problems.begin(), tls_problems.end());
     } catch (const idemgate::config::config_error& e) {
         problems = e.problems();
+        positions = e.positions();
     }
     if (!problems.empty()) {
         std::fprintf(stderr, "idemgate: invalid configuration %s:\n", config_path.c_str());
-        for (const auto& p : problems)
-            std::fprintf(stderr, "  %s\n", p.c_str());
-        return 1;
+        for (std::size_t i = 0; i < problems.size(); ++i) {
+            // FILE:LINE:COLUMN: as compilers write it, so editors jump to the key.
+            if (i < positions.size() && positions[i].line > 0)
+                std::fprintf(stderr, "  %s:%d:%d: %s\n", config_path.c_str(), positions[i].line,
+                             positions[i].column, problems[i].c_str());
+            else
+                std::fprintf(stderr, "  %s\n", problems[i].c_str());
+        }
+        return exit_invalid_config;
     }
     auto warnings = idemgate::config::warnings(cfg);
     if (check_only) {
@@ -96,7 +135,7 @@ int main(int argc, char** argv)
     if (auto why = idemgate::io_backend_probe()) {
         idemgate::log::error("start-up failed", {{"error", *why}});
         std::fprintf(stderr, "idemgate: %s\n", why->c_str());
-        return 1;
+        return exit_cannot_start;
     }
 
     try {
@@ -112,8 +151,9 @@ int main(int argc, char** argv)
         srv.bind();
         return srv.run();
     } catch (const std::exception& e) {
-        idemgate::log::error("start-up failed", {{"error", e.what()}});
-        std::fprintf(stderr, "idemgate: %s\n", e.what());
-        return 1;
+        auto why = say_once(e.what());
+        idemgate::log::error("start-up failed", {{"error", why}});
+        std::fprintf(stderr, "idemgate: %s\n", why.c_str());
+        return exit_cannot_start;
     }
 }

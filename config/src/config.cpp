@@ -26,9 +26,11 @@ std::string join_lines(const std::vector<std::string>& lines)
 
 } // namespace
 
-config_error::config_error(std::vector<std::string> problems)
-    : std::runtime_error(join_lines(problems)), problems_(std::move(problems))
+config_error::config_error(std::vector<std::string> problems, std::vector<text_position> positions)
+    : std::runtime_error(join_lines(problems)), problems_(std::move(problems)),
+      positions_(std::move(positions))
 {
+    positions_.resize(problems_.size());
 }
 
 namespace detail {
@@ -51,14 +53,17 @@ config parse_named(std::string_view yaml_text, const std::string& source,
         if (!e.mark.is_null())
             message += " at line " + std::to_string(e.mark.line + 1) + ", column " +
                        std::to_string(e.mark.column + 1);
-        throw config_error({message + ": " + e.msg});
+        text_position at;
+        if (!e.mark.is_null())
+            at = {e.mark.line + 1, e.mark.column + 1};
+        throw config_error({message + ": " + e.msg}, {at});
     }
 
     loader load(source, getenv_fn ? getenv_fn : &system_getenv);
     config cfg;
     load.load(root, cfg);
     if (!load.problems().empty())
-        throw config_error(std::move(load.problems()));
+        throw config_error(std::move(load.problems()), std::move(load.positions()));
     return cfg;
 }
 

@@ -38,6 +38,8 @@ endpoint_check check_endpoint(std::string_view text);
 const char* kind_name(const YAML::Node& node);
 std::string quote(std::string_view text);
 std::string child_path(const std::string& parent, std::string_view key);
+// ` (did you mean "x"?)` for the known key closest to `key` within two edits, or "".
+std::string did_you_mean(std::string_view key, std::initializer_list<std::string_view> known);
 
 // Walks the YAML tree once, filling the config and collecting every problem on the way, so the
 // operator fixes a file in one round instead of one error per start (config messages).
@@ -49,11 +51,23 @@ public:
     }
 
     std::vector<std::string>& problems() { return problems_; }
+    std::vector<text_position>& positions() { return positions_; }
 
+    // A problem at a key path; its position in the file is the key's, or its nearest parent's.
     void problem(const std::string& path, const std::string& message)
     {
         problems_.push_back((path.empty() ? source_ : path) + ": " + message);
+        positions_.push_back(position_of(path));
     }
+
+    // Where the key at `path` was written (map_view records every key it reads).
+    void remember(const std::string& path, const YAML::Mark& mark)
+    {
+        if (!mark.is_null())
+            marks_.emplace_back(path, text_position{mark.line + 1, mark.column + 1});
+    }
+
+    text_position position_of(std::string path) const;
 
     // The entries of one YAML map, checked against the keys this level knows.
     class map_view {
@@ -63,7 +77,8 @@ public:
             : path_(std::move(path))
         {
             if (!node.IsDefined() || node.IsNull())
-                return; // `store:` with every child commented out: all defaults.
+                return;                         // `store:` with every child commented out: all defaults.
+            owner.remember(path_, node.Mark()); // a list item's map has no key of its own
             if (!node.IsMap()) {
                 owner.problem(path_, std::string("expected a map, got ") + kind_name(node));
                 return;
@@ -75,6 +90,7 @@ public:
                 }
                 const auto& key = entry.first.Scalar();
                 auto key_path = child_path(path_, key);
+                owner.remember(key_path, entry.first.Mark());
                 if (find(key)) {
                     owner.problem(key_path, "duplicate key");
                     continue;
@@ -83,7 +99,7 @@ public:
                 for (auto k : known)
                     is_known = is_known || k == key;
                 if (!is_known) {
-                    owner.problem(key_path, "unknown key");
+                    owner.problem(key_path, "unknown key" + did_you_mean(key, known));
                     continue;
                 }
                 entries_.emplace_back(key, entry.second);
@@ -310,6 +326,8 @@ private:
     std::string source_; // names the whole document when a problem has no key path
     const char* (*getenv_)(const char*);
     std::vector<std::string> problems_;
+    std::vector<text_position> positions_;                     // one per problem
+    std::vector<std::pair<std::string, text_position>> marks_; // key path, where it was written
 };
 
 } // namespace idemgate::config::detail

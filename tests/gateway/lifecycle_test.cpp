@@ -1,7 +1,9 @@
 // Process lifecycle: client disconnects mid-request, SIGTERM drain, command line and config errors.
 #include "gateway_fixture.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <signal.h>
 #include <thread>
 
@@ -14,6 +16,20 @@ struct run_result {
     std::optional<int> status;
     std::string output;
 };
+
+std::vector<std::string> split_lines(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        auto end = text.find('\n', start);
+        if (end == std::string::npos)
+            end = text.size();
+        out.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
 
 run_result run_idemgate(std::vector<std::string> args)
 {
@@ -203,7 +219,7 @@ TEST_CASE("bad config messages name the key path")
     SUBCASE("unknown key")
     {
         replace(yaml, "      record_ttl: 24h\n", "      record_ttl: 24h\n      recrod_ttl: 1h\n");
-        expected = {"routes[0].idempotency.recrod_ttl", "unknown key"};
+        expected = {"routes[0].idempotency.recrod_ttl", "unknown key (did you mean \"record_ttl\"?)"};
     }
     SUBCASE("bad duration")
     {
@@ -232,6 +248,9 @@ TEST_CASE("bad config messages name the key path")
     CHECK(checked.status == 1);
     for (auto& fragment : expected)
         CHECK(checked.output.find(fragment) != std::string::npos);
+    // Each problem as FILE:LINE:COLUMN: <key path>: <message>, as compilers write it.
+    CHECK(checked.output.find("  " + path + ":") != std::string::npos);
+    CHECK(checked.output.find(": " + expected.front()) != std::string::npos);
 
     // Running (not just checking) with the same file refuses to start.
     auto run = run_idemgate({"--config", path});
@@ -254,6 +273,42 @@ TEST_CASE("missing config file is an error naming the file")
     CHECK(*run.status != 0);
 }
 
+TEST_CASE("command line: -c, the default path, exit statuses 2 and 3, one cause per message")
+{
+    test_upstream_process upstream;
+    temp_dir dir;
+    auto path = dir.write_file("ok.yaml", valid_yaml(upstream.port()));
+    CHECK(run_idemgate({"-c", path, "--check"}).status == 0);
+    // Without -c: the packaged default, named when it cannot be read.
+    auto dflt = run_idemgate({"--check"});
+    if (!std::filesystem::exists("/etc/idemgate/idemgate.yaml")) {
+        CHECK(dflt.status == 1);
+        CHECK(dflt.output.find("/etc/idemgate/idemgate.yaml") != std::string::npos);
+    }
+    auto usage = run_idemgate({"-c"});
+    CHECK(usage.status == 2);
+    CHECK(usage.output.find("-c needs a file") != std::string::npos);
+    CHECK(run_idemgate({"--frobnicate"}).status == 2);
+
+    // A listen port already taken: exit 3 (cannot start), and the cause said once.
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::acceptor taken(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    auto busy = valid_yaml(upstream.port());
+    replace(busy, "listen: \"127.0.0.1:0\"",
+            "listen: \"127.0.0.1:" + std::to_string(taken.local_endpoint().port()) + "\"");
+    auto started = run_idemgate({"-c", dir.write_file("busy.yaml", busy)});
+    INFO(started.output);
+    CHECK(started.status == 3);
+    auto first = started.output.find("Address already in use");
+    REQUIRE(first != std::string::npos);
+    // One line on stderr and one JSON log line, each saying it once.
+    for (auto& line : split_lines(started.output)) {
+        auto at = line.find("Address already in use");
+        if (at != std::string::npos)
+            CHECK(line.find("Address already in use", at + 1) == std::string::npos);
+    }
+}
+
 TEST_CASE("--help and --version answer and exit 0")
 {
     auto help = run_idemgate({"--help"});
@@ -262,12 +317,13 @@ TEST_CASE("--help and --version answer and exit 0")
     auto version = run_idemgate({"--version"});
     CHECK(version.status == 0);
     CHECK(version.output.find("0.1") != std::string::npos);
+    CHECK(version.output.find("(commit ") != std::string::npos);
     CHECK(version.output.find("\nallocator: ") != std::string::npos);
     // The I/O backend this tree was built with (the test shares idemgate::common's definitions).
 #ifdef IDEMGATE_IO_URING
-    CHECK(version.output.find("(io_uring)") != std::string::npos);
+    CHECK(version.output.find(", io_uring)") != std::string::npos);
 #else
-    CHECK(version.output.find("(epoll)") != std::string::npos);
+    CHECK(version.output.find(", epoll)") != std::string::npos);
 #endif
 }
 

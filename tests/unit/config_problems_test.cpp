@@ -19,12 +19,15 @@ TEST_CASE("each kind of config problem names its key path")
     // `minimal` ends in its route, so the lines a case appends extend that route.
     const std::string& route_head = minimal;
     const row rows[] = {
-        {"unknown key at the top", minimal + "listne: \"127.0.0.1:1\"\n", "listne: unknown key"},
-        {"unknown key nested", minimal + "store:\n  typo: 1\n", "store.typo: unknown key"},
+        {"unknown key at the top", minimal + "listne: \"127.0.0.1:1\"\n",
+         "listne: unknown key (did you mean \"listen\"?)"},
+        {"unknown key nested", minimal + "store:\n  typo: 1\n",
+         "store.typo: unknown key (did you mean \"type\"?)"},
+        {"unknown key, nothing close", minimal + "store:\n  flavour: 1\n", "store.flavour: unknown key"},
         {"unknown key deep", minimal + "store:\n  redis:\n    adress: \"h:1\"\n",
-         "store.redis.adress: unknown key"},
+         "store.redis.adress: unknown key (did you mean \"address\"?)"},
         {"unknown key in a route", route_head + "    idempotency:\n      record_tll: 1h\n",
-         "routes[0].idempotency.record_tll: unknown key"},
+         "routes[0].idempotency.record_tll: unknown key (did you mean \"record_ttl\"?)"},
         {"password in the file", minimal + "store:\n  redis:\n    password: hunter2\n",
          "store.redis.password: unknown key"},
         {"duplicate key", minimal + "threads: 1\nthreads: 2\n", "threads: duplicate key"},
@@ -156,7 +159,7 @@ limits:
     const std::vector<std::string> expected = {
         "listen: port 70000 out of range (0-65535)",
         "threads: \"lots\" is not an integer",
-        "store.typo: unknown key",
+        "store.typo: unknown key (did you mean \"type\"?)",
         "store.redis.password_env: environment variable \"MISSING_PASSWORD\" is not set",
         "routes[0].upstream: unknown upstream \"billing\"",
         "routes[0].idempotency.record_ttl: \"24x\" is not a duration",
@@ -194,6 +197,39 @@ TEST_CASE("a directory is not a readable config file")
         FAIL("expected a config_error");
     } catch (const cfg::config_error& e) {
         CHECK(joined(e.problems()) == dir + ": cannot read file");
+    }
+}
+
+TEST_CASE("each problem carries the line and column of its key, or of the nearest key above it")
+{
+    try {
+        cfg::parse(R"(listen: "127.0.0.1:70000"
+threads: lots
+upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /api/
+    upstream: billing
+    idempotency:
+      recrod_ttl: 1h
+)",
+                   no_env);
+        FAIL("expected a config_error");
+    } catch (const cfg::config_error& e) {
+        REQUIRE(e.problems().size() == 4);
+        REQUIRE(e.positions().size() == 4);
+        auto at = [&](std::size_t i) {
+            return std::to_string(e.positions()[i].line) + ":" + std::to_string(e.positions()[i].column);
+        };
+        CHECK(e.problems()[0].rfind("listen:", 0) == 0);
+        CHECK(at(0) == "1:1");
+        CHECK(e.problems()[1].rfind("threads:", 0) == 0);
+        CHECK(at(1) == "2:1");
+        CHECK(e.problems()[2] == "routes[0].upstream: unknown upstream \"billing\"");
+        CHECK(at(2) == "7:5");
+        CHECK(e.problems()[3] ==
+              "routes[0].idempotency.recrod_ttl: unknown key (did you mean \"record_ttl\"?)");
+        CHECK(at(3) == "9:7");
     }
 }
 

@@ -260,13 +260,22 @@ struct config {
 
 // Thrown by load/parse with every problem found, one per line, each naming the key path,
 // e.g. `routes[0].idempotency.record_ttl: "24x" is not a duration`.
+// Where in the file a problem's key is (1-based); line 0 when it came from no node of the file.
+struct text_position {
+    int line = 0;
+    int column = 0;
+};
+
 class config_error : public std::runtime_error {
 public:
-    explicit config_error(std::vector<std::string> problems);
+    explicit config_error(std::vector<std::string> problems, std::vector<text_position> positions = {});
     const std::vector<std::string>& problems() const noexcept { return problems_; }
+    // One per problem (line 0 where unknown), for messages such as `file:12:5: <problem>`.
+    const std::vector<text_position>& positions() const noexcept { return positions_; }
 
 private:
     std::vector<std::string> problems_;
+    std::vector<text_position> positions_;
 };
 
 // Parses YAML text. `getenv` resolves secrets (redis.password_env); injectable for tests.
