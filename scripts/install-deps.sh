@@ -24,6 +24,7 @@ build_pkgs=(
   clang libclang-rt-14-dev  # libFuzzer + its ASan/UBSan runtimes (scripts/fuzz.sh, run by the tests)
   liburing-dev          # the io_uring build (-DIDEMGATE_IO_URING=ON), built and tested by the tests
   podman buildah mmdebstrap  # scripts/container-check.sh: builds and runs the image, no daemon or registry
+  dpkg-dev file help2man     # scripts/package.sh: the Debian package (dpkg-shlibdeps), its man pages
 )
 runtime_pkgs=(
   libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 ca-certificates curl

@@ -2,9 +2,10 @@
 # Installs what is missing, builds, and runs every test (unit, integration with real
 # redis-server and the real binaries), then the unit and gateway tests again under
 # ASan+UBSan, then each libFuzzer target briefly, then the container check (the Dockerfile built
-# with podman and its image run: scripts/container-check.sh). This is the README's second command
-# and .ci/run. SANITIZE=0 skips the sanitizer pass, FUZZ_SECONDS=0 the fuzzing, CONTAINER=0 the
-# container check (local iteration).
+# with podman and its image run: scripts/container-check.sh), then the Debian package installed
+# into a fresh Debian 12 root, run and purged (scripts/package-check.sh). This is the README's
+# second command and .ci/run. SANITIZE=0 skips the sanitizer pass, FUZZ_SECONDS=0 the fuzzing,
+# CONTAINER=0 the container check, PACKAGE=0 the package check (local iteration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -71,4 +72,10 @@ if [[ -n "$base_pid" ]]; then
   if ((base_rc != 0)); then echo "test.sh: container base images failed (exit $base_rc)"; exit 1; fi
   bash scripts/container-check.sh
   echo "test.sh: container check done after $((SECONDS - started)) s"
+fi
+
+if [[ "${PACKAGE:-1}" != 0 ]]; then
+  # After the container check: its debian:bookworm-slim base is the package's fresh root.
+  bash scripts/package-check.sh
+  echo "test.sh: package check done after $((SECONDS - started)) s"
 fi

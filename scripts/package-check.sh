@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Installs the Debian package into a fresh Debian 12 root and uses it as an operator would:
+#   1. builds the package (scripts/package.sh) and checks its contents (binaries, conffile,
+#      unit, man pages, docs) and the Depends dpkg-shlibdeps computed;
+#   2. a Debian 12 root: the container check's debian:bookworm-slim image where podman has it
+#      (exported, no container runs), otherwise mmdebstrap --variant=minbase;
+#   3. `apt-get install ./idemgate_<version>_<arch>.deb` inside it (chroot), which pulls the
+#      Depends from Debian's mirror; the system user, the conffile, `idemgate --check` on the
+#      installed /etc/idemgate/idemgate.yaml, the unit's ExecStart;
+#   4. the installed binary, as the idemgate user, in front of the test upstream (on the host's
+#      loopback): one keyed POST executes, its retry is replayed byte for byte;
+#   5. `apt-get purge`: binaries, configuration and user are gone.
+# Everything it starts stops by itself (timeout) and the EXIT trap unmounts and removes the root.
+# Needs root (chroot, mount); run as another user it re-runs itself through `sudo -n`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ $(id -u) -ne 0 ]]; then
+  if sudo -n true 2>/dev/null; then exec sudo -n --preserve-env=BUILD_DIR,JOBS bash "$0" "$@"; fi
+  echo "package-check: needs root (or password-less sudo) for chroot" >&2
+  exit 1
+fi
+
+started=$SECONDS
+say() { echo "package-check: $* ($((SECONDS - started)) s)"; }
+fail() { echo "package-check: FAILED: $*" >&2; exit 1; }
+
+deb=$(bash scripts/package.sh | tail -n 1)
+bin="${BUILD_DIR:-build}/bin"
+say "built $deb ($(du -k "$deb" | cut -f1) KiB)"
+
+# --- 1. the package's contents ---
+contents=$(dpkg-deb -c "$deb")
+for f in ./usr/bin/idemgate ./usr/bin/idemgate-loadtest ./etc/idemgate/idemgate.yaml \
+  ./lib/systemd/system/idemgate.service ./usr/share/man/man1/idemgate.1.gz \
+  ./usr/share/man/man1/idemgate-loadtest.1.gz ./usr/share/doc/idemgate/copyright \
+  ./usr/share/doc/idemgate/README.md; do
+  grep -q " $f\$" <<<"$contents" || fail "$f is not in the package"
+done
+depends=$(dpkg-deb -f "$deb" Depends)
+for lib in libhiredis0.14 libyaml-cpp0.7 libssl3; do
+  [[ $depends == *"$lib"* ]] || fail "Depends lacks $lib: $depends"
+done
+[[ $(dpkg-deb -I "$deb" conffiles) == /etc/idemgate/idemgate.yaml ]] || fail "conffiles"
+
+# --- 2. a Debian 12 root ---
+work=$(mktemp -d -t idemgate-package-XXXXXX)
+root="$work/root"
+mkdir -p "$root"
+pids=()
+cleanup() {
+  local rc=$?
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for m in "$root/dev" "$root/proc"; do mountpoint -q "$m" && umount -l "$m"; done
+  rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+base=docker.io/library/debian:bookworm-slim
+if command -v podman >/dev/null && podman image exists "$base" 2>/dev/null; then
+  cid=$(podman create -q "$base" /bin/true)
+  podman export "$cid" | tar -x -C "$root"
+  podman rm -f "$cid" >/dev/null
+  say "root from $base"
+else
+  timeout 900 mmdebstrap --variant=minbase --aptopt='APT::Install-Recommends "false"' bookworm "$root" \
+    "deb http://deb.debian.org/debian bookworm main" \
+    "deb http://deb.debian.org/debian-security bookworm-security main" >"$work/mmdebstrap.log" 2>&1 ||
+    { cat "$work/mmdebstrap.log" >&2; fail "mmdebstrap"; }
+  say "root from mmdebstrap"
+fi
+mount -t proc proc "$root/proc"
+mount --bind /dev "$root/dev"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+cp "$deb" "$root/tmp/idemgate.deb"
+in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
+
+# --- 3. install ---
+in_root apt-get update -qq >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; fail "apt-get update"; }
+in_root apt-get install -y -qq --no-install-recommends /tmp/idemgate.deb >"$work/apt.log" 2>&1 ||
+  { cat "$work/apt.log" >&2; fail "apt-get install"; }
+say "installed: $(in_root dpkg-query -W -f='${Package} ${Version} ${Status}' idemgate)"
+in_root getent passwd idemgate >/dev/null || fail "no idemgate user"
+in_root dpkg-query -W -f='${Conffiles}' idemgate | grep -q /etc/idemgate/idemgate.yaml || fail "conffile not registered"
+in_root /usr/bin/idemgate --version
+in_root /usr/bin/idemgate --check || fail "idemgate --check on the installed configuration"
+grep -q '^ExecStart=/usr/bin/idemgate --config /etc/idemgate/idemgate.yaml$' "$root/lib/systemd/system/idemgate.service" ||
+  fail "the unit does not run /usr/bin/idemgate"
+
+# --- 4. one keyed request through the installed binary ---
+"$bin/idemgate-test-upstream" --port 0 >"$work/upstream.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^listening ' "$work/upstream.out" && break; sleep 0.05; done
+upstream=$(sed -n 's/^listening //p' "$work/upstream.out" | head -n 1)
+[[ -n $upstream ]] || fail "test upstream did not start"
+cat >"$root/tmp/check.yaml" <<YAML
+listen: "127.0.0.1:0"
+admin_listen: "127.0.0.1:0"
+store:
+  type: memory
+upstreams:
+  orders: { address: "$upstream" }
+routes:
+  - path_prefix: "/api/"
+    upstream: orders
+    idempotency:
+      methods: [POST]
+YAML
+chmod 0644 "$root/tmp/check.yaml"
+chroot --userspec=idemgate:idemgate "$root" timeout 120 /usr/bin/idemgate -c /tmp/check.yaml >"$work/gateway.log" 2>&1 &
+gateway=$!
+pids+=($gateway)
+for _ in $(seq 200); do grep -q '"msg":"store ready"' "$work/gateway.log" && break; sleep 0.05; done
+listen=$(sed -n 's/.*"msg":"listening","listen":"\([^"]*\)".*/\1/p' "$work/gateway.log" | head -n 1)
+[[ -n $listen ]] || { cat "$work/gateway.log" >&2; fail "the installed gateway did not start"; }
+post() { curl -sS -D "$work/headers.$1" -o "$work/body.$1" -X POST -H 'Idempotency-Key: package-check-1' \
+  -H 'Content-Type: application/json' --data '{"item":"book"}' "http://$listen/api/orders"; }
+post 1
+post 2
+grep -qi '^Idempotent-Replayed: true' "$work/headers.2" || fail "the retry was not replayed"
+cmp -s "$work/body.1" "$work/body.2" || fail "the replay's body differs"
+count=$(curl -sS "http://$upstream/__count")
+[[ $count == '{"executions":1}' ]] || fail "the upstream ran $count"
+kill -TERM "$gateway"
+rc=0
+wait "$gateway" || rc=$?
+((rc == 0)) || { cat "$work/gateway.log" >&2; fail "the installed gateway exited $rc on SIGTERM"; }
+say "a keyed POST executed once and its retry was replayed, through the installed binary as user idemgate; SIGTERM: exit 0"
+
+# --- 5. purge ---
+in_root apt-get purge -y -qq idemgate >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; fail "apt-get purge"; }
+[[ ! -e $root/usr/bin/idemgate && ! -e $root/etc/idemgate ]] || fail "files left after purge"
+! in_root getent passwd idemgate >/dev/null || fail "the idemgate user is left after purge"
+say "purged: binaries, /etc/idemgate and the user are gone"
