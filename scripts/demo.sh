@@ -5,7 +5,9 @@
 #   create an order, pay it (Idempotency-Key K1), retry the payment (replayed by the gateway),
 #   pay again with a new key K2 (passes the gateway, stopped by the domain guard), the payment
 #   provider's webhook (stopped by the guard), the payment as a stream event (a new message:
-#   the guard decides), that message delivered again (skipped by the inbox), and /stats.
+#   the guard decides), that message delivered again (skipped by the inbox), and /stats; then
+#   what the gateway itself says: the key reused with another body (refused), the record of a
+#   key through the admin API (with a token made for this run), and its /metrics.
 # Then it keeps everything running until Ctrl-C and stops all it started.
 #   --no-wait   stop everything and exit after the curl lines (used to test this script)
 #   --no-build  skip install-deps.sh and build.sh (binaries must already be in $BUILD_DIR/bin)
@@ -24,7 +26,7 @@ for arg in "$@"; do
 done
 
 if ((build)); then
-  bash scripts/install-deps.sh
+  bash scripts/install-deps.sh --run
   bash scripts/build.sh
 fi
 bin="${BUILD_DIR:-build}/bin"
@@ -87,6 +89,9 @@ wait_for_line "$work/order-service.log" '"msg":"consumer_ready"' >/dev/null
 # --- the gateway (API layer) in front of it ---
 sed -e "s/\${LISTEN}/127.0.0.1:0/" -e "s/\${ADMIN}/127.0.0.1:0/" \
     -e "s/\${REDIS}/127.0.0.1:$redis_port/" -e "s/\${ORDERS}/$orders/" config/demo.yaml >"$work/idemgate.yaml"
+# The admin API's bearer token, made for this run (the gateway reads it from the environment).
+IDEMGATE_ADMIN_TOKEN=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+export IDEMGATE_ADMIN_TOKEN
 "$bin/idemgate" --config "$work/idemgate.yaml" >"$work/idemgate.log" 2>&1 &
 pids+=("$!")
 line=$(wait_for_line "$work/idemgate.log" '"msg":"listening"')
@@ -102,6 +107,7 @@ echo
 echo "redis-server   127.0.0.1:$redis_port"
 echo "order-service  $orders   (logs: $work/order-service.log)"
 echo "idemgate       $gw   admin $admin   (logs: $work/idemgate.log)"
+echo "admin token    \$IDEMGATE_ADMIN_TOKEN=$IDEMGATE_ADMIN_TOKEN"
 
 # Prints a command (quoted so it can be pasted), then runs it.
 quote() {
@@ -163,7 +169,21 @@ echo
 echo "# 8. Executions per endpoint, and still one payment"
 run curl -s "http://$orders/stats"
 
+echo "# 9. K1 again with another amount: the key was used for another request, so the gateway refuses"
+echo "#    it (409 idempotency-key-reused, an RFC 9457 problem) and nothing runs"
+run curl -s -i -X POST "http://$gw/api/v1/orders/$id/payments" -H "$h" -H 'Idempotency-Key: K1' \
+  -d '{"amount_cents":9999,"provider_ref":"psp-999"}'
+
+echo "# 10. What the gateway holds for K1: its admin API (admin_listen, bearer token)"
+run curl -s -H "Authorization: Bearer $IDEMGATE_ADMIN_TOKEN" "http://$admin/admin/v1/records?key=K1"
+
+echo "# 11. What it did with every request so far, from its Prometheus metrics"
+echo "\$ curl -s http://$admin/metrics | grep '^idemgate_requests_total'"
+curl -s "http://$admin/metrics" | grep '^idemgate_requests_total' || true
+echo
+
 if ((wait_at_end)); then
-  echo "Everything keeps running; try more curl lines. Ctrl-C stops redis-server, order-service and idemgate."
+  echo "Everything keeps running; try more curl lines (the admin token is above). Ctrl-C stops"
+  echo "redis-server, order-service and idemgate."
   wait
 fi

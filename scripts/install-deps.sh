@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package idemgate needs to build, test and run its demo.
 # The one list of dependencies: README, .ci/run and the Dockerfile all call this script.
+#   (none)      everything: building, every test, fuzzing, the container and package checks
+#   --run       what the demo needs (scripts/demo.sh): compiling, redis-server and curl
 #   --compile   only what compiling idemgate, idemgate-loadtest and order-service needs (the
 #               image's build stage: no test, fuzz or container tools)
 #   --runtime   only the shared libraries the binaries need (for the Docker runtime stage)
@@ -26,6 +28,10 @@ build_pkgs=(
   podman buildah mmdebstrap  # scripts/container-check.sh: builds and runs the image, no daemon or registry
   dpkg-dev file help2man     # scripts/package.sh: the Debian package (dpkg-shlibdeps), its man pages
 )
+run_pkgs=(
+  "${compile_pkgs[@]}"
+  redis-server curl ca-certificates  # the demo's store, and the curl lines it shows
+)
 runtime_pkgs=(
   libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 ca-certificates curl
 )
@@ -33,8 +39,9 @@ runtime_pkgs=(
 case "${1:-}" in
   --runtime) pkgs=("${runtime_pkgs[@]}") ;;
   --compile) pkgs=("${compile_pkgs[@]}") ;;
+  --run) pkgs=("${run_pkgs[@]}") ;;
   "") pkgs=("${build_pkgs[@]}") ;;
-  *) echo "install-deps: unknown argument $1 (--compile, --runtime or none)" >&2; exit 2 ;;
+  *) echo "install-deps: unknown argument $1 (--run, --compile, --runtime or none)" >&2; exit 2 ;;
 esac
 
 missing=()
