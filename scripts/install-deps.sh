@@ -16,6 +16,7 @@ compile_pkgs=(
   libhiredis-dev        # Redis protocol reader/formatter
   libsqlite3-dev        # sample order service persistence
   libjemalloc-dev       # the idemgate binary's allocator (CMakeLists.txt: IDEMGATE_JEMALLOC)
+  libsystemd-dev        # sd_notify: readiness, reload, stop and watchdog for Type=notify units
 )
 build_pkgs=(
   "${compile_pkgs[@]}"
@@ -33,7 +34,7 @@ run_pkgs=(
   redis-server curl ca-certificates  # the demo's store, and the curl lines it shows
 )
 runtime_pkgs=(
-  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 ca-certificates curl
+  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 libsystemd0 ca-certificates curl
 )
 
 case "${1:-}" in

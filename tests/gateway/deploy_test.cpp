@@ -293,6 +293,9 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
         return it == service.end() || it->second.empty() ? std::string("<absent>") : it->second.front();
     };
     CHECK(one("ExecReload") == "/bin/kill -HUP $MAINPID");
+    CHECK(one("Type") == "notify"); // READY=1, RELOADING=1, STOPPING=1, WATCHDOG=1 (sd_notify)
+    CHECK(one("NotifyAccess") == "main");
+    CHECK(one("WatchdogSec") != "<absent>");
     CHECK(one("DynamicUser") == "yes");
     CHECK(one("ProtectSystem") == "strict");
     CHECK(one("NoNewPrivileges") == "yes");

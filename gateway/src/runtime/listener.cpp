@@ -2,6 +2,7 @@
 
 #include "idempotency/local_tier.hpp"
 #include "runtime/client_connection.hpp"
+#include "runtime/service_notify.hpp"
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
@@ -147,6 +148,7 @@ void listener::begin_drain(const char* why)
         return;
     drain_started_ = true;
     ctx_.draining.store(true);
+    notify_service("STOPPING=1\nSTATUS=draining");
     log::info("draining", {{"reason", why},
                            {"in_flight", ctx_.stats.requests_in_flight.load()},
                            {"drain_timeout_ms", static_cast<std::int64_t>(drain_timeout().count())}});
@@ -216,8 +218,38 @@ void listener::run(const std::function<void()>& on_started, std::function<void()
         w->thread = std::thread([wp = w.get()] { wp->ioc.run(); });
     if (on_started)
         on_started();
+    asio::co_spawn(control_, announce_ready(ctx_), asio::detached);
+    if (auto interval = watchdog_interval())
+        asio::co_spawn(
+            control_,
+            watchdog_loop(*interval, [this, interval = *interval] { return workers_alive(interval); }),
+            asio::detached);
     control_.run();
     stop_workers();
+}
+
+bool listener::workers_alive(std::chrono::microseconds interval)
+{
+    // Alive: each thread ran the heartbeat posted to it a tick ago (ticks are interval / 2
+    // apart, so a thread has a whole interval to run it).
+    auto now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+    auto limit = std::chrono::duration_cast<std::chrono::nanoseconds>(interval).count();
+    bool alive = true;
+    for (auto& w : workers_) {
+        auto beat = w->heartbeat_ns.load(std::memory_order_relaxed);
+        if (beat != 0 && now - beat > limit)
+            alive = false;
+        if (beat == 0)
+            w->heartbeat_ns.store(now, std::memory_order_relaxed); // the first tick
+        asio::post(w->ioc, [wp = w.get()] {
+            wp->heartbeat_ns.store(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
+                    .count(),
+                std::memory_order_relaxed);
+        });
+    }
+    return alive;
 }
 
 void listener::stop_workers()

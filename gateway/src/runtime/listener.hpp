@@ -43,6 +43,8 @@ private:
     boost::asio::awaitable<void> wait_for_drain();
     void wait_for_signal();
     void stop_workers();
+    // For the service manager's watchdog: every I/O thread ran what was posted to it a tick ago.
+    bool workers_alive(std::chrono::microseconds interval);
     // The live generation's timeouts.drain: the value of the last reload before the drain.
     std::chrono::milliseconds drain_timeout() const;
 

@@ -1,6 +1,7 @@
 #include "runtime/reload.hpp"
 
 #include "runtime/client_connection.hpp"
+#include "runtime/service_notify.hpp"
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
@@ -75,6 +76,11 @@ void reloader::publish_first(const config::config& cfg)
 
 bool reloader::reload(std::string_view trigger, std::vector<std::string>& problems)
 {
+    // The service manager sees the reload begin and end, whatever its result.
+    notify_reloading();
+    struct ready_again {
+        ~ready_again() { notify_service("READY=1\nSTATUS=serving"); }
+    } ready_again;
     problems.clear();
     std::string text;
     config::config next;

@@ -36,6 +36,8 @@ struct worker {
     std::thread thread;
     // The accept loop is running (false once it returned, after the drain closed the acceptor).
     std::atomic<bool> accepting{false};
+    // When this thread last ran a heartbeat the watchdog posted to it (steady clock, ns).
+    std::atomic<std::int64_t> heartbeat_ns{0};
 
     // 128 random bits as 32 hex digits: the owner token of one reservation.
     std::string new_owner_token();

@@ -1,0 +1,119 @@
+// The service manager's readiness protocol through the real binary: a NOTIFY_SOCKET this test
+// owns (an AF_UNIX datagram socket, as systemd gives a Type=notify unit) receives READY=1 once
+// the listeners and the store answer, WATCHDOG=1 every half WATCHDOG_USEC, RELOADING=1 (with
+// MONOTONIC_USEC) and READY=1 around a SIGHUP reload, and STOPPING=1 when the drain begins.
+#include "gateway_fixture.hpp"
+
+#include <csignal>
+#include <doctest/doctest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+using namespace idemgate::test;
+
+namespace {
+
+// The socket a service manager listens on; each datagram is one sd_notify() call.
+class notify_socket {
+public:
+    notify_socket() : path_(dir_.path() + "/notify")
+    {
+        fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        REQUIRE(fd_ >= 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        REQUIRE(path_.size() < sizeof addr.sun_path);
+        std::copy(path_.begin(), path_.end(), addr.sun_path);
+        REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    }
+    ~notify_socket() { ::close(fd_); }
+    notify_socket(const notify_socket&) = delete;
+    notify_socket& operator=(const notify_socket&) = delete;
+
+    const std::string& path() const { return path_; }
+
+    // The next datagram that contains `line` (others are kept in seen()); nullopt on timeout.
+    std::optional<std::string> wait_for(const std::string& line, std::chrono::milliseconds timeout)
+    {
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0)
+                return std::nullopt;
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+                continue;
+            char buf[4096];
+            auto n = ::recv(fd_, buf, sizeof buf, 0);
+            if (n <= 0)
+                continue;
+            std::string message(buf, static_cast<std::size_t>(n));
+            seen_.push_back(message);
+            if (("\n" + message + "\n").find("\n" + line + "\n") != std::string::npos)
+                return message;
+        }
+    }
+    const std::vector<std::string>& seen() const { return seen_; }
+
+private:
+    temp_dir dir_;
+    std::string path_;
+    int fd_ = -1;
+    std::vector<std::string> seen_;
+};
+
+} // namespace
+
+TEST_SUITE_BEGIN("service manager");
+
+TEST_CASE("sd_notify: ready after the store, watchdog, reloading and ready around SIGHUP, stopping at drain")
+{
+    notify_socket manager;
+    gateway_options options;
+    options.env = {{"NOTIFY_SOCKET", manager.path()}, {"WATCHDOG_USEC", "200000"}};
+    gateway_fixture f(options);
+
+    auto ready = manager.wait_for("READY=1", 10s);
+    REQUIRE_MESSAGE(ready.has_value(), f.process().output());
+    CHECK(ready->find("STATUS=serving") != std::string::npos);
+    // Ready means the store answers: guarded requests can be served.
+    CHECK(http_request(f.gateway->admin_port(), "GET", "/readyz", {}, {}, 2s).status == 200);
+    auto first =
+        http_request(f.port(), "POST", "/api/orders", {{"Idempotency-Key", unique_key("notify")}}, "{}");
+    CHECK(first.status == 201);
+
+    // The watchdog: every 100 ms while the I/O threads run what is posted to them.
+    auto watchdog_start = std::chrono::steady_clock::now();
+    REQUIRE(manager.wait_for("WATCHDOG=1", 2s));
+    REQUIRE(manager.wait_for("WATCHDOG=1", 2s));
+    REQUIRE(manager.wait_for("WATCHDOG=1", 2s));
+    CHECK(std::chrono::steady_clock::now() - watchdog_start < 1500ms);
+
+    // A reload: RELOADING=1 with the monotonic time, then READY=1 again.
+    f.process().signal(SIGHUP);
+    auto reloading = manager.wait_for("RELOADING=1", 5s);
+    REQUIRE_MESSAGE(reloading.has_value(), f.process().output());
+    CHECK(reloading->find("MONOTONIC_USEC=") != std::string::npos);
+    CHECK(manager.wait_for("READY=1", 5s).has_value());
+
+    // The drain: STOPPING=1, then a clean exit.
+    f.process().signal(SIGTERM);
+    auto stopping = manager.wait_for("STOPPING=1", 5s);
+    REQUIRE_MESSAGE(stopping.has_value(), f.process().output());
+    CHECK(f.process().wait_exit(10s) == 0);
+}
+
+TEST_CASE("without NOTIFY_SOCKET the gateway runs as before")
+{
+    gateway_fixture f;
+    auto answer =
+        http_request(f.port(), "POST", "/api/orders", {{"Idempotency-Key", unique_key("no-notify")}}, "{}");
+    CHECK(answer.status == 201);
+    f.process().signal(SIGTERM);
+    CHECK(f.process().wait_exit(10s) == 0);
+}
+
+TEST_SUITE_END();
