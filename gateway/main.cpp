@@ -8,6 +8,7 @@
 #include <functional>
 #include <idemgate/common/io_backend.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/prometheus.hpp>
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/gateway/server.hpp>
@@ -145,7 +146,19 @@ int main(int argc, char** argv)
                    r.idempotency.on_in_flight == idemgate::config::in_flight_mode::wait;
         });
         auto backend = idemgate::store::make_backend(cfg.store, any_route_waits);
-        auto extra = [backend](std::string& out) { backend->render_metrics(out); };
+        // Beside the gateway's own families: the store's, what this binary is, and the process.
+        std::string build_info =
+            "version=\"" + idemgate::prometheus::label_value(IDEMGATE_VERSION) + "\",commit=\"" +
+            idemgate::prometheus::label_value(IDEMGATE_COMMIT) + "\",io_backend=\"" +
+            idemgate::prometheus::label_value(idemgate::io_backend_name()) + "\",allocator=\"" +
+            idemgate::prometheus::label_value(IDEMGATE_ALLOCATOR) + "\"";
+        auto extra = [backend, build_info](std::string& out) {
+            backend->render_metrics(out);
+            idemgate::prometheus::header(out, "idemgate_build_info", "gauge",
+                                         "1, labelled with the version, commit, I/O backend and allocator.");
+            idemgate::prometheus::sample(out, "idemgate_build_info", build_info, 1);
+            idemgate::prometheus::process_metrics(out);
+        };
         idemgate::gateway::server srv(std::move(cfg), backend, std::move(extra));
         srv.set_config_path(config_path);
         srv.bind();

@@ -117,3 +117,37 @@ TEST_CASE("without NOTIFY_SOCKET the gateway runs as before")
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("process metrics");
+
+TEST_CASE("/metrics carries the process families and idemgate_build_info")
+{
+    gateway_fixture f;
+    // Some CPU and file descriptors to count: a few requests over fresh connections.
+    for (int i = 0; i < 20; ++i)
+        http_request(f.port(), "POST", "/api/orders", {{"Idempotency-Key", unique_key("proc")}}, "{}");
+    auto text = http_request(f.gateway->admin_port(), "GET", "/metrics").body;
+    for (const char* family :
+         {"process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes",
+          "process_start_time_seconds", "process_open_fds", "process_max_fds"})
+        CHECK_MESSAGE(text.find(std::string("\n# TYPE ") + family + " ") != std::string::npos, family);
+    auto rss = metric(f.gateway->admin_port(), "process_resident_memory_bytes");
+    CHECK(rss > 1 << 20);   // a running gateway holds more than a MiB
+    CHECK(rss < 1LL << 34); // and not 16 GiB: the page size was applied once
+    auto fds = metric(f.gateway->admin_port(), "process_open_fds");
+    CHECK(fds >= 4); // the listeners, the admin listener, the epoll instances
+    CHECK(fds < metric(f.gateway->admin_port(), "process_max_fds"));
+    auto started = metric(f.gateway->admin_port(), "process_start_time_seconds");
+    auto now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    CHECK(started <= now + 1);
+    CHECK(started > now - 600); // started by this test, moments ago
+    CHECK(metric(f.gateway->admin_port(), "process_cpu_seconds_total") >= 0);
+    auto info = text.find("\nidemgate_build_info{version=\"");
+    REQUIRE(info != std::string::npos);
+    auto line = text.substr(info + 1, text.find('\n', info + 1) - info - 1);
+    CHECK(line.find(",commit=\"") != std::string::npos);
+    CHECK(line.find(",io_backend=\"") != std::string::npos);
+    CHECK(line.ends_with("} 1"));
+}
+
+TEST_SUITE_END();

@@ -12,4 +12,13 @@ void sample(std::string& out, std::string_view name, std::string_view labels, do
 // Appends the # HELP and # TYPE lines.
 void header(std::string& out, std::string_view name, std::string_view type, std::string_view help);
 
+// Appends the standard process families every Prometheus client library exports, read from
+// /proc/self at each scrape: process_cpu_seconds_total, process_resident_memory_bytes,
+// process_virtual_memory_bytes, process_open_fds, process_max_fds, process_start_time_seconds.
+// A file that cannot be read leaves its family out.
+void process_metrics(std::string& out);
+
+// `"` and `\` escaped, newlines as \n: a label value (the text format's rule).
+std::string label_value(std::string_view value);
+
 } // namespace idemgate::prometheus
