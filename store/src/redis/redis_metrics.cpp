@@ -23,6 +23,9 @@ void render_redis_metrics(const redis_stats& s, std::string& out)
                        double(s.errors_protocol.load()));
     prometheus::sample(out, "idemgate_redis_errors_total", "kind=\"corrupt_record\"",
                        double(s.errors_corrupt.load()));
+    counter("idemgate_redis_script_loads_total",
+            "NOSCRIPT answers followed by the script's text (a node that did not have it yet); not errors.",
+            "", double(s.script_loads.load()));
     counter("idemgate_redis_connects_total", "Redis connections established.", "", double(s.connects.load()));
     counter("idemgate_redis_reconnect_attempts_total", "Redis reconnect attempts.", "",
             double(s.reconnect_attempts.load()));

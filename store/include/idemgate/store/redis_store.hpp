@@ -42,6 +42,9 @@ struct redis_stats {
     std::atomic<std::uint64_t> errors_reply{0};
     std::atomic<std::uint64_t> errors_protocol{0};
     std::atomic<std::uint64_t> errors_corrupt{0};
+    // NOSCRIPT answers: a node without the script (just started, flushed, newly promoted, a
+    // redirect's target). Expected, so not an error: the script is sent again (EVAL) at once.
+    std::atomic<std::uint64_t> script_loads{0};
     // Connections established (handshake done), connect attempts after each session's first,
     // and sessions whose connection is up now.
     std::atomic<std::uint64_t> connects{0};
