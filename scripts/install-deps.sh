@@ -28,6 +28,7 @@ build_pkgs=(
   liburing-dev          # the io_uring build (-DIDEMGATE_IO_URING=ON), built and tested by the tests
   podman buildah mmdebstrap  # scripts/container-check.sh: builds and runs the image, no daemon or registry
   dpkg-dev file help2man     # scripts/package.sh: the Debian package (dpkg-shlibdeps), its man pages
+  prometheus                 # promtool: the alert rules' checks and unit tests (tests/deploy)
 )
 run_pkgs=(
   "${compile_pkgs[@]}"
@@ -59,6 +60,11 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's prometheus package starts a server on :9090 where systemd runs; the tests need only
+# its promtool, so a server this script installed is stopped and disabled again.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [[ -d /run/systemd/system ]]; then
+  $SUDO systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+fi
 # Debian's redis-server package may start a system instance on 6379; idemgate's tests and demo
 # never use it (they start their own on free ports), so leave it as the system configured it.
 echo "install-deps: done"

@@ -5,6 +5,7 @@
 #include "gateway_fixture.hpp"
 
 #include <boost/json.hpp>
+#include <cctype>
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fstream>
@@ -333,7 +334,7 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
     }
 }
 
-TEST_CASE("every metric the Grafana dashboard queries is exported by a running gateway")
+TEST_CASE("every metric the Grafana dashboard and the alert rules use is exported by a running gateway")
 {
     boost::system::error_code ec;
     auto dashboard = boost::json::parse(read_text(deploy_dir / "grafana" / "idemgate.json"), ec);
@@ -374,6 +375,25 @@ TEST_CASE("every metric the Grafana dashboard queries is exported by a running g
     for (const auto& m : missing)
         list += " " + m;
     CHECK_MESSAGE(missing.empty(), "queried by deploy/grafana/idemgate.json, not exported:" << list);
+
+    // The alert rules' expressions too (deploy/prometheus/alerts.yaml): every idemgate_* name
+    // they use. promtool checks their syntax and firing (tests/deploy/check_prometheus.sh).
+    auto rules = read_text(deploy_dir / "prometheus" / "alerts.yaml");
+    std::set<std::string> alerted;
+    for (std::size_t at = rules.find("idemgate_"); at != std::string::npos; at = rules.find("idemgate_", at + 1)) {
+        if (at > 0 && (std::isalnum(static_cast<unsigned char>(rules[at - 1])) || rules[at - 1] == '_'))
+            continue;
+        auto end = at;
+        while (end < rules.size() && (std::islower(static_cast<unsigned char>(rules[end])) || rules[end] == '_'))
+            ++end;
+        alerted.insert(rules.substr(at, end - at));
+    }
+    REQUIRE(alerted.count("idemgate_records_lost_total"));
+    auto unalerted = missing_from(alerted, exported);
+    list.clear();
+    for (const auto& m : unalerted)
+        list += " " + m;
+    CHECK_MESSAGE(unalerted.empty(), "used by deploy/prometheus/alerts.yaml, not exported:" << list);
 }
 
 TEST_SUITE_END();
