@@ -94,7 +94,7 @@ void loader::load(const YAML::Node& root, config& cfg)
 {
     map_view top(*this, root, "",
                  {"listen", "admin_listen", "threads", "access_log", "request_id_header", "store",
-                  "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls"});
+                  "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls", "tracing"});
     if (root.IsDefined() && !root.IsNull() && !root.IsMap())
         return; // reported by `top`; nothing below can be read.
     read_endpoint(top, "listen", cfg.listen);
@@ -110,6 +110,7 @@ void loader::load(const YAML::Node& root, config& cfg)
     load_timeouts(top, cfg.timeouts);
     load_admin(top, cfg.admin);
     load_tenants(top, cfg.tenants);
+    load_tracing(top, cfg.tracing);
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
             cfg.store.key_secret_env.empty())
@@ -213,6 +214,72 @@ void loader::load_admin(const map_view& top, admin_config& admin)
                 "environment variable " + quote(admin.token_env) + " must hold at least 16 bytes");
     else
         admin.token = value;
+}
+
+void loader::load_tracing(const map_view& top, tracing_config& tracing)
+{
+    map_view map(
+        *this, child(top, "tracing"), "tracing",
+        {"otlp_endpoint", "sample_ratio", "service_name", "headers_env", "queue_spans", "record_tenant"});
+    read_string(map, "otlp_endpoint", tracing.otlp_endpoint);
+    if (!tracing.otlp_endpoint.empty()) {
+        std::string_view url = tracing.otlp_endpoint;
+        auto authority = url.starts_with("http://") ? url.substr(7) : std::string_view{};
+        auto slash = authority.find('/');
+        if (authority.empty() || slash == 0 ||
+            !check_endpoint(authority.substr(0, slash == std::string_view::npos ? authority.size() : slash))
+                 .value)
+            problem(map.path_of("otlp_endpoint"), quote(tracing.otlp_endpoint) +
+                                                      " is not an http://host:port/path URL (OTLP/HTTP, e.g. "
+                                                      "http://otel-collector:4318/v1/traces)");
+    }
+    if (auto text = scalar(map, "sample_ratio", "a number from 0 to 1")) {
+        auto ratio = parse_rate(*text);
+        if (!ratio || *ratio < 0 || *ratio > 1)
+            problem(map.path_of("sample_ratio"), quote(*text) + " is not a number from 0 to 1");
+        else
+            tracing.sample_ratio = *ratio;
+    }
+    read_string(map, "service_name", tracing.service_name);
+    if (tracing.service_name.empty())
+        problem(map.path_of("service_name"), "must not be empty");
+    read_int(map, "queue_spans", tracing.queue_spans, 1, 1u << 24);
+    read_bool(map, "record_tenant", tracing.record_tenant);
+    read_string(map, "headers_env", tracing.headers_env);
+    if (tracing.headers_env.empty())
+        return;
+    const char* value = getenv_(tracing.headers_env.c_str());
+    if (!value) {
+        problem(map.path_of("headers_env"),
+                "environment variable " + quote(tracing.headers_env) + " is not set");
+        return;
+    }
+    // "Name=value,Name2=value2", as OTEL_EXPORTER_OTLP_HEADERS.
+    std::string_view rest = value;
+    while (!rest.empty()) {
+        auto comma = rest.find(',');
+        auto item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        auto eq = item.find('=');
+        auto name = item.substr(0, eq);
+        while (!name.empty() && name.front() == ' ')
+            name.remove_prefix(1);
+        while (!name.empty() && name.back() == ' ')
+            name.remove_suffix(1);
+        if (eq == std::string_view::npos || !is_token(name)) {
+            problem(map.path_of("headers_env"),
+                    "environment variable " + quote(tracing.headers_env) + " is not Name=value,Name2=value2");
+            return;
+        }
+        auto header_value = item.substr(eq + 1);
+        for (char c : header_value)
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+                problem(map.path_of("headers_env"),
+                        "environment variable " + quote(tracing.headers_env) + " holds control characters");
+                return;
+            }
+        tracing.headers.emplace_back(std::string(name), std::string(header_value));
+    }
 }
 
 void loader::load_timeouts(const map_view& top, timeouts_config& timeouts)

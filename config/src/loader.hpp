@@ -292,6 +292,7 @@ private:
     void load_tenants(const map_view& top, std::map<std::string, tenant_config, std::less<>>& tenants);
     void load_admin(const map_view& top, admin_config& admin);
     void load_timeouts(const map_view& top, timeouts_config& timeouts);
+    void load_tracing(const map_view& top, tracing_config& tracing);
     void check_readable(const std::string& path, const std::string& file);
 
     // TLS from the gateway as a client (store.redis.tls, upstreams.<name>.tls) at `path` in

@@ -96,7 +96,9 @@ bool is_ipv6_char(char c)
 
 endpoint_check check_endpoint(std::string_view text)
 {
-    auto quoted = "\"" + std::string(text) + "\"";
+    std::string quoted(1, '"'); // +=: GCC 12 warns falsely (-Wrestrict) on "..." + std::string(...)
+    quoted += text;
+    quoted += '"';
     auto malformed = endpoint_check{std::nullopt, quoted + " is not an endpoint (use host:port)"};
 
     std::string host;

@@ -235,6 +235,18 @@ struct access_log_config {
     duration flush_interval{100};        // ... or this long after its first line
 };
 
+// OpenTelemetry traces exported over OTLP/HTTP (JSON). Off while otlp_endpoint is empty.
+struct tracing_config {
+    std::string otlp_endpoint;  // http://host:port/v1/traces
+    double sample_ratio = 0.01; // requests without a sampled parent; a parent's decision is kept
+    std::string service_name = "idemgate";
+    std::string headers_env; // env var with extra export headers: "Name=value,Name2=value2"
+    std::vector<std::pair<std::string, std::string>> headers; // resolved from headers_env
+    std::size_t queue_spans = 8192;                           // spans waiting for export; beyond, dropped
+    bool record_tenant = false;                               // idemgate.tenant on server spans
+    bool enabled() const noexcept { return !otlp_endpoint.empty(); }
+};
+
 struct config {
     endpoint listen{"127.0.0.1", 8080};
     endpoint admin_listen{"127.0.0.1", 9090};
@@ -246,6 +258,7 @@ struct config {
     std::string request_id_header = "X-Request-Id";
     store_config store;
     std::optional<listen_tls_config> tls; // absent = plain HTTP on `listen`
+    tracing_config tracing;
     std::vector<upstream_config> upstreams;
     std::vector<route_config> routes;
     limits_config limits;

@@ -1,0 +1,68 @@
+#pragma once
+// Sends finished spans to an OTLP/HTTP collector (JSON, POST <otlp_endpoint>) from a thread of
+// its own: request threads only move a span into a bounded queue (a full queue drops it and
+// counts it); the exporter sends a batch every second or every 512 spans, retries a batch the
+// collector could not take (connection failure, 429, 502, 503, 504) with backoff, and on stop
+// flushes what is queued within a bounded time.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <idemgate/gateway/tracing.hpp>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace idemgate::gateway::detail {
+
+struct span_export_counters {
+    std::atomic<std::uint64_t> exported{0};       // accepted by the collector
+    std::atomic<std::uint64_t> dropped_queue{0};  // the queue was full
+    std::atomic<std::uint64_t> dropped_export{0}; // the collector refused them or never answered
+};
+
+class span_exporter {
+public:
+    struct options {
+        std::string endpoint; // http://host:port/path
+        std::vector<std::pair<std::string, std::string>> headers;
+        std::string service_name = "idemgate";
+        std::string service_version;
+        std::size_t queue_spans = 8192;
+        std::size_t batch_spans = 512;
+        std::chrono::milliseconds batch_interval{1000};
+        std::chrono::milliseconds timeout{5000};       // each connect, write and read
+        std::chrono::milliseconds flush_timeout{5000}; // stop() waits this long at most
+        int attempts = 4;                              // per batch, with 0.25 s, 0.5 s, 1 s between
+    };
+
+    span_exporter(options o, span_export_counters& counters);
+    ~span_exporter();
+    span_exporter(const span_exporter&) = delete;
+    span_exporter& operator=(const span_exporter&) = delete;
+
+    // Any thread. Never blocks on the network.
+    void submit(tracing::span&& s);
+    // Sends what is queued (bounded by flush_timeout), then stops the thread. Idempotent.
+    void stop();
+
+private:
+    void run();
+    // POSTs one batch; true when the collector took it (2xx), false to drop it.
+    bool send(const std::string& body, const std::chrono::steady_clock::time_point& give_up);
+
+    options options_;
+    span_export_counters& counters_;
+    std::string host_, port_, target_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<tracing::span> queue_;
+    bool stopping_ = false;
+    std::chrono::steady_clock::time_point flush_deadline_{};
+    std::thread thread_;
+};
+
+} // namespace idemgate::gateway::detail
