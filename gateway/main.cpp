@@ -22,13 +22,15 @@ namespace {
 
 constexpr const char* default_config_path = "/etc/idemgate/idemgate.yaml";
 
-constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check]
+constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check | --print-config]
        idemgate --help | --version
 
   -c, --config FILE  YAML configuration (default /etc/idemgate/idemgate.yaml; see
                      config/idemgate.example.yaml)
   --check            validate the configuration and exit: 0 if valid, 1 with messages
                      (each with its line and column in the file) otherwise
+  --print-config     print the effective configuration (every key, defaults filled in,
+                     secrets as the variables they come from) as YAML and exit
   --help             this text
   --version          print the version, the commit it was built from, the I/O backend
                      (epoll, or io_uring in an IDEMGATE_IO_URING build) and the allocator;
@@ -68,6 +70,7 @@ int main(int argc, char** argv)
 {
     std::string config_path;
     bool check_only = false;
+    bool print_only = false;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
@@ -85,6 +88,8 @@ int main(int argc, char** argv)
         }
         if (arg == "--check") {
             check_only = true;
+        } else if (arg == "--print-config") {
+            print_only = true;
         } else if ((arg == "--config" || arg == "-c") && i + 1 < argc) {
             config_path = argv[++i];
         } else if (arg.rfind("--config=", 0) == 0) {
@@ -123,6 +128,10 @@ int main(int argc, char** argv)
                 std::fprintf(stderr, "  %s\n", problems[i].c_str());
         }
         return exit_invalid_config;
+    }
+    if (print_only) {
+        std::fputs(idemgate::config::print_config(cfg).c_str(), stdout);
+        return 0;
     }
     auto warnings = idemgate::config::warnings(cfg);
     if (check_only) {

@@ -279,6 +279,10 @@ TEST_CASE("command line: -c, the default path, exit statuses 2 and 3, one cause 
     temp_dir dir;
     auto path = dir.write_file("ok.yaml", valid_yaml(upstream.port()));
     CHECK(run_idemgate({"-c", path, "--check"}).status == 0);
+    auto printed = run_idemgate({"-c", path, "--print-config"});
+    CHECK(printed.status == 0);
+    CHECK(printed.output.find("\nroutes:\n") != std::string::npos);
+    CHECK(printed.output.find("record_ttl: 1d") != std::string::npos); // the file's 24h, after defaults
     // Without -c: the packaged default, named when it cannot be read.
     auto dflt = run_idemgate({"--check"});
     if (!std::filesystem::exists("/etc/idemgate/idemgate.yaml")) {

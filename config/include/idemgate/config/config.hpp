@@ -294,6 +294,11 @@ private:
 // Parses YAML text. `getenv` resolves secrets (redis.password_env); injectable for tests.
 config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*) = nullptr);
 
+// The effective configuration as YAML: every key with its value after defaults, secrets as the
+// environment variables they come from (never their values). Parsing it gives the same
+// configuration (idemgate --print-config).
+std::string print_config(const config& c);
+
 // Reads and parses a file; a missing/unreadable file is a config_error naming the path.
 config load_file(const std::string& path);
 // The bytes of a file (config_error naming the path if unreadable).
