@@ -371,4 +371,35 @@ TEST_CASE("every upstream answer in the corpus gets its expected status and reco
     MESSAGE(cases.size() << " upstream answers: " << passed << " as expected");
 }
 
+TEST_CASE(
+    "an answer refused for its framing is an unknown outcome: with on_unknown_outcome: hold the key is held")
+{
+    answer_case gzip;
+    gzip.name = "held";
+    gzip.keep_open = true;
+    gzip.bytes = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08\x00";
+    const std::string target = target_prefix + gzip.name;
+    scripted_upstream upstream({{target, &gzip}});
+
+    gateway_options options;
+    options.idempotency_extra = "      on_unknown_outcome: hold\n";
+    auto store = make_store(options);
+    gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), options));
+    wait_until_ready(gateway);
+
+    const std::vector<std::pair<std::string, std::string>> headers{{"Idempotency-Key", unique_key("held")}};
+    CHECK(is_problem(gateway_request(gateway.port(), "POST", target, headers, "{}"), 502));
+    auto logged = gateway.process().wait_for_line(
+        [](const std::string& l) {
+            return l.find("upstream answer refused") != std::string::npos &&
+                   l.find("Transfer-Encoding") != std::string::npos;
+        },
+        5s);
+    CHECK(logged);
+    auto retry = gateway_request(gateway.port(), "POST", target, headers, "{}");
+    CHECK(is_problem(retry, 409));
+    CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+    CHECK(upstream.executions(target) == 1);
+}
+
 TEST_SUITE_END();

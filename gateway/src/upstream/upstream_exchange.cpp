@@ -15,6 +15,7 @@
 #include <boost/beast/http/read.hpp>
 #include <cstring>
 #include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
 #include <idemgate/gateway/response_rules.hpp>
 #include <iterator>
 #include <openssl/ssl.h>
@@ -210,6 +211,8 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
             // Framing the gateway cannot read exactly: nothing of it is kept or passed on, and
             // the connection is not reused.
             metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
+            log::warn("upstream answer refused: its framing cannot be read exactly",
+                      {{"upstream", fleet_->name()}, {"reason", describe(refused)}});
             result.ec = make_error_code(error::upstream_protocol);
             co_return result;
         }
