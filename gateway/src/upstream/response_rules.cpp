@@ -52,6 +52,13 @@ std::size_t response_head_end(std::string_view bytes) noexcept
 
 response_violation check_response_head(std::string_view head) noexcept
 {
+    // Most heads have no folded line at all: look for one before reading field names.
+    bool folded = false;
+    for (auto at = head.find('\n'); at != std::string_view::npos && at + 1 < head.size() && !folded;
+         at = head.find('\n', at + 1))
+        folded = head[at + 1] == ' ' || head[at + 1] == '\t';
+    if (!folded)
+        return response_violation::none;
     // Line by line after the status line: a line that starts with SP or HT continues the field
     // line before it.
     std::string_view previous_name;

@@ -58,31 +58,34 @@ void drop_trailer_fields(http::response<http::string_body>& res, std::size_t hea
 }
 
 // Reads until `buffer` holds an answer's whole head (or more than `limit` bytes: the parser then
-// refuses it), so the head can be checked as received before Beast parses it.
+// refuses it), so the head can be checked as received before Beast parses it. `head_end` is one
+// past the head's empty line, or 0.
 template<class Stream>
-asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer, std::size_t limit)
+asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer, std::size_t limit,
+                                      std::size_t& head_end)
 {
     for (;;) {
         std::string_view bytes(static_cast<const char*>(buffer.data().data()), buffer.size());
-        if (response_head_end(bytes) > 0 || bytes.size() > limit)
+        head_end = response_head_end(bytes);
+        if (head_end > 0 || bytes.size() > limit)
             co_return error_code{};
         auto [ec, n] = co_await stream.async_read_some(buffer.prepare(16 * 1024), use_tuple);
-        if (ec)
-            co_return ec == asio::error::eof&& buffer.size() == 0 ? error_code(http::error::end_of_stream)
-                                                                  : ec;
+        if (ec) {
+            bool nothing = ec == asio::error::eof && buffer.size() == 0;
+            co_return nothing ? error_code(http::error::end_of_stream) : ec;
+        }
         buffer.commit(n);
     }
 }
 
 // The checks on an answer's head that Beast does not make; may insert the SP before an absent
 // reason phrase into `buffer`.
-response_violation vet_head(beast::flat_buffer& buffer)
+response_violation vet_head(beast::flat_buffer& buffer, std::size_t head_end)
 {
+    if (head_end == 0)
+        return response_violation::none; // too long: the parser refuses it
     std::string_view bytes(static_cast<const char*>(buffer.data().data()), buffer.size());
-    auto end = response_head_end(bytes);
-    if (end == 0)
-        return response_violation::none; // too long or cut short: the parser says so
-    auto head = bytes.substr(0, end);
+    auto head = bytes.substr(0, head_end);
     if (auto v = check_response_head(head); v != response_violation::none)
         return v;
     if (lacks_reason_separator(head)) {
@@ -178,14 +181,17 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
             p.header_limit(header_limit);
             if (head_request)
                 p.skip(true);
-            rec = co_await read_head(stream, buffer, header_limit);
+            std::size_t head_end = 0;
+            rec = co_await read_head(stream, buffer, header_limit, head_end);
             if (rec)
                 break;
-            refused = vet_head(buffer);
+            refused = vet_head(buffer, head_end);
             if (refused != response_violation::none)
                 break;
-            auto [header_ec, header_read] = co_await http::async_read_header(stream, buffer, p, use_tuple);
-            rec = header_ec;
+            // The whole head is buffered (or more than the limit, which the parser refuses).
+            buffer.consume(p.put(buffer.data(), rec));
+            if (!rec && !p.is_header_done())
+                rec = http::error::header_limit;
             unsigned status = p.get().result_int();
             if (!rec && status >= 200) {
                 header_fields = static_cast<std::size_t>(std::distance(p.get().begin(), p.get().end()));
