@@ -120,7 +120,7 @@ std::string_view trim(std::string_view s)
 // The header rules, checked against a count of the raw lines made here independently of
 // http_rules.cpp (by name string, not by Beast's field enum).
 void check_framing(const http::fields& fields, unsigned version, std::string_view target,
-                   framing_violation violation)
+                   std::string_view method, framing_violation violation)
 {
     int content_length = 0, transfer_encoding = 0, host = 0;
     std::string_view cl_value, te_value;
@@ -150,7 +150,27 @@ void check_framing(const http::fields& fields, unsigned version, std::string_vie
                 "a Transfer-Encoding other than HTTP/1.1 chunked passed the framing check");
     if (version >= 11)
         require(host == 1, "an HTTP/1.1 request without exactly one Host passed the framing check");
-    require(!target.empty() && target.front() == '/', "a target not in origin-form passed the framing check");
+    for (char c : target)
+        require(static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f && c != '#',
+                "a target with a byte outside visible ASCII or a fragment passed the framing check");
+    bool absolute = (target.size() > 7 && beast::iequals(target.substr(0, 7), "http://")) ||
+                    (target.size() > 8 && beast::iequals(target.substr(0, 8), "https://"));
+    require((!target.empty() && target.front() == '/') || (target == "*" && method == "OPTIONS") || absolute,
+            "a target not in origin-form, absolute-form or OPTIONS * passed the framing check");
+}
+
+// What is forwarded after to_origin_form: origin-form (or OPTIONS *) and exactly one Host when the
+// target had an authority.
+void check_origin_form(http::request_header<>& header)
+{
+    bool absolute = !header.target().empty() && header.target().front() != '/' && header.target() != "*";
+    require(to_origin_form(header) == absolute, "to_origin_form did not convert exactly the absolute-form");
+    auto target = header.target();
+    require((!target.empty() && target.front() == '/') || target == "*",
+            "a target not in origin-form is forwarded");
+    if (absolute)
+        require(header.count(http::field::host) == 1,
+                "an absolute-form request is forwarded without one Host");
 }
 
 void check_find_header(const http::fields& fields, std::string_view name)
@@ -309,11 +329,12 @@ outcome read_request(beast::flat_buffer& buffer, byte_source& source, std::size_
     out.header_ec = read(parser, buffer, source, true);
     if (out.header_ec)
         return out;
-    const auto& header = parser.get();
-    out.violation = check_request_framing(header, header.version(), header.target());
-    check_framing(header, header.version(), header.target(), out.violation);
+    auto& header = parser.get();
+    out.violation = check_request_framing(header, header.version(), header.target(), header.method_string());
+    check_framing(header, header.version(), header.target(), header.method_string(), out.violation);
     if (out.violation != framing_violation::none)
         return out;
+    check_origin_form(header);
 
     auto fields_before_body = std::distance(header.begin(), header.end());
     out.body_ec = read(parser, buffer, source, false);

@@ -36,6 +36,9 @@ struct corpus_case {
     std::vector<expected_forward> forwards;
     std::vector<int> or_status;
     std::vector<std::string> upstream_absent; // lower-case names
+    // (lower-case name, value) the upstream must have received; "${UPSTREAM}" in the value
+    // stands for the test upstream's host:port.
+    std::vector<std::pair<std::string, std::string>> upstream_has;
     bool half_close = false;
     bool keep_alive = true;
     std::string pending;               // "defect-N", "finding" or empty
@@ -45,6 +48,8 @@ struct corpus_case {
 
 // The sizes the corpus files are written against (tests/corpus/README.md).
 const std::string corpus_limits = "  max_header_bytes: 16KiB\n  max_request_body: 4KiB\n";
+// A catch-all route, for targets whose path is "/" (OPTIONS *, an absolute-form URI without a path).
+const std::string corpus_routes = "  - path_prefix: \"/\"\n    upstream: orders\n";
 constexpr milliseconds case_timeout = 2s;
 const std::string sentinel_target = "/plain/corpus-sentinel";
 
@@ -241,6 +246,14 @@ corpus_case load_case(const fs::path& file)
             c.or_status.push_back(std::stoi(value));
         } else if (name == "upstream-absent") {
             c.upstream_absent.push_back(lower(value));
+        } else if (name == "upstream-has") {
+            auto sep = value.find(':');
+            if (sep == std::string::npos)
+                throw std::runtime_error("upstream-has: needs NAME: VALUE");
+            auto header_value = value.substr(sep + 1);
+            if (!header_value.empty() && header_value.front() == ' ')
+                header_value.erase(0, 1);
+            c.upstream_has.emplace_back(lower(value.substr(0, sep)), header_value);
         } else if (name == "half-close") {
             c.half_close = value == "yes";
         } else if (name == "keep-alive") {
@@ -464,9 +477,20 @@ private:
         }
         if (auto host = header("host"); host && host->find(',') != std::string::npos)
             fail("the upstream got several Host values: " + printable(*host));
+        else if (!host)
+            fail("the upstream got an HTTP/1.1 request without Host");
         for (const auto& name : c_.upstream_absent)
             if (header(name.c_str()))
                 fail("the upstream got " + name + ": " + printable(*header(name.c_str())));
+        for (auto [name, value] : c_.upstream_has) {
+            static const std::string upstream_marker = "${UPSTREAM}";
+            if (auto at = value.find(upstream_marker); at != std::string::npos)
+                value.replace(at, upstream_marker.size(), f_.upstream.address());
+            auto got = header(name.c_str());
+            if (got != value)
+                fail("the upstream got " + name + ": " + (got ? printable(*got) : "<none>") + ", expected " +
+                     printable(value));
+        }
         if (failures_.size() != before)
             return false;
 
@@ -590,6 +614,7 @@ TEST_CASE("every request shape in the corpus gets its expected outcome")
 
     gateway_options options;
     options.limits = corpus_limits;
+    options.extra_routes = corpus_routes;
     gateway_fixture f(options);
 
     int passed = 0, failed = 0, pending_failing = 0, pending_passing = 0, replays = 0, unreserved = 0;

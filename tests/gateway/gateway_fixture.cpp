@@ -95,6 +95,7 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
     y += "      methods: [POST]\n";
     y += "  - path_prefix: \"/plain/\"\n";
     y += "    upstream: orders\n";
+    y += options.extra_routes;
 
     if (!options.limits.empty())
         y += "limits:\n" + options.limits;

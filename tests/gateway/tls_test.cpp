@@ -529,6 +529,24 @@ TEST_CASE("HTTPS upstream: verified, pooled, resumed; 201 then a replay")
     CHECK(s.upstream.executions() == 4);
 }
 
+TEST_CASE("a request without Host reaches an upstream with its configured name: the TLS server_name, else "
+          "the address")
+{
+    test_certificates certs;
+    https_upstream_setup s(certs, certs.server_cert, certs.server_key,
+                           ca_only(certs) + "      server_name: localhost\n");
+    auto host_seen = [&](const std::string& path) {
+        http_connection conn(s.gateway->port(), io_timeout);
+        conn.send_raw("GET " + path + " HTTP/1.0\r\n\r\n");
+        auto res = conn.read_response();
+        REQUIRE(res.status == 201);
+        auto headers = parse_object(res.body)["headers"].as_object();
+        return headers.contains("host") ? std::string(headers["host"].as_string()) : std::string("<none>");
+    };
+    CHECK(host_seen("/api/orders") == "localhost:" + std::to_string(s.upstream.tls_port()));
+    CHECK(host_seen("/plain-hop/orders") == "127.0.0.1:" + std::to_string(s.upstream.port()));
+}
+
 TEST_CASE("HTTPS upstream with a certificate the gateway cannot verify: 502, the key is released")
 {
     test_certificates certs;

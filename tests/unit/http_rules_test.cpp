@@ -87,8 +87,13 @@ TEST_CASE("strict framing: every smuggling shape is refused")
          framing_violation::conflicting_content_length},
         {"no Host in 1.1", {{"Content-Length", "0"}}, 11, "/a", framing_violation::missing_host},
         {"two Host lines", {{"Host", "a"}, {"Host", "b"}}, 11, "/a", framing_violation::missing_host},
-        {"absolute-form target", {{"Host", "h"}}, 11, "http://evil/a", framing_violation::bad_target},
-        {"asterisk target", {{"Host", "h"}}, 11, "*", framing_violation::bad_target},
+        {"absolute-form target, another Host",
+         {{"Host", "h"}},
+         11,
+         "http://evil/a",
+         framing_violation::host_mismatch},
+        {"absolute-form target, its Host", {{"Host", "h"}}, 11, "http://h/a", framing_violation::none},
+        {"asterisk target without a method", {{"Host", "h"}}, 11, "*", framing_violation::bad_target},
     };
     for (const auto& r : rows) {
         CAPTURE(r.name);

@@ -256,6 +256,9 @@ private:
             co_await answer_and_close(problems::bad_framing, describe(violation), version);
             co_return false;
         }
+        // Routes, the fingerprint and the upstream see the origin-form path of an absolute-form
+        // target, and its authority as Host.
+        to_origin_form(header);
         if (!parser.is_done() && version >= 11) {
             auto expect = find_header(header, "Expect");
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {

@@ -22,7 +22,15 @@ std::string_view describe(framing_violation v) noexcept
     case framing_violation::conflicting_content_length:
         return "Content-Length must appear once with one value";
     case framing_violation::missing_host: return "an HTTP/1.1 request needs exactly one Host header";
-    case framing_violation::bad_target: return "the request target must be an absolute path (origin-form)";
+    case framing_violation::bad_target:
+        return "the request target must be a path (origin-form), an http or https URI (absolute-form), "
+               "or * for OPTIONS";
+    case framing_violation::target_bytes:
+        return "the request target must hold only visible ASCII (RFC 9112 3): percent-encode other bytes";
+    case framing_violation::target_fragment: return "the request target must not carry a fragment (#...)";
+    case framing_violation::target_userinfo: return "an absolute-form target must not carry userinfo (user@)";
+    case framing_violation::host_mismatch:
+        return "the Host header must name the authority of the absolute-form target (RFC 9112 3.2.2)";
     case framing_violation::non_canonical_method:
         return "standard methods must be spelled in upper case (e.g. POST, not post)";
     case framing_violation::connection_names_host: return "the Connection header must not name Host";
@@ -88,7 +96,94 @@ bool is_valid_host(std::string_view host)
     return true;
 }
 
+// The scheme prefix of an absolute-form target ("http://" or "https://", any case), or 0.
+std::size_t scheme_length(std::string_view target, bool& https)
+{
+    static constexpr std::string_view http_prefix = "http://";
+    static constexpr std::string_view https_prefix = "https://";
+    if (target.size() > http_prefix.size() &&
+        beast::iequals(target.substr(0, http_prefix.size()), http_prefix)) {
+        https = false;
+        return http_prefix.size();
+    }
+    if (target.size() > https_prefix.size() &&
+        beast::iequals(target.substr(0, https_prefix.size()), https_prefix)) {
+        https = true;
+        return https_prefix.size();
+    }
+    return 0;
+}
+
+// host[:port] without the scheme's default port or an empty port (RFC 3986 6.2.3), so that
+// "gw.test:80" in an http target names the same authority as "Host: gw.test".
+std::string_view normal_authority(std::string_view authority, bool https)
+{
+    std::string_view default_port = https ? ":443" : ":80";
+    if (authority.size() > default_port.size() && authority.ends_with(default_port))
+        authority.remove_suffix(default_port.size());
+    else if (authority.size() > 1 && authority.back() == ':')
+        authority.remove_suffix(1);
+    return authority;
+}
+
 } // namespace
+
+request_target parse_request_target(std::string_view target, std::string_view method)
+{
+    request_target out;
+    for (char c : target) {
+        auto u = static_cast<unsigned char>(c);
+        if (u <= 0x20 || u >= 0x7f) {
+            out.violation = framing_violation::target_bytes;
+            return out;
+        }
+        if (c == '#') {
+            out.violation = framing_violation::target_fragment;
+            return out;
+        }
+    }
+    if (!target.empty() && target.front() == '/')
+        return out;
+    if (target == "*") {
+        out.form = target_form::asterisk;
+        if (method != "OPTIONS")
+            out.violation = framing_violation::bad_target;
+        return out;
+    }
+    auto scheme = scheme_length(target, out.https);
+    if (scheme == 0) {
+        out.violation = framing_violation::bad_target;
+        return out;
+    }
+    out.form = target_form::absolute;
+    auto rest = target.substr(scheme);
+    auto end = rest.find_first_of("/?");
+    out.authority = rest.substr(0, end);
+    out.path_and_query = end == std::string_view::npos ? std::string_view{} : rest.substr(end);
+    if (out.authority.find('@') != std::string_view::npos)
+        out.violation = framing_violation::target_userinfo;
+    else if (out.authority.empty() || out.authority.front() == ':' || !is_valid_host(out.authority))
+        out.violation = framing_violation::bad_target;
+    return out;
+}
+
+bool to_origin_form(http::request_header<>& header)
+{
+    auto target = header.target();
+    if (target.empty() || target.front() == '/' || target == "*")
+        return false;
+    auto parsed = parse_request_target(target, header.method_string());
+    if (parsed.form != target_form::absolute || parsed.violation != framing_violation::none)
+        return false;
+    if (header.count(http::field::host) == 0)
+        header.set(http::field::host, parsed.authority);
+    std::string origin;
+    if (parsed.path_and_query.empty() || parsed.path_and_query.front() != '/')
+        origin.push_back('/');
+    origin.append(parsed.path_and_query);
+    header.target(origin);
+    return true;
+}
 
 std::string_view connection_names(const http::fields& fields, std::span<const std::string_view> names)
 {
@@ -144,8 +239,13 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
         return framing_violation::missing_host;
     if (host_lines > 1 || !is_valid_host(trim(host)))
         return framing_violation::bad_host;
-    if (target.empty() || target.front() != '/')
-        return framing_violation::bad_target;
+    auto parsed = parse_request_target(target, method);
+    if (parsed.violation != framing_violation::none)
+        return parsed.violation;
+    if (parsed.form == target_form::absolute && host_lines == 1 &&
+        !beast::iequals(normal_authority(trim(host), parsed.https),
+                        normal_authority(parsed.authority, parsed.https)))
+        return framing_violation::host_mismatch;
     if (is_non_canonical_method(method))
         return framing_violation::non_canonical_method;
     static constexpr std::string_view host_name[] = {"Host"};

@@ -16,9 +16,22 @@ bool is_bodyless_status(unsigned status)
     return (status >= 100 && status < 200) || status == 204 || status == 304;
 }
 
-// Rewrites the client's request for the upstream: hop-by-hop out, X-Forwarded-* in, HTTP/1.1,
-// Content-Length framing.
-void rewrite_request(request_type& req, const client_info& client)
+// The Host an upstream gets for a request that had none (HTTP/1.0): the upstream's name as
+// configured (its TLS server_name when set) and its port unless the scheme's default, as nginx
+// sends $proxy_host.
+std::string upstream_authority(const config::upstream_config& upstream)
+{
+    const auto& u = upstream.tls;
+    const std::string& host = u.enabled && !u.server_name.empty() ? u.server_name : upstream.address.host;
+    std::string out = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    if (upstream.address.port != (u.enabled ? 443 : 80))
+        out.append(":").append(std::to_string(upstream.address.port));
+    return out;
+}
+
+// Rewrites the client's request for the upstream: hop-by-hop out, X-Forwarded-* in, HTTP/1.1
+// with a Host, Content-Length framing.
+void rewrite_request(request_type& req, const client_info& client, const config::upstream_config& upstream)
 {
     strip_hop_by_hop(req, true);
     auto xff = find_header(req, "X-Forwarded-For");
@@ -32,6 +45,8 @@ void rewrite_request(request_type& req, const client_info& client)
     auto host = find_header(req, "Host");
     if (host.count > 0)
         req.set("X-Forwarded-Host", std::string(host.value));
+    else
+        req.set(http::field::host, upstream_authority(upstream));
     req.version(11);
     if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
         req.method() == http::verb::patch)
@@ -57,7 +72,7 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
 {
     unsigned client_version = req.version();
     bool head = req.method() == http::verb::head;
-    rewrite_request(req, client);
+    rewrite_request(req, client, env.cfg().upstreams[route.upstream_index]);
 
     upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, head, scratch);
     h.request_sent = result.sent;

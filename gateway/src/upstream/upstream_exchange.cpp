@@ -13,7 +13,10 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <cstring>
 #include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
+#include <idemgate/gateway/response_rules.hpp>
 #include <iterator>
 #include <openssl/ssl.h>
 #include <optional>
@@ -52,6 +55,56 @@ void drop_trailer_fields(http::response<http::string_body>& res, std::size_t hea
         ++it;
     while (it != res.end())
         it = res.erase(it);
+}
+
+// Reads until `buffer` holds an answer's whole head (or more than `limit` bytes: the parser then
+// refuses it), so the head can be checked as received before Beast parses it. `head_end` is one
+// past the head's empty line, or 0.
+template<class Stream>
+asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer, std::size_t limit,
+                                      std::size_t& head_end)
+{
+    for (;;) {
+        std::string_view bytes(static_cast<const char*>(buffer.data().data()), buffer.size());
+        head_end = response_head_end(bytes);
+        if (head_end > 0 || bytes.size() > limit)
+            co_return error_code{};
+        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(16 * 1024), use_tuple);
+        if (ec) {
+            bool nothing = ec == asio::error::eof && buffer.size() == 0;
+            co_return nothing ? error_code(http::error::end_of_stream) : ec;
+        }
+        buffer.commit(n);
+    }
+}
+
+// The checks on an answer's head that Beast does not make; may insert the SP before an absent
+// reason phrase into `buffer`.
+response_violation vet_head(beast::flat_buffer& buffer, std::size_t head_end)
+{
+    if (head_end == 0)
+        return response_violation::none; // too long: the parser refuses it
+    std::string_view bytes(static_cast<const char*>(buffer.data().data()), buffer.size());
+    auto head = bytes.substr(0, head_end);
+    if (auto v = check_response_head(head); v != response_violation::none)
+        return v;
+    if (lacks_reason_separator(head)) {
+        std::string fixed;
+        fixed.reserve(bytes.size() + 1);
+        fixed.append(bytes.substr(0, reason_separator_at))
+            .append(" ")
+            .append(bytes.substr(reason_separator_at));
+        buffer.consume(buffer.size());
+        auto space = buffer.prepare(fixed.size());
+        std::memcpy(space.data(), fixed.data(), fixed.size());
+        buffer.commit(fixed.size());
+    }
+    return response_violation::none;
+}
+
+bool has_body(unsigned status, bool head_request)
+{
+    return !head_request && status >= 200 && status != 204 && status != 304;
 }
 
 } // namespace
@@ -119,18 +172,33 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
         // final (RFC 9110 15.2); the deadline covers them all.
         std::optional<http::response_parser<http::string_body>> parser_storage;
         error_code rec;
+        response_violation refused = response_violation::none;
         std::size_t header_fields = 0;
+        constexpr std::size_t header_limit = 64 * 1024;
         for (int interim = 0; interim < 8; ++interim) {
             auto& p = parser_storage.emplace();
             p.body_limit(config_.limits.max_response_body);
-            p.header_limit(64 * 1024);
+            p.header_limit(header_limit);
             if (head_request)
                 p.skip(true);
-            auto [header_ec, header_read] = co_await http::async_read_header(stream, buffer, p, use_tuple);
-            rec = header_ec;
+            std::size_t head_end = 0;
+            rec = co_await read_head(stream, buffer, header_limit, head_end);
+            if (rec)
+                break;
+            refused = vet_head(buffer, head_end);
+            if (refused != response_violation::none)
+                break;
+            // The whole head is buffered (or more than the limit, which the parser refuses).
+            buffer.consume(p.put(buffer.data(), rec));
+            if (!rec && !p.is_header_done())
+                rec = http::error::header_limit;
             unsigned status = p.get().result_int();
             if (!rec && status >= 200) {
                 header_fields = static_cast<std::size_t>(std::distance(p.get().begin(), p.get().end()));
+                if (has_body(status, head_request))
+                    refused = check_response_framing(p.get());
+                if (refused != response_violation::none)
+                    break;
                 if (!p.is_done()) {
                     auto [body_ec, body_read] = co_await http::async_read(stream, buffer, p, use_tuple);
                     rec = body_ec;
@@ -145,6 +213,15 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
             }
         }
         auto& parser = *parser_storage;
+        if (refused != response_violation::none) {
+            // Framing the gateway cannot read exactly: nothing of it is kept or passed on, and
+            // the connection is not reused.
+            metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
+            log::warn("upstream answer refused: its framing cannot be read exactly",
+                      {{"upstream", fleet_->name()}, {"reason", describe(refused)}});
+            result.ec = make_error_code(error::upstream_protocol);
+            co_return result;
+        }
         if (rec) {
             // Only an idempotent request may be sent again once it was written (RFC 9110 9.2.2):
             // the upstream may have run a POST that died without an answer. That holds across

@@ -2,6 +2,7 @@
 // HTTP/1.1 rules the gateway enforces itself: strict request framing (Beast 1.81's parser lets
 // some smuggling shapes through) and hop-by-hop header removal (RFC 9110 7.6.1).
 #include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -18,7 +19,11 @@ enum class framing_violation {
     transfer_encoding_in_http10,          // RFC 9112 6.1: HTTP/1.0 has no TE
     conflicting_content_length,           // several Content-Length lines or a list
     missing_host,                         // RFC 9112 3.2: HTTP/1.1 needs exactly one Host
-    bad_target,                           // only origin-form ("/...") is proxied
+    bad_target,                           // not origin-form, http(s) absolute-form, or "*" for OPTIONS
+    target_bytes,                         // a byte outside visible ASCII in the target (RFC 9112 3)
+    target_fragment,                      // "#..." in the target: a fragment is never sent
+    target_userinfo,                      // absolute-form with userinfo ("http://user@host/")
+    host_mismatch,                        // absolute-form whose authority is not the Host header
     non_canonical_method,                 // "post", "Post": a standard method not spelled in upper case
     connection_names_host,                // Connection: Host would strip Host on the way upstream
     bad_host,                             // Host is not host[:port] (a list, spaces, '@', '/', ...)
@@ -31,6 +36,28 @@ std::string_view describe(framing_violation v) noexcept;
 // run as POST while the gateway did not guard it; such spellings are refused (as nginx does).
 framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target,
                                         std::string_view method = {});
+
+// The forms of request target the gateway accepts (RFC 9112 3.2); authority-form (CONNECT) is
+// refused.
+enum class target_form { origin, absolute, asterisk };
+
+struct request_target {
+    framing_violation violation = framing_violation::none;
+    target_form form = target_form::origin;
+    bool https = false;              // absolute-form: the scheme is https
+    std::string_view authority;      // absolute-form: host[:port], never empty
+    std::string_view path_and_query; // absolute-form: what follows the authority ("", "/..." or "?...")
+};
+
+// Reads a target as sent. Every byte must be visible ASCII (0x21-0x7E) and none a '#': a client
+// never sends a fragment, and a target holding one (or raw UTF-8) would be forwarded and
+// fingerprinted as something the origin reads otherwise. "*" is accepted for OPTIONS only.
+request_target parse_request_target(std::string_view target, std::string_view method);
+
+// For a request that passed check_request_framing: an absolute-form target becomes origin-form
+// (its path, "/" when empty, then its query) and its authority becomes Host when the request
+// had none (HTTP/1.0). Returns false (and changes nothing) for the other forms.
+bool to_origin_form(http::request_header<>& header);
 
 // The first of `names` (case-insensitive; empty names ignored) that a Connection header lists,
 // or "" when none. Host is always checked by check_request_framing; the idempotency filter

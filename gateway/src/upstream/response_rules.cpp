@@ -1,0 +1,115 @@
+#include <boost/beast/core/string.hpp>
+#include <idemgate/gateway/response_rules.hpp>
+
+namespace idemgate::gateway {
+
+namespace beast = boost::beast;
+
+std::string_view describe(response_violation v) noexcept
+{
+    switch (v) {
+    case response_violation::none: return "";
+    case response_violation::obs_fold_in_framing:
+        return "the answer folds a Transfer-Encoding or Content-Length line (obs-fold)";
+    case response_violation::transfer_encoding_not_chunked:
+        return "the answer's Transfer-Encoding is not exactly \"chunked\"";
+    case response_violation::content_length_and_transfer_encoding:
+        return "the answer carries both Content-Length and Transfer-Encoding";
+    case response_violation::conflicting_content_length:
+        return "the answer carries several Content-Length values";
+    }
+    return "";
+}
+
+namespace {
+
+std::string_view trim(std::string_view s)
+{
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+bool is_framing_name(std::string_view name)
+{
+    return beast::iequals(name, "Transfer-Encoding") || beast::iequals(name, "Content-Length");
+}
+
+} // namespace
+
+std::size_t response_head_end(std::string_view bytes) noexcept
+{
+    auto at = bytes.find("\r\n\r\n");
+    return at == std::string_view::npos ? 0 : at + 4;
+}
+
+response_violation check_response_head(std::string_view head) noexcept
+{
+    // Most heads have no folded line at all: look for one before reading field names.
+    bool folded = false;
+    for (auto at = head.find('\n'); at != std::string_view::npos && at + 1 < head.size() && !folded;
+         at = head.find('\n', at + 1))
+        folded = head[at + 1] == ' ' || head[at + 1] == '\t';
+    if (!folded)
+        return response_violation::none;
+    // Line by line after the status line: a line that starts with SP or HT continues the field
+    // line before it.
+    std::string_view previous_name;
+    auto eol = head.find('\n');
+    while (eol != std::string_view::npos && eol + 1 < head.size()) {
+        auto start = eol + 1;
+        eol = head.find('\n', start);
+        auto line = head.substr(start, eol == std::string_view::npos ? std::string_view::npos : eol - start);
+        if (line.empty() || line == "\r")
+            break;
+        if (line.front() == ' ' || line.front() == '\t') {
+            if (is_framing_name(previous_name))
+                return response_violation::obs_fold_in_framing;
+            continue;
+        }
+        previous_name = line.substr(0, line.find(':'));
+    }
+    return response_violation::none;
+}
+
+bool lacks_reason_separator(std::string_view head) noexcept
+{
+    // "HTTP/" DIGIT "." DIGIT SP 3DIGIT CRLF
+    return head.size() >= reason_separator_at + 2 && head.substr(0, 5) == "HTTP/" && is_digit(head[5]) &&
+           head[6] == '.' && is_digit(head[7]) && head[8] == ' ' && is_digit(head[9]) && is_digit(head[10]) &&
+           is_digit(head[11]) && head.substr(reason_separator_at, 2) == "\r\n";
+}
+
+response_violation check_response_framing(const http::fields& fields)
+{
+    int content_length_lines = 0;
+    int transfer_encoding_lines = 0;
+    std::string_view content_length;
+    std::string_view transfer_encoding;
+    for (const auto& f : fields) {
+        if (f.name() == http::field::content_length) {
+            ++content_length_lines;
+            content_length = f.value();
+        } else if (f.name() == http::field::transfer_encoding) {
+            ++transfer_encoding_lines;
+            transfer_encoding = f.value();
+        }
+    }
+    if (content_length_lines > 0 && transfer_encoding_lines > 0)
+        return response_violation::content_length_and_transfer_encoding;
+    if (transfer_encoding_lines > 1 ||
+        (transfer_encoding_lines == 1 && !beast::iequals(trim(transfer_encoding), "chunked")))
+        return response_violation::transfer_encoding_not_chunked;
+    if (content_length_lines > 1 || content_length.find(',') != std::string_view::npos)
+        return response_violation::conflicting_content_length;
+    return response_violation::none;
+}
+
+} // namespace idemgate::gateway
