@@ -149,6 +149,34 @@ std::string fingerprint_config::describe() const
     return out;
 }
 
+const std::array<status_action, 5> status_policy::default_classes{
+    status_action::record, status_action::record, status_action::record, status_action::record,
+    status_action::release};
+
+// The answers that say the request was not processed and may be retried: a timeout reading it
+// (408), too early (425), rate-limited (429).
+const std::map<unsigned, status_action>& status_policy::default_codes()
+{
+    static const std::map<unsigned, status_action> codes{
+        {408, status_action::release}, {425, status_action::release}, {429, status_action::release}};
+    return codes;
+}
+
+status_policy::status_policy()
+{
+    resolve(default_classes, default_codes());
+}
+
+void status_policy::resolve(const std::array<status_action, 5>& classes,
+                            const std::map<unsigned, status_action>& codes) noexcept
+{
+    for (unsigned status = 100; status < 600; ++status)
+        actions_[status - 100] = classes[status / 100 - 1];
+    for (const auto& [code, action] : codes)
+        if (code >= 100 && code < 600)
+            actions_[code - 100] = action;
+}
+
 const tenant_config* config::find_tenant(std::string_view tenant) const
 {
     if (tenants.empty())

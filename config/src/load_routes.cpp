@@ -61,7 +61,8 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
     map_view map(*this, node, path,
                  {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
                   "tenant_from", "mismatch_status", "credential_headers", "fingerprint", "mode",
-                  "expose_expiry", "on_unknown_outcome", "on_in_flight", "wait_timeout"});
+                  "expose_expiry", "on_unknown_outcome", "on_in_flight", "wait_timeout", "on_status",
+                  "status_header", "replay_drop_headers"});
     idem.enabled = true;
 
     if (const auto* methods = map.find("methods"))
@@ -91,6 +92,11 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
     read_choice(map, "on_in_flight", "allowed",
                 {{"reject", in_flight_mode::reject}, {"wait", in_flight_mode::wait}}, idem.on_in_flight);
     read_duration(map, "wait_timeout", idem.wait_timeout);
+    if (const auto* on_status = map.find("on_status"))
+        load_on_status(*on_status, map.path_of("on_status"), idem.on_status);
+    read_header_name(map, "status_header", idem.status_header, true);
+    if (const auto* drop = map.find("replay_drop_headers"))
+        load_header_patterns(*drop, map.path_of("replay_drop_headers"), idem.replay_drop_headers);
 
     if (auto text = scalar(map, "mismatch_status", "an integer")) {
         if (*text == "409")

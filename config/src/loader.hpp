@@ -1,7 +1,8 @@
 // Private to the config library: the value checks parse_values.cpp defines and the loader, the
 // YAML walk behind parse, load_file and load_text. The loader's section methods are defined by
 // topic: loader.cpp (the top level and the small sections), load_store.cpp (with each
-// backend's section: load_redis.cpp), load_http.cpp and load_routes.cpp.
+// backend's section: load_redis.cpp), load_http.cpp and load_routes.cpp (with what a route does
+// with each upstream answer: load_outcomes.cpp).
 #pragma once
 
 #include "idemgate/config/config.hpp"
@@ -323,6 +324,9 @@ private:
     void load_header_list(const YAML::Node& node, const std::string& path, std::vector<std::string>& out);
     static std::string lower_ascii(std::string_view text);
     void load_methods(const YAML::Node& node, const std::string& path, std::vector<std::string>& out);
+    // load_outcomes.cpp
+    void load_on_status(const YAML::Node& node, const std::string& path, status_policy& out);
+    void load_header_patterns(const YAML::Node& node, const std::string& path, std::vector<std::string>& out);
 
     std::string source_; // names the whole document when a problem has no key path
     const char* (*getenv_)(const char*);

@@ -40,8 +40,9 @@ Checks and output
   --metrics URL      the gateway's admin /metrics (repeatable: summed over instances); read
                      before and after to report upstream executions per key
   --ignore-header N  leave header N out of the replay comparison (repeatable), for headers a
-                     proxy in front of the gateway adds per answer (X-Request-Id is always left
-                     out: every answer carries its own request's ID)
+                     proxy in front of the gateway adds per answer (X-Request-Id and Date are
+                     always left out: every answer carries its own request's ID, a replay a
+                     fresh Date)
   --expect-status L  statuses the run expects, e.g. 2xx,409 (default: below 400; a storm also
                      409); any other answer is unexpected
   --max-unexpected P more than P % unexpected answers fail the run (default 0); a warm-up or

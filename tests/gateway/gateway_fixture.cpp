@@ -210,6 +210,20 @@ boost::json::object parse_object(const std::string& text)
     return value.as_object();
 }
 
+std::string without_fields(std::string raw, std::initializer_list<std::string_view> names)
+{
+    auto head_end = raw.find("\r\n\r\n");
+    for (auto name : names) {
+        auto at = raw.find("\r\n" + std::string(name) + ": ");
+        if (at == std::string::npos || at >= head_end)
+            continue;
+        auto end = raw.find("\r\n", at + 2);
+        raw.erase(at, end - at);
+        head_end = raw.find("\r\n\r\n");
+    }
+    return raw;
+}
+
 bool is_problem(const http_response& res, int status)
 {
     if (res.status != status || res.header("content-type").rfind("application/problem+json", 0) != 0)

@@ -5,8 +5,10 @@
 #include "idemgate/test/harness.hpp"
 
 #include <boost/json.hpp>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace idemgate::test {
@@ -103,6 +105,9 @@ boost::json::object parse_object(const std::string& text);
 // An RFC 9457 answer: this status, application/problem+json, string type/title/detail, numeric status.
 bool is_problem(const http_response& res, int status);
 std::string unique_key(const std::string& stem);
+// `raw` without the header lines named `names` (as sent, e.g. "Date"): the fields every answer
+// carries its own value of (X-Request-Id, Date, Idempotency-Status), left out to compare bytes.
+std::string without_fields(std::string raw, std::initializer_list<std::string_view> names);
 // The value of the Prometheus sample `series` (e.g. `name{label="v"}`) on the admin port's
 // /metrics, or -1 when absent.
 double metric(std::uint16_t admin_port, const std::string& series);

@@ -182,6 +182,7 @@ TEST_CASE("duplicate while the first is in flight gets 409 with Retry-After")
     slow.join();
     CHECK(is_problem(duplicate, 409));
     CHECK_FALSE(duplicate.header("retry-after").empty());
+    CHECK(duplicate.header("idempotency-status") == "in-flight");
     CHECK(first.status == 201);
 
     auto replay = f.post("/api/orders", key, "{}");

@@ -82,6 +82,8 @@ TEST_CASE("store failure with on_failure reject answers 503 without calling the 
 
     auto res = f.post("/api/orders", unique_key("nostore"), "{}");
     CHECK(is_problem(res, 503));
+    CHECK(res.header("idempotency-status") == "unavailable");
+    CHECK(res.header("retry-after") == "1");
     CHECK(f.executions() == before);
 
     // Requests that never touch the store are unaffected.
@@ -106,6 +108,7 @@ TEST_CASE("store failure with on_failure pass_through forwards unprotected")
     CHECK(a.status == 201);
     CHECK(b.status == 201);
     CHECK(b.header("idempotent-replayed") != "true");
+    CHECK(a.header("idempotency-status") == "unavailable"); // forwarded unprotected
     CHECK(f.executions() == before + 2);
 }
 

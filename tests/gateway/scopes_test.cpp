@@ -138,6 +138,9 @@ TEST_CASE("shadow mode forwards every duplicate and counts what enforcement woul
     CHECK(other_body.status == 201);
     CHECK(bad_key.status == 201);
     CHECK(f.executions() == 4);
+    // Shadow mode changes nothing the client sees but says that the key was not enforced.
+    for (const auto* res : {&first, &second, &other_body, &bad_key})
+        CHECK(res->header("idempotency-status") == "ignored");
     auto finding = [&](const std::string& what) {
         return f.process()
             .wait_for_line(

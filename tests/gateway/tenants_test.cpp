@@ -106,6 +106,7 @@ TEST_CASE("a refused key is released: the same key's retry runs once the quota a
     auto refused = post_as(f.port(), "acme", key);
     slow.join();
     CHECK(is_problem(refused, 429));
+    CHECK(refused.header("idempotency-status") == "released");
     auto retried = post_as(f.port(), "acme", key);
     CHECK(retried.status == 201);
     CHECK(retried.header("idempotent-replayed") != "true");
@@ -266,6 +267,8 @@ TEST_CASE("a waiter whose first request fails (5xx, released) gets 409 released;
     CHECK(is_problem(dup, 409));
     CHECK(parse_object(dup.body)["type"] == "urn:idemgate:problem:request-released");
     CHECK(dup.header("retry-after") == "1");
+    CHECK(first.header("idempotency-status") == "released");
+    CHECK(dup.header("idempotency-status") == "released");
     auto retry = f.post("/api/orders", key, "{}");
     CHECK(retry.status == 201);
     CHECK(f.executions() == 2);

@@ -74,20 +74,12 @@ http_response keyed_post(std::uint16_t port, const tls_client_options& tls, cons
     return https_request(port, tls, "POST", path, headers, body, io_timeout);
 }
 
-// The answer's bytes without the line that marks a replay.
-// The raw answer without the replay marker and without its X-Request-Id line (every answer
-// carries its own request's ID): what must be byte-identical between a first answer and a replay.
+// The raw answer without the replay marker and the fields every answer carries its own value of
+// (its request's ID, Date, what became of the key): what must be byte-identical between a first
+// answer and a replay.
 std::string without_replay_marker(const std::string& raw)
 {
-    std::string out = raw;
-    const std::string marker = "Idempotent-Replayed: true\r\n";
-    auto pos = out.find(marker);
-    if (pos != std::string::npos)
-        out.erase(pos, marker.size());
-    auto id = out.find("X-Request-Id: ");
-    if (id != std::string::npos)
-        out.erase(id, out.find("\r\n", id) + 2 - id);
-    return out;
+    return without_fields(raw, {"Idempotent-Replayed", "X-Request-Id", "Date", "Idempotency-Status"});
 }
 
 // True when the handshake or the first exchange on a fresh connection fails (with TLS 1.3 a

@@ -24,6 +24,7 @@
 //     X-Test-Interim: 1     sends "103 Early Hints" (with a Link header) before the answer
 //     X-Test-Trailer: 1     chunked body followed by the trailer field "X-Trailer-Secret: t1"
 //     X-Test-Echo-Request-Id: 1  answers with the request's X-Request-Id header (as many apps do)
+//     X-Test-Header: Name: value  adds that field to the answer (repeatable: one field a line)
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
 //   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
 //   The default body echoes {"execution","method","target","body","headers"}.
@@ -129,6 +130,18 @@ scripted_answer(const http::request<http::string_body>& req)
     res.set(http::field::connection, close ? "close, X-Hop" : "keep-alive, X-Hop");
     if (header_is_one(req, "X-Test-Set-Cookie"))
         res.set(http::field::set_cookie, "session=abc");
+    for (const auto& field : req) {
+        if (!beast::iequals(field.name_string(), "X-Test-Header"))
+            continue;
+        auto line = field.value();
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos)
+            continue;
+        auto value = line.substr(colon + 1);
+        while (!value.empty() && value.front() == ' ')
+            value.remove_prefix(1);
+        res.insert(line.substr(0, colon), value);
+    }
     if (header_is_one(req, "X-Test-Echo-Request-Id"))
         if (auto it = req.find("X-Request-Id"); it != req.end())
             res.set("X-Request-Id", it->value());

@@ -267,3 +267,72 @@ tenants:
     CHECK(w.find("tenants.acme.lock_ttl: 5000ms is not above") != std::string::npos);
     CHECK(w.find("tenants.globex") == std::string::npos);
 }
+
+TEST_CASE("on_status, status_header and replay_drop_headers parse over their defaults")
+{
+    using idemgate::config::status_action;
+    auto route = minimal + "    idempotency:\n";
+    auto defaults = idemgate::config::parse(route + "      {}\n").routes[0].idempotency;
+    CHECK(defaults.on_status.action_for(201) == status_action::record);
+    CHECK(defaults.on_status.action_for(401) == status_action::record);
+    CHECK(defaults.on_status.action_for(408) == status_action::release);
+    CHECK(defaults.on_status.action_for(425) == status_action::release);
+    CHECK(defaults.on_status.action_for(429) == status_action::release);
+    CHECK(defaults.on_status.action_for(500) == status_action::release);
+    CHECK(defaults.status_header == "Idempotency-Status");
+    CHECK(defaults.replay_drop_headers.size() == 6);
+    // A route without an idempotency block still names the status header (to say "ignored").
+    CHECK(idemgate::config::parse(minimal).routes[0].idempotency.status_header == "Idempotency-Status");
+
+    auto c = idemgate::config::parse(route + R"(      on_status:
+        "500": hold
+        504: hold
+        "4xx": release
+        "429": record
+        "2XX": record
+      status_header: ""
+      replay_drop_headers: [X-Request-Cost, "X-Quota-*"]
+)")
+                 .routes[0]
+                 .idempotency;
+    CHECK(c.on_status.action_for(500) == status_action::hold);
+    CHECK(c.on_status.action_for(504) == status_action::hold);
+    CHECK(c.on_status.action_for(503) == status_action::release); // the default class stays
+    CHECK(c.on_status.action_for(404) == status_action::release); // the class...
+    CHECK(c.on_status.action_for(429) == status_action::record);  // ...but a code beats it
+    CHECK(c.on_status.action_for(408) == status_action::release);
+    CHECK(c.on_status.action_for(201) == status_action::record);
+    CHECK(c.status_header.empty());
+    CHECK(c.replay_drop_headers == std::vector<std::string>{"X-Request-Cost", "X-Quota-*"});
+    CHECK(idemgate::config::parse(route + "      replay_drop_headers: []\n")
+              .routes[0]
+              .idempotency.replay_drop_headers.empty());
+
+    auto bad = joined(problems_of(route + R"(      on_status:
+        "5xx": keep
+        "abc": record
+        "600": hold
+        "6xx": hold
+        "42": hold
+        "404": [hold]
+      status_header: "Bad Header"
+      replay_drop_headers: ["X-*-Limit", "*", "Set-Cookie", "set-cookie"]
+)"));
+    CHECK(bad.find("routes[0].idempotency.on_status.\"5xx\": unknown action \"keep\" (use record, release or "
+                   "hold)") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.on_status.\"abc\": unknown status \"abc\"") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.on_status.\"600\": unknown status") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.on_status.\"6xx\": unknown status") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.on_status.\"42\": unknown status") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.on_status.\"404\": expected an action") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.status_header: \"Bad Header\" is not a header name") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.replay_drop_headers[0]: \"X-*-Limit\" is not a header name") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.replay_drop_headers[1]: \"*\" is not a header name") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.replay_drop_headers[3]: \"set-cookie\" is listed twice") !=
+          std::string::npos);
+    CHECK(joined(problems_of(route + "      on_status: [hold]\n"))
+              .find("routes[0].idempotency.on_status: expected a map") != std::string::npos);
+}

@@ -1,7 +1,10 @@
+#include <array>
 #include <doctest/doctest.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/gateway/decision.hpp>
+#include <map>
 #include <string>
+#include <vector>
 
 using namespace idemgate;
 using namespace idemgate::gateway;
@@ -206,18 +209,122 @@ TEST_CASE("decide_after_reserve: the store table")
     }
 }
 
-TEST_CASE("decide_after_upstream: 5xx and failures release, the rest is recorded")
+TEST_CASE("decide_after_upstream: by default 5xx, 408, 425, 429 and failures release, the rest is recorded")
 {
+    CHECK(decide_after_upstream(true, 100) == completion_action::record);
     CHECK(decide_after_upstream(true, 200) == completion_action::record);
     CHECK(decide_after_upstream(true, 201) == completion_action::record);
     CHECK(decide_after_upstream(true, 302) == completion_action::record);
     CHECK(decide_after_upstream(true, 404) == completion_action::record);
     CHECK(decide_after_upstream(true, 409) == completion_action::record);
     CHECK(decide_after_upstream(true, 499) == completion_action::record);
+    CHECK(decide_after_upstream(true, 401) == completion_action::record);
+    CHECK(decide_after_upstream(true, 407) == completion_action::record);
+    CHECK(decide_after_upstream(true, 408) == completion_action::release);
+    CHECK(decide_after_upstream(true, 425) == completion_action::release);
+    CHECK(decide_after_upstream(true, 429) == completion_action::release);
+    CHECK(decide_after_upstream(true, 430) == completion_action::record);
     CHECK(decide_after_upstream(true, 500) == completion_action::release);
     CHECK(decide_after_upstream(true, 503) == completion_action::release);
+    CHECK(decide_after_upstream(true, 599) == completion_action::release);
+    CHECK(decide_after_upstream(true, 600) == completion_action::release); // outside 100-599: as 5xx
+    CHECK(decide_after_upstream(true, 99) == completion_action::release);
     CHECK(decide_after_upstream(false, 0) == completion_action::release);
     CHECK(decide_after_upstream(false, 200) == completion_action::release);
+}
+
+TEST_CASE("on_status: entries over the defaults, a code beats its class, only answered statuses")
+{
+    using config::status_action;
+    using config::unknown_outcome_mode;
+    using enum completion_action;
+    auto policy = [](std::array<status_action, 5> classes, std::map<unsigned, status_action> codes) {
+        config::status_policy p;
+        auto all = config::status_policy::default_codes();
+        for (auto [code, action] : codes)
+            all[code] = action;
+        p.resolve(classes, all);
+        return p;
+    };
+    const auto r = status_action::record, rl = status_action::release, h = status_action::hold;
+    auto defaults = config::status_policy::default_classes;
+    struct row {
+        const char* what;
+        config::status_policy on_status;
+        bool answered;
+        unsigned status;
+        bool sent;
+        unknown_outcome_mode on_unknown;
+        completion_action expected;
+    };
+    const row rows[] = {
+        {"payment API: 500 held", policy(defaults, {{500, h}}), true, 500, true,
+         unknown_outcome_mode::release, hold},
+        {"payment API: 503 still released", policy(defaults, {{500, h}}), true, 503, true,
+         unknown_outcome_mode::release, release},
+        {"401 released when configured", policy(defaults, {{401, rl}}), true, 401, true,
+         unknown_outcome_mode::release, release},
+        {"401 recorded by default", policy(defaults, {}), true, 401, true, unknown_outcome_mode::release,
+         record},
+        {"5xx: hold holds 502 from the upstream", policy({r, r, r, r, h}, {}), true, 502, true,
+         unknown_outcome_mode::release, hold},
+        {"a code beats its class: 4xx hold keeps 429 released", policy({r, r, r, h, rl}, {}), true, 429, true,
+         unknown_outcome_mode::release, release},
+        {"4xx hold holds 404", policy({r, r, r, h, rl}, {}), true, 404, true, unknown_outcome_mode::release,
+         hold},
+        {"429 recorded when configured", policy(defaults, {{429, r}}), true, 429, true,
+         unknown_outcome_mode::release, record},
+        {"2xx released", policy({r, rl, r, r, rl}, {}), true, 201, true, unknown_outcome_mode::release,
+         release},
+        {"5xx record: 500 recorded", policy({r, r, r, r, r}, {}), true, 500, true,
+         unknown_outcome_mode::release, record},
+        // The gateway's own 502/504 never take on_status: they follow on_unknown_outcome.
+        {"own 502, 5xx hold, on_unknown release", policy({r, r, r, r, h}, {}), false, 502, true,
+         unknown_outcome_mode::release, release},
+        {"own 504, 5xx record, on_unknown hold", policy({r, r, r, r, r}, {}), false, 504, true,
+         unknown_outcome_mode::hold, hold},
+        {"own 502 before the request was written", policy({r, r, r, r, h}, {{502, h}}), false, 502, false,
+         unknown_outcome_mode::hold, release},
+    };
+    for (const auto& row : rows) {
+        CAPTURE(row.what);
+        CHECK(decide_after_upstream(row.answered, row.status, row.sent, row.on_unknown, row.on_status) ==
+              row.expected);
+    }
+}
+
+TEST_CASE("what the client is told after a settled forward")
+{
+    CHECK(status_after_settle(completion_action::record, true) == key_status::executed);
+    CHECK(status_after_settle(completion_action::release, true) == key_status::released);
+    CHECK(status_after_settle(completion_action::hold, true) == key_status::held);
+    // The store failed: nothing recorded or held, the key frees at lock_ttl.
+    CHECK(status_after_settle(completion_action::record, false) == key_status::released);
+    CHECK(status_after_settle(completion_action::hold, false) == key_status::released);
+    CHECK(to_string(key_status::in_flight) == "in-flight");
+    CHECK(to_string(key_status::unavailable) == "unavailable");
+    CHECK(to_string(key_status::none).empty());
+}
+
+TEST_CASE("replays drop Date and the configured fields; a trailing * is a prefix")
+{
+    const std::vector<std::string> drop{"Set-Cookie", "Retry-After", "X-RateLimit-*",
+                                        "RateLimit",  "RateLimit-*", "RateLimit-Policy"};
+    for (const char* name :
+         {"Date", "date", "Set-Cookie", "retry-after", "X-RateLimit-Remaining", "x-ratelimit-limit",
+          "X-RateLimit-", "RateLimit", "ratelimit-reset", "RateLimit-Policy"}) {
+        CAPTURE(name);
+        CHECK(dropped_from_replay(name, drop));
+    }
+    for (const char* name : {"Location", "ETag", "X-RateLimit", "RateLimits", "Content-Type", "Dates",
+                             "Retry-After2", "X-Upstream-Execution"}) {
+        CAPTURE(name);
+        CHECK_FALSE(dropped_from_replay(name, drop));
+    }
+    CHECK(dropped_from_replay("Date", {}));
+    CHECK_FALSE(dropped_from_replay("Set-Cookie", {}));
+    // Case folding is ASCII letters only: '-' and '_' differ.
+    CHECK_FALSE(dropped_from_replay("Retry_After", drop));
 }
 
 TEST_CASE("outcome names are the access log's words")
@@ -229,7 +336,9 @@ TEST_CASE("outcome names are the access log's words")
     CHECK(to_string(outcome::rejected) == "rejected");
     CHECK(to_string(outcome::store_error) == "store_error");
     CHECK(to_string(outcome::pass_through) == "pass_through");
-    CHECK(to_string(outcome::upstream_error) == "upstream_error");
+    CHECK(to_string(outcome::released) == "released");
+    CHECK(to_string(outcome::held) == "held");
+    CHECK(to_string(outcome::throttled) == "throttled");
 }
 
 TEST_CASE("shadow mode: every enforcement answer maps to a finding, forwarding is never one")

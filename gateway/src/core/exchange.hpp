@@ -7,6 +7,7 @@
 #include <idemgate/gateway/decision.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace idemgate::gateway::detail {
 
@@ -28,6 +29,11 @@ struct handled {
     // status (for the access log).
     std::shared_ptr<const tier_entry> prerendered;
     bool request_sent = false; // the request was written upstream (set by forward)
+    // What the answer tells the client about its key, in the field `status_header` (the route's
+    // routes[].idempotency.status_header; "" = not told). The name lives in the request's
+    // configuration generation.
+    key_status key_state = key_status::none;
+    std::string_view status_header;
     bool close_after = false;
 };
 

@@ -3,8 +3,11 @@
 // Included by exactly one file per stream type: http_connection.cpp (beast::tcp_stream) and
 // tls_connection.cpp (tls_stream), each the only instantiation in its file (it keeps the files
 // small; see run() for the GCC 12 trap met on the way).
+#include "core/http_date.hpp"
 #include "core/problem.hpp"
+#include "http1/answer_fields.hpp"
 #include "http1/http_connection.hpp"
+#include "idempotency/classify.hpp"
 #include "idempotency/idempotency_filter.hpp"
 #include "idempotency/local_tier.hpp"
 #include "observability/access_log.hpp"
@@ -105,8 +108,10 @@ private:
         co_return true;
     }
 
-    // Answers a request the gateway could not read, then the connection closes.
-    asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version)
+    // Answers a request the gateway could not read, then the connection closes. `header`: the
+    // request's header when it was read (a keyed request is then told it was rejected).
+    asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version,
+                                           const request_type* header = nullptr)
     {
         auto res = make_problem(p, detail, version ? version : 11, false);
         // A request whose header could not be read still gets an ID, to match log and answer.
@@ -114,6 +119,9 @@ private:
             ids_.request_id = new_request_id();
         if (!ids_.request_id.empty())
             res.set(cfg_->request_id_header, ids_.request_id);
+        if (auto name = header ? status_header_for(*cfg_, *header) : std::string_view(); !name.empty())
+            res.set(name, to_string(key_status::rejected));
+        res.set(http::field::date, http_date_now());
         auto ec = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
         ctx_.stats.count(outcome::rejected);
         if (cfg_->access_log)
@@ -234,9 +242,10 @@ private:
             if (ec == http::error::header_limit)
                 co_await answer_and_close(problems::header_too_large,
                                           "the request header exceeds limits.max_header_bytes", 11);
-            else if (ec == http::error::body_limit)
+            else if (ec == http::error::body_limit) // announced by Content-Length: the header is whole
                 co_await answer_and_close(problems::body_too_large,
-                                          "the request body exceeds limits.max_request_body", 11);
+                                          "the request body exceeds limits.max_request_body", 11,
+                                          &parser.get());
             else if (ec == beast::error::timeout)
                 co_await answer_and_close(problems::request_timeout,
                                           "the request header did not arrive within timeouts.header_read",
@@ -253,7 +262,7 @@ private:
 
         auto violation = check_request_framing(header, version, header.target(), header.method_string());
         if (violation != framing_violation::none) {
-            co_await answer_and_close(problems::bad_framing, describe(violation), version);
+            co_await answer_and_close(problems::bad_framing, describe(violation), version, &header);
             co_return false;
         }
         // Routes, the fingerprint and the upstream see the origin-form path of an absolute-form
@@ -275,7 +284,8 @@ private:
             if (auto ec = co_await read_body(parser)) {
                 if (ec == http::error::body_limit)
                     co_await answer_and_close(problems::body_too_large,
-                                              "the request body exceeds limits.max_request_body", version);
+                                              "the request body exceeds limits.max_request_body", version,
+                                              &parser.get());
                 else if (ec == beast::error::timeout)
                     co_await answer_and_close(problems::request_timeout,
                                               "the request body did not arrive within timeouts.body_read",
@@ -306,21 +316,20 @@ private:
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
         error_code ec;
         // Every answer carries this request's own ID: an executed one, a replay (the recorded
-        // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx.
+        // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx; and what
+        // became of its key, and Date (answer_fields.hpp).
         if (h.prerendered) {
-            std::string_view id_field;
-            if (!ids_.request_id.empty()) {
-                scratch_.clear();
+            scratch_.clear();
+            if (!ids_.request_id.empty())
                 scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
-                id_field = scratch_;
-            }
-            auto buffers = prerendered_buffers(*h.prerendered, req.version(), keep_alive, id_field);
+            append_answer_fields(scratch_, h, false); // a tier copy never holds Date
+            auto buffers = prerendered_buffers(*h.prerendered, req.version(), keep_alive, scratch_);
             ec = co_await write_bounded(buffers);
         } else {
             h.response.keep_alive(keep_alive);
             if (!ids_.request_id.empty())
                 h.response.set(cfg_->request_id_header, ids_.request_id);
-            auto buffers = message_buffers(h.response, scratch_);
+            auto buffers = answer_buffers(h.response, h, scratch_);
             ec = co_await write_bounded(buffers);
         }
         auto elapsed = clock_type::now() - started;
@@ -333,7 +342,7 @@ private:
 
     // A local-tier replay in one gather write: the bytes write_message would have produced for
     // the same replay (the Connection field as Beast's keep_alive() sets it).
-    // `extra` (the request ID field) goes last, as set() appends it on the other path.
+    // `extra` (the request ID field, then the added fields) goes last, as on the other path.
     static std::array<asio::const_buffer, 7> prerendered_buffers(const tier_entry& e, unsigned version,
                                                                  bool keep_alive, std::string_view extra)
     {

@@ -16,6 +16,16 @@ const config::route_config* match_route(const config::config& cfg, std::string_v
     return nullptr;
 }
 
+std::string_view status_header_for(const config::config& cfg, const request_type& req)
+{
+    const auto* route = match_route(cfg, req.target());
+    if (!route || route->idempotency.status_header.empty())
+        return {};
+    if (find_header(req, route->idempotency.key_header).count == 0)
+        return {};
+    return route->idempotency.status_header;
+}
+
 std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
                                         request_verdict& verdict)
@@ -23,6 +33,9 @@ std::optional<refused> classify_request(const config::route_config& route, const
     const auto& policy = route.idempotency;
     facts.method = req.method_string();
     if (policy.enabled) {
+        auto key = find_header(req, policy.key_header);
+        facts.key_count = key.count;
+        facts.key = key.value;
         // A Connection header naming the key or tenant header would strip it on the way
         // upstream after the gateway recorded under it (RFC 9110 7.6.1 lets a client name any
         // header there); a hop-by-hop scope is meaningless, so the request is refused.
@@ -32,9 +45,6 @@ std::optional<refused> classify_request(const config::route_config& route, const
             return refused{refusal::bad_connection_header, "the Connection header names " +
                                                                std::string(named) +
                                                                ", which the gateway needs end to end"};
-        auto key = find_header(req, policy.key_header);
-        facts.key_count = key.count;
-        facts.key = key.value;
         if (policy.tenant_from == config::tenant_source::client_cert) {
             facts.tenant_count = client.client_cert_cn.empty() ? 0 : 1;
             facts.tenant = client.client_cert_cn;
@@ -43,6 +53,9 @@ std::optional<refused> classify_request(const config::route_config& route, const
             facts.tenant_count = tenant.count;
             facts.tenant = tenant.value;
         }
+    } else if (!policy.status_header.empty()) {
+        // Not guarded at all: only whether a key came matters, to tell the client it was ignored.
+        facts.key_count = find_header(req, policy.key_header).count;
     }
     verdict = classify(policy, facts);
     switch (verdict) {

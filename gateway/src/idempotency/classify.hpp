@@ -22,4 +22,8 @@ std::optional<refused> classify_request(const config::route_config& route, const
                                         const client_info& client, request_facts& facts,
                                         request_verdict& verdict);
 
+// For an answer the connection gives before the filter runs (bad framing, a body over the
+// limit): the route's status_header when the request carried the route's key, else "".
+std::string_view status_header_for(const config::config& cfg, const request_type& req);
+
 } // namespace idemgate::gateway::detail

@@ -13,10 +13,28 @@ std::string_view to_string(outcome o) noexcept
     case outcome::rejected: return "rejected";
     case outcome::store_error: return "store_error";
     case outcome::pass_through: return "pass_through";
-    case outcome::upstream_error: return "upstream_error";
+    case outcome::released: return "released";
+    case outcome::held: return "held";
     case outcome::throttled: return "throttled";
     }
     return "unknown";
+}
+
+std::string_view to_string(key_status s) noexcept
+{
+    switch (s) {
+    case key_status::none: return "";
+    case key_status::executed: return "executed";
+    case key_status::replayed: return "replayed";
+    case key_status::released: return "released";
+    case key_status::held: return "held";
+    case key_status::in_flight: return "in-flight";
+    case key_status::mismatch: return "mismatch";
+    case key_status::rejected: return "rejected";
+    case key_status::unavailable: return "unavailable";
+    case key_status::ignored: return "ignored";
+    }
+    return "";
 }
 
 bool is_valid_key(std::string_view key) noexcept
@@ -147,14 +165,72 @@ long long retry_after_seconds(long long ms) noexcept
 }
 
 completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent,
-                                        config::unknown_outcome_mode on_unknown) noexcept
+                                        config::unknown_outcome_mode on_unknown,
+                                        const config::status_policy& on_status) noexcept
 {
     if (!upstream_answered)
         return request_sent && on_unknown == config::unknown_outcome_mode::hold ? completion_action::hold
                                                                                 : completion_action::release;
-    if (status >= 500)
-        return completion_action::release;
-    return completion_action::record;
+    switch (on_status.action_for(status)) {
+    case config::status_action::record: return completion_action::record;
+    case config::status_action::release: return completion_action::release;
+    case config::status_action::hold: return completion_action::hold;
+    }
+    return completion_action::release;
+}
+
+completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent,
+                                        config::unknown_outcome_mode on_unknown) noexcept
+{
+    static const config::status_policy defaults;
+    return decide_after_upstream(upstream_answered, status, request_sent, on_unknown, defaults);
+}
+
+key_status status_after_settle(completion_action action, bool store_ok) noexcept
+{
+    if (!store_ok)
+        return key_status::released;
+    switch (action) {
+    case completion_action::record: return key_status::executed;
+    case completion_action::release: return key_status::released;
+    case completion_action::hold: return key_status::held;
+    }
+    return key_status::released;
+}
+
+namespace {
+
+bool iequals_ascii(std::string_view a, std::string_view b) noexcept
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x != y && (x | 0x20) != (y | 0x20))
+            return false;
+        if (x != y && ((x | 0x20) < 'a' || (x | 0x20) > 'z'))
+            return false;
+    }
+    return true;
+}
+
+} // namespace
+
+bool dropped_from_replay(std::string_view name, const std::vector<std::string>& patterns) noexcept
+{
+    if (iequals_ascii(name, "date"))
+        return true;
+    for (const auto& p : patterns) {
+        std::string_view pattern(p);
+        if (!pattern.empty() && pattern.back() == '*') {
+            pattern.remove_suffix(1);
+            if (name.size() >= pattern.size() && iequals_ascii(name.substr(0, pattern.size()), pattern))
+                return true;
+        } else if (iequals_ascii(name, pattern)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 std::string_view to_string(shadow_finding f) noexcept

@@ -13,13 +13,15 @@ namespace idemgate::gateway::detail {
 namespace asio = boost::asio;
 using clock_type = request_phases::clock_type;
 
-response_type replay_response(store::stored_response&& stored, unsigned version)
+response_type replay_response(store::stored_response&& stored, unsigned version,
+                              const std::vector<std::string>& drop)
 {
     response_type res{http::int_to_status(stored.status), version};
     if (!stored.reason.empty())
         res.reason(stored.reason);
     for (auto& h : stored.headers)
-        res.insert(h.name, h.value);
+        if (!dropped_from_replay(h.name, drop))
+            res.insert(h.name, h.value);
     res.set("Idempotent-Replayed", "true");
     res.body() = std::move(stored.body);
     reframe(res, false);
@@ -63,6 +65,7 @@ phase_result request_phases::classify()
     }
     if (verdict_ != request_verdict::pass_through)
         return phase_result::next;
+    h_.key_state = key_status::ignored; // told only when a key came
     if (h_.shadow != shadow_finding::none)
         ctx_.stats.shadow[static_cast<int>(h_.shadow)].fetch_add(1, std::memory_order_relaxed);
     return phase_result::pass_through;
@@ -96,6 +99,7 @@ phase_result request_phases::tier_lookup()
     h_.response.result(copy->status); // for the access log; the bytes come from the copy
     h_.prerendered = std::move(copy);
     h_.result = outcome::replayed;
+    h_.key_state = key_status::replayed;
     return phase_result::respond;
 }
 
@@ -120,6 +124,7 @@ asio::awaitable<phase_result> request_phases::reserve()
             ctx_.stats.shadow[static_cast<int>(h_.shadow)].fetch_add(1, std::memory_order_relaxed);
         if (reserved.ec)
             ctx_.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
+        h_.key_state = key_status::ignored;
         co_return phase_result::pass_through;
     }
     if (action == reserve_action::in_flight_conflict &&
@@ -138,6 +143,7 @@ asio::awaitable<phase_result> request_phases::reserve()
     case reserve_action::reject_store_failure: co_return refuse({refusal::store_unavailable});
     case reserve_action::pass_through_store_failure:
         ctx_.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
+        h_.key_state = key_status::unavailable;
         co_return phase_result::pass_through;
     case reserve_action::forward_and_record: break;
     }
@@ -174,8 +180,9 @@ request_phases::wait_for_first(std::optional<store::record>& existing)
 // local tier, which a replay read from the store is what admits.
 phase_result request_phases::replay(store::record&& existing)
 {
-    h_.response = replay_response(std::move(existing.response), version_);
+    h_.response = replay_response(std::move(existing.response), version_, policy().replay_drop_headers);
     h_.result = outcome::replayed;
+    h_.key_state = key_status::replayed;
     if (tier_) {
         // The store's TTL started when the record was completed, after it was created.
         auto now = clock_type::now();
@@ -217,6 +224,10 @@ handled&& request_phases::respond()
 {
     if (refusal_)
         render_refusal(h_, *refusal_, version_, route_ ? policy().mismatch_status : 0);
+    else if (shadow_)
+        h_.key_state = key_status::ignored; // shadow mode changes nothing the client sees
+    if (route_ && facts_.key_count > 0 && h_.key_state != key_status::none)
+        h_.status_header = policy().status_header;
     return std::move(h_);
 }
 

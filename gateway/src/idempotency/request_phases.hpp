@@ -92,8 +92,11 @@ private:
     bool admitted_ = false; // admit counted the key in its tenant's quota: settle leaves it
 };
 
-// A recorded answer as a replay: its status, reason and fields, Idempotent-Replayed, its body.
-response_type replay_response(store::stored_response&& stored, unsigned version);
+// A recorded answer as a replay: its status, reason and fields but Date and those matching
+// `drop` (routes[].idempotency.replay_drop_headers), Idempotent-Replayed, its body. The answer
+// gets a fresh Date when it is written.
+response_type replay_response(store::stored_response&& stored, unsigned version,
+                              const std::vector<std::string>& drop);
 
 // The bookkeeping of a finished store operation: its latency, and its failure if any.
 boost::system::error_code account(metrics& stats, store_op op, std::chrono::steady_clock::time_point started,

@@ -1,11 +1,10 @@
 // The settle phase: the upstream answered (or did not) a request forwarded as its key's owner;
 // keep the answer for replay, or free or hold the key.
+#include "core/http_date.hpp"
 #include "idempotency/local_tier.hpp"
 #include "idempotency/request_phases.hpp"
 
 #include <boost/beast/core/string.hpp>
-#include <cstdio>
-#include <ctime>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 
@@ -13,25 +12,6 @@ namespace idemgate::gateway::detail {
 
 namespace asio = boost::asio;
 using clock_type = request_phases::clock_type;
-
-namespace {
-
-// IMF-fixdate (RFC 9110 5.6.7) of a Unix time in milliseconds, rounded down to the second.
-std::string http_date(std::int64_t unix_ms)
-{
-    std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    static constexpr const char* days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-    static constexpr const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
-                  months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    return buf;
-}
-
-} // namespace
 
 // The record of a settled answer: the reservation's fingerprint, token and creation time, and
 // the answer's status, reason, recordable fields and body (moved out of the answer).
@@ -46,10 +26,13 @@ store::record request_phases::completed_record()
     done.response.reason = std::string(h_.response.reason());
     // The request ID belongs to one request, not to the answer: a replay carries its own (an
     // upstream that echoes the ID would otherwise have it recorded).
+    // Nor is what the status header says: a replay says it is one.
     const auto& request_id_header = env_.cfg().request_id_header;
+    const auto& status_header = policy().status_header;
     for (const auto& f : h_.response)
         if (!excluded_from_record(f.name_string()) &&
-            (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)))
+            (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)) &&
+            (status_header.empty() || !boost::beast::iequals(f.name_string(), status_header)))
             done.response.headers.push_back({std::string(f.name_string()), std::string(f.value())});
     // Move the body into the record and back after complete: no copy of the body on the hot path.
     done.response.body = std::move(h_.response.body());
@@ -61,24 +44,36 @@ asio::awaitable<void> request_phases::settle(bool answered)
     const auto record_ttl = tenant_.record_ttl;
     // The quota is left with the reservation's token, which the record takes: keep a copy.
     std::string token = admitted_ ? in_flight_.owner_token : std::string();
-    auto completion = decide_after_upstream(answered, h_.response.result_int(), h_.request_sent,
-                                            policy().on_unknown_outcome);
+    const unsigned status = h_.response.result_int();
+    auto completion = decide_after_upstream(answered, status, h_.request_sent, policy().on_unknown_outcome,
+                                            policy().on_status);
+    if (answered)
+        ctx_.stats.upstream_outcomes[upstream_outcome_index(completion, status)].fetch_add(
+            1, std::memory_order_relaxed);
+    bool store_ok = true;
     if (completion == completion_action::hold) {
         // The upstream may have run it: never send it again. The key stays held for record_ttl.
-        h_.result = outcome::upstream_error;
+        h_.result = outcome::held;
         in_flight_.state = store::record_state::outcome_unknown;
         auto t1 = clock_type::now();
         auto ec = co_await w_.store->complete(scope_, in_flight_, record_ttl);
         account(ctx_.stats, store_op::complete, t1, ec);
+        store_ok = !ec;
         if (ec) {
             log::warn("store could not hold a key whose outcome is unknown; it is released by lock_ttl",
                       {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+        } else if (answered) {
+            log::warn("outcome unknown: the upstream answered with a status on_status holds; the key is held",
+                      {{"tenant", h_.tenant},
+                       {"key", h_.key},
+                       {"status", static_cast<std::int64_t>(status)},
+                       {"record_ttl_ms", record_ttl.count()}});
         } else {
             log::warn("outcome unknown: the request was sent upstream and no answer came; the key is held",
                       {{"tenant", h_.tenant}, {"key", h_.key}, {"record_ttl_ms", record_ttl.count()}});
         }
     } else if (completion == completion_action::release) {
-        h_.result = outcome::upstream_error;
+        h_.result = outcome::released;
         auto t1 = clock_type::now();
         auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
         account(ctx_.stats, store_op::release, t1, ec);
@@ -104,10 +99,12 @@ asio::awaitable<void> request_phases::settle(bool answered)
             // after this: the copy expires first.
             auto now = clock_type::now();
             tier_->insert(std::move(record_id_), std::move(done.fingerprint),
-                          replay_response(store::stored_response(done.response), version_), now + record_ttl,
-                          now);
+                          replay_response(store::stored_response(done.response), version_,
+                                          policy().replay_drop_headers),
+                          now + record_ttl, now);
         }
         h_.response.body() = std::move(done.response.body);
+        store_ok = !ec;
         if (ec) {
             ctx_.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
             log::warn("store complete failed; the response was sent but not recorded",
@@ -115,6 +112,7 @@ asio::awaitable<void> request_phases::settle(bool answered)
             h_.response.erase("Idempotency-Expires"); // nothing will be replayed
         }
     }
+    h_.key_state = status_after_settle(completion, store_ok);
     if (admitted_) {
         auto ec = co_await w_.store->leave(h_.tenant, token);
         if (ec)

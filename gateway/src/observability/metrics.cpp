@@ -8,6 +8,14 @@ std::string metric::outcome_label(std::size_t index)
     return "outcome=\"" + std::string(to_string(static_cast<outcome>(index))) + "\"";
 }
 
+std::string metric::upstream_outcome_label(std::size_t index)
+{
+    static constexpr std::string_view actions[] = {"record", "release", "hold"};
+    static constexpr std::string_view classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
+    return "action=\"" + std::string(actions[index / 5]) + "\",code=\"" + std::string(classes[index % 5]) +
+           "\"";
+}
+
 std::string metric::shadow_label(std::size_t index)
 {
     if (index == static_cast<std::size_t>(shadow_finding::none))

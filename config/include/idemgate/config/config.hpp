@@ -1,6 +1,7 @@
 #pragma once
 // idemgate's configuration: YAML in, typed aggregates out. Every default documented here is
 // the value used when the key is absent; config/idemgate.example.yaml shows every key.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -142,6 +143,29 @@ enum class json_mode { raw, canonical };
 enum class route_mode { enforce, shadow };
 enum class unknown_outcome_mode { release, hold };
 enum class in_flight_mode { reject, wait };
+// What happens to a key when its upstream answers with a status: kept for replay, freed (a
+// retry executes), or held as outcome_unknown (duplicates get 409 outcome-unknown).
+enum class status_action : std::uint8_t { record, release, hold };
+
+// routes[].idempotency.on_status resolved into one action per status 100-599: the defaults
+// ("5xx", "408", "425", "429": release; everything else: record) with the route's entries
+// over them, a code beating its class. A status outside 100-599 follows 5xx.
+class status_policy {
+public:
+    status_policy();
+    status_action action_for(unsigned status) const noexcept
+    {
+        return status >= 100 && status < 600 ? actions_[status - 100] : actions_[500 - 100];
+    }
+    // Resolves the table: `classes` for 1xx..5xx, then every code of `codes` over its class.
+    void resolve(const std::array<status_action, 5>& classes,
+                 const std::map<unsigned, status_action>& codes) noexcept;
+    static const std::array<status_action, 5> default_classes;
+    static const std::map<unsigned, status_action>& default_codes();
+
+private:
+    std::array<status_action, 500> actions_;
+};
 // Where the tenant of a guarded request comes from: the tenant_header (or none when it is
 // empty), or the common name of the client certificate verified by the TLS listener.
 enum class tenant_source { header, client_cert };
@@ -185,6 +209,15 @@ struct idempotency_config {
     // wait_timeout for the first answer and replay it (wait).
     in_flight_mode on_in_flight = in_flight_mode::reject;
     duration wait_timeout{10000};
+    // What each upstream status does to the key (on_status); the gateway's own 502/504 follow
+    // on_unknown_outcome instead.
+    status_policy on_status;
+    // Every answer to a keyed request says what the gateway did with the key ("" = off).
+    std::string status_header = "Idempotency-Status";
+    // Fields a replay leaves out (case-insensitive; a trailing '*' matches a prefix). Replays
+    // also carry a fresh Date instead of the recorded one.
+    std::vector<std::string> replay_drop_headers{"Set-Cookie", "Retry-After", "X-RateLimit-*",
+                                                 "RateLimit",  "RateLimit-*", "RateLimit-Policy"};
 };
 
 // Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway

@@ -21,6 +21,15 @@ enum class wait_end { settled, released, timed_out, refused };
 inline constexpr int store_op_count = 3;
 
 // The kinds of members IDEMGATE_GATEWAY_METRICS declares, and the labels of their series.
+// The upstream answers of keyed requests by what became of the key and the status class: one
+// series per completion_action and class (a status outside 100-599 counts as 5xx).
+inline constexpr int upstream_outcome_count = 3 * 5;
+constexpr std::size_t upstream_outcome_index(completion_action action, unsigned status) noexcept
+{
+    unsigned status_class = status >= 100 && status < 600 ? status / 100 - 1 : 4;
+    return static_cast<std::size_t>(action) * 5 + status_class;
+}
+
 namespace metric {
 
 using counter = std::atomic<std::uint64_t>;
@@ -55,7 +64,9 @@ inline constexpr labels<10> tls_failure_labels{"reason=\"plain_http\"",     "rea
                                                "reason=\"closed\"",         "reason=\"other\""};
 
 std::string outcome_label(std::size_t index); // outcome="<to_string(outcome)>"
-std::string shadow_label(std::size_t index);  // would="replay" ...; none is left out
+// By upstream_outcome_index: action="record|release|hold",code="1xx|...|5xx".
+std::string upstream_outcome_label(std::size_t index);
+std::string shadow_label(std::size_t index); // would="replay" ...; none is left out
 
 } // namespace metric
 
@@ -67,6 +78,9 @@ std::string shadow_label(std::size_t index);  // would="replay" ...; none is lef
 #define IDEMGATE_GATEWAY_METRICS(FAMILY, MEMBER)                                                            \
     FAMILY("idemgate_requests_total", "counter", "Requests by outcome.")                                    \
     MEMBER(metric::counters<outcome_count>, requests, metric::outcome_label)                                \
+    FAMILY("idemgate_upstream_outcomes_total", "counter",                                                   \
+           "Upstream answers to keyed requests by what became of the key (on_status) and status class.")    \
+    MEMBER(metric::counters<upstream_outcome_count>, upstream_outcomes, metric::upstream_outcome_label)     \
     FAMILY("idemgate_request_duration_seconds", "histogram", "Time from request header to response sent.")  \
     MEMBER(latency_histogram, request_latency, "")                                                          \
     FAMILY("idemgate_store_duration_seconds", "histogram", "Store operation latency.")                      \

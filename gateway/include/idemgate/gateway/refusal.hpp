@@ -1,6 +1,7 @@
 #pragma once
 // Every answer the idempotency filter gives instead of forwarding a request, in one table: its
-// problem type (and so its status), the access log's outcome, Retry-After and whether the
+// problem type (and so its status), the access log's outcome, what the status header says about
+// the key, Retry-After and whether the
 // connection closes. A policy about what a refusal answers edits its row here. Pure values.
 #include <idemgate/gateway/decision.hpp>
 #include <idemgate/gateway/problem_types.hpp>
@@ -39,6 +40,7 @@ struct refusal_rule {
     refusal reason;
     problem type;   // the problem document's type and title, and its status
     outcome result; // the access log's outcome and the metrics label
+    key_status key; // what the status header says about the key (none: no key, or no route)
     retry_hint retry_after;
     bool close;              // the connection closes after the answer
     std::string_view detail; // the document's detail; empty: worded from the route's headers

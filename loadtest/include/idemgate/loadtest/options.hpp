@@ -57,9 +57,10 @@ struct options {
     std::optional<std::string> tenant;
     std::string key_prefix;          // empty: a random prefix per run
     std::vector<target_url> metrics; // --metrics, summed (several instances of a fleet)
-    // Lower-case names left out of the replay comparison. X-Request-Id always: the gateway gives
-    // every answer, replays included, its own request's ID (request_id_header).
-    std::vector<std::string> ignore_headers{"x-request-id"};
+    // Lower-case names left out of the replay comparison. X-Request-Id and Date always: the
+    // gateway gives every answer, replays included, its own request's ID (request_id_header) and
+    // a replay a fresh Date.
+    std::vector<std::string> ignore_headers{"x-request-id", "date"};
     std::chrono::nanoseconds timeout = 10s; // every connect, write and read
     // Answers with these statuses are expected; more than max_unexpected_percent % of others fail
     // the run. Without --expect-status: default_expected_statuses(mode).

@@ -1,0 +1,23 @@
+#pragma once
+// The fields the connection adds to every answer as it writes it: what the gateway did with the
+// request's key (the route's status_header; one the upstream sent is replaced) and Date when
+// the answer has none (RFC 9110 6.6.1: the gateway's own answers and replays, whose recorded
+// Date was left out). They are appended to the rendered head, not inserted into the message's
+// fields: no allocation per answer.
+#include "core/exchange.hpp"
+
+#include <array>
+#include <boost/asio/buffer.hpp>
+#include <string>
+
+namespace idemgate::gateway::detail {
+
+// Appends the status line of `h` (if any) and, unless `has_date`, Date.
+void append_answer_fields(std::string& out, const handled& h, bool has_date);
+
+// `res` (the answer of `h`) as head + body buffers, its head rendered into `scratch` with the
+// fields above.
+std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, const handled& h,
+                                                        std::string& scratch);
+
+} // namespace idemgate::gateway::detail
