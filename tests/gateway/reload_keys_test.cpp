@@ -291,6 +291,36 @@ std::vector<reloadable_row> reloadable_rows()
                         CHECK(f.post("/api/orders", key, "{}").header("idempotent-replayed") != "true");
                         CHECK(f.executions() == 2);
                     }});
+    rows.push_back({"routes[].idempotency.on_status",
+                    [](auto& o) { o.idempotency_extra = "      on_status:\n        \"418\": record\n"; },
+                    text_edit("\"418\": record", "\"418\": release"),
+                    [](auto& f) {
+                        const auto key = unique_key("reload-on-status");
+                        CHECK(f.post("/api/orders", key, "{}", {{"X-Test-Status", "418"}}).status == 418);
+                        CHECK(f.post("/api/orders", key, "{}").status == 201); // released: it runs
+                        CHECK(f.executions() == 2);
+                    }});
+    rows.push_back({"routes[].idempotency.status_header",
+                    [](auto& o) { o.idempotency_extra = "      status_header: Idempotency-Status\n"; },
+                    text_edit("status_header: Idempotency-Status", "status_header: X-Key-Fate"),
+                    [](auto& f) {
+                        auto res = f.post("/api/orders", unique_key("reload-status-header"), "{}");
+                        CHECK(res.header("x-key-fate") == "executed");
+                        CHECK_FALSE(res.has_header("idempotency-status"));
+                    }});
+    rows.push_back({"routes[].idempotency.replay_drop_headers",
+                    [](auto& o) { o.idempotency_extra = "      replay_drop_headers: [Retry-After]\n"; },
+                    text_edit("replay_drop_headers: [Retry-After]", "replay_drop_headers: [X-Order-Ref]"),
+                    [](auto& f) {
+                        const auto key = unique_key("reload-replay-drop");
+                        const headers_type fields{{"X-Test-Header", "Retry-After: 5"},
+                                                  {"X-Test-Header", "X-Order-Ref: A-1"}};
+                        REQUIRE(f.post("/api/orders", key, "{}", fields).status == 201);
+                        auto replay = f.post("/api/orders", key, "{}");
+                        CHECK(replay.header("idempotent-replayed") == "true");
+                        CHECK_FALSE(replay.has_header("x-order-ref"));
+                        CHECK(replay.header("retry-after") == "5");
+                    }});
     rows.push_back({"upstreams", [](auto&) {},
                     [](gateway_fixture& f, std::string text) {
                         // The upstream the routes use now points where nothing listens.

@@ -289,9 +289,9 @@ private:
                 else if (ec == beast::error::timeout)
                     co_await answer_and_close(problems::request_timeout,
                                               "the request body did not arrive within timeouts.body_read",
-                                              version);
+                                              version, &parser.get());
                 else if (!is_quiet_close(ec) && ec != asio::error::operation_aborted)
-                    co_await answer_and_close(problems::bad_request, ec.message(), version);
+                    co_await answer_and_close(problems::bad_request, ec.message(), version, &parser.get());
                 co_return false;
             }
         }
@@ -299,7 +299,7 @@ private:
         // key, the tenant or credentials after the checks above, so any trailer is refused.
         if (std::distance(parser.get().begin(), parser.get().end()) != fields_before_body) {
             co_await answer_and_close(problems::bad_framing, "chunked trailer fields are not accepted",
-                                      version);
+                                      version, &parser.get());
             co_return false;
         }
 

@@ -287,11 +287,15 @@ void strip_hop_by_hop(http::fields& fields, bool also_expect)
 
 header_lookup find_header(const http::fields& fields, std::string_view name)
 {
+    // One pass over the lines comparing lengths first: a request has a handful of fields, and
+    // the ordered index's lookup compares whole names case-insensitively at every step.
     header_lookup out;
-    auto range = fields.equal_range(name);
-    for (auto it = range.first; it != range.second; ++it) {
+    for (const auto& f : fields) {
+        auto field_name = f.name_string();
+        if (field_name.size() != name.size() || !beast::iequals(field_name, name))
+            continue;
         if (out.count++ == 0)
-            out.value = it->value();
+            out.value = f.value();
     }
     return out;
 }

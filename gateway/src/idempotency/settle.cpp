@@ -113,6 +113,8 @@ asio::awaitable<void> request_phases::settle(bool answered)
         }
     }
     h_.key_state = status_after_settle(completion, store_ok);
+    if (!store_ok)
+        h_.result = outcome::released; // nothing recorded or held: the key frees at lock_ttl
     if (admitted_) {
         auto ec = co_await w_.store->leave(h_.tenant, token);
         if (ec)
