@@ -189,6 +189,7 @@ TEST_CASE("Idempotency-Status on every kind of answer to a keyed request, and Da
     CHECK(is_problem(no_route, 404));
     CHECK_FALSE(no_route.has_header("idempotency-status"));
     CHECK(is_http_date(no_route.header("date")));
+    CHECK(is_http_date(gateway_request(f.gateway->admin_port(), "GET", "/healthz").header("date")));
 }
 
 TEST_CASE("replays leave out replay_drop_headers and carry a fresh Date, from the store and the local tier")

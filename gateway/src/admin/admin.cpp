@@ -1,5 +1,6 @@
 #include "admin/admin.hpp"
 
+#include "core/http_date.hpp"
 #include "core/problem.hpp"
 #include "transport/wire.hpp"
 
@@ -134,6 +135,7 @@ asio::awaitable<void> admin::session(tcp::socket socket)
         else
             res = answer(req);
         res.keep_alive(req.keep_alive());
+        res.set(http::field::date, http_date_now());
         res.prepare_payload();
         auto wec = co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000),
                                           req.method() != http::verb::head);

@@ -26,6 +26,7 @@ asio::awaitable<void> refuse_plain_http(const config::timeouts_config& timeouts,
 {
     auto res =
         make_problem(problems::plain_http_to_tls, "this port serves HTTPS only: use https://", 11, false);
+    res.set(http::field::date, http_date_now());
     std::string scratch;
     auto ec = co_await write_message(tcp_layer, res, scratch, timeouts.client_write);
     error_code ignored;
