@@ -36,6 +36,7 @@ void loader::load_on_status(const YAML::Node& node, const std::string& path, sta
     auto codes = status_policy::default_codes();
     for (const auto& [key, value] : map.entries()) {
         auto entry_path = path + ".\"" + key + "\"";
+        remember(entry_path, value.Mark()); // a problem's line and column: the entry's value
         auto parsed = parse_status_key(key);
         if (parsed.code == 0 && parsed.status_class == 0) {
             problem(entry_path, "unknown status " + quote(key) +
