@@ -170,6 +170,7 @@ status_policy::status_policy()
 void status_policy::resolve(const std::array<status_action, 5>& classes,
                             const std::map<unsigned, status_action>& codes) noexcept
 {
+    classes_ = classes;
     for (unsigned status = 100; status < 600; ++status)
         actions_[status - 100] = classes[status / 100 - 1];
     for (const auto& [code, action] : codes)

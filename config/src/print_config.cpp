@@ -223,6 +223,26 @@ void idempotency(YAML::Emitter& out, const idempotency_config& i)
     out << (i.on_in_flight == in_flight_mode::reject ? "reject" : "wait");
     key(out, "wait_timeout");
     out << duration_text(i.wait_timeout);
+    // Each class, then every code whose action differs from its class's.
+    static constexpr const char* actions[] = {"record", "release", "hold"};
+    key(out, "on_status");
+    out << YAML::BeginMap;
+    for (unsigned c = 1; c <= 5; ++c) {
+        out << YAML::Key << YAML::DoubleQuoted << (std::to_string(c) + "xx");
+        out << YAML::Value << actions[static_cast<int>(i.on_status.class_action(c))];
+    }
+    for (unsigned status = 100; status < 600; ++status) {
+        auto action = i.on_status.action_for(status);
+        if (action == i.on_status.class_action(status / 100))
+            continue;
+        out << YAML::Key << YAML::DoubleQuoted << std::to_string(status);
+        out << YAML::Value << actions[static_cast<int>(action)];
+    }
+    out << YAML::EndMap;
+    key(out, "status_header");
+    out << i.status_header;
+    key(out, "replay_drop_headers");
+    string_list(out, i.replay_drop_headers);
     out << YAML::EndMap;
 }
 

@@ -44,7 +44,11 @@ TEST_CASE("print_config reads back as the same configuration")
     auto second = cfg::print_config(cfg::parse(first, every_secret));
     CHECK(first == second);
     // A file of its own: tenants, TLS on an upstream, a duration with no larger exact unit.
-    auto own = cfg::parse(minimal + R"(tenants:
+    auto own = cfg::parse(minimal + R"(    idempotency:
+      on_status: { "500": hold, "4xx": hold, "404": record }
+      status_header: ""
+      replay_drop_headers: []
+tenants:
   acme: { max_in_flight: 5, new_keys_per_second: 2.5, record_ttl: 90m }
 timeouts:
   idle: 1500ms
@@ -56,6 +60,11 @@ listen: "[::1]:8080"
     CHECK(text.find("record_ttl: 90m") != std::string::npos);
     CHECK(text.find("idle: 1500ms") != std::string::npos);
     CHECK(text.find("listen: \"[::1]:8080\"") != std::string::npos);
+    CHECK(text.find("\"4xx\": hold") != std::string::npos);
+    CHECK(text.find("\"404\": record") != std::string::npos);
+    CHECK(text.find("\"429\": release") != std::string::npos); // a default code beats the class
+    CHECK(text.find("\"500\": hold") != std::string::npos);
+    CHECK(text.find("\"501\"") == std::string::npos); // as its class
     CHECK(cfg::print_config(cfg::parse(text, no_env)) == text);
 }
 

@@ -162,9 +162,12 @@ public:
                  const std::map<unsigned, status_action>& codes) noexcept;
     static const std::array<status_action, 5> default_classes;
     static const std::map<unsigned, status_action>& default_codes();
+    // The action of class `c` (1 for 1xx ... 5 for 5xx) as resolved; a code may differ from it.
+    status_action class_action(unsigned c) const noexcept { return classes_[c - 1]; }
 
 private:
     std::array<status_action, 500> actions_;
+    std::array<status_action, 5> classes_;
 };
 // Where the tenant of a guarded request comes from: the tenant_header (or none when it is
 // empty), or the common name of the client certificate verified by the TLS listener.
