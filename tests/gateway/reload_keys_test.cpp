@@ -366,6 +366,19 @@ std::vector<restart_row> restart_rows()
                                         {{"Authorization", "Bearer " + admin_token}});
              CHECK(res.status == 200);
          }},
+        {"tracing",
+         [](std::string text) {
+             return text +
+                    "tracing:\n  otlp_endpoint: \"http://127.0.0.1:9/v1/traces\"\n  sample_ratio: 1.0\n";
+         },
+         [](auto& f) {
+             // Still off: a traceparent passes unchanged and nothing is queued for export.
+             const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+             auto res = gateway_request(f.port(), "POST", "/api/orders", {{"traceparent", tp}});
+             CHECK(res.body.find(tp) != std::string::npos);
+             CHECK(metric(f.gateway->admin_port(), "idemgate_trace_spans_total{result=\"dropped_export\"}") ==
+                   0);
+         }},
     };
 }
 

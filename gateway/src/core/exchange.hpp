@@ -34,6 +34,9 @@ struct handled {
     // configuration generation.
     key_status key_state = key_status::none;
     std::string_view status_header;
+    // The route's path_prefix (null when no route matched): the trace's http.route. Lives in
+    // the request's configuration generation.
+    const std::string* route = nullptr;
     bool close_after = false;
 };
 

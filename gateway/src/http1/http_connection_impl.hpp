@@ -309,7 +309,15 @@ private:
             req.set(cfg_->request_id_header, ids_.request_id);
         bool client_keep_alive = req.keep_alive();
         auto env = env_; // kept to the end of this request even if the next one reloads
-        handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_);
+        // Tracing on: this request's part in a trace (continued from its traceparent, or new).
+        std::optional<request_trace> trace;
+        if (ctx_.tracer) {
+            auto traceparent = find_header(req, "traceparent");
+            trace = begin_request_trace(traceparent.count == 1 ? traceparent.value : std::string_view{},
+                                        ctx_.boot.tracing.sample_ratio);
+        }
+        handled h =
+            co_await handle_request(ctx_, worker_, *env, req, client_, scratch_, trace ? &*trace : nullptr);
         // Draining is read after the request was handled: a request in flight when SIGTERM
         // arrived gets Connection: close on its answer.
         bool keep_alive =
@@ -337,6 +345,8 @@ private:
         ctx_.stats.count(h.result);
         if (cfg_->access_log)
             log_request(access_sink(), req, h, client_, ids_, elapsed, ec);
+        if (trace && trace->sampled)
+            finish_request_trace(*ctx_.tracer, *trace, req, h, client_, ctx_.boot.tracing, ec);
         co_return !ec && keep_alive;
     }
 

@@ -9,9 +9,9 @@ namespace idemgate::gateway::detail {
 // one place a request is forwarded.
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                                request_type& req, const client_info& client,
-                                               std::string& scratch)
+                                               std::string& scratch, request_trace* trace)
 {
-    request_phases phases(ctx, w, env, req, client);
+    request_phases phases(ctx, w, env, req, client, trace);
     auto step = phases.classify();
     if (step == phase_result::next)
         step = phases.scope();
@@ -25,10 +25,13 @@ boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, 
         // Unguarded, or as the key's owner, whose answer settle records.
         const bool owner = step == phase_result::next;
         phases.answer().result = owner ? outcome::executed : outcome::pass_through;
-        bool answered = co_await forward(ctx, env, phases.route(), req, client, phases.answer(), scratch);
+        bool answered =
+            co_await forward(ctx, env, phases.route(), req, client, phases.answer(), scratch, trace);
         if (owner)
             co_await phases.settle(answered);
     }
+    if (phases.routed())
+        phases.answer().route = &phases.route().path_prefix;
     co_return phases.respond();
 }
 

@@ -3,6 +3,7 @@
 // reserve -> admit -> forward -> settle -> respond). The only code that talks to the store and
 // to decision.hpp; the connection loop hands it a fully read request and writes whatever answer
 // it returns.
+#include "observability/request_trace.hpp"
 #include "state/worker.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -11,8 +12,10 @@ namespace idemgate::gateway::detail {
 
 // Handles one complete request (body read, framing checked) on worker `w`.
 // `env`: the live configuration the request runs under, with this thread's upstream pools.
+// `trace`: the request's trace when tracing is on; store operations and the upstream exchange
+// become its client spans, and the upstream gets its traceparent.
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                                request_type& req, const client_info& client,
-                                               std::string& scratch);
+                                               std::string& scratch, request_trace* trace = nullptr);
 
 } // namespace idemgate::gateway::detail

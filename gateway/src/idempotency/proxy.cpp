@@ -68,14 +68,34 @@ void reframe(response_type& res, bool head_request)
 }
 
 asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
-                              request_type& req, const client_info& client, handled& h, std::string& scratch)
+                              request_type& req, const client_info& client, handled& h, std::string& scratch,
+                              request_trace* trace)
 {
     unsigned client_version = req.version();
     bool head = req.method() == http::verb::head;
     rewrite_request(req, client, env.cfg().upstreams[route.upstream_index]);
+    // The upstream continues the trace from the exchange's own span (W3C Trace Context: a
+    // participant forwards its span ID, not its caller's); tracestate passes on unchanged.
+    tracing::span_id exchange_span{};
+    auto started = std::chrono::steady_clock::now();
+    if (trace) {
+        exchange_span = tracing::new_span_id();
+        req.set("traceparent", tracing::format_traceparent(trace->trace, exchange_span, trace->sampled));
+    }
 
     upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, head, scratch);
     h.request_sent = result.sent;
+    if (trace && trace->sampled) {
+        std::vector<tracing::attribute> attributes{{"server.address", route.upstream},
+                                                   {"http.request.method", std::string(req.method_string())}};
+        if (!result.ec)
+            attributes.push_back({"http.response.status_code", std::int64_t{result.response.result_int()}});
+        else
+            attributes.push_back({"error.type", result.ec.message()});
+        trace->add_child("upstream " + route.upstream, tracing::span_kind::client, started,
+                         result.ec || result.response.result_int() >= 500, std::move(attributes),
+                         exchange_span);
+    }
     if (result.ec) {
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);
         h.response =

@@ -2,6 +2,7 @@
 // Proxying: rewrites a client request for the upstream (hop-by-hop, X-Forwarded-*, framing),
 // exchanges it through the thread's upstream_pool, and rewrites the answer for the client.
 #include "core/exchange.hpp"
+#include "observability/request_trace.hpp"
 #include "state/process.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -13,9 +14,12 @@ namespace idemgate::gateway::detail {
 void reframe(response_type& res, bool head_request);
 
 // Forwards `req` to the route's upstream and fills h.response. Returns true when the upstream
-// answered (any status); false when the gateway answered 502/504 itself.
+// answered (any status); false when the gateway answered 502/504 itself. With `trace` (tracing
+// on), the upstream gets a traceparent naming the exchange's own span, and a sampled request
+// records that span.
 boost::asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env,
                                      const config::route_config& route, request_type& req,
-                                     const client_info& client, handled& h, std::string& scratch);
+                                     const client_info& client, handled& h, std::string& scratch,
+                                     request_trace* trace = nullptr);
 
 } // namespace idemgate::gateway::detail

@@ -38,9 +38,26 @@ boost::system::error_code account(metrics& stats, store_op op, clock_type::time_
 }
 
 request_phases::request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
-                               const client_info& client)
-    : ctx_(ctx), w_(w), env_(env), req_(req), client_(client), version_(req.version())
+                               const client_info& client, request_trace* trace)
+    : ctx_(ctx), w_(w), env_(env), req_(req), client_(client), trace_(trace), version_(req.version())
 {
+}
+
+boost::system::error_code request_phases::account(store_op op, clock_type::time_point started,
+                                                  boost::system::error_code ec)
+{
+    detail::account(ctx_.stats, op, started, ec);
+    if (trace_ && trace_->sampled) {
+        static constexpr std::string_view operations[] = {"reserve", "complete", "release"};
+        auto operation = operations[static_cast<int>(op)];
+        std::vector<tracing::attribute> attributes{{"db.system", std::string(ctx_.backend->kind())},
+                                                   {"idemgate.store.operation", std::string(operation)}};
+        if (ec)
+            attributes.push_back({"error.type", ec.message()});
+        trace_->add_child("idemgate.store " + std::string(operation), tracing::span_kind::client, started,
+                          static_cast<bool>(ec), std::move(attributes));
+    }
+    return ec;
 }
 
 phase_result request_phases::refuse(refused r)
@@ -111,7 +128,7 @@ asio::awaitable<phase_result> request_phases::reserve()
     tenant_ = resolve_tenant_policy(env_.cfg(), policy(), h_.tenant);
     auto t0 = clock_type::now();
     store::reserve_result reserved = co_await w_.store->reserve(scope_, in_flight_, tenant_.lock_ttl);
-    if (account(ctx_.stats, store_op::reserve, t0, reserved.ec))
+    if (account(store_op::reserve, t0, reserved.ec))
         log::warn("store reserve failed",
                   {{"error", reserved.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
 
@@ -172,6 +189,11 @@ request_phases::wait_for_first(std::optional<store::record>& existing)
                : action == reserve_action::released_conflict ? wait_end::released
                                                              : wait_end::settled;
     stats.waits[static_cast<int>(end)].fetch_add(1, std::memory_order_relaxed);
+    if (trace_) {
+        static constexpr std::string_view ends[] = {"settled", "released", "timed_out", "refused"};
+        trace_->add_event("idemgate.wait",
+                          {{"idemgate.wait.result", std::string(ends[static_cast<int>(end)])}});
+    }
     existing = std::move(waited.existing);
     co_return action;
 }
@@ -210,7 +232,7 @@ asio::awaitable<phase_result> request_phases::admit()
     // The key was reserved for nothing: free it so the client's retry can run.
     auto t1 = clock_type::now();
     auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
-    account(ctx_.stats, store_op::release, t1, ec);
+    account(store_op::release, t1, ec);
     if (action == quota_action::reject_store_failure)
         co_return refuse({refusal::quota_unavailable});
     bool in_flight_limit = adm.verdict == store::admission::too_many_in_flight;

@@ -9,6 +9,7 @@
 // request is forwarded; settle runs only after a request forwarded as its key's owner.
 #include "core/exchange.hpp"
 #include "idempotency/refusal.hpp"
+#include "observability/request_trace.hpp"
 #include "state/worker.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -31,8 +32,9 @@ class request_phases {
 public:
     using clock_type = std::chrono::steady_clock;
 
+    // `trace`: this request's trace when tracing is on (store operations become its spans).
     request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
-                   const client_info& client);
+                   const client_info& client, request_trace* trace = nullptr);
     request_phases(const request_phases&) = delete;
     request_phases& operator=(const request_phases&) = delete;
 
@@ -59,10 +61,14 @@ public:
     handled&& respond();
 
     const config::route_config& route() const noexcept { return *route_; }
+    bool routed() const noexcept { return route_ != nullptr; }
     handled& answer() noexcept { return h_; }
 
 private:
     const config::idempotency_config& policy() const noexcept { return route_->idempotency; }
+    // account() for this request, and its store operation as a client span when traced.
+    boost::system::error_code account(store_op op, clock_type::time_point started,
+                                      boost::system::error_code ec);
     phase_result refuse(refused r);
     boost::asio::awaitable<std::optional<reserve_action>>
     wait_for_first(std::optional<store::record>& existing);
@@ -74,6 +80,7 @@ private:
     const request_env& env_;
     request_type& req_;
     const client_info& client_;
+    request_trace* trace_;
     const unsigned version_; // the client's: forwarding rewrites the request's to HTTP/1.1
 
     const config::route_config* route_ = nullptr;

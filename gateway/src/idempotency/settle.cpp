@@ -55,9 +55,11 @@ asio::awaitable<void> request_phases::settle(bool answered)
         // The upstream may have run it: never send it again. The key stays held for record_ttl.
         h_.result = outcome::held;
         in_flight_.state = store::record_state::outcome_unknown;
+        if (trace_)
+            trace_->add_event("idemgate.hold", {{"idemgate.upstream_answered", answered}});
         auto t1 = clock_type::now();
         auto ec = co_await w_.store->complete(scope_, in_flight_, record_ttl);
-        account(ctx_.stats, store_op::complete, t1, ec);
+        account(store_op::complete, t1, ec);
         store_ok = !ec;
         if (ec) {
             log::warn("store could not hold a key whose outcome is unknown; it is released by lock_ttl",
@@ -76,7 +78,7 @@ asio::awaitable<void> request_phases::settle(bool answered)
         h_.result = outcome::released;
         auto t1 = clock_type::now();
         auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
-        account(ctx_.stats, store_op::release, t1, ec);
+        account(store_op::release, t1, ec);
         if (ec) {
             log::warn("store release failed; the key stays locked until lock_ttl",
                       {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
@@ -90,7 +92,7 @@ asio::awaitable<void> request_phases::settle(bool answered)
         store::record done = completed_record();
         auto t1 = clock_type::now();
         auto ec = co_await w_.store->complete(scope_, done, record_ttl);
-        account(ctx_.stats, store_op::complete, t1, ec);
+        account(store_op::complete, t1, ec);
         // By default a record enters the tier only once a replay reads it from the store: most
         // keys are never retried, and copying every new record (rendering it, evicting an older
         // copy from cold memory) costs every first execution and pushes replayed copies out.

@@ -20,7 +20,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using clock_type = std::chrono::steady_clock;
 
-span_exporter::span_exporter(options o, span_export_counters& counters)
+span_exporter::span_exporter(options o, span_export_counters counters)
     : options_(std::move(o)), counters_(counters)
 {
     // The loader checked the form: http://host:port/path.
@@ -52,6 +52,25 @@ void span_exporter::submit(tracing::span&& s)
     queue_.push_back(std::move(s));
     bool full_batch = queue_.size() >= options_.batch_spans;
     lock.unlock();
+    if (full_batch)
+        wake_.notify_one();
+}
+
+void span_exporter::submit(std::vector<tracing::span>& spans)
+{
+    std::unique_lock lock(mutex_);
+    std::size_t dropped = 0;
+    for (auto& s : spans) {
+        if (stopping_ || queue_.size() >= options_.queue_spans)
+            ++dropped;
+        else
+            queue_.push_back(std::move(s));
+    }
+    bool full_batch = queue_.size() >= options_.batch_spans;
+    lock.unlock();
+    spans.clear();
+    if (dropped)
+        counters_.dropped_queue.fetch_add(dropped, std::memory_order_relaxed);
     if (full_batch)
         wake_.notify_one();
 }

@@ -18,10 +18,11 @@
 
 namespace idemgate::gateway::detail {
 
+// idemgate_trace_spans_total{result}: exported, dropped_queue, dropped_export.
 struct span_export_counters {
-    std::atomic<std::uint64_t> exported{0};       // accepted by the collector
-    std::atomic<std::uint64_t> dropped_queue{0};  // the queue was full
-    std::atomic<std::uint64_t> dropped_export{0}; // the collector refused them or never answered
+    std::atomic<std::uint64_t>& exported;
+    std::atomic<std::uint64_t>& dropped_queue;
+    std::atomic<std::uint64_t>& dropped_export;
 };
 
 class span_exporter {
@@ -39,13 +40,14 @@ public:
         int attempts = 4;                              // per batch, with 0.25 s, 0.5 s, 1 s between
     };
 
-    span_exporter(options o, span_export_counters& counters);
+    span_exporter(options o, span_export_counters counters);
     ~span_exporter();
     span_exporter(const span_exporter&) = delete;
     span_exporter& operator=(const span_exporter&) = delete;
 
     // Any thread. Never blocks on the network.
     void submit(tracing::span&& s);
+    void submit(std::vector<tracing::span>& spans); // moves them out; one lock
     // Sends what is queued (bounded by flush_timeout), then stops the thread. Idempotent.
     void stop();
 
@@ -55,7 +57,7 @@ private:
     bool send(const std::string& body, const std::chrono::steady_clock::time_point& give_up);
 
     options options_;
-    span_export_counters& counters_;
+    span_export_counters counters_;
     std::string host_, port_, target_;
     std::mutex mutex_;
     std::condition_variable wake_;

@@ -29,6 +29,18 @@ struct server::impl {
         admin.on_reload([this](std::vector<std::string>& problems) {
             return listener.reload("POST /admin/v1/reload", problems);
         });
+        if (const auto& t = boot_cfg.tracing; t.enabled()) {
+            detail::span_exporter::options o;
+            o.endpoint = t.otlp_endpoint;
+            o.headers = t.headers;
+            o.service_name = t.service_name;
+            o.service_version = IDEMGATE_VERSION;
+            o.queue_spans = t.queue_spans;
+            ctx.tracer = std::make_unique<detail::span_exporter>(
+                o, detail::span_export_counters{ctx.stats.trace_spans_exported,
+                                                ctx.stats.trace_spans_dropped_queue,
+                                                ctx.stats.trace_spans_dropped_export});
+        }
         const auto& o = boot_cfg.access_log_options;
         ctx.access_log = std::make_unique<access_log_writer>(
             access_log_writer::options{o.queue_lines, o.batch_bytes, o.flush_interval},
@@ -93,6 +105,9 @@ int server::run()
     // The I/O threads have stopped: every line of the drain reaches stdout before "stopped".
     if (i.ctx.access_log)
         i.ctx.access_log->stop();
+    // The drain's last spans are sent (bounded) before the process exits.
+    if (i.ctx.tracer)
+        i.ctx.tracer->stop();
     log::info("stopped", {{"in_flight", i.ctx.stats.requests_in_flight.load()}});
     return 0;
 }

@@ -13,6 +13,7 @@ restart_only restart_only::of(const config::config& cfg)
     r.store = cfg.store;
     r.admin = cfg.admin;
     r.listen_tls = cfg.tls.has_value();
+    r.tracing = cfg.tracing;
     r.settlement_notifications = std::any_of(cfg.routes.begin(), cfg.routes.end(), [](const auto& route) {
         return route.idempotency.enabled && route.idempotency.on_in_flight == config::in_flight_mode::wait;
     });
@@ -21,7 +22,8 @@ restart_only restart_only::of(const config::config& cfg)
 
 const std::vector<std::string>& restart_only::keys()
 {
-    static const std::vector<std::string> names{"listen", "admin_listen", "threads", "store", "admin"};
+    static const std::vector<std::string> names{"listen", "admin_listen", "threads",
+                                                "store",  "admin",        "tracing"};
     return names;
 }
 
@@ -32,6 +34,7 @@ void restart_only::keep_in(config::config& next) const
     next.threads = threads;
     next.store = store;
     next.admin = admin;
+    next.tracing = tracing;
 }
 
 } // namespace idemgate::gateway::detail

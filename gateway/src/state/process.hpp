@@ -1,6 +1,7 @@
 #pragma once
 // Process-wide state, shared by every thread (fields are immutable or atomic): the store
 // backend, the metrics, the drain flag and the live configuration generation.
+#include "observability/span_exporter.hpp"
 #include "state/generation.hpp"
 
 #include <atomic>
@@ -30,6 +31,8 @@ struct restart_only {
     // Some route waited for in-flight duplicates at start (on_in_flight: wait): the store was
     // started with settlement notifications.
     bool settlement_notifications = false;
+    // The OTLP exporter is made once (its endpoint, headers, queue), and so is the sampling.
+    config::tracing_config tracing;
 
     static restart_only of(const config::config& cfg);
     // The top-level keys these settings come from, as config::changed_sections compares them.
@@ -53,6 +56,8 @@ struct gateway_context {
     // Always made (its thread idles while nothing is logged): a reload may turn access_log on
     // and changes its batching (access_log_writer::apply).
     std::unique_ptr<access_log_writer> access_log;
+    // Tracing on (tracing.otlp_endpoint): the exporter every sampled request's spans go to.
+    std::unique_ptr<span_exporter> tracer;
 
     bool ready() const { return !draining.load() && backend->ready(); }
 

@@ -152,7 +152,13 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
     FAMILY("idemgate_upstream_tls_failures_total", "counter",                                               \
            "TLS handshakes with HTTPS upstreams that failed (each also counted as a connect "               \
            "error: nothing was sent).")                                                                     \
-    MEMBER(metric::counter, upstream_tls_failures, "")
+    MEMBER(metric::counter, upstream_tls_failures, "")                                                      \
+    FAMILY("idemgate_trace_spans_total", "counter",                                                         \
+           "Spans of sampled requests: accepted by the OTLP collector, dropped because the export "         \
+           "queue was full, or dropped because the collector refused them or never answered.")             \
+    MEMBER(metric::counter, trace_spans_exported, "result=\"exported\"")                                    \
+    MEMBER(metric::counter, trace_spans_dropped_queue, "result=\"dropped_queue\"")                          \
+    MEMBER(metric::counter, trace_spans_dropped_export, "result=\"dropped_export\"")
 // clang-format on
 
 struct metrics {
