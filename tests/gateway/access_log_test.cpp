@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <signal.h>
 #include <thread>
@@ -119,6 +120,51 @@ TEST_CASE("a stuck stdout drops access lines and counts them; requests are still
     f.process().signal(SIGTERM);
     REQUIRE(f.process().wait_exit(15s) == 0);
     CHECK(logged() == written); // nothing counted as dropped was written after all
+}
+
+TEST_CASE("an access line explains its upstream exchange; a failed one also gets an error line")
+{
+    gateway_fixture f;
+    auto ok = gateway_request(f.port(), "POST", "/api/orders",
+                              {{"Idempotency-Key", unique_key("fields")},
+                               {"X-Request-Id", "fields-ok"},
+                               {"User-Agent", "orders-client/2.1"}},
+                              "{\"item\":\"book\"}");
+    REQUIRE(ok.status == 201);
+    auto down = gateway_request(
+        f.port(), "POST", "/down/orders",
+        {{"Idempotency-Key", unique_key("fields-down")}, {"X-Request-Id", "fields-down"}}, "{}");
+    REQUIRE(down.status == 502);
+    f.process().signal(SIGTERM);
+    REQUIRE(f.process().wait_exit(15s) == 0);
+    std::optional<boost::json::object> ok_line, down_line, error_line;
+    for (const auto& l : f.process().lines()) {
+        auto obj = parse_object(l);
+        auto* id = obj.if_contains("request_id");
+        if (obj.if_contains("msg") && obj.at("msg") == "access" && id && *id == "fields-ok")
+            ok_line = obj;
+        if (obj.if_contains("msg") && obj.at("msg") == "access" && id && *id == "fields-down")
+            down_line = obj;
+        if (obj.if_contains("msg") && obj.at("msg") == "upstream request failed")
+            error_line = obj;
+    }
+    REQUIRE(ok_line);
+    CHECK(ok_line->at("level") == "info");
+    CHECK(ok_line->at("upstream_address") == boost::json::value(f.upstream.address()));
+    CHECK(ok_line->at("upstream_us").as_int64() > 0);
+    CHECK(ok_line->at("upstream_us").as_int64() <= ok_line->at("latency_us").as_int64());
+    CHECK(!ok_line->contains("error"));
+    CHECK(ok_line->at("bytes_in").as_int64() == 15);
+    CHECK(ok_line->at("bytes_out").as_int64() == static_cast<std::int64_t>(ok.body.size()));
+    CHECK(ok_line->at("user_agent") == "orders-client/2.1");
+    REQUIRE(down_line);
+    CHECK(down_line->at("status").as_int64() == 502);
+    CHECK(down_line->at("error") == "connect");
+    CHECK(down_line->at("upstream_address").as_string().size() > 0); // the address it tried
+    REQUIRE(error_line);
+    CHECK(error_line->at("level") == "error");
+    CHECK(error_line->at("error") == "connect");
+    CHECK(error_line->at("request_sent") == false);
 }
 
 TEST_CASE("access_log: false writes no access line")

@@ -37,6 +37,11 @@ struct handled {
     // The route's path_prefix (null when no route matched): the trace's http.route. Lives in
     // the request's configuration generation.
     const std::string* route = nullptr;
+    // The upstream exchange, for the access log: the address used (or last tried), how long it
+    // took (-1: not forwarded), and why it failed ("" when it answered).
+    std::string upstream_address;
+    std::int64_t upstream_us = -1;
+    std::string_view upstream_error;
     bool close_after = false;
 };
 

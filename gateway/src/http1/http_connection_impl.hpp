@@ -344,7 +344,8 @@ private:
         ctx_.stats.request_latency.observe(elapsed);
         ctx_.stats.count(h.result);
         if (cfg_->access_log)
-            log_request(access_sink(), req, h, client_, ids_, elapsed, ec);
+            log_request(access_sink(), req, h, client_, ids_, elapsed, ec,
+                        h.prerendered ? h.prerendered->body.size() : h.response.body().size());
         if (trace && trace->sampled)
             finish_request_trace(*ctx_.tracer, *trace, req, h, client_, ctx_.boot.tracing, ec);
         co_return !ec && keep_alive;

@@ -3,6 +3,7 @@
 #include "core/problem.hpp"
 
 #include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 
 namespace idemgate::gateway::detail {
@@ -53,6 +54,48 @@ void rewrite_request(request_type& req, const client_info& client, const config:
         req.content_length(req.body().size());
 }
 
+// The access log's word for why an exchange failed.
+std::string_view upstream_error_kind(boost::system::error_code ec)
+{
+    if (ec == make_error_code(error::upstream_timeout))
+        return "timeout";
+    if (ec == make_error_code(error::upstream_connect))
+        return "connect";
+    if (ec == make_error_code(error::upstream_too_large))
+        return "too_large";
+    if (ec == make_error_code(error::upstream_protocol))
+        return "protocol";
+    return "other";
+}
+
+// One error line per failed exchange, at most 10 a second per thread (the rest are counted in
+// the next line), so an upstream outage cannot flood the log; the access line has the details
+// of every request.
+void log_upstream_failure(const config::route_config& route, const handled& h, bool sent)
+{
+    thread_local std::int64_t window = 0;
+    thread_local int in_window = 0, suppressed = 0;
+    auto now = log::now_unix_ms() / 1000;
+    if (now != window) {
+        window = now;
+        in_window = 0;
+    }
+    if (++in_window > 10) {
+        ++suppressed;
+        return;
+    }
+    boost::json::object fields{{"upstream", route.upstream},
+                               {"address", h.upstream_address},
+                               {"error", h.upstream_error},
+                               {"request_sent", sent},
+                               {"upstream_ms", static_cast<double>(h.upstream_us) / 1000.0}};
+    if (suppressed) {
+        fields["suppressed_before"] = suppressed;
+        suppressed = 0;
+    }
+    log::error("upstream request failed", std::move(fields));
+}
+
 } // namespace
 
 void reframe(response_type& res, bool head_request)
@@ -85,6 +128,10 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
 
     upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, head, scratch);
     h.request_sent = result.sent;
+    h.upstream_address = std::move(result.address);
+    h.upstream_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
+            .count();
     if (trace && trace->sampled) {
         std::vector<tracing::attribute> attributes{{"server.address", route.upstream},
                                                    {"http.request.method", std::string(req.method_string())}};
@@ -97,6 +144,8 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
                          exchange_span);
     }
     if (result.ec) {
+        h.upstream_error = upstream_error_kind(result.ec);
+        log_upstream_failure(route, h, result.sent);
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);
         h.response =
             make_problem(timed_out ? problems::gateway_timeout : problems::bad_gateway,

@@ -90,6 +90,7 @@ void add_ids(line_writer& line, const request_ids& ids)
 void begin_access_line(line_writer& line, const client_info& client)
 {
     line.number("ts", log::now_unix_ms());
+    line.text("level", "info");
     line.text("msg", "access");
     line.text("client", client.ip);
 }
@@ -129,7 +130,8 @@ std::string log_safe(std::string_view raw)
 
 void log_request(const access_log_sink& sink, const request_type& req, const handled& h,
                  const client_info& client, const request_ids& ids,
-                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec)
+                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec,
+                 std::size_t bytes_out)
 {
     if (!sink.writer)
         return;
@@ -148,6 +150,16 @@ void log_request(const access_log_sink& sink, const request_type& req, const han
     if (h.shadow != shadow_finding::none)
         line.text("shadow", to_string(h.shadow));
     line.number("latency_us", std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
+    if (h.upstream_us >= 0) {
+        line.text("upstream_address", h.upstream_address);
+        line.number("upstream_us", h.upstream_us);
+        if (!h.upstream_error.empty())
+            line.text("error", h.upstream_error);
+    }
+    line.number("bytes_in", static_cast<std::int64_t>(req.body().size()));
+    line.number("bytes_out", static_cast<std::int64_t>(bytes_out));
+    if (auto ua = req.find(http::field::user_agent); ua != req.end())
+        line.text("user_agent", ua->value());
     add_ids(line, ids);
     emit(sink, line.finish());
 }

@@ -31,7 +31,8 @@ std::string log_safe(std::string_view raw);
 // Runs on the thread that owns `sink`.
 void log_request(const access_log_sink& sink, const request_type& req, const handled& h,
                  const client_info& client, const request_ids& ids,
-                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec);
+                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec,
+                 std::size_t bytes_out);
 
 // A request the gateway could not read (bad framing, limits, timeouts).
 void log_rejected(const access_log_sink& sink, const client_info& client, const request_ids& ids,

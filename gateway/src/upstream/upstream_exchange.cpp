@@ -131,6 +131,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
         auto got = co_await acquire<Connection>(attempt == 0);
+        result.address = std::move(got.last_address);
         if (got.ec) {
             result.ec = got.ec;
             co_return result;

@@ -254,6 +254,7 @@ asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool
         if (!slot)
             co_return out;
         tried.push_back(slot.get());
+        out.last_address = slot->address->label;
         pending_guard guard(slot);
         if (allow_idle) {
             out.conn = take_idle<Connection>(*slot);

@@ -35,6 +35,7 @@ using tcp = boost::asio::ip::tcp;
 struct upstream_result {
     boost::system::error_code ec; // error::upstream_connect / _timeout / _protocol / _too_large
     bool sent = false;            // the whole request was written (an error after it: outcome unknown)
+    std::string address;          // the address used, or the last one tried ("10.0.0.5:8443"); logs
     http::response<http::string_body> response;
 };
 
@@ -103,6 +104,7 @@ private:
         pending_guard slot;
         Connection conn;
         bool reused = false;
+        std::string last_address; // the last address tried (its label), for the logs
     };
 
     template<class Connection>
