@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace idemgate::test;
@@ -148,6 +149,27 @@ TEST_CASE("/metrics carries the process families and idemgate_build_info")
     CHECK(line.find(",commit=\"") != std::string::npos);
     CHECK(line.find(",io_backend=\"") != std::string::npos);
     CHECK(line.ends_with("} 1"));
+}
+
+TEST_CASE("request latency by outcome and upstream latency by upstream, buckets to 60 s")
+{
+    gateway_fixture f;
+    auto key = unique_key("latency");
+    for (int i = 0; i < 3; ++i)
+        http_request(f.port(), "POST", "/api/orders", {{"Idempotency-Key", key}},
+                     "{}"); // 1 executed, 2 replayed
+    auto admin = f.gateway->admin_port();
+    // The gateway counts a request after writing its answer: wait (bounded) for the last one.
+    auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (metric(admin, "idemgate_request_duration_seconds_count{outcome=\"replayed\"}") < 2 &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    CHECK(metric(admin, "idemgate_request_duration_seconds_count{outcome=\"executed\"}") == 1);
+    CHECK(metric(admin, "idemgate_request_duration_seconds_count{outcome=\"replayed\"}") == 2);
+    auto upstream = metric(admin, "idemgate_upstream_duration_seconds_count{upstream=\"orders\"}");
+    CHECK(upstream == 1); // the replays never reached it
+    CHECK(metric(admin, "idemgate_upstream_duration_seconds_bucket{upstream=\"orders\",le=\"60\"}") == 1);
+    CHECK(metric(admin, "idemgate_upstream_duration_seconds_bucket{upstream=\"orders\",le=\"+Inf\"}") == 1);
 }
 
 TEST_SUITE_END();

@@ -341,7 +341,7 @@ private:
             ec = co_await write_bounded(buffers);
         }
         auto elapsed = clock_type::now() - started;
-        ctx_.stats.request_latency.observe(elapsed);
+        ctx_.stats.request_latency[static_cast<int>(h.result)].observe(elapsed);
         ctx_.stats.count(h.result);
         if (cfg_->access_log)
             log_request(access_sink(), req, h, client_, ids_, elapsed, ec,

@@ -129,9 +129,9 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
     upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, head, scratch);
     h.request_sent = result.sent;
     h.upstream_address = std::move(result.address);
-    h.upstream_us =
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
-            .count();
+    auto took = std::chrono::steady_clock::now() - started;
+    env.pools[route.upstream_index]->observe_exchange(took);
+    h.upstream_us = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
     if (trace && trace->sampled) {
         std::vector<tracing::attribute> attributes{{"server.address", route.upstream},
                                                    {"http.request.method", std::string(req.method_string())}};

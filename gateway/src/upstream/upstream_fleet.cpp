@@ -237,6 +237,11 @@ void fleet_registry::render(std::string& out) const
         prometheus::sample(out, "idemgate_upstream_resolve_failures_total",
                            "upstream=\"" + label_value(name) + "\"",
                            static_cast<double>(c->resolve_failures.load()));
+    prometheus::header(out, "idemgate_upstream_duration_seconds", "histogram",
+                       "Upstream exchanges, connecting included, answered or failed, by upstream.");
+    for (const auto& [name, c] : counters_)
+        c->duration.render(out, "idemgate_upstream_duration_seconds",
+                           "upstream=\"" + label_value(name) + "\"");
 }
 
 upstream_fleet::upstream_fleet(config::upstream_config cfg, const resolution& initial,

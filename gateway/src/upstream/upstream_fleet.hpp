@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
+#include <idemgate/common/histogram.hpp>
 #include <idemgate/config/config.hpp>
 #include <map>
 #include <memory>
@@ -46,6 +47,7 @@ using address_set = std::vector<std::shared_ptr<upstream_address>>;
 struct fleet_counters {
     std::atomic<std::uint64_t> ejections{0};
     std::atomic<std::uint64_t> resolve_failures{0};
+    latency_histogram duration; // each exchange, connecting included, answered or failed
 };
 
 // The process's fleet_counters by upstream name (the map only grows; lookups at fleet creation).
@@ -76,6 +78,7 @@ resolution resolve_now(boost::asio::io_context& ioc, const config::upstream_conf
 class upstream_fleet : public std::enable_shared_from_this<upstream_fleet> {
 public:
     upstream_fleet(config::upstream_config cfg, const resolution& initial, fleet_counters& counters);
+    fleet_counters& counters() noexcept { return counters_; }
     upstream_fleet(const upstream_fleet&) = delete;
     upstream_fleet& operator=(const upstream_fleet&) = delete;
 

@@ -240,6 +240,11 @@ asio::awaitable<error_code> upstream_pool::connect(Connection& conn, address_slo
     co_return error_code{};
 }
 
+void upstream_pool::observe_exchange(std::chrono::steady_clock::duration took)
+{
+    fleet_->counters().duration.observe(took);
+}
+
 template<class Connection>
 asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool allow_idle)
 {

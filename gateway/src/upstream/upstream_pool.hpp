@@ -66,6 +66,9 @@ public:
     // fresh connection (the race every keep-alive proxy has with the upstream's idle close); one
     // that dies after the request was written is retried only for idempotent methods (RFC 9110
     // 9.2.2) - a POST written to one address is never sent to another.
+    // idemgate_upstream_duration_seconds{upstream}: the caller times the whole exchange.
+    void observe_exchange(std::chrono::steady_clock::duration took);
+
     boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req,
                                                      bool head_request, std::string& scratch);
 

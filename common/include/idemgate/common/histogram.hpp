@@ -12,9 +12,11 @@ namespace idemgate {
 
 class latency_histogram {
 public:
-    // Upper bounds in seconds; the last bucket is +Inf.
-    static constexpr std::array<double, 12> bounds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                   0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+    // Upper bounds in seconds; the last bucket is +Inf. Up to 60 s: timeouts.upstream_response
+    // defaults to 25 s, and a slow upstream must land in a bucket of its own.
+    static constexpr std::array<double, 17> bounds{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                   0.01,   0.025,   0.05,   0.1,   0.25,   1.0,
+                                                   2.5,    5.0,     10.0,   25.0,  60.0};
 
     void observe(std::chrono::nanoseconds d) noexcept;
     std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }

@@ -82,7 +82,7 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
            "Upstream answers to keyed requests by what became of the key (on_status) and status class.")    \
     MEMBER(metric::counters<upstream_outcome_count>, upstream_outcomes, metric::upstream_outcome_label)     \
     FAMILY("idemgate_request_duration_seconds", "histogram", "Time from request header to response sent.")  \
-    MEMBER(latency_histogram, request_latency, "")                                                          \
+    MEMBER(metric::histograms<outcome_count>, request_latency, metric::outcome_label)                                                          \
     FAMILY("idemgate_store_duration_seconds", "histogram", "Store operation latency.")                      \
     MEMBER(metric::histograms<store_op_count>, store_latency, metric::store_op_labels)                      \
     FAMILY("idemgate_store_errors_total", "counter", "Store operations that failed.")                       \
