@@ -1,5 +1,6 @@
 #include "loader.hpp"
 
+#include <idemgate/config/key_pattern.hpp>
 #include <string>
 #include <utility>
 
@@ -62,7 +63,7 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
                  {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
                   "tenant_from", "mismatch_status", "credential_headers", "fingerprint", "mode",
                   "expose_expiry", "on_unknown_outcome", "on_in_flight", "wait_timeout", "on_status",
-                  "status_header", "replay_drop_headers"});
+                  "status_header", "replay_drop_headers", "key_format", "key_space"});
     idem.enabled = true;
 
     if (const auto* methods = map.find("methods"))
@@ -97,6 +98,10 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
     read_header_name(map, "status_header", idem.status_header, true);
     if (const auto* drop = map.find("replay_drop_headers"))
         load_header_patterns(*drop, map.path_of("replay_drop_headers"), idem.replay_drop_headers);
+    if (const auto* format = map.find("key_format"))
+        load_key_format(*format, map.path_of("key_format"), idem.key_format);
+    read_choice(map, "key_space", "a key space",
+                {{"tenant", key_space_mode::tenant}, {"route", key_space_mode::route}}, idem.key_space);
 
     if (auto text = scalar(map, "mismatch_status", "an integer")) {
         if (*text == "409")
@@ -107,6 +112,35 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
             problem(map.path_of("mismatch_status"),
                     (parse_decimal(*text) ? *text : quote(*text)) + " is not allowed (use 409 or 422)");
     }
+}
+
+void loader::load_key_format(const YAML::Node& node, const std::string& path, key_format_config& format)
+{
+    map_view map(*this, node, path, {"min_length", "max_length", "pattern"});
+    read_int(map, "min_length", format.min_length, 1, 255);
+    read_int(map, "max_length", format.max_length, 1, 255);
+    if (format.min_length > format.max_length)
+        problem(path, "min_length " + std::to_string(format.min_length) + " is greater than max_length " +
+                          std::to_string(format.max_length));
+    auto text = scalar(map, "pattern", "a string");
+    if (!text || text->empty())
+        return;
+    if (*text == "uuid") {
+        format.uuid = true;
+        if (format.min_length > 36 || format.max_length < 36)
+            problem(map.path_of("pattern"), "uuid keys have 36 characters, outside min_length " +
+                                                std::to_string(format.min_length) + " to max_length " +
+                                                std::to_string(format.max_length));
+    } else {
+        std::string error;
+        format.regex = key_pattern::compile(*text, error);
+        if (!format.regex) {
+            problem(map.path_of("pattern"),
+                    quote(*text) + " is not a usable ECMAScript regular expression: " + error);
+            return;
+        }
+    }
+    format.pattern = std::move(*text);
 }
 
 void loader::load_fingerprint(const YAML::Node& node, const std::string& path, fingerprint_config& fp)

@@ -321,6 +321,34 @@ std::vector<reloadable_row> reloadable_rows()
                         CHECK_FALSE(replay.has_header("x-order-ref"));
                         CHECK(replay.header("retry-after") == "5");
                     }});
+    rows.push_back(
+        {"routes[].idempotency.key_format",
+         [](auto& o) { o.idempotency_extra = "      key_format: { min_length: 1 }\n"; },
+         text_edit("key_format: { min_length: 1 }", "key_format: { min_length: 16, pattern: \"k-.*\" }"),
+         [](auto& f) {
+             auto res = f.post("/api/orders", "k-short", "{}");
+             CHECK(is_problem(res, 400));
+             CHECK(res.body.find("16 to 255 characters 0x20-0x7E matching the pattern k-.*") !=
+                   std::string::npos);
+             CHECK(f.post("/api/orders", unique_key("k-reload-format"), "{}").status == 201);
+         }});
+    rows.push_back({"routes[].idempotency.key_space",
+                    [](auto& o) {
+                        o.extra_routes =
+                            "  - path_prefix: \"/spaced/\"\n    upstream: orders\n    idempotency:\n"
+                            "      key_space: tenant\n";
+                    },
+                    text_edit("key_space: tenant", "key_space: route"),
+                    [](auto& f) {
+                        // The /spaced/ route has a key space of its own now: the key the /api/
+                        // route used runs again there instead of being a mismatch.
+                        const auto key = unique_key("reload-space");
+                        CHECK(f.post("/api/orders", key, "{}").status == 201);
+                        auto other = f.post("/spaced/orders", key, "{}");
+                        CHECK(other.status == 201);
+                        CHECK(other.header("idempotent-replayed") != "true");
+                        CHECK(f.executions() == 2);
+                    }});
     rows.push_back({"upstreams", [](auto&) {},
                     [](gateway_fixture& f, std::string text) {
                         // The upstream the routes use now points where nothing listens.

@@ -336,3 +336,85 @@ TEST_CASE("on_status, status_header and replay_drop_headers parse over their def
     CHECK(joined(problems_of(route + "      on_status: [hold]\n"))
               .find("routes[0].idempotency.on_status: expected a map") != std::string::npos);
 }
+
+TEST_CASE("key_format and key_space parse, and their errors name the key path")
+{
+    using namespace config_test;
+    auto c = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /a/
+    upstream: orders
+    idempotency:
+      key_format: { min_length: 16, max_length: 64, pattern: "ord-[0-9a-f]+" }
+      key_space: route
+  - path_prefix: /b/
+    upstream: orders
+    idempotency:
+      key_format: { pattern: uuid }
+  - path_prefix: /c/
+    upstream: orders
+    idempotency: {}
+)",
+                        no_env);
+    const auto& a = c.routes[0].idempotency;
+    CHECK(a.key_format.min_length == 16);
+    CHECK(a.key_format.max_length == 64);
+    CHECK(a.key_format.pattern == "ord-[0-9a-f]+");
+    CHECK_FALSE(a.key_format.uuid);
+    CHECK(a.key_format.regex);
+    CHECK(a.key_space == cfg::key_space_mode::route);
+    const auto& b = c.routes[1].idempotency;
+    CHECK(b.key_format.uuid);
+    CHECK_FALSE(b.key_format.regex);
+    CHECK(b.key_space == cfg::key_space_mode::tenant);
+    const auto& defaults = c.routes[2].idempotency;
+    CHECK(defaults.key_format.min_length == 1);
+    CHECK(defaults.key_format.max_length == 255);
+    CHECK(defaults.key_format.pattern.empty());
+    CHECK_FALSE(defaults.key_format.regex);
+    CHECK(defaults.key_space == cfg::key_space_mode::tenant);
+
+    auto bad = joined(problems_of(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /a/
+    upstream: orders
+    idempotency:
+      key_format: { min_length: 40, max_length: 20, pattern: "([a-z" }
+      key_space: global
+  - path_prefix: /b/
+    upstream: orders
+    idempotency:
+      key_format: { min_length: 0, max_length: 256, colour: red }
+  - path_prefix: /c/
+    upstream: orders
+    idempotency:
+      key_format: { max_length: 32, pattern: uuid }
+  - path_prefix: /d/
+    upstream: orders
+    idempotency:
+      key_format: { pattern: "(a)\\1" }
+  - path_prefix: /e/
+    upstream: orders
+    idempotency:
+      key_format: uuid
+)"));
+    CHECK(bad.find("routes[0].idempotency.key_format: min_length 40 is greater than max_length 20") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.key_format.pattern: \"([a-z\" is not a usable ECMAScript regular "
+                   "expression") != std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.key_space: \"global\" is not a key space (use tenant or route)") !=
+          std::string::npos);
+    CHECK(bad.find("routes[1].idempotency.key_format.min_length: 0 out of range (1-255)") !=
+          std::string::npos);
+    CHECK(bad.find("routes[1].idempotency.key_format.max_length: 256 out of range (1-255)") !=
+          std::string::npos);
+    CHECK(bad.find("routes[1].idempotency.key_format.colour: unknown key") != std::string::npos);
+    CHECK(bad.find(
+              "routes[2].idempotency.key_format.pattern: uuid keys have 36 characters, outside min_length 1 "
+              "to max_length 32") != std::string::npos);
+    CHECK(bad.find("routes[3].idempotency.key_format.pattern: \"(a)\\1\" is not a usable ECMAScript regular "
+                   "expression: back-references are not allowed") != std::string::npos);
+    CHECK(bad.find("routes[4].idempotency.key_format: expected a map") != std::string::npos);
+}

@@ -22,6 +22,7 @@
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/prometheus.hpp>
+#include <idemgate/gateway/key_syntax.hpp>
 #include <idemgate/gateway/scope.hpp>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -296,17 +297,24 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     }
     if (key.empty())
         co_return make_problem(problems::bad_request, "the key parameter is required", version, true);
+    // The key as a client sends it: a quoted spelling names the same record as the bare one.
+    std::string decoded;
+    auto parsed = parse_key_field(key, decoded);
+    if (parsed.error != key_syntax::ok)
+        co_return make_problem(problems::bad_request, describe(parsed.error, parsed.offset, "key"), version,
+                               true);
     auto resolved = resolve_scope(source, ctx_.boot.store.key_secret);
-    store::scope scope{resolved.tenant, key};
+    store::scope scope{resolved.tenant, parsed.key};
     if (req.method() == http::verb::delete_) {
         bool removed = false;
         auto ec = co_await store_->remove(scope, removed);
         if (ec)
             co_return make_problem(problems::store_unavailable, "the store failed: " + ec.message(), version,
                                    true);
-        // The tenant part of the scope, without the credentials (they start at a space).
-        auto tenant = scope.tenant.substr(0, scope.tenant.find(' '));
-        log::warn("admin: record deleted", {{"tenant", tenant}, {"key", key}, {"found", removed}});
+        // The tenant part of the scope, without the credentials (they start at a space) and the
+        // route (at 0x02).
+        auto tenant = scope.tenant.substr(0, scope.tenant.find_first_of(std::string_view(" \x02", 2)));
+        log::warn("admin: record deleted", {{"tenant", tenant}, {"key", scope.key}, {"found", removed}});
         if (!removed)
             co_return make_problem(problems::record_not_found, "no record for this scope and key", version,
                                    true);

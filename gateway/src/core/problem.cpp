@@ -8,7 +8,8 @@ namespace idemgate::gateway {
 
 http::response<http::string_body> make_problem(const problem& p, std::string_view detail, unsigned version,
                                                bool keep_alive, std::string_view instance,
-                                               unsigned status_override)
+                                               unsigned status_override,
+                                               std::span<const problem_member> members)
 {
     unsigned status = status_override ? status_override : static_cast<unsigned>(p.status);
     boost::json::object body;
@@ -18,6 +19,8 @@ http::response<http::string_body> make_problem(const problem& p, std::string_vie
     body["detail"] = detail;
     if (!instance.empty())
         body["instance"] = instance;
+    for (const auto& [name, value] : members)
+        body[name] = value;
     http::response<http::string_body> res{http::int_to_status(status), version};
     res.set(http::field::content_type, "application/problem+json");
     res.set(http::field::cache_control, "no-store");

@@ -28,14 +28,19 @@ std::string_view status_header_for(const config::config& cfg, const request_type
 
 std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
-                                        request_verdict& verdict)
+                                        request_verdict& verdict, std::string& key_storage)
 {
     const auto& policy = route.idempotency;
     facts.method = req.method_string();
     if (policy.enabled) {
         auto key = find_header(req, policy.key_header);
         facts.key_count = key.count;
-        facts.key = key.value;
+        if (key.count == 1) {
+            auto parsed = parse_key_field(key.value, key_storage);
+            facts.key = parsed.key;
+            facts.key_error = parsed.error;
+            facts.key_error_at = parsed.offset;
+        }
         // A Connection header naming the key or tenant header would strip it on the way
         // upstream after the gateway recorded under it (RFC 9110 7.6.1 lets a client name any
         // header there); a hop-by-hop scope is meaningless, so the request is refused.
@@ -65,8 +70,7 @@ std::optional<refused> classify_request(const config::route_config& route, const
         return refused{refusal::missing_key, "this route requires the " + policy.key_header + " header on " +
                                                  std::string(facts.method) + " requests"};
     case request_verdict::reject_invalid_key:
-        return refused{refusal::invalid_key,
-                       policy.key_header + " must appear once, with 1 to 255 visible ASCII characters"};
+        return refused{refusal::invalid_key, invalid_key_detail(policy, facts)};
     case request_verdict::reject_missing_tenant:
         if (policy.tenant_from == config::tenant_source::client_cert)
             return refused{refusal::missing_client_certificate};

@@ -17,10 +17,11 @@ const config::route_config* match_route(const config::config& cfg, std::string_v
 
 // Is the request guarded, and are its key and tenant well-formed? Returns the refusal (a
 // rejection, answered before the store), or nothing with `facts` and `verdict` filled for a
-// guarded or pass-through request.
+// guarded or pass-through request. A quoted key with escapes is decoded into `key_storage`,
+// which facts.key then points into.
 std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
-                                        request_verdict& verdict);
+                                        request_verdict& verdict, std::string& key_storage);
 
 // For an answer the connection gives before the filter runs (bad framing, a body over the
 // limit): the route's status_header when the request carried the route's key, else "".

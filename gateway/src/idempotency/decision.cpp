@@ -82,7 +82,8 @@ request_verdict classify(const config::idempotency_config& policy, const request
     if (facts.key_count == 0)
         return policy.required ? request_verdict::reject_missing_key : request_verdict::pass_through;
     // Exactly one header line: two lines could be read differently by two hops.
-    if (facts.key_count > 1 || !is_valid_key(facts.key))
+    if (facts.key_count > 1 || facts.key_error != key_syntax::ok ||
+        check_key_format(policy.key_format, facts.key) != key_format_check::ok)
         return request_verdict::reject_invalid_key;
     if (policy.tenant_scoped()) {
         if (facts.tenant_count == 0)
@@ -94,6 +95,24 @@ request_verdict classify(const config::idempotency_config& policy, const request
             return request_verdict::reject_invalid_tenant;
     }
     return request_verdict::guard;
+}
+
+std::string invalid_key_detail(const config::idempotency_config& policy, const request_facts& facts)
+{
+    const auto& header = policy.key_header;
+    if (facts.key_count > 1)
+        return header + " must appear once; the request has " + std::to_string(facts.key_count) + " lines";
+    if (facts.key_error != key_syntax::ok)
+        return describe(facts.key_error, facts.key_error_at, header);
+    auto must = header + " must be " + describe(policy.key_format);
+    switch (check_key_format(policy.key_format, facts.key)) {
+    case key_format_check::ok: break;
+    case key_format_check::too_short:
+    case key_format_check::too_long: return must + "; this key has " + std::to_string(facts.key.size());
+    case key_format_check::bad_character: return must + "; this key has a character outside that range";
+    case key_format_check::no_match: return must + "; this key does not match";
+    }
+    return must;
 }
 
 namespace {

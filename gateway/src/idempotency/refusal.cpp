@@ -92,12 +92,32 @@ const refusal_rule& rule_for(refusal r) noexcept
 
 namespace idemgate::gateway::detail {
 
+namespace {
+
+// A Location value that can stand between '<' and '>' in a Link (RFC 8288): a URI reference has
+// no spaces, controls, quotes or angle brackets.
+bool fits_link(std::string_view uri) noexcept
+{
+    for (char ch : uri) {
+        auto c = static_cast<unsigned char>(ch);
+        if (c <= 0x20 || c >= 0x7f || c == '<' || c == '>' || c == '"')
+            return false;
+    }
+    return !uri.empty();
+}
+
+} // namespace
+
 void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status)
 {
     const auto& row = rule_for(r.reason);
     std::string_view detail = r.detail.empty() ? row.detail : std::string_view(r.detail);
+    std::array<problem_member, 1> location{{{"location", r.location}}};
     h.response =
-        make_problem(row.type, detail, version, !row.close, {}, row.status_from_route ? route_status : 0);
+        make_problem(row.type, detail, version, !row.close, {}, row.status_from_route ? route_status : 0,
+                     std::span<const problem_member>(location.data(), r.location.empty() ? 0 : 1));
+    if (fits_link(r.location))
+        h.response.set(http::field::link, "<" + r.location + ">; rel=\"original\"");
     switch (row.retry_after) {
     case retry_hint::none: break;
     case retry_hint::one_second: h.response.set(http::field::retry_after, "1"); break;

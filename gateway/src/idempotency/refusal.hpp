@@ -12,11 +12,14 @@ struct refused {
     refusal reason = refusal::no_route;
     std::string detail;           // replaces the row's text (rows worded from the route's headers)
     long long retry_after_ms = 0; // retry_hint::quota_wait: how long the quota asks to wait
+    // The Location of the first answer for this key (a mismatch): the problem's "location" and a
+    // Link with rel="original".
+    std::string location;
 };
 
 // Fills `h` as the row of `r.reason` says: the problem document (status: the problem's, or
 // `route_status` for a row with status_from_route), Retry-After, the outcome, and whether the
-// connection closes.
+// connection closes; with a location, the problem's "location" member and the Link header.
 void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status);
 
 } // namespace idemgate::gateway::detail

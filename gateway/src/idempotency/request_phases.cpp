@@ -5,6 +5,7 @@
 #include "idempotency/proxy.hpp"
 #include "idempotency/scope.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 
@@ -60,6 +61,16 @@ boost::system::error_code request_phases::account(store_op op, clock_type::time_
     return ec;
 }
 
+std::string original_location(const store::record& first)
+{
+    if (first.state != store::record_state::completed)
+        return {};
+    for (const auto& h : first.response.headers)
+        if (boost::beast::iequals(h.name, "Location"))
+            return h.value;
+    return {};
+}
+
 phase_result request_phases::refuse(refused r)
 {
     refusal_ = std::move(r);
@@ -72,7 +83,7 @@ phase_result request_phases::classify()
     if (!route_)
         return refuse({refusal::no_route});
     shadow_ = policy().mode == config::route_mode::shadow;
-    if (auto rejection = classify_request(*route_, req_, client_, facts_, verdict_)) {
+    if (auto rejection = classify_request(*route_, req_, client_, facts_, verdict_, key_storage_)) {
         // Shadow mode changes nothing the client sees: a request enforcement would refuse for its
         // key or tenant is forwarded, and the refusal is only counted.
         if (!shadow_ || shadow_after_classify(verdict_) != shadow_finding::would_reject)
@@ -93,8 +104,7 @@ phase_result request_phases::scope()
     // Copies: forwarding may erase header lines these views point into.
     h_.key = std::string(facts_.key);
     h_.tenant = std::string(facts_.tenant);
-    auto resolved =
-        resolve_scope(request_scope_source(policy(), h_.tenant, req_), ctx_.boot.store.key_secret);
+    auto resolved = resolve_scope(request_scope_source(*route_, h_.tenant, req_), ctx_.boot.store.key_secret);
     scope_tenant_ = std::move(resolved.tenant);
     h_.principal = std::move(resolved.principal);
     scope_ = store::scope{scope_tenant_, h_.key};
@@ -156,7 +166,8 @@ asio::awaitable<phase_result> request_phases::reserve()
     case reserve_action::in_flight_conflict: co_return refuse({refusal::in_flight});
     case reserve_action::released_conflict: co_return refuse({refusal::released});
     case reserve_action::outcome_unknown: co_return refuse({refusal::outcome_unknown});
-    case reserve_action::fingerprint_mismatch: co_return refuse({refusal::mismatch});
+    case reserve_action::fingerprint_mismatch:
+        co_return refuse({refusal::mismatch, {}, 0, original_location(*reserved.existing)});
     case reserve_action::reject_store_failure: co_return refuse({refusal::store_unavailable});
     case reserve_action::pass_through_store_failure:
         ctx_.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);

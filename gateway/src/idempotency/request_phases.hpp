@@ -86,6 +86,7 @@ private:
     const config::route_config* route_ = nullptr;
     bool shadow_ = false;
     request_facts facts_;
+    std::string key_storage_; // a quoted key with escapes, decoded (facts_.key points into it)
     request_verdict verdict_ = request_verdict::pass_through;
     handled h_;
     std::optional<refused> refusal_;
@@ -104,6 +105,9 @@ private:
 // gets a fresh Date when it is written.
 response_type replay_response(store::stored_response&& stored, unsigned version,
                               const std::vector<std::string>& drop);
+
+// The Location of a completed record's answer, or "" (none, or not completed).
+std::string original_location(const store::record& first);
 
 // The bookkeeping of a finished store operation: its latency, and its failure if any.
 boost::system::error_code account(metrics& stats, store_op op, std::chrono::steady_clock::time_point started,

@@ -10,8 +10,9 @@
 namespace idemgate::gateway::detail {
 
 // `tenant`: the request's tenant (header value or certificate common name), which must outlive
-// the result; the credentials are read from the route's credential headers.
-scope_source request_scope_source(const config::idempotency_config& policy, std::string_view tenant,
+// the result, as must `route`; the credentials are read from the route's credential headers, and
+// with key_space: route the route's path_prefix joins.
+scope_source request_scope_source(const config::route_config& route, std::string_view tenant,
                                   const request_type& req);
 
 } // namespace idemgate::gateway::detail

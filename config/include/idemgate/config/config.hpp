@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -184,6 +185,26 @@ struct fingerprint_config {
     std::string describe() const;
 };
 
+// A compiled routes[].idempotency.key_format.pattern (an ECMAScript regular expression),
+// defined in <idemgate/config/key_pattern.hpp>: compiled once at load, shared by copies.
+class key_pattern;
+
+// What a decoded idempotency key must look like (routes[].idempotency.key_format).
+struct key_format_config {
+    std::size_t min_length = 1; // 1-255, <= max_length
+    std::size_t max_length = 255;
+    // "" = any characters 0x21-0x7E; "uuid" = the 8-4-4-4-12 hex form (either case); otherwise an
+    // ECMAScript regular expression the whole key must match (characters 0x20-0x7E: a space only
+    // where the pattern allows it).
+    std::string pattern;
+    bool uuid = false;                        // pattern == "uuid"
+    std::shared_ptr<const key_pattern> regex; // the compiled pattern; null for "" and "uuid"
+};
+
+// Whose requests share one key space: a tenant's (every route, as before) or a route's (the
+// route's path_prefix joins the scope).
+enum class key_space_mode { tenant, route };
+
 struct idempotency_config {
     bool enabled = false;                              // true when the route has an idempotency block
     std::vector<std::string> methods{"POST", "PATCH"}; // upper-case
@@ -221,6 +242,8 @@ struct idempotency_config {
     // also carry a fresh Date instead of the recorded one.
     std::vector<std::string> replay_drop_headers{"Set-Cookie", "Retry-After", "X-RateLimit-*",
                                                  "RateLimit",  "RateLimit-*", "RateLimit-Policy"};
+    key_format_config key_format;
+    key_space_mode key_space = key_space_mode::tenant;
 };
 
 // Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway

@@ -2,6 +2,7 @@
 // The idempotency decision: pure functions, no I/O. The session coroutine asks them what to do
 // at each step (classify -> reserve -> forward -> record/release) and carries the answer out.
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/key_syntax.hpp>
 #include <idemgate/store/store.hpp>
 #include <string_view>
 
@@ -43,7 +44,7 @@ enum class key_status {
 };
 std::string_view to_string(key_status s) noexcept;
 
-// 1 to 255 visible ASCII characters (0x21-0x7E).
+// 1 to 255 visible ASCII characters (0x21-0x7E): a tenant header's value.
 bool is_valid_key(std::string_view key) noexcept;
 // A tenant taken from a client certificate's common name: 1 to 255 bytes, no control
 // characters (spaces and UTF-8 allowed, as names in certificates have them).
@@ -58,22 +59,27 @@ std::string certificate_scope_tenant(std::string_view name);
 struct request_facts {
     std::string_view method;
     int key_count = 0;
-    std::string_view key;
+    std::string_view key; // the decoded key (parse_key_field)
     int tenant_count = 0;
     std::string_view tenant;
+    key_syntax key_error = key_syntax::ok; // the key field's syntax
+    std::size_t key_error_at = 0;          // where its problem is
 };
 
 enum class request_verdict {
     pass_through,          // forward untouched, never stored
     guard,                 // reserve (tenant, key) and go on
     reject_missing_key,    // 400: required: true and no key
-    reject_invalid_key,    // 400: empty, too long, not visible ASCII, or several header lines
+    reject_invalid_key,    // 400: several header lines, a malformed quoted key, or outside key_format
     reject_missing_tenant, // 400: tenant_header configured, keyed request without it
     reject_invalid_tenant, // 400: several tenant lines or not visible ASCII
 };
 
 // Phase 1: given the route's policy (enabled == false: no idempotency on the route).
 request_verdict classify(const config::idempotency_config& policy, const request_facts& facts) noexcept;
+
+// For reject_invalid_key: what is wrong with the key, in words (the problem's detail).
+std::string invalid_key_detail(const config::idempotency_config& policy, const request_facts& facts);
 
 enum class reserve_action {
     forward_and_record,        // we own the key: forward, then record or release

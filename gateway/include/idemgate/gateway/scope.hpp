@@ -17,14 +17,20 @@ struct scope_source {
     // One per credential header of the route, in its order: the header's value (its lines
     // joined by '\n'), or nothing when the request did not carry it.
     std::vector<std::optional<std::string>> credentials;
+    // The route's path_prefix on a route with key_space: route; "" = the tenant's key space,
+    // shared by every route.
+    std::string_view route;
 };
 
 // The store's tenant part of a scope, and who the access log says made the request.
 struct resolved_scope {
     // The tenant (a certificate's common name as certificate_scope_tenant encodes it), then per
     // credential a space and its HMAC-SHA256 under store.key_secret in lower-case hex ("-" for an
-    // absent one, so requests without a credential share an anonymous scope of their own). Header
-    // tenants are visible ASCII and certificate tenants have no space, so no two scopes collide.
+    // absent one, so requests without a credential share an anonymous scope of their own); then,
+    // for a route's key space, "\x02" and the route's path_prefix with '%', bytes up to ' ' and
+    // from 0x7F percent-encoded. Header tenants are visible ASCII and certificate tenants have no
+    // space and no control character, so the first space starts the credentials, the only 0x02
+    // starts the route, and no two scopes collide.
     std::string tenant;
     // With credentials: the first 16 hex digits of the first present credential's HMAC, or
     // "anonymous"; without: "". Raw credentials never leave resolve_scope.
@@ -35,8 +41,8 @@ resolved_scope resolve_scope(const scope_source& source, const std::string& key_
 
 // The admin API's names for a scope's parts: tenant=<header tenant>, cert_tenant=<common name>,
 // credential=<value> (one per credential header of the route, in its order; empty: the header
-// was absent). Sets the part `name` names and returns true, or returns false for another name.
-// `value` must outlive `source`.
+// was absent), route=<path_prefix> (a route with key_space: route). Sets the part `name` names and returns
+// true, or returns false for another name. `value` must outlive `source`.
 bool set_scope_parameter(scope_source& source, std::string_view name, std::string_view value);
 
 } // namespace idemgate::gateway
