@@ -193,16 +193,30 @@ key_field parse_key_field(std::string_view field, std::string& storage)
         return out;
     }
     out.quoted = true;
-    // Most quoted keys have no escape: the key is then the text between the quotes.
-    auto close = field.find_first_of("\"\\", 1);
-    bool plain = close != std::string_view::npos && field[close] == '"';
     reader r{field};
-    if (!plain)
+    // Most quoted keys have no escape: the key is then the text between the quotes, checked in
+    // one pass, without a copy.
+    std::size_t close = 1;
+    for (; close < field.size(); ++close) {
+        auto u = static_cast<unsigned char>(field[close]);
+        if (u == '"' || u == '\\')
+            break;
+        if (u < 0x20 || u > 0x7e) {
+            out.error = key_syntax::bad_string_char;
+            out.offset = close;
+            return out;
+        }
+    }
+    if (close < field.size() && field[close] == '"') {
+        out.key = field.substr(1, close - 1);
+        r.i = close + 1;
+    } else {
         storage.clear();
-    out.error = read_string(r, plain ? nullptr : &storage, out.offset);
-    if (out.error != key_syntax::ok)
-        return out;
-    out.key = plain ? field.substr(1, close - 1) : std::string_view(storage);
+        out.error = read_string(r, &storage, out.offset);
+        if (out.error != key_syntax::ok)
+            return out;
+        out.key = storage;
+    }
     std::size_t params_at = r.i;
     if (!read_parameters(r)) {
         out.error = key_syntax::bad_parameters;
