@@ -21,19 +21,23 @@ std::shared_ptr<const key_pattern> key_pattern::compile(const std::string& sourc
     try {
         return std::make_shared<const key_pattern>(std::regex(source, pattern_flags));
     } catch (const std::regex_error& e) {
-        if (e.code() == std::regex_constants::error_complexity)
-            error = "back-references are not allowed";
-        else if (e.code() == std::regex_constants::error_backref)
-            error = "back-references are not allowed";
-        else
-            error = e.what();
+        // The breadth-first matcher refuses back-references as "too complex".
+        bool backref = e.code() == std::regex_constants::error_complexity ||
+                       e.code() == std::regex_constants::error_backref;
+        error = backref ? "back-references are not allowed" : e.what();
         return nullptr;
     }
 }
 
-bool key_pattern::matches(std::string_view key) const
+bool key_pattern::matches(std::string_view key) const noexcept
 {
-    return std::regex_match(key.begin(), key.end(), re_);
+    // std::regex reports its own limits (memory, complexity) by throwing; on the request path
+    // that is a key that does not match, never an exception.
+    try {
+        return std::regex_match(key.begin(), key.end(), re_);
+    } catch (...) {
+        return false;
+    }
 }
 
 } // namespace idemgate::config

@@ -15,7 +15,7 @@ public:
     static std::shared_ptr<const key_pattern> compile(const std::string& source, std::string& error);
 
     // True when the whole of `key` matches.
-    bool matches(std::string_view key) const;
+    bool matches(std::string_view key) const noexcept;
 
     explicit key_pattern(std::regex re) : re_(std::move(re)) {}
 
