@@ -1,5 +1,6 @@
 #include "loader.hpp"
 
+#include <algorithm>
 #include <idemgate/config/key_pattern.hpp>
 #include <string>
 #include <utility>
@@ -60,10 +61,29 @@ void loader::load_routes(const map_view& top, config& cfg)
 void loader::load_idempotency(const YAML::Node& node, const std::string& path, idempotency_config& idem)
 {
     map_view map(*this, node, path,
-                 {"methods", "key_header", "required", "lock_ttl", "record_ttl", "tenant_header",
-                  "tenant_from", "mismatch_status", "credential_headers", "fingerprint", "mode",
-                  "expose_expiry", "on_unknown_outcome", "on_in_flight", "wait_timeout", "on_status",
-                  "status_header", "replay_drop_headers", "key_format", "key_space"});
+                 {"methods",
+                  "key_header",
+                  "required",
+                  "lock_ttl",
+                  "record_ttl",
+                  "tenant_header",
+                  "tenant_from",
+                  "mismatch_status",
+                  "credential_headers",
+                  "fingerprint",
+                  "mode",
+                  "expose_expiry",
+                  "on_unknown_outcome",
+                  "on_in_flight",
+                  "wait_timeout",
+                  "on_status",
+                  "status_header",
+                  "replay_drop_headers",
+                  "key_format",
+                  "key_space",
+                  "key_from",
+                  "key_json_pointer",
+                  "key_json_pointers"});
     idem.enabled = true;
 
     if (const auto* methods = map.find("methods"))
@@ -102,6 +122,7 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
         load_key_format(*format, map.path_of("key_format"), idem.key_format);
     read_choice(map, "key_space", "a key space",
                 {{"tenant", key_space_mode::tenant}, {"route", key_space_mode::route}}, idem.key_space);
+    load_key_source(map, idem);
 
     if (auto text = scalar(map, "mismatch_status", "an integer")) {
         if (*text == "409")
@@ -143,6 +164,72 @@ void loader::load_key_format(const YAML::Node& node, const std::string& path, ke
     format.pattern = std::move(*text);
 }
 
+namespace {
+
+// RFC 6901: "" (the whole document) is not a field; every other pointer starts with '/', and '~'
+// is only followed by 0 or 1.
+bool is_field_pointer(std::string_view text)
+{
+    bool ok = !text.empty() && text.front() == '/';
+    for (std::size_t k = 0; ok && k < text.size(); ++k)
+        if (text[k] == '~')
+            ok = k + 1 < text.size() && (text[k + 1] == '0' || text[k + 1] == '1');
+    return ok;
+}
+
+} // namespace
+
+void loader::load_key_source(const map_view& map, idempotency_config& idem)
+{
+    bool from_body = false;
+    if (read_choice(map, "key_from", "a key source",
+                    {{"header", key_source::header},
+                     {"json", key_source::json},
+                     {"header_or_json", key_source::header_or_json}},
+                    idem.key_from))
+        from_body = idem.key_from != key_source::header;
+    const auto* one = map.find("key_json_pointer");
+    const auto* several = map.find("key_json_pointers");
+    auto take = [&](const YAML::Node& node, const std::string& path) {
+        auto text = scalar(node, path, "a JSON Pointer");
+        if (!text)
+            return;
+        if (!is_field_pointer(*text))
+            problem(path, quote(*text) + " is not a JSON Pointer to a field (e.g. \"/client_ref\")");
+        else if (std::find(idem.key_json_pointers.begin(), idem.key_json_pointers.end(), *text) !=
+                 idem.key_json_pointers.end())
+            problem(path, quote(*text) + " is listed twice");
+        else
+            idem.key_json_pointers.push_back(std::move(*text));
+    };
+    if (one && several) {
+        problem(map.path_of("key_json_pointers"), "set key_json_pointer or key_json_pointers, not both");
+        return;
+    }
+    if (one) {
+        take(*one, map.path_of("key_json_pointer"));
+    } else if (several) {
+        auto path = map.path_of("key_json_pointers");
+        if (!several->IsSequence() || several->size() == 0) {
+            problem(path, several->IsSequence() ? std::string("must not be empty")
+                                                : std::string("expected a list, got ") + kind_name(*several));
+            return;
+        }
+        for (std::size_t i = 0; i < several->size(); ++i)
+            take((*several)[i], path + "[" + std::to_string(i) + "]");
+    }
+    if ((one || several) && idem.key_from == key_source::header && map.find("key_from"))
+        problem(map.path_of(one ? "key_json_pointer" : "key_json_pointers"),
+                "only read with key_from: json or header_or_json");
+    else if ((one || several) && !map.find("key_from"))
+        problem(map.path_of(one ? "key_json_pointer" : "key_json_pointers"),
+                "only read with key_from: json or header_or_json (key_from is header by default)");
+    if (from_body && !one && !several)
+        problem(map.path_of("key_from"), quote(map.find("key_from")->Scalar()) +
+                                             " takes the key from the body: set key_json_pointer (e.g. "
+                                             "\"/client_ref\") or key_json_pointers");
+}
+
 void loader::load_fingerprint(const YAML::Node& node, const std::string& path, fingerprint_config& fp)
 {
     map_view map(*this, node, path, {"query", "headers", "json", "ignore_json_fields"});
@@ -162,13 +249,7 @@ void loader::load_fingerprint(const YAML::Node& node, const std::string& path, f
             auto text = scalar((*list)[i], item_path, "a JSON Pointer");
             if (!text)
                 continue;
-            // RFC 6901: "" (the whole document) is not a field; every other pointer starts with
-            // '/', and '~' is only followed by 0 or 1.
-            bool ok = !text->empty() && text->front() == '/';
-            for (std::size_t k = 0; ok && k < text->size(); ++k)
-                if ((*text)[k] == '~')
-                    ok = k + 1 < text->size() && ((*text)[k + 1] == '0' || (*text)[k + 1] == '1');
-            if (!ok)
+            if (!is_field_pointer(*text))
                 problem(item_path,
                         quote(*text) + " is not a JSON Pointer to a field (e.g. \"/client_sent_at\")");
             else

@@ -322,6 +322,7 @@ private:
     void load_idempotency(const YAML::Node& node, const std::string& path, idempotency_config& idem);
     void load_fingerprint(const YAML::Node& node, const std::string& path, fingerprint_config& fp);
     void load_key_format(const YAML::Node& node, const std::string& path, key_format_config& format);
+    void load_key_source(const map_view& map, idempotency_config& idem);
     void load_header_list(const YAML::Node& node, const std::string& path, std::vector<std::string>& out);
     static std::string lower_ascii(std::string_view text);
     void load_methods(const YAML::Node& node, const std::string& path, std::vector<std::string>& out);

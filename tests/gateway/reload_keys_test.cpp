@@ -349,6 +349,40 @@ std::vector<reloadable_row> reloadable_rows()
                         CHECK(other.header("idempotent-replayed") != "true");
                         CHECK(f.executions() == 2);
                     }});
+    rows.push_back(
+        {"routes[].idempotency.key_from, key_json_pointer",
+         [](auto& o) {
+             o.extra_routes = "  - path_prefix: \"/bodykey/\"\n    upstream: orders\n    idempotency:\n"
+                              "      key_from: header\n";
+         },
+         text_edit("key_from: header", "key_from: json\n      key_json_pointer: /client_ref"),
+         [](auto& f) {
+             // The body's client_ref is the key now: the second request is a replay.
+             const std::string body = R"({"client_ref":")" + unique_key("reload-body") + R"("})";
+             headers_type json{{"Content-Type", "application/json"}};
+             CHECK(gateway_request(f.port(), "POST", "/bodykey/x", json, body).status == 201);
+             CHECK(
+                 gateway_request(f.port(), "POST", "/bodykey/x", json, body).header("idempotent-replayed") ==
+                 "true");
+             CHECK(f.executions() == 1);
+         }});
+    rows.push_back(
+        {"routes[].idempotency.key_json_pointers",
+         [](auto& o) {
+             o.extra_routes = "  - path_prefix: \"/bodykey/\"\n    upstream: orders\n    idempotency:\n"
+                              "      key_from: json\n      key_json_pointers: [/a]\n";
+         },
+         text_edit("key_json_pointers: [/a]", "key_json_pointers: [/a, /b]"),
+         [](auto& f) {
+             // /b joins the key: the same /a with another /b is another key, not a mismatch.
+             const auto a = unique_key("reload-pointers");
+             headers_type json{{"Content-Type", "application/json"}};
+             CHECK(gateway_request(f.port(), "POST", "/bodykey/x", json, R"({"a":")" + a + R"(","b":1})")
+                       .status == 201);
+             CHECK(gateway_request(f.port(), "POST", "/bodykey/x", json, R"({"a":")" + a + R"(","b":2})")
+                       .status == 201);
+             CHECK(f.executions() == 2);
+         }});
     rows.push_back({"upstreams", [](auto&) {},
                     [](gateway_fixture& f, std::string text) {
                         // The upstream the routes use now points where nothing listens.

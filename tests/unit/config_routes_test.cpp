@@ -418,3 +418,77 @@ routes:
                    "expression: back-references are not allowed") != std::string::npos);
     CHECK(bad.find("routes[4].idempotency.key_format: expected a map") != std::string::npos);
 }
+
+TEST_CASE("key_from and the key's JSON pointers parse, and their errors name the key path")
+{
+    using namespace config_test;
+    auto c = cfg::parse(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /a/
+    upstream: orders
+    idempotency: { key_from: json, key_json_pointer: /client_ref }
+  - path_prefix: /b/
+    upstream: orders
+    idempotency: { key_from: header_or_json, key_json_pointers: [/merchant_id, "/order~1ref"] }
+  - path_prefix: /c/
+    upstream: orders
+    idempotency: {}
+)",
+                        no_env);
+    CHECK(c.routes[0].idempotency.key_from == cfg::key_source::json);
+    CHECK(c.routes[0].idempotency.key_json_pointers == std::vector<std::string>{"/client_ref"});
+    CHECK(c.routes[1].idempotency.key_from == cfg::key_source::header_or_json);
+    CHECK(c.routes[1].idempotency.key_json_pointers ==
+          std::vector<std::string>{"/merchant_id", "/order~1ref"});
+    CHECK(c.routes[2].idempotency.key_from == cfg::key_source::header);
+    CHECK(c.routes[2].idempotency.key_json_pointers.empty());
+
+    std::string bad;
+    for (const auto& p : problems_of(R"(upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - path_prefix: /a/
+    upstream: orders
+    idempotency: { key_from: body }
+  - path_prefix: /b/
+    upstream: orders
+    idempotency: { key_from: json }
+  - path_prefix: /c/
+    upstream: orders
+    idempotency: { key_from: json, key_json_pointer: client_ref }
+  - path_prefix: /d/
+    upstream: orders
+    idempotency: { key_from: json, key_json_pointer: /a, key_json_pointers: [/b] }
+  - path_prefix: /e/
+    upstream: orders
+    idempotency: { key_json_pointer: /a }
+  - path_prefix: /f/
+    upstream: orders
+    idempotency: { key_from: json, key_json_pointers: [/a, /a, "/x~2"] }
+  - path_prefix: /g/
+    upstream: orders
+    idempotency: { key_from: json, key_json_pointers: [] }
+)"))
+        bad += p + "\n";
+    CHECK(bad.find("routes[0].idempotency.key_from: \"body\" is not a key source (use header, json or "
+                   "header_or_json)") != std::string::npos);
+    CHECK(bad.find(
+              "routes[1].idempotency.key_from: \"json\" takes the key from the body: set key_json_pointer") !=
+          std::string::npos);
+    CHECK(
+        bad.find("routes[2].idempotency.key_json_pointer: \"client_ref\" is not a JSON Pointer to a field") !=
+        std::string::npos);
+    CHECK(
+        bad.find(
+            "routes[3].idempotency.key_json_pointers: set key_json_pointer or key_json_pointers, not both") !=
+        std::string::npos);
+    CHECK(
+        bad.find("routes[4].idempotency.key_json_pointer: only read with key_from: json or header_or_json") !=
+        std::string::npos);
+    CHECK(bad.find("routes[5].idempotency.key_json_pointers[1]: \"/a\" is listed twice") !=
+          std::string::npos);
+    CHECK(bad.find("routes[5].idempotency.key_json_pointers[2]: \"/x~2\" is not a JSON Pointer") !=
+          std::string::npos);
+    CHECK(bad.find("routes[6].idempotency.key_json_pointers: must not be empty") != std::string::npos);
+}

@@ -3,6 +3,7 @@
 #include <array>
 #include <boost/beast/core/string.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/json_key.hpp>
 
 namespace idemgate::gateway::detail {
 
@@ -26,20 +27,55 @@ std::string_view status_header_for(const config::config& cfg, const request_type
     return route->idempotency.status_header;
 }
 
+namespace {
+
+// What a request whose key should have come from its JSON body lacks.
+std::string missing_body_key_detail(const config::idempotency_config& policy, const json_key& found,
+                                    std::string_view method)
+{
+    std::string where = policy.key_json_pointers.size() == 1
+                            ? "the JSON body's " + policy.key_json_pointers[0]
+                            : "the JSON body's fields";
+    if (policy.key_json_pointers.size() > 1)
+        for (const auto& p : policy.key_json_pointers)
+            where += " " + p;
+    std::string out = "this route requires a key on " + std::string(method) + " requests: " + where;
+    if (policy.key_from == config::key_source::header_or_json)
+        out += " (a string or number) or the " + policy.key_header + " header";
+    else
+        out += " (a string or number)";
+    if (found.result == json_key::status::not_json)
+        return out + "; the body is not JSON";
+    return out + "; " + policy.key_json_pointers[found.missing] +
+           " is absent, empty or not a string or number";
+}
+
+} // namespace
+
 std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
                                         request_verdict& verdict, std::string& key_storage)
 {
     const auto& policy = route.idempotency;
     facts.method = req.method_string();
+    json_key body_key;
     if (policy.enabled) {
         auto key = find_header(req, policy.key_header);
-        facts.key_count = key.count;
-        if (key.count == 1) {
-            auto parsed = parse_key_field(key.value, key_storage);
-            facts.key = parsed.key;
-            facts.key_error = parsed.error;
-            facts.key_error_at = parsed.offset;
+        bool from_body = policy.key_from == config::key_source::json ||
+                         (policy.key_from == config::key_source::header_or_json && key.count == 0);
+        if (!from_body) {
+            facts.key_count = key.count;
+            if (key.count == 1) {
+                auto parsed = parse_key_field(key.value, key_storage);
+                facts.key = parsed.key;
+                facts.key_error = parsed.error;
+                facts.key_error_at = parsed.offset;
+            }
+        } else if (guards_method(policy, facts.method)) {
+            // Only a guarded request's body is parsed; it was read within limits.max_request_body.
+            body_key = key_from_json(req.body(), policy.key_json_pointers, key_storage);
+            facts.key_count = body_key.result == json_key::status::found ? 1 : 0;
+            facts.key = key_storage;
         }
         // A Connection header naming the key or tenant header would strip it on the way
         // upstream after the gateway recorded under it (RFC 9110 7.6.1 lets a client name any
@@ -67,6 +103,8 @@ std::optional<refused> classify_request(const config::route_config& route, const
     case request_verdict::pass_through:
     case request_verdict::guard: return std::nullopt;
     case request_verdict::reject_missing_key:
+        if (policy.key_from != config::key_source::header)
+            return refused{refusal::missing_key, missing_body_key_detail(policy, body_key, facts.method)};
         return refused{refusal::missing_key, "this route requires the " + policy.key_header + " header on " +
                                                  std::string(facts.method) + " requests"};
     case request_verdict::reject_invalid_key:

@@ -71,13 +71,17 @@ std::string certificate_scope_tenant(std::string_view name)
     return out;
 }
 
+bool guards_method(const config::idempotency_config& policy, std::string_view method) noexcept
+{
+    return std::any_of(policy.methods.begin(), policy.methods.end(),
+                       [&](const std::string& m) { return m == method; });
+}
+
 request_verdict classify(const config::idempotency_config& policy, const request_facts& facts) noexcept
 {
     if (!policy.enabled)
         return request_verdict::pass_through;
-    bool method_guarded = std::any_of(policy.methods.begin(), policy.methods.end(),
-                                      [&](const std::string& m) { return m == facts.method; });
-    if (!method_guarded)
+    if (!guards_method(policy, facts.method))
         return request_verdict::pass_through;
     if (facts.key_count == 0)
         return policy.required ? request_verdict::reject_missing_key : request_verdict::pass_through;

@@ -201,6 +201,10 @@ struct key_format_config {
     std::shared_ptr<const key_pattern> regex; // the compiled pattern; null for "" and "uuid"
 };
 
+// Where a guarded request's key comes from: the key header (as always), a field of a JSON body,
+// or the header when present and the body otherwise.
+enum class key_source { header, json, header_or_json };
+
 // Whose requests share one key space: a tenant's (every route, as before) or a route's (the
 // route's path_prefix joins the scope).
 enum class key_space_mode { tenant, route };
@@ -244,6 +248,10 @@ struct idempotency_config {
                                                  "RateLimit",  "RateLimit-*", "RateLimit-Policy"};
     key_format_config key_format;
     key_space_mode key_space = key_space_mode::tenant;
+    key_source key_from = key_source::header;
+    // With json / header_or_json: RFC 6901 pointers to the string or number that is the key
+    // (key_json_pointer: one; key_json_pointers: several, joined into one composite key).
+    std::vector<std::string> key_json_pointers;
 };
 
 // Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway

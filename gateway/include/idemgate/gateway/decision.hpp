@@ -75,6 +75,9 @@ enum class request_verdict {
     reject_invalid_tenant, // 400: several tenant lines or not visible ASCII
 };
 
+// The method is one of the route's guarded methods.
+bool guards_method(const config::idempotency_config& policy, std::string_view method) noexcept;
+
 // Phase 1: given the route's policy (enabled == false: no idempotency on the route).
 request_verdict classify(const config::idempotency_config& policy, const request_facts& facts) noexcept;
 
