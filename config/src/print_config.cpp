@@ -243,6 +243,25 @@ void idempotency(YAML::Emitter& out, const idempotency_config& i)
     out << i.status_header;
     key(out, "replay_drop_headers");
     string_list(out, i.replay_drop_headers);
+    key(out, "key_format");
+    out << YAML::BeginMap;
+    key(out, "min_length");
+    out << i.key_format.min_length;
+    key(out, "max_length");
+    out << i.key_format.max_length;
+    key(out, "pattern");
+    out << YAML::DoubleQuoted << i.key_format.pattern;
+    out << YAML::EndMap;
+    key(out, "key_space");
+    out << (i.key_space == key_space_mode::tenant ? "tenant" : "route");
+    key(out, "key_from");
+    out << (i.key_from == key_source::header ? "header"
+            : i.key_from == key_source::json ? "json"
+                                             : "header_or_json");
+    if (i.key_from != key_source::header) {
+        key(out, "key_json_pointers");
+        string_list(out, i.key_json_pointers);
+    }
     out << YAML::EndMap;
 }
 
