@@ -314,18 +314,33 @@ std::string without_request_id(std::string raw)
     return raw;
 }
 
-// The replay is the first answer byte for byte, plus the Idempotent-Replayed line and with its
-// own request ID.
+// Removes the line of field `name` (its first occurrence), which must be there.
+std::string without_field(std::string raw, const std::string& name)
+{
+    auto at = raw.find("\r\n" + name + ": ");
+    REQUIRE_MESSAGE(at != std::string::npos, name);
+    raw.erase(at + 2, raw.find("\r\n", at + 2) + 2 - (at + 2));
+    return raw;
+}
+
+// The replay is the first answer byte for byte, plus the Idempotent-Replayed line, with its own
+// request ID, its own Date and its own Idempotency-Status (replayed, where the first said
+// executed): the fields every answer gets as it is written.
 void check_byte_identical_replay(const http_response& first, const http_response& replay)
 {
     CHECK(replay.header("idempotent-replayed") == "true");
     CHECK(replay.header("x-request-id") != first.header("x-request-id"));
-    auto raw = without_request_id(replay.raw);
+    CHECK(first.header("idempotency-status") == "executed");
+    CHECK(replay.header("idempotency-status") == "replayed");
+    auto per_answer = [](std::string raw) {
+        return without_field(without_field(without_request_id(std::move(raw)), "Idempotency-Status"), "Date");
+    };
+    auto raw = per_answer(replay.raw);
     const std::string marker = "Idempotent-Replayed: true\r\n";
     auto at = raw.find(marker);
     REQUIRE(at != std::string::npos);
     raw.erase(at, marker.size());
-    CHECK(raw == without_request_id(first.raw));
+    CHECK(raw == per_answer(first.raw));
 }
 
 const std::string encrypt_with_a = "    key_env: IDEMGATE_TEST_KEY_A\n";
