@@ -74,7 +74,7 @@ redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<red
                                    config::endpoint address)
     : ex_(std::move(ex)), shared_(std::move(shared)), address_(std::move(address)),
       transport_(ex_, shared_->tls), wake_writer_(ex_), lost_(ex_), backoff_(ex_), connect_deadline_(ex_),
-      sweep_(ex_), policy_timer_(ex_)
+      sweep_(ex_), policy_timer_(ex_), role_timer_(ex_)
 {
 }
 
@@ -95,7 +95,53 @@ void redis_connection::start()
     auto self = shared_from_this();
     // Commands issued before run() begins wait for this first attempt rather than failing.
     connecting_ = true;
+    // Sentinel mode: data and subscriber connections follow the primary the sentinels name.
+    follows_primary_ = address_source_ && !to_sentinel_ && shared_->cfg.mode == config::redis_mode::sentinel;
+    if (follows_primary_)
+        shared_->add_follower(self);
     asio::co_spawn(ex_, run(self), log_spawn_failure);
+}
+
+void redis_connection::follow_primary()
+{
+    asio::post(ex_, [self = shared_from_this()] { self->leave_if_moved(); });
+}
+
+bool redis_connection::address_current() const
+{
+    if (!follows_primary_)
+        return true;
+    auto now = address_source_();
+    return now.port == 0 || (now.host == address_.host && now.port == address_.port);
+}
+
+bool redis_connection::leave_if_moved()
+{
+    seen_primary_epoch_ = shared_->primary_epoch.load(std::memory_order_acquire);
+    // A connect attempt under way checks the address again before the connection is used.
+    if (stopped_ || !connected_ || address_current())
+        return false;
+    log::warn("closing the connection to the old primary: the sentinels name another",
+              {{"address", address_.to_string()}, {"primary", address_source_().to_string()}});
+    fail_pending(make_error_code(error::store_unavailable));
+    on_lost(generation_, "primary switched", {});
+    return true;
+}
+
+void redis_shared::add_follower(const std::shared_ptr<redis_connection>& c)
+{
+    std::lock_guard lock(followers_mutex_);
+    std::erase_if(followers_, [](const auto& w) { return w.expired(); });
+    followers_.push_back(c);
+}
+
+void redis_shared::primary_switched()
+{
+    primary_epoch.fetch_add(1, std::memory_order_acq_rel);
+    std::lock_guard lock(followers_mutex_);
+    for (const auto& w : followers_)
+        if (auto c = w.lock())
+            c->follow_primary();
 }
 
 void redis_connection::shutdown()
@@ -112,6 +158,7 @@ void redis_connection::do_shutdown()
     backoff_.cancel();
     connect_deadline_.cancel();
     policy_timer_.cancel();
+    role_timer_.cancel();
     ++sweep_generation_;
     sweep_armed_ = false;
     sweep_.cancel();
@@ -139,7 +186,13 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             asio::co_spawn(ex_, read_loop(self, gen), log_spawn_failure);
             asio::co_spawn(ex_, write_loop(self, gen), log_spawn_failure);
             ec = co_await handshake();
+            if (!ec && connected_ && !stopped_ && !address_current()) {
+                // The sentinels named another primary while this attempt was under way.
+                handshake_error_ = "the sentinels name another primary now";
+                ec = make_error_code(error::store_unavailable);
+            }
             if (!ec && connected_ && !stopped_) {
+                seen_primary_epoch_ = shared_->primary_epoch.load(std::memory_order_acquire);
                 up_ = true;
                 connecting_ = false;
                 send_waiting();
@@ -158,6 +211,10 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                         asio::co_spawn(ex_, check_version(self), log_spawn_failure);
                     // On every (re)connect: a restarted or failed-over server may evict (defect 10).
                     asio::co_spawn(ex_, watch_eviction_policy(self, gen), log_spawn_failure);
+                    if (shared_->cfg.mode == config::redis_mode::sentinel ||
+                        (shared_->cfg.mode == config::redis_mode::standalone &&
+                         shared_->cfg.consistency == config::redis_consistency::strict))
+                        asio::co_spawn(ex_, watch_role(self, gen), log_spawn_failure);
                 }
 
                 while (connected_ && !stopped_) {
@@ -223,6 +280,10 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
 {
     auto self = shared_from_this(); // the connection outlives this command
     auto& stats = shared_->stats;
+    // Never a command to an address the sentinels no longer name.
+    if (follows_primary_ && !handshake &&
+        seen_primary_epoch_ != shared_->primary_epoch.load(std::memory_order_acquire))
+        leave_if_moved();
     // While a connect attempt is under way (start-up, or right after a loss) a command waits
     // for it within its own deadline rather than failing; otherwise down means fail fast.
     bool send_now = connected_ && (up_ || handshake);
@@ -268,7 +329,7 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
     if (cmd->done) {
         if (cmd->reply)
             stats.latency.observe(clock::now() - cmd->sent);
-        co_return command_result{cmd->ec, std::move(cmd->reply)};
+        co_return command_result{cmd->ec, std::move(cmd->reply), std::move(cmd->node)};
     }
     // Deadline passed (or the caller was cancelled): the command may still run on the server,
     // so its outcome is unknown. Its reply, if any, is read and dropped by the reader.
@@ -345,6 +406,7 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     wake_writer_.cancel();
     lost_.cancel();
     policy_timer_.cancel();
+    role_timer_.cancel();
     // Lost during the handshake: run() is waiting on a handshake command that will never be
     // answered, and fails the pending ones only once it returns; without this, the attempt (and
     // every command waiting for it) would sit out command_timeout.

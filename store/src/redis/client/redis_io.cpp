@@ -112,6 +112,7 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
                 else
                     bump(stats.errors_reply);
                 cmd->ec = make_error_code(error::store_error_reply);
+                cmd->node = address_.to_string();
                 // Sentinel mode: the primary became a replica under us. Drop the connection and
                 // let the monitor find the new primary.
                 demoted = shared_->cfg.mode == config::redis_mode::sentinel &&
