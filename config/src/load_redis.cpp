@@ -55,6 +55,9 @@ void loader::load_redis(const map_view& store, redis_config& redis)
             problem(map.path_of("consistency"), quote(*text) + " is not a consistency (use async or strict)");
     }
     read_duration(map, "wait_timeout", redis.wait_timeout);
+    if (redis.consistency == redis_consistency::strict && redis.mode == redis_mode::cluster)
+        problem(map.path_of("consistency"),
+                "strict is not available in cluster mode yet (use standalone or sentinel)");
     if (redis.consistency == redis_consistency::strict && redis.min_replicas_ack == 0)
         problem(map.path_of("consistency"),
                 "strict needs min_replicas_ack of 1 or more (the replicas each reservation must reach)");

@@ -102,48 +102,6 @@ void redis_connection::start()
     asio::co_spawn(ex_, run(self), log_spawn_failure);
 }
 
-void redis_connection::follow_primary()
-{
-    asio::post(ex_, [self = shared_from_this()] { self->leave_if_moved(); });
-}
-
-bool redis_connection::address_current() const
-{
-    if (!follows_primary_)
-        return true;
-    auto now = address_source_();
-    return now.port == 0 || (now.host == address_.host && now.port == address_.port);
-}
-
-bool redis_connection::leave_if_moved()
-{
-    seen_primary_epoch_ = shared_->primary_epoch.load(std::memory_order_acquire);
-    // A connect attempt under way checks the address again before the connection is used.
-    if (stopped_ || !connected_ || address_current())
-        return false;
-    log::warn("closing the connection to the old primary: the sentinels name another",
-              {{"address", address_.to_string()}, {"primary", address_source_().to_string()}});
-    fail_pending(make_error_code(error::store_unavailable));
-    on_lost(generation_, "primary switched", {});
-    return true;
-}
-
-void redis_shared::add_follower(const std::shared_ptr<redis_connection>& c)
-{
-    std::lock_guard lock(followers_mutex_);
-    std::erase_if(followers_, [](const auto& w) { return w.expired(); });
-    followers_.push_back(c);
-}
-
-void redis_shared::primary_switched()
-{
-    primary_epoch.fetch_add(1, std::memory_order_acq_rel);
-    std::lock_guard lock(followers_mutex_);
-    for (const auto& w : followers_)
-        if (auto c = w.lock())
-            c->follow_primary();
-}
-
 void redis_connection::shutdown()
 {
     asio::post(ex_, [self = shared_from_this()] { self->do_shutdown(); });
@@ -279,6 +237,15 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
                                                           bool handshake, bool asking)
 {
     auto self = shared_from_this(); // the connection outlives this command
+    auto cmd = submit(args, handshake, asking);
+    if (!cmd)
+        co_return command_result{make_error_code(error::store_unavailable), nullptr};
+    co_return co_await finish(std::move(cmd));
+}
+
+std::shared_ptr<redis_connection::pending_command>
+redis_connection::submit(std::span<const std::string_view> args, bool handshake, bool asking)
+{
     auto& stats = shared_->stats;
     // Never a command to an address the sentinels no longer name.
     if (follows_primary_ && !handshake &&
@@ -292,7 +259,7 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
         pending_.size() + waiting_.size() >= shared_->max_pending ||
         out_.size() >= shared_->max_pending_bytes) {
         bump(stats.errors_unavailable);
-        co_return command_result{make_error_code(error::store_unavailable), nullptr};
+        return nullptr;
     }
 
     auto cmd = std::make_shared<pending_command>(ex_);
@@ -324,8 +291,16 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
         append_command(cmd->payload, args);
         waiting_.push_back(cmd);
     }
+    return cmd;
+}
 
-    co_await cmd->event.async_wait(as_tuple(use_awaitable));
+asio::awaitable<command_result> redis_connection::finish(std::shared_ptr<pending_command> cmd)
+{
+    auto& stats = shared_->stats;
+    // The reply (or the deadline) may have come already, while the caller awaited another
+    // command: a cancel reaches only a wait under way.
+    if (!cmd->done && !cmd->expired)
+        co_await cmd->event.async_wait(as_tuple(use_awaitable));
     if (cmd->done) {
         if (cmd->reply)
             stats.latency.observe(clock::now() - cmd->sent);

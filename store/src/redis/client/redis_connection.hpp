@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct redisReply;
@@ -172,6 +173,10 @@ public:
     // Writes a command whose reply is a push (SUNSUBSCRIBE with on_shard_unsubscribe set), so no
     // command waits for it. False (nothing sent) while not up.
     bool send_unanswered(std::span<const std::string_view> args);
+    // Two commands in the same batch, in this order, each with its own result; both fail as
+    // store_unavailable (nothing sent) while the connection is not up.
+    boost::asio::awaitable<std::pair<command_result, command_result>>
+    execute_pair(std::span<const std::string_view> first, std::span<const std::string_view> second);
     // ASKING immediately followed by the command (Redis Cluster ASK redirect).
     boost::asio::awaitable<command_result> execute_asking(std::span<const std::string_view> args);
 
@@ -206,6 +211,11 @@ private:
     bool address_current() const;
     boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake,
                                                    bool asking = false);
+    // Queues one command (sent now, or when the connection attempt under way is up); null when
+    // it fails fast (down, stopped, queue full). finish() waits for its reply or its deadline.
+    std::shared_ptr<pending_command> submit(std::span<const std::string_view> args, bool handshake,
+                                            bool asking);
+    boost::asio::awaitable<command_result> finish(std::shared_ptr<pending_command> cmd);
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
     void fail_pending(boost::system::error_code ec);

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
 #include <hiredis/hiredis.h>
+#include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 
 namespace idemgate::store::detail {
@@ -170,6 +171,50 @@ void sentinel_monitor::name_primary(const config::endpoint& ep, std::string_view
         return;
     shared_->stats.primary_switches.fetch_add(1, std::memory_order_relaxed);
     shared_->primary_switched();
+}
+
+// The data connections' side: each follows the primary the monitor names.
+
+void redis_connection::follow_primary()
+{
+    asio::post(ex_, [self = shared_from_this()] { self->leave_if_moved(); });
+}
+
+bool redis_connection::address_current() const
+{
+    if (!follows_primary_)
+        return true;
+    auto now = address_source_();
+    return now.port == 0 || (now.host == address_.host && now.port == address_.port);
+}
+
+bool redis_connection::leave_if_moved()
+{
+    seen_primary_epoch_ = shared_->primary_epoch.load(std::memory_order_acquire);
+    // A connect attempt under way checks the address again before the connection is used.
+    if (stopped_ || !connected_ || address_current())
+        return false;
+    log::warn("closing the connection to the old primary: the sentinels name another",
+              {{"address", address_.to_string()}, {"primary", address_source_().to_string()}});
+    fail_pending(make_error_code(error::store_unavailable));
+    on_lost(generation_, "primary switched", {});
+    return true;
+}
+
+void redis_shared::add_follower(const std::shared_ptr<redis_connection>& c)
+{
+    std::lock_guard lock(followers_mutex_);
+    std::erase_if(followers_, [](const auto& w) { return w.expired(); });
+    followers_.push_back(c);
+}
+
+void redis_shared::primary_switched()
+{
+    primary_epoch.fetch_add(1, std::memory_order_acq_rel);
+    std::lock_guard lock(followers_mutex_);
+    for (const auto& w : followers_)
+        if (auto c = w.lock())
+            c->follow_primary();
 }
 
 } // namespace idemgate::store::detail
