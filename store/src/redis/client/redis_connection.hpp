@@ -90,6 +90,8 @@ struct redis_shared {
     // Sentinel mode: bumped whenever the sentinels name another primary. A connection that has
     // not seen the latest value checks its address before it sends anything.
     std::atomic<std::uint64_t> primary_epoch{0};
+    // consistency strict: the replica count last warned about (ROLE), so each change logs once.
+    std::atomic<long long> replicas_warned{-1};
 
     // Registers a connection that follows the primary (one per I/O thread, plus subscribers).
     void add_follower(const std::shared_ptr<redis_connection>& c);

@@ -181,6 +181,17 @@ asio::awaitable<void> redis_connection::watch_role(std::shared_ptr<redis_connect
                 if (reply->elements >= 3 && reply->element[2]->type == REDIS_REPLY_ARRAY)
                     replicas = static_cast<long long>(reply->element[2]->elements);
                 shared_->stats.connected_replicas.store(replicas, std::memory_order_relaxed);
+                const auto wanted = static_cast<long long>(shared_->cfg.min_replicas_ack);
+                if (shared_->cfg.consistency == config::redis_consistency::strict && replicas >= 0 &&
+                    replicas <= wanted && shared_->replicas_warned.exchange(replicas) != replicas)
+                    log::warn(replicas < wanted
+                                  ? "strict consistency: fewer replicas connected than "
+                                    "min_replicas_ack; every new key is refused with 503"
+                                  : "strict consistency with only min_replicas_ack replicas "
+                                    "connected: losing one refuses every new key until it rejoins",
+                              {{"address", address_.to_string()},
+                               {"replicas_connected", replicas},
+                               {"min_replicas_ack", wanted}});
             } else if (shared_->cfg.mode == config::redis_mode::sentinel) {
                 log::warn("redis says it is no longer the primary (ROLE); asking the sentinels again",
                           {{"address", address_.to_string()}, {"role", printable_text(what)}});
