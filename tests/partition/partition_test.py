@@ -19,7 +19,7 @@ table for the docs (asserting only what strict mode and switch following promise
 
 usage: partition_test.py --bin DIR [--long]   (DIR holds idemgate and idemgate-test-upstream)
 """
-import argparse, http.client, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
+import argparse, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 
 BR = "igpart0"
 NET = "10.77.0"
@@ -217,85 +217,6 @@ def wait(pred, what, timeout=30):
         time.sleep(0.1)
 
 
-# --- the load client (runs inside the gateway's namespace: --client) ---------------------------
-
-def client_main(seconds, workers, tag):
-    stop_at = time.time() + seconds
-    answers = []  # (t, key, status, execution, latency, first_try)
-    lock = threading.Lock()
-
-    def worker(w):
-        conn = None
-        i = 0
-        while time.time() < stop_at:
-            key = f"{tag}-{w}-{i}"
-            i += 1
-            succeeded = 0
-            tries = 0
-            # Until it got a 2xx, then once more (a retry after success).
-            while succeeded < 2 and time.time() < stop_at + 10:
-                tries += 1
-                t0 = time.time()
-                try:
-                    if conn is None:
-                        conn = http.client.HTTPConnection("127.0.0.1", 18080, timeout=5)
-                    conn.request("POST", "/api/orders", body="{}",
-                                 headers={"Idempotency-Key": key, "Content-Type": "application/json"})
-                    r = conn.getresponse()
-                    r.read()
-                    status, execution = r.status, r.getheader("X-Upstream-Execution")
-                except Exception:
-                    conn = None
-                    status, execution = 0, None
-                t1 = time.time()
-                with lock:
-                    answers.append((t1, key, status, execution, t1 - t0, tries == 1 and succeeded == 0))
-                if 200 <= status < 300:
-                    succeeded += 1
-                else:
-                    time.sleep(0.1)
-            time.sleep(0.02)  # about 300 new keys a second over all workers, not a flood
-
-    threads = [threading.Thread(target=worker, args=(w,)) for w in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    # Once the cluster has settled and any orphaned lock (lock_ttl 4 s) has expired, every key that
-    # got a 2xx is sent once more: a record the failover lost runs its key again here.
-    time.sleep(5)
-    done_keys = sorted({key for t, key, status, *_ in answers if 200 <= status < 300})
-
-    def sweep(part):
-        conn = None
-        for key in part:
-            for _ in range(30):
-                try:
-                    if conn is None:
-                        conn = http.client.HTTPConnection("127.0.0.1", 18080, timeout=5)
-                    conn.request("POST", "/api/orders", body="{}",
-                                 headers={"Idempotency-Key": key, "Content-Type": "application/json"})
-                    r = conn.getresponse()
-                    r.read()
-                    status, execution = r.status, r.getheader("X-Upstream-Execution")
-                except Exception:
-                    conn = None
-                    status, execution = 0, None
-                with lock:
-                    answers.append((time.time(), key, status, execution, 0.0, False, "sweep"))
-                if 200 <= status < 300:
-                    break
-                time.sleep(0.2)
-
-    parts = [done_keys[i::workers] for i in range(workers)]
-    threads = [threading.Thread(target=sweep, args=(p,)) for p in parts]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    json.dump(answers, sys.stdout)
-
-
 # --- one run ------------------------------------------------------------------------------------
 
 FAULTS = ["sigkill", "split", "isolate_gateway", "lagging_replica", "partial", "pause"]
@@ -353,8 +274,9 @@ def one_run(bindir, setting, replicas, fault, work, seconds=18, warmup=4):
     result = {"setting": setting, "replicas": replicas, "fault": fault}
     try:
         tag = f"{setting}-{replicas}-{fault}"
-        client = subprocess.Popen(ns("gw", [sys.executable, os.path.abspath(__file__), "--client",
-                                            str(seconds), "8", tag]), stdout=subprocess.PIPE, text=True)
+        load = os.path.join(os.path.dirname(os.path.abspath(__file__)), "partition_load.py")
+        client = subprocess.Popen(ns("gw", [sys.executable, load, str(seconds), "8", tag]),
+                                  stdout=subprocess.PIPE, text=True)
         stop = threading.Event()
         samples = []
         watcher = threading.Thread(target=watch_old_primary, args=(c, stop, samples), daemon=True)
@@ -422,9 +344,6 @@ def fmt(v, unit=""):
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--client":
-        client_main(float(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
-        return 0
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--long", action="store_true")
