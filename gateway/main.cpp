@@ -137,11 +137,15 @@ int main(int argc, char** argv)
     if (check_only) {
         for (const auto& w : warnings)
             std::fprintf(stderr, "idemgate: warning: %s\n", w.c_str());
+        if (auto g = idemgate::store::consistency_guarantee(cfg.store); !g.empty())
+            std::printf("idemgate: %s\n", g.c_str());
         std::printf("idemgate: configuration %s is valid\n", config_path.c_str());
         return 0;
     }
     for (const auto& w : warnings)
         idemgate::log::warn("risky configuration", {{"warning", w}});
+    if (auto g = idemgate::store::consistency_guarantee(cfg.store); !g.empty())
+        idemgate::log::info("store consistency", {{"guarantee", g}});
     if (auto why = idemgate::io_backend_probe()) {
         idemgate::log::error("start-up failed", {{"error", *why}});
         std::fprintf(stderr, "idemgate: %s\n", why->c_str());

@@ -12,7 +12,8 @@ void loader::load_redis(const map_view& store, redis_config& redis)
     map_view map(*this, child(store, "redis"), "store.redis",
                  {"mode", "address", "nodes", "topology_refresh", "password_env", "username", "db",
                   "key_prefix", "command_timeout", "connect_timeout", "reconnect_backoff_max",
-                  "eviction_check_interval", "min_replicas_ack", "sentinel", "tls"});
+                  "eviction_check_interval", "min_replicas_ack", "consistency", "wait_timeout", "sentinel",
+                  "tls"});
     if (auto text = scalar(map, "mode", "a string")) {
         if (*text == "standalone")
             redis.mode = redis_mode::standalone;
@@ -45,6 +46,23 @@ void loader::load_redis(const map_view& store, redis_config& redis)
     }
     read_duration(map, "topology_refresh", redis.topology_refresh);
     read_int(map, "min_replicas_ack", redis.min_replicas_ack, 0, 100);
+    if (auto text = scalar(map, "consistency", "a string")) {
+        if (*text == "async")
+            redis.consistency = redis_consistency::async;
+        else if (*text == "strict")
+            redis.consistency = redis_consistency::strict;
+        else
+            problem(map.path_of("consistency"), quote(*text) + " is not a consistency (use async or strict)");
+    }
+    read_duration(map, "wait_timeout", redis.wait_timeout);
+    if (redis.consistency == redis_consistency::strict && redis.mode == redis_mode::cluster)
+        problem(map.path_of("consistency"),
+                "strict is not available in cluster mode yet (use standalone or sentinel)");
+    if (redis.consistency == redis_consistency::strict && redis.min_replicas_ack == 0)
+        problem(map.path_of("consistency"),
+                "strict needs min_replicas_ack of 1 or more (the replicas each reservation must reach)");
+    if (map.find("wait_timeout") && redis.wait_timeout.count() <= 0)
+        problem(map.path_of("wait_timeout"), "must be more than 0");
     if (redis.mode == redis_mode::cluster) {
         if (redis.nodes.empty())
             problem(map.path_of("nodes"), "cluster mode needs at least one seed node (host:port)");
@@ -85,6 +103,8 @@ void loader::load_redis(const map_view& store, redis_config& redis)
             redis.key_prefix = std::move(*text);
     }
     read_duration(map, "command_timeout", redis.command_timeout);
+    if (redis.consistency == redis_consistency::strict && redis.wait_timeout >= redis.command_timeout)
+        problem(map.path_of("wait_timeout"), "must be less than command_timeout (WAIT answers within it)");
     read_duration(map, "connect_timeout", redis.connect_timeout);
     read_duration(map, "reconnect_backoff_max", redis.reconnect_backoff_max);
     read_duration(map, "eviction_check_interval", redis.eviction_check_interval, true);

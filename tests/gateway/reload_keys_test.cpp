@@ -421,6 +421,16 @@ std::vector<restart_row> restart_rows()
          [](auto& f) { CHECK(gateway_request(f.gateway->admin_port(), "GET", "/healthz").status == 200); }},
         {"threads", replacing("threads: 2", "threads: 3"), serves},
         {"store", replacing("on_failure: reject", "on_failure: pass_through"), serves},
+        {"store",
+         [](std::string text) {
+             // store.redis.consistency and wait_timeout: restart-only like the rest of store.
+             const std::string keys = "    consistency: async\n    wait_timeout: 20ms\n";
+             if (text.find("  redis:\n") != std::string::npos)
+                 return replaced(std::move(text), "  redis:\n", "  redis:\n" + keys);
+             return replaced(std::move(text), "  on_failure: reject\n",
+                             "  on_failure: reject\n  redis:\n" + keys);
+         },
+         serves},
         {"admin", replacing("token_env: IDEMGATE_TEST_ADMIN_TOKEN", "token_env: IDEMGATE_TEST_OTHER_TOKEN"),
          [](auto& f) {
              // The token the gateway started with still opens the admin API.

@@ -3,11 +3,15 @@
 // gateway_tests_redis_store entry (IDEMGATE_TEST_STORE=redis); elsewhere it says so and returns.
 #include "gateway_fixture.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 using namespace idemgate::test;
@@ -144,6 +148,119 @@ TEST_CASE("sentinel mode: the gateway finds the primary and follows a failover")
     for (const auto& line : gateway.process().lines())
         logged = logged || (line.find("sentinels name the primary") != std::string::npos &&
                             line.find(std::to_string(set.replica->port())) != std::string::npos);
+    CHECK(logged);
+}
+
+// The gateway's connections on `node` (its data connections log in as user gw).
+int gateway_clients(redis_server& node)
+{
+    std::string list;
+    try {
+        list = node.command({"CLIENT", "LIST"});
+    } catch (const std::exception&) {
+        return -1;
+    }
+    int n = 0;
+    for (std::size_t pos = list.find(" user=gw "); pos != std::string::npos;
+         pos = list.find(" user=gw ", pos + 1))
+        ++n;
+    return n;
+}
+
+TEST_CASE("sentinel mode: data connections leave a primary the sentinels no longer name at once")
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    if (!choice || std::string(choice) != "redis") {
+        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+        return;
+    }
+    sentinel_set set;
+    // A split the old primary does not notice: it refuses the sentinels' PING (they log in as
+    // the default user) but keeps serving the gateway, which logs in as gw. The sentinels promote
+    // the replica; the old primary stays a writable primary, as on the minority side of a
+    // partition.
+    for (auto* node : {set.primary.get(), set.replica.get()})
+        REQUIRE(node->command({"ACL", "SETUSER", "gw", "on", ">gw-pw", "~*", "&*", "+@all"}) == "+OK\r\n");
+    test_upstream_process upstream;
+    store_under_test store;
+    store.yaml = set.store_yaml() + "    username: gw\n    password_env: IDEMGATE_TEST_GW_PASSWORD\n";
+    gateway_options options;
+    gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), options),
+                            {{"IDEMGATE_TEST_GW_PASSWORD", "gw-pw"}});
+    sentinel_set::wait_for([&] { return readyz(gateway) == 200; });
+    REQUIRE(gateway_clients(*set.primary) >= 1);
+
+    // New keys all along, each remembered with the time it was sent.
+    using clock = std::chrono::steady_clock;
+    std::mutex mutex;
+    std::vector<std::pair<std::string, clock::time_point>> sent;
+    std::atomic<bool> stop{false};
+    std::thread load([&] {
+        for (int i = 0; !stop; ++i) {
+            auto key = unique_key("switch-" + std::to_string(i));
+            {
+                std::lock_guard lock(mutex);
+                sent.emplace_back(key, clock::now());
+            }
+            try {
+                gateway_request(gateway.port(), "POST", "/api/orders",
+                                {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
+            } catch (const std::exception&) {
+            }
+            std::this_thread::sleep_for(10ms); // a steady trickle, not a flood
+        }
+    });
+    struct joiner {
+        std::atomic<bool>& stop;
+        std::thread& t;
+        ~joiner()
+        {
+            stop = true;
+            t.join();
+        }
+    } join_load{stop, load};
+
+    REQUIRE(set.primary->command({"ACL", "SETUSER", "default", "-ping"}) == "+OK\r\n");
+    auto faulted = clock::now();
+    // The gateway counts the switch when it hears of it; the test polls that counter.
+    sentinel_set::wait_for(
+        [&] { return metric(gateway.admin_port(), "idemgate_store_primary_switches_total") >= 1; });
+    auto switched = clock::now();
+    while (gateway_clients(*set.primary) > 0 && clock::now() - switched < 5s)
+        std::this_thread::sleep_for(10ms);
+    auto left = clock::now();
+    auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
+    MESSAGE("fault to switch heard: " << ms(switched - faulted)
+                                      << " ms; switch heard to no connection on the "
+                                      << "old primary: " << ms(left - switched) << " ms");
+    CHECK(gateway_clients(*set.primary) == 0);
+    CHECK(left - switched <= 500ms);
+    CHECK(metric(gateway.admin_port(), "idemgate_store_primary_switches_total") == 1);
+    // Requests keep flowing to the new primary.
+    sentinel_set::wait_for([&] {
+        return gateway_request(
+                   gateway.port(), "POST", "/api/orders",
+                   {{"Idempotency-Key", unique_key("after")}, {"Content-Type", "application/json"}}, "{}")
+                   .status == 201;
+    });
+    stop = true;
+    // No key sent after the gateway heard of the switch reached the old primary.
+    auto on_old = set.primary->command({"KEYS", "idemgate-sentinel-test:*"});
+    std::lock_guard lock(mutex);
+    int before_switch = 0;
+    int after_switch = 0;
+    for (const auto& [key, at] : sent) {
+        if (on_old.find(key + "\r\n") == std::string::npos)
+            continue;
+        (at < switched ? before_switch : after_switch)++;
+    }
+    MESSAGE("keys on the old primary: " << before_switch << " sent before the switch was heard, "
+                                        << after_switch << " after");
+    CHECK(before_switch > 0);
+    CHECK(after_switch == 0);
+    bool logged = false;
+    for (const auto& line : gateway.process().lines())
+        logged = logged || line.find("closing the connection to the old primary") != std::string::npos;
     CHECK(logged);
 }
 

@@ -12,7 +12,9 @@
 //   --name N            every scripted answer carries X-Upstream-Name: N (which member of a
 //                       fleet answered).
 //   GET  /__count       {"executions":N}   (requests whose path does not start with /__)
-//   POST /__reset       zeroes the counter
+//   GET  /__keys        {"<Idempotency-Key>":[execution numbers],...}: which executions each key
+//                       got (a key that ran twice lists two)
+//   POST /__reset       zeroes the counter (and forgets the keys)
 //   any other request   increments the counter, then answers per these request headers:
 //     X-Test-Status: N      status (default 201)
 //     X-Test-Delay-Ms: N    wait N ms (asynchronous timer) before answering
@@ -47,6 +49,7 @@
 #include <charconv>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <string>
 
@@ -58,7 +61,9 @@ using asio::ip::tcp;
 namespace {
 
 std::atomic<long> executions{0};
-std::string instance_name; // --name
+std::mutex keys_mutex;
+boost::json::object executions_by_key; // Idempotency-Key -> [execution numbers]
+std::string instance_name;             // --name
 
 long header_number(const http::request<http::string_body>& req, std::string_view name, long fallback)
 {
@@ -91,8 +96,13 @@ http::response<http::string_body> control_answer(const http::request<http::strin
     res.set(http::field::content_type, "application/json");
     if (req.target() == "/__count" && req.method() == http::verb::get) {
         res.body() = boost::json::serialize(boost::json::object{{"executions", executions.load()}});
+    } else if (req.target() == "/__keys" && req.method() == http::verb::get) {
+        std::lock_guard lock(keys_mutex);
+        res.body() = boost::json::serialize(executions_by_key);
     } else if (req.target() == "/__reset" && req.method() == http::verb::post) {
         executions = 0;
+        std::lock_guard lock(keys_mutex);
+        executions_by_key.clear();
         res.body() = R"({"executions":0})";
     } else {
         res.result(http::status::not_found);
@@ -106,6 +116,13 @@ asio::awaitable<http::response<http::string_body>>
 scripted_answer(const http::request<http::string_body>& req)
 {
     long execution = ++executions;
+    if (auto it = req.find("Idempotency-Key"); it != req.end()) {
+        std::lock_guard lock(keys_mutex);
+        auto& list = executions_by_key[std::string_view(it->value().data(), it->value().size())];
+        if (!list.is_array())
+            list = boost::json::array{};
+        list.as_array().push_back(execution);
+    }
 
     long delay_ms = header_number(req, "X-Test-Delay-Ms", 0);
     if (delay_ms > 0) {

@@ -138,6 +138,8 @@ reserve_action decide_on_record(const store::record& rec, std::string_view finge
 reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
                                     config::failure_mode on_failure) noexcept
 {
+    if (result.unreplicated) // the store knows the upstream must not run: refused whatever on_failure says
+        return reserve_action::reject_store_failure;
     if (result.ec || (!result.acquired && !result.existing))
         return on_failure == config::failure_mode::reject ? reserve_action::reject_store_failure
                                                           : reserve_action::pass_through_store_failure;

@@ -39,6 +39,16 @@ void render_redis_metrics(const redis_stats& s, std::string& out)
     counter("idemgate_records_unreplicated_total",
             "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT).", "",
             double(s.records_unreplicated.load()));
+    counter("idemgate_store_primary_switches_total",
+            "Times the sentinels named a new primary; data connections to the old one were closed.", "",
+            double(s.primary_switches.load()));
+    counter("idemgate_reservations_unreplicated_total",
+            "consistency strict: reservations released and refused with 503 before forwarding because "
+            "fewer than min_replicas_ack replicas acknowledged them.",
+            "", double(s.reservations_unreplicated.load()));
+    prometheus::header(out, "idemgate_redis_connected_replicas", "gauge",
+                       "Replicas the primary reported connected at its last ROLE; -1 unknown.");
+    prometheus::sample(out, "idemgate_redis_connected_replicas", "", double(s.connected_replicas.load()));
     prometheus::header(out, "idemgate_redis_cluster_redirects_total", "counter",
                        "Redis Cluster redirects followed, and commands given up after too many.");
     prometheus::sample(out, "idemgate_redis_cluster_redirects_total", "kind=\"moved\"",

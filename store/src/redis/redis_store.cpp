@@ -1,6 +1,7 @@
 #include "redis/client/redis_cluster.hpp"
 #include "redis/client/redis_connection.hpp"
 #include "redis/client/redis_sentinel.hpp"
+#include "redis/client/replica_wait.hpp"
 #include "redis/client/settle_subscriber.hpp"
 #include "redis/client/shard_subscriber.hpp"
 #include "redis/redis_backend.hpp"
@@ -40,16 +41,19 @@ public:
                   std::shared_ptr<detail::settle_subscriber> subscriber,
                   std::shared_ptr<detail::shard_subscriber> shard_subscriber,
                   std::shared_ptr<detail::cluster_refresher> refresher,
-                  std::shared_ptr<detail::sentinel_monitor> monitor)
+                  std::shared_ptr<detail::sentinel_monitor> monitor,
+                  std::shared_ptr<detail::replica_waiter> waiter)
         : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
           shard_subscriber_(std::move(shard_subscriber)), refresher_(std::move(refresher)),
-          monitor_(std::move(monitor))
+          monitor_(std::move(monitor)), waiter_(std::move(waiter))
     {
     }
 
     ~redis_session() override
     {
         router_->shutdown();
+        if (waiter_)
+            waiter_->shutdown();
         if (subscriber_)
             subscriber_->shutdown();
         if (shard_subscriber_)
@@ -75,6 +79,13 @@ public:
         }
         if (r.reply->type == REDIS_REPLY_NIL) {
             out.acquired = true;
+            // consistency strict: the upstream runs only once the replicas have the reservation;
+            // otherwise it is released (owner-checked) and the request refused.
+            if (waiter_ && !co_await detail::reservation_replicated(*waiter_, *shared_, key)) {
+                co_await release(s, in_flight.owner_token);
+                out.acquired = false;
+                out.unreplicated = true;
+            }
             co_return out;
         }
         if (r.reply->type != REDIS_REPLY_STRING) {
@@ -104,7 +115,7 @@ public:
         std::array<std::string_view, 4> argv{prefix, value, px, publish_flag()};
         auto ec = co_await run_owned("complete", complete_lua(), key, argv);
         if (!ec && shared_->cfg.min_replicas_ack > 0 && completed.state == record_state::completed)
-            co_await wait_for_replicas(key);
+            co_await detail::wait_after_complete(*router_, *shared_, key);
         co_return ec;
     }
 
@@ -233,29 +244,6 @@ public:
     }
 
 private:
-    // min_replicas_ack: WAIT until that many replicas have the record, within half the command
-    // timeout (so the answer comes before our own deadline). The client gets its answer either
-    // way; a record fewer replicas acknowledged is counted and logged: a failover now could lose
-    // it and let a retry run again.
-    asio::awaitable<void> wait_for_replicas(std::string_view key)
-    {
-        auto wanted = std::to_string(shared_->cfg.min_replicas_ack);
-        auto timeout = std::to_string(std::max<duration::rep>(shared_->cfg.command_timeout.count() / 2, 1));
-        std::array<std::string_view, 3> args{"WAIT", wanted, timeout};
-        auto r = co_await router_->execute(key, args);
-        long long acked = -1;
-        if (!r.ec && r.reply->type == REDIS_REPLY_INTEGER)
-            acked = r.reply->integer;
-        if (acked >= static_cast<long long>(shared_->cfg.min_replicas_ack))
-            co_return;
-        shared_->stats.records_unreplicated.fetch_add(1, std::memory_order_relaxed);
-        detail::command_result why;
-        if (r.ec) {
-            why = std::move(r);
-        }
-        shared_->log_unreplicated(key, acked, why);
-    }
-
     // The command the complete/release scripts announce a settlement with ("" = none).
     std::string_view publish_flag() const noexcept
     {
@@ -343,6 +331,7 @@ private:
     std::shared_ptr<detail::shard_subscriber> shard_subscriber_; // cluster wait mode: likewise
     std::shared_ptr<detail::cluster_refresher> refresher_;       // cluster mode: the first session runs it
     std::shared_ptr<detail::sentinel_monitor> monitor_;          // sentinel mode: the first session runs it
+    std::shared_ptr<detail::replica_waiter> waiter_;             // consistency strict
 };
 
 class redis_backend_impl final : public redis_backend {
@@ -392,18 +381,25 @@ public:
             subscriber->start();
         }
         std::unique_ptr<detail::command_router> router;
+        std::shared_ptr<detail::replica_waiter> waiter;
         if (topology_) {
             router = std::make_unique<detail::cluster_router>(std::move(ex), shared_, topology_);
         } else {
-            auto conn = std::make_shared<detail::redis_connection>(std::move(ex), shared_);
-            if (monitor_)
-                conn->set_address_source([m = monitor_] { return m->current(); });
-            conn->start();
+            auto connect = [&] {
+                auto conn = std::make_shared<detail::redis_connection>(ex, shared_);
+                if (monitor_)
+                    conn->set_address_source([m = monitor_] { return m->current(); });
+                conn->start();
+                return conn;
+            };
+            auto conn = connect();
+            if (shared_->cfg.consistency == config::redis_consistency::strict)
+                waiter = std::make_shared<detail::replica_waiter>(ex, shared_, conn, connect());
             router = std::make_unique<detail::single_router>(std::move(conn));
         }
         return std::make_unique<redis_session>(std::move(router), shared_, std::move(subscriber),
                                                std::move(shard_subscriber), std::move(refresher),
-                                               first ? monitor_ : nullptr);
+                                               first ? monitor_ : nullptr, std::move(waiter));
     }
 
     bool ready() const override

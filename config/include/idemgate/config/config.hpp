@@ -42,6 +42,11 @@ using redis_tls_config = client_tls_config;
 using upstream_tls_config = client_tls_config;
 enum class redis_mode { standalone, cluster, sentinel };
 
+// What a reservation must reach before the upstream runs. async: the primary only (Redis
+// replicates afterwards); strict: also min_replicas_ack replicas (WAIT), or the request is
+// refused with 503 and the reservation released.
+enum class redis_consistency { async, strict };
+
 struct redis_config {
     redis_mode mode = redis_mode::standalone;
     endpoint address{"127.0.0.1", 6379}; // standalone
@@ -60,6 +65,8 @@ struct redis_config {
     duration reconnect_backoff_max{2000};    // reconnect with exponential backoff up to this
     duration eviction_check_interval{30000}; // re-read maxmemory-policy; 0 = on (re)connect only
     unsigned min_replicas_ack = 0;           // > 0: WAIT for that many replicas after each complete
+    redis_consistency consistency = redis_consistency::async;
+    duration wait_timeout{50}; // strict: how long WAIT waits for the replicas after a reservation
     redis_tls_config tls;
 };
 

@@ -20,4 +20,8 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
 // certificate). Empty when the store can be built. Run by --check and before start-up.
 std::vector<std::string> check_backend_config(const config::store_config& cfg);
 
+// What the chosen Redis consistency guarantees across a failover, and what it costs, in one
+// sentence for --check and the start-up log; "" for the memory store.
+std::string consistency_guarantee(const config::store_config& cfg);
+
 } // namespace idemgate::store

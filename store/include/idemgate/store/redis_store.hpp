@@ -66,6 +66,14 @@ struct redis_stats {
     std::atomic<std::int64_t> cluster_primaries{0};
     // Completed records that fewer than min_replicas_ack replicas acknowledged (WAIT).
     std::atomic<std::uint64_t> records_unreplicated{0};
+    // Sentinel mode: times the sentinels named a primary other than the one before; each closes
+    // every data connection to the old address.
+    std::atomic<std::uint64_t> primary_switches{0};
+    // consistency strict: reservations released and refused because fewer than min_replicas_ack
+    // replicas acknowledged them (or fewer were connected), so the upstream never ran.
+    std::atomic<std::uint64_t> reservations_unreplicated{0};
+    // Replicas the primary reported connected at its last ROLE (every second); -1 unknown.
+    std::atomic<std::int64_t> connected_replicas{-1};
     // Latency of answered commands (enqueue to reply).
     latency_histogram latency;
 

@@ -59,6 +59,9 @@ struct reserve_result {
     boost::system::error_code ec;   // set: the store failed, nothing is known about the key
     bool acquired = false;          // true: the caller owns the key until lock_ttl
     std::optional<record> existing; // !acquired: what the key holds now
+    // Redis consistency strict: the key was free, but the reservation did not reach enough
+    // replicas and was released again; the request must not be forwarded (nor pass through).
+    bool unreplicated = false;
 };
 
 // What an operator sees of one key (admin API).

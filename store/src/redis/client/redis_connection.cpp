@@ -74,7 +74,7 @@ redis_connection::redis_connection(asio::any_io_executor ex, std::shared_ptr<red
                                    config::endpoint address)
     : ex_(std::move(ex)), shared_(std::move(shared)), address_(std::move(address)),
       transport_(ex_, shared_->tls), wake_writer_(ex_), lost_(ex_), backoff_(ex_), connect_deadline_(ex_),
-      sweep_(ex_), policy_timer_(ex_)
+      sweep_(ex_), policy_timer_(ex_), role_timer_(ex_)
 {
 }
 
@@ -95,6 +95,10 @@ void redis_connection::start()
     auto self = shared_from_this();
     // Commands issued before run() begins wait for this first attempt rather than failing.
     connecting_ = true;
+    // Sentinel mode: data and subscriber connections follow the primary the sentinels name.
+    follows_primary_ = address_source_ && !to_sentinel_ && shared_->cfg.mode == config::redis_mode::sentinel;
+    if (follows_primary_)
+        shared_->add_follower(self);
     asio::co_spawn(ex_, run(self), log_spawn_failure);
 }
 
@@ -112,6 +116,7 @@ void redis_connection::do_shutdown()
     backoff_.cancel();
     connect_deadline_.cancel();
     policy_timer_.cancel();
+    role_timer_.cancel();
     ++sweep_generation_;
     sweep_armed_ = false;
     sweep_.cancel();
@@ -139,7 +144,13 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             asio::co_spawn(ex_, read_loop(self, gen), log_spawn_failure);
             asio::co_spawn(ex_, write_loop(self, gen), log_spawn_failure);
             ec = co_await handshake();
+            if (!ec && connected_ && !stopped_ && !address_current()) {
+                // The sentinels named another primary while this attempt was under way.
+                handshake_error_ = "the sentinels name another primary now";
+                ec = make_error_code(error::store_unavailable);
+            }
             if (!ec && connected_ && !stopped_) {
+                seen_primary_epoch_ = shared_->primary_epoch.load(std::memory_order_acquire);
                 up_ = true;
                 connecting_ = false;
                 send_waiting();
@@ -158,6 +169,10 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                         asio::co_spawn(ex_, check_version(self), log_spawn_failure);
                     // On every (re)connect: a restarted or failed-over server may evict (defect 10).
                     asio::co_spawn(ex_, watch_eviction_policy(self, gen), log_spawn_failure);
+                    if (shared_->cfg.mode == config::redis_mode::sentinel ||
+                        (shared_->cfg.mode == config::redis_mode::standalone &&
+                         shared_->cfg.consistency == config::redis_consistency::strict))
+                        asio::co_spawn(ex_, watch_role(self, gen), log_spawn_failure);
                 }
 
                 while (connected_ && !stopped_) {
@@ -222,7 +237,20 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
                                                           bool handshake, bool asking)
 {
     auto self = shared_from_this(); // the connection outlives this command
+    auto cmd = submit(args, handshake, asking);
+    if (!cmd)
+        co_return command_result{make_error_code(error::store_unavailable), nullptr};
+    co_return co_await finish(std::move(cmd));
+}
+
+std::shared_ptr<redis_connection::pending_command>
+redis_connection::submit(std::span<const std::string_view> args, bool handshake, bool asking)
+{
     auto& stats = shared_->stats;
+    // Never a command to an address the sentinels no longer name.
+    if (follows_primary_ && !handshake &&
+        seen_primary_epoch_ != shared_->primary_epoch.load(std::memory_order_acquire))
+        leave_if_moved();
     // While a connect attempt is under way (start-up, or right after a loss) a command waits
     // for it within its own deadline rather than failing; otherwise down means fail fast.
     bool send_now = connected_ && (up_ || handshake);
@@ -231,7 +259,7 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
         pending_.size() + waiting_.size() >= shared_->max_pending ||
         out_.size() >= shared_->max_pending_bytes) {
         bump(stats.errors_unavailable);
-        co_return command_result{make_error_code(error::store_unavailable), nullptr};
+        return nullptr;
     }
 
     auto cmd = std::make_shared<pending_command>(ex_);
@@ -263,12 +291,20 @@ asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::s
         append_command(cmd->payload, args);
         waiting_.push_back(cmd);
     }
+    return cmd;
+}
 
-    co_await cmd->event.async_wait(as_tuple(use_awaitable));
+asio::awaitable<command_result> redis_connection::finish(std::shared_ptr<pending_command> cmd)
+{
+    auto& stats = shared_->stats;
+    // The reply (or the deadline) may have come already, while the caller awaited another
+    // command: a cancel reaches only a wait under way.
+    if (!cmd->done && !cmd->expired)
+        co_await cmd->event.async_wait(as_tuple(use_awaitable));
     if (cmd->done) {
         if (cmd->reply)
             stats.latency.observe(clock::now() - cmd->sent);
-        co_return command_result{cmd->ec, std::move(cmd->reply)};
+        co_return command_result{cmd->ec, std::move(cmd->reply), std::move(cmd->node)};
     }
     // Deadline passed (or the caller was cancelled): the command may still run on the server,
     // so its outcome is unknown. Its reply, if any, is read and dropped by the reader.
@@ -345,6 +381,7 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     wake_writer_.cancel();
     lost_.cancel();
     policy_timer_.cancel();
+    role_timer_.cancel();
     // Lost during the handshake: run() is waiting on a handshake command that will never be
     // answered, and fails the pending ones only once it returns; without this, the attempt (and
     // every command waiting for it) would sit out command_timeout.

@@ -29,10 +29,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 struct redisReply;
 
 namespace idemgate::store::detail {
+
+class redis_connection;
 
 struct reply_deleter {
     void operator()(redisReply* r) const noexcept;
@@ -44,6 +48,7 @@ using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
 struct command_result {
     boost::system::error_code ec;
     reply_ptr reply;
+    std::string node; // for an error reply: the host:port of the server that sent it
 };
 
 // `text` for a log line: at most 200 bytes (then "..."), bytes outside printable ASCII as '?'.
@@ -82,6 +87,17 @@ struct redis_shared {
     // Sentinel mode: a data connection found it is not talking to the primary (ROLE, READONLY);
     // the monitor re-asks the sentinels. Set once before any connection starts.
     std::function<void()> on_primary_suspect;
+    // Sentinel mode: bumped whenever the sentinels name another primary. A connection that has
+    // not seen the latest value checks its address before it sends anything.
+    std::atomic<std::uint64_t> primary_epoch{0};
+    // consistency strict: the replica count last warned about (ROLE), so each change logs once.
+    std::atomic<long long> replicas_warned{-1};
+
+    // Registers a connection that follows the primary (one per I/O thread, plus subscribers).
+    void add_follower(const std::shared_ptr<redis_connection>& c);
+    // The sentinels named another primary: bumps primary_epoch and tells every follower, each on
+    // its own thread, to close its connection if it is to another address. Thread-safe.
+    void primary_switched();
 
     // Records what CONFIG GET maxmemory-policy answered (`policy`), or that it was refused
     // (nullopt; `why` says how), sets stats.eviction_safe and logs each change once: an error
@@ -108,6 +124,8 @@ private:
     log_throttle error_reply_log_;
     log_throttle corrupt_record_log_;
     log_throttle unreplicated_log_;
+    std::mutex followers_mutex_;
+    std::vector<std::weak_ptr<redis_connection>> followers_;
 };
 
 // A connection in subscriber mode (wait mode's notifications): pub/sub messages go to
@@ -142,6 +160,9 @@ public:
 
     // Starts connecting (and reconnecting with backoff) in the background.
     void start();
+    // Closes the connection (its pending commands fail with store_unavailable) when it is to
+    // an address other than the one the address source names now. Callable from any thread.
+    void follow_primary();
     // Closes for good; pending commands fail with store_unavailable. Callable from any thread.
     void shutdown();
     // True while connected and past AUTH / SELECT.
@@ -154,6 +175,10 @@ public:
     // Writes a command whose reply is a push (SUNSUBSCRIBE with on_shard_unsubscribe set), so no
     // command waits for it. False (nothing sent) while not up.
     bool send_unanswered(std::span<const std::string_view> args);
+    // Two commands in the same batch, in this order, each with its own result; both fail as
+    // store_unavailable (nothing sent) while the connection is not up.
+    boost::asio::awaitable<std::pair<command_result, command_result>>
+    execute_pair(std::span<const std::string_view> first, std::span<const std::string_view> second);
     // ASKING immediately followed by the command (Redis Cluster ASK redirect).
     boost::asio::awaitable<command_result> execute_asking(std::span<const std::string_view> args);
 
@@ -177,8 +202,22 @@ private:
     boost::asio::awaitable<void> watch_eviction_policy(std::shared_ptr<redis_connection> self,
                                                        std::uint64_t gen);
     boost::asio::awaitable<void> check_eviction_policy();
+    // Sentinel and standalone mode: ROLE every second on a connection that stays up. Records the
+    // replicas the primary reports; in Sentinel mode, a node that is no longer the primary is
+    // left at once.
+    boost::asio::awaitable<void> watch_role(std::shared_ptr<redis_connection> self, std::uint64_t gen);
+    // Leaves the current connection when the address source names another address (on the
+    // connection's executor). True when it did.
+    bool leave_if_moved();
+    // Whether the address source still names the address this connection is to.
+    bool address_current() const;
     boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake,
                                                    bool asking = false);
+    // Queues one command (sent now, or when the connection attempt under way is up); null when
+    // it fails fast (down, stopped, queue full). finish() waits for its reply or its deadline.
+    std::shared_ptr<pending_command> submit(std::span<const std::string_view> args, bool handshake,
+                                            bool asking);
+    boost::asio::awaitable<command_result> finish(std::shared_ptr<pending_command> cmd);
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
     void fail_pending(boost::system::error_code ec);
@@ -194,6 +233,7 @@ private:
     std::function<config::endpoint()> address_source_;
     std::optional<subscriber_hooks> subscriber_;
     bool to_sentinel_ = false;
+    bool follows_primary_ = false;          // Sentinel mode: closed when the sentinels name another primary
     redis_transport transport_;             // TCP or TLS
     boost::asio::steady_timer wake_writer_; // cancelled to wake an idle writer
     boost::asio::steady_timer lost_;        // cancelled when the connection is lost
@@ -204,6 +244,8 @@ private:
     std::uint64_t sweep_generation_ = 0;
     bool sweep_armed_ = false;
     boost::asio::steady_timer policy_timer_;               // next maxmemory-policy check; cancelled on loss
+    boost::asio::steady_timer role_timer_;                 // next ROLE check; cancelled on loss
+    std::uint64_t seen_primary_epoch_ = 0;                 // shared_->primary_epoch when last checked
     std::deque<std::shared_ptr<pending_command>> pending_; // awaiting replies, in send order
     std::deque<std::shared_ptr<pending_command>> waiting_; // queued during a connect attempt
     std::string out_;                                      // formatted commands not yet handed to the writer
@@ -229,6 +271,7 @@ struct redis_connection::pending_command {
     std::string payload; // formatted command, kept only while waiting for a connection
     boost::system::error_code ec;
     reply_ptr reply;
+    std::string node;       // the server that sent an error reply
     bool done = false;      // ec/reply are final
     bool expired = false;   // the sweep found it past its deadline and woke its waiter
     bool abandoned = false; // the caller gave up (timeout): its reply is read and dropped

@@ -160,4 +160,53 @@ asio::awaitable<void> redis_connection::check_eviction_policy()
     shared_->note_eviction_policy(std::string_view(r.reply->element[1]->str, r.reply->element[1]->len));
 }
 
+asio::awaitable<void> redis_connection::watch_role(std::shared_ptr<redis_connection>, std::uint64_t gen)
+{
+    // A primary demoted while no sentinel reached us (or a partition that hid the switch) is
+    // noticed within a second; the replica count feeds strict mode's refusal. One ROLE pipelined
+    // with the traffic per connection per second.
+    constexpr auto interval = std::chrono::seconds(1);
+    auto stale = [&] { return gen != generation_ || !connected_ || stopped_; };
+    for (;;) {
+        std::array<std::string_view, 1> role{"ROLE"};
+        auto r = co_await execute(role);
+        if (stale())
+            co_return;
+        const redisReply* reply = r.reply.get();
+        if (!r.ec && reply && reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 &&
+            reply->element[0]->type == REDIS_REPLY_STRING) {
+            std::string_view what(reply->element[0]->str, reply->element[0]->len);
+            if (what == "master") {
+                long long replicas = -1;
+                if (reply->elements >= 3 && reply->element[2]->type == REDIS_REPLY_ARRAY)
+                    replicas = static_cast<long long>(reply->element[2]->elements);
+                shared_->stats.connected_replicas.store(replicas, std::memory_order_relaxed);
+                const auto wanted = static_cast<long long>(shared_->cfg.min_replicas_ack);
+                if (shared_->cfg.consistency == config::redis_consistency::strict && replicas >= 0 &&
+                    replicas <= wanted && shared_->replicas_warned.exchange(replicas) != replicas)
+                    log::warn(replicas < wanted
+                                  ? "strict consistency: fewer replicas connected than "
+                                    "min_replicas_ack; every new key is refused with 503"
+                                  : "strict consistency with only min_replicas_ack replicas "
+                                    "connected: losing one refuses every new key until it rejoins",
+                              {{"address", address_.to_string()},
+                               {"replicas_connected", replicas},
+                               {"min_replicas_ack", wanted}});
+            } else if (shared_->cfg.mode == config::redis_mode::sentinel) {
+                log::warn("redis says it is no longer the primary (ROLE); asking the sentinels again",
+                          {{"address", address_.to_string()}, {"role", printable_text(what)}});
+                if (shared_->on_primary_suspect)
+                    shared_->on_primary_suspect();
+                fail_pending(make_error_code(error::store_unavailable));
+                on_lost(gen, "demoted", {});
+                co_return;
+            }
+        }
+        role_timer_.expires_after(interval); // also wakes a stale watcher of an older connection
+        co_await role_timer_.async_wait(as_tuple(use_awaitable));
+        if (stale())
+            co_return;
+    }
+}
+
 } // namespace idemgate::store::detail

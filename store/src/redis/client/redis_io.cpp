@@ -112,6 +112,7 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
                 else
                     bump(stats.errors_reply);
                 cmd->ec = make_error_code(error::store_error_reply);
+                cmd->node = address_.to_string();
                 // Sentinel mode: the primary became a replica under us. Drop the connection and
                 // let the monitor find the new primary.
                 demoted = shared_->cfg.mode == config::redis_mode::sentinel &&
@@ -156,6 +157,31 @@ asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connect
             co_return;
         }
     }
+}
+
+asio::awaitable<std::pair<command_result, command_result>>
+redis_connection::execute_pair(std::span<const std::string_view> first,
+                               std::span<const std::string_view> second)
+{
+    auto self = shared_from_this();
+    std::pair<command_result, command_result> out;
+    // Only on a connection that is up: both go out in the same batch, in order, or neither.
+    if (!(connected_ && up_)) {
+        bump(shared_->stats.errors_unavailable);
+        out.first.ec = out.second.ec = make_error_code(error::store_unavailable);
+        co_return out;
+    }
+    auto a = submit(first, false, false);
+    auto b = a ? submit(second, false, false) : nullptr;
+    if (!b) {
+        if (a)
+            a->abandoned = true; // its reply is read and dropped
+        out.first.ec = out.second.ec = make_error_code(error::store_unavailable);
+        co_return out;
+    }
+    out.first = co_await finish(std::move(a));
+    out.second = co_await finish(std::move(b));
+    co_return out;
 }
 
 } // namespace idemgate::store::detail

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
 #include <hiredis/hiredis.h>
+#include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 
 namespace idemgate::store::detail {
@@ -51,6 +52,21 @@ void sentinel_monitor::start(asio::any_io_executor ex)
             return;
         if (auto self = weak.lock()) {
             log::info("sentinel announced a new primary", {{"message", printable_text(payload)}});
+            // "<name> <old-ip> <old-port> <new-ip> <new-port>": followed at once, then confirmed
+            // by asking the sentinels.
+            std::array<std::string_view, 5> part;
+            std::size_t n = 0;
+            for (std::size_t pos = 0; pos <= payload.size() && n < part.size();) {
+                auto end = std::min(payload.find(' ', pos), payload.size());
+                part[n++] = payload.substr(pos, end - pos);
+                pos = end + 1;
+            }
+            unsigned port = 0;
+            if (n == 5 && part[0] == self->shared_->cfg.sentinel_master_name &&
+                std::from_chars(part[4].data(), part[4].data() + part[4].size(), port).ec == std::errc{} &&
+                port > 0 && port <= 65535)
+                self->name_primary(config::endpoint{std::string(part[3]), static_cast<std::uint16_t>(port)},
+                                   "+switch-master");
             self->request();
         }
     };
@@ -134,14 +150,71 @@ asio::awaitable<void> sentinel_monitor::ask()
     if (ec != std::errc{} || port == 0 || port > 65535)
         co_return;
     ep.port = static_cast<std::uint16_t>(port);
-    std::lock_guard lock(mutex_);
-    if (ep.host != current_.host || ep.port != current_.port) {
-        log::info("sentinels name the primary",
-                  {{"master_name", name},
-                   {"address", ep.to_string()},
-                   {"previous", current_.port ? current_.to_string() : "none"}});
+    name_primary(ep, "get-master-addr-by-name");
+}
+
+void sentinel_monitor::name_primary(const config::endpoint& ep, std::string_view source)
+{
+    config::endpoint previous;
+    {
+        std::lock_guard lock(mutex_);
+        if (ep.host == current_.host && ep.port == current_.port)
+            return;
+        previous = current_;
         current_ = ep;
     }
+    log::info("sentinels name the primary", {{"master_name", shared_->cfg.sentinel_master_name},
+                                             {"address", ep.to_string()},
+                                             {"previous", previous.port ? previous.to_string() : "none"},
+                                             {"source", source}});
+    if (previous.port == 0)
+        return;
+    shared_->stats.primary_switches.fetch_add(1, std::memory_order_relaxed);
+    shared_->primary_switched();
+}
+
+// The data connections' side: each follows the primary the monitor names.
+
+void redis_connection::follow_primary()
+{
+    asio::post(ex_, [self = shared_from_this()] { self->leave_if_moved(); });
+}
+
+bool redis_connection::address_current() const
+{
+    if (!follows_primary_)
+        return true;
+    auto now = address_source_();
+    return now.port == 0 || (now.host == address_.host && now.port == address_.port);
+}
+
+bool redis_connection::leave_if_moved()
+{
+    seen_primary_epoch_ = shared_->primary_epoch.load(std::memory_order_acquire);
+    // A connect attempt under way checks the address again before the connection is used.
+    if (stopped_ || !connected_ || address_current())
+        return false;
+    log::warn("closing the connection to the old primary: the sentinels name another",
+              {{"address", address_.to_string()}, {"primary", address_source_().to_string()}});
+    fail_pending(make_error_code(error::store_unavailable));
+    on_lost(generation_, "primary switched", {});
+    return true;
+}
+
+void redis_shared::add_follower(const std::shared_ptr<redis_connection>& c)
+{
+    std::lock_guard lock(followers_mutex_);
+    std::erase_if(followers_, [](const auto& w) { return w.expired(); });
+    followers_.push_back(c);
+}
+
+void redis_shared::primary_switched()
+{
+    primary_epoch.fetch_add(1, std::memory_order_acq_rel);
+    std::lock_guard lock(followers_mutex_);
+    for (const auto& w : followers_)
+        if (auto c = w.lock())
+            c->follow_primary();
 }
 
 } // namespace idemgate::store::detail

@@ -30,6 +30,9 @@ private:
     boost::asio::awaitable<void> run(std::shared_ptr<sentinel_monitor> self);
     boost::asio::awaitable<void> ask();
     void request(); // on this monitor's executor
+    // The sentinels name `ep` (a reply, or a +switch-master announcement): a change is logged,
+    // counted, and every data connection to the old address is closed at once.
+    void name_primary(const config::endpoint& ep, std::string_view source);
 
     std::shared_ptr<redis_shared> shared_;
     boost::asio::any_io_executor ex_;

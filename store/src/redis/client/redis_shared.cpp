@@ -88,7 +88,7 @@ void redis_shared::log_error_reply(std::string_view operation, std::string_view 
     std::uint64_t unlogged = 0;
     if (!error_reply_log_.allow(options.error_log_interval, unlogged))
         return;
-    boost::json::object fields{{"address", cfg.address.to_string()},
+    boost::json::object fields{{"address", r.node.empty() ? cfg.address.to_string() : r.node},
                                {"operation", operation},
                                {"command", command},
                                {"reply", reply_text(r)}};

@@ -1,0 +1,124 @@
+// store.redis.consistency strict: a reservation reaches min_replicas_ack replicas before the
+// upstream runs, or it is released and the request refused with 503 (the retry is then safe).
+// Real primary and replica; the replica is put to sleep (DEBUG SLEEP) or detached. Runs in
+// the gateway_tests_redis_store entry (IDEMGATE_TEST_STORE=redis); elsewhere it says so.
+#include "gateway_fixture.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <thread>
+
+using namespace idemgate::test;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+template<class Pred>
+bool eventually(Pred pred, milliseconds timeout = 10s)
+{
+    auto deadline = clock_type::now() + timeout;
+    while (!pred()) {
+        if (clock_type::now() > deadline)
+            return false;
+        std::this_thread::sleep_for(20ms); // polling the servers' own state
+    }
+    return true;
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("consistency");
+
+TEST_CASE("consistency strict: an unreplicated reservation is released and refused before the upstream runs")
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    if (!choice || std::string(choice) != "redis") {
+        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+        return;
+    }
+    redis_server primary;
+    redis_server replica(
+        {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});
+    REQUIRE(eventually([&] {
+        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+    }));
+    test_upstream_process upstream;
+    store_under_test store;
+    // pass_through: strict refuses even where a store failure would let the request through.
+    // A long wait_timeout makes the WAIT visible next to a replay.
+    store.yaml =
+        "store:\n  type: redis\n  on_failure: pass_through\n  redis:\n    address: \"" + primary.address() +
+        "\"\n    key_prefix: idemgate-strict-test\n    min_replicas_ack: 1\n    consistency: strict\n"
+        "    wait_timeout: 1500ms\n    command_timeout: 3s\n";
+    gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), gateway_options{}));
+    REQUIRE(eventually([&] {
+        try {
+            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
+        } catch (const std::exception&) {
+            return false;
+        }
+    }));
+    auto post = [&](const std::string& key) {
+        return gateway_request(gateway.port(), "POST", "/api/orders",
+                               {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
+    };
+    auto ms = [](auto d) { return std::chrono::duration_cast<milliseconds>(d).count(); };
+
+    const auto done = unique_key("strict-done");
+    REQUIRE(post(done).status == 201);
+    CHECK(upstream.executions() == 1);
+    CHECK(metric(gateway.admin_port(), "idemgate_reservations_unreplicated_total") == 0);
+
+    // The replica stops answering: the WAIT runs out, the key is released, nothing ran.
+    std::thread sleeper([&] {
+        try {
+            redis_command(replica.port(), {"DEBUG", "SLEEP", "3"}, 10s);
+        } catch (const std::exception&) {
+        }
+    });
+    std::this_thread::sleep_for(200ms);
+    const auto refused_key = unique_key("strict-refused");
+    http_response refused;
+    auto started = clock_type::now();
+    std::thread first([&] { refused = post(refused_key); });
+    std::this_thread::sleep_for(200ms);
+    // A replay meanwhile does not queue behind that WAIT.
+    auto replay_started = clock_type::now();
+    auto replay = post(done);
+    auto replay_took = clock_type::now() - replay_started;
+    first.join();
+    auto refused_took = clock_type::now() - started;
+    MESSAGE("replay while a WAIT was out: " << ms(replay_took) << " ms; refusal after " << ms(refused_took)
+                                            << " ms");
+    CHECK(replay.header("idempotent-replayed") == "true");
+    CHECK(replay_took < 500ms);
+    CHECK(refused.status == 503);
+    CHECK(refused.header("content-type") == "application/problem+json");
+    CHECK(refused.body.find("store-unavailable") != std::string::npos);
+    CHECK(!refused.header("retry-after").empty());
+    CHECK(refused_took >= 1400ms);
+    CHECK(upstream.executions() == 1);
+    CHECK(primary.command({"KEYS", "idemgate-strict-test:*" + refused_key}) == "*0\r\n");
+    CHECK(metric(gateway.admin_port(), "idemgate_reservations_unreplicated_total") == 1);
+    sleeper.join();
+
+    // Its retry runs once the replica answers again.
+    REQUIRE(eventually([&] { return post(refused_key).status == 201; }));
+    CHECK(upstream.executions() == 2);
+
+    // No replica connected at all: refused at once, without waiting out a WAIT.
+    REQUIRE(replica.command({"REPLICAOF", "NO", "ONE"}) == "+OK\r\n");
+    REQUIRE(
+        eventually([&] { return metric(gateway.admin_port(), "idemgate_redis_connected_replicas") == 0; }));
+    started = clock_type::now();
+    auto alone = post(unique_key("strict-alone"));
+    auto alone_took = clock_type::now() - started;
+    MESSAGE("refusal without a connected replica after " << ms(alone_took) << " ms");
+    CHECK(alone.status == 503);
+    CHECK(alone_took < 1000ms);
+    CHECK(upstream.executions() == 2);
+}
+
+TEST_SUITE_END();
