@@ -29,6 +29,7 @@ build_pkgs=(
   podman buildah mmdebstrap  # scripts/container-check.sh: builds and runs the image, no daemon or registry
   dpkg-dev file help2man     # scripts/package.sh: the Debian package (dpkg-shlibdeps), its man pages
   prometheus                 # promtool: the alert rules' checks and unit tests (tests/deploy)
+  python3 iptables iproute2  # tests/partition: network namespaces, DROP rules, the test's driver
 )
 run_pkgs=(
   "${compile_pkgs[@]}"
