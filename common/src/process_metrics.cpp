@@ -87,20 +87,4 @@ void process_metrics(std::string& out)
             static_cast<double>(limit.rlim_cur));
 }
 
-std::string label_value(std::string_view value)
-{
-    std::string out;
-    out.reserve(value.size());
-    for (char c : value) {
-        if (c == '\\' || c == '"')
-            out.push_back('\\');
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out.push_back(c);
-    }
-    return out;
-}
-
 } // namespace idemgate::prometheus

@@ -24,4 +24,20 @@ void header(std::string& out, std::string_view name, std::string_view type, std:
     out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
+std::string label_value(std::string_view value)
+{
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        if (c == '\\' || c == '"')
+            out.push_back('\\');
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+
 } // namespace idemgate::prometheus

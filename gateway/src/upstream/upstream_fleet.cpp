@@ -39,22 +39,6 @@ std::string label_of(const tcp::endpoint& ep)
     return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
 }
 
-// A Prometheus label value: backslash, double quote and newline escaped.
-std::string label_value(std::string_view text)
-{
-    std::string out;
-    for (char c : text) {
-        if (c == '\\' || c == '"')
-            out.push_back('\\');
-        if (c == '\n') {
-            out += "\\n";
-            continue;
-        }
-        out.push_back(c);
-    }
-    return out;
-}
-
 // upstreams.<name>.hosts_file: nullopt when it is not set; else the addresses the file lists for
 // `host` (hosts(5) lines "IP name [alias...]", '#' comments), read again at every resolution,
 // empty with `error` set when it lists none or cannot be read.
@@ -229,19 +213,20 @@ void fleet_registry::render(std::string& out) const
     prometheus::header(out, "idemgate_upstream_ejections_total", "counter",
                        "Addresses ejected after eject_after_failures consecutive connect failures.");
     for (const auto& [name, c] : counters_)
-        prometheus::sample(out, "idemgate_upstream_ejections_total", "upstream=\"" + label_value(name) + "\"",
+        prometheus::sample(out, "idemgate_upstream_ejections_total",
+                           "upstream=\"" + prometheus::label_value(name) + "\"",
                            static_cast<double>(c->ejections.load()));
     prometheus::header(out, "idemgate_upstream_resolve_failures_total", "counter",
                        "Re-resolutions (resolve_every) that failed; the previous addresses were kept.");
     for (const auto& [name, c] : counters_)
         prometheus::sample(out, "idemgate_upstream_resolve_failures_total",
-                           "upstream=\"" + label_value(name) + "\"",
+                           "upstream=\"" + prometheus::label_value(name) + "\"",
                            static_cast<double>(c->resolve_failures.load()));
     prometheus::header(out, "idemgate_upstream_duration_seconds", "histogram",
                        "Upstream exchanges, connecting included, answered or failed, by upstream.");
     for (const auto& [name, c] : counters_)
         c->duration.render(out, "idemgate_upstream_duration_seconds",
-                           "upstream=\"" + label_value(name) + "\"");
+                           "upstream=\"" + prometheus::label_value(name) + "\"");
 }
 
 upstream_fleet::upstream_fleet(config::upstream_config cfg, const resolution& initial,
@@ -380,8 +365,8 @@ void upstream_fleet::render_endpoints(std::string& out) const
     std::size_t healthy = 0;
     for (const auto& a : *set)
         healthy += a->healthy(now) ? 1 : 0;
-    prometheus::sample(out, "idemgate_upstream_endpoints", "upstream=\"" + label_value(name()) + "\"",
-                       static_cast<double>(healthy));
+    prometheus::sample(out, "idemgate_upstream_endpoints",
+                       "upstream=\"" + prometheus::label_value(name()) + "\"", static_cast<double>(healthy));
 }
 
 void upstream_fleet::render_addresses(std::string& out) const
@@ -390,7 +375,8 @@ void upstream_fleet::render_addresses(std::string& out) const
     auto now = now_ticks();
     for (const auto& a : *set)
         prometheus::sample(out, "idemgate_upstream_address_healthy",
-                           "upstream=\"" + label_value(name()) + "\",address=\"" + a->label + "\"",
+                           "upstream=\"" + prometheus::label_value(name()) + "\",address=\"" + a->label +
+                               "\"",
                            a->healthy(now) ? 1.0 : 0.0);
 }
 
