@@ -9,6 +9,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -17,6 +18,7 @@
 #include <boost/json.hpp>
 #include <csignal>
 #include <doctest/doctest.h>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -38,11 +40,20 @@ public:
         acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
         acceptor_.listen();
         asio::co_spawn(ioc_, accept_loop(), asio::detached);
-        thread_ = std::thread([this] { ioc_.run(); });
+        thread_ = std::thread([this] { ioc_.run(); }); // returns once the destructor closed everything
     }
+    // Closes the acceptor and every connection on the receiver's thread and lets run() return
+    // once nothing is pending: an io_context stopped or destroyed with an accept still queued
+    // frees it after its socket service under io_uring (Asio 1.81).
     ~otlp_receiver()
     {
-        ioc_.stop();
+        asio::post(ioc_, [this] {
+            boost::system::error_code ignored;
+            acceptor_.close(ignored);
+            for (auto& weak : streams_)
+                if (auto stream = weak.lock())
+                    stream->socket().close(ignored);
+        });
         thread_.join();
     }
     std::string endpoint() const
@@ -64,13 +75,18 @@ private:
     asio::awaitable<void> accept_loop()
     {
         for (;;) {
-            auto socket = co_await acceptor_.async_accept(asio::use_awaitable);
-            asio::co_spawn(ioc_, serve(std::move(socket)), asio::detached);
+            boost::system::error_code ec;
+            auto socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+            if (ec)
+                co_return; // closed by the destructor
+            auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+            streams_.push_back(stream);
+            asio::co_spawn(ioc_, serve(std::move(stream)), asio::detached);
         }
     }
-    asio::awaitable<void> serve(asio::ip::tcp::socket socket)
+    asio::awaitable<void> serve(std::shared_ptr<beast::tcp_stream> owned)
     {
-        beast::tcp_stream stream(std::move(socket));
+        auto& stream = *owned;
         beast::flat_buffer buffer;
         for (;;) {
             beast::http::request<beast::http::string_body> req;
@@ -99,6 +115,7 @@ private:
     unsigned status_;
     asio::io_context ioc_{1};
     asio::ip::tcp::acceptor acceptor_{ioc_};
+    std::vector<std::weak_ptr<beast::tcp_stream>> streams_; // the receiver's thread only
     std::thread thread_;
     std::mutex mutex_;
     std::vector<std::string> bodies_;
