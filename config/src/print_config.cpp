@@ -58,12 +58,6 @@ std::string number_text(double v)
     return ec == std::errc{} ? std::string(buf, end) : std::string("0");
 }
 
-// A secret is printed as the variable it comes from (the *_env key), never as its value.
-const std::string& secret_text(const std::string& env, const std::string& /*value*/)
-{
-    return env;
-}
-
 void key(YAML::Emitter& out, const char* name)
 {
     out << YAML::Key << name << YAML::Value;
@@ -103,15 +97,15 @@ void store(YAML::Emitter& out, const store_config& s)
     key(out, "type");
     out << (s.type == store_type::redis ? "redis" : "memory");
     key(out, "key_secret_env");
-    out << secret_text(s.key_secret_env, s.key_secret);
+    out << s.key_secret_env;
     key(out, "hash_keys");
     out << s.hash_keys;
     key(out, "encryption");
     out << YAML::BeginMap;
     key(out, "key_env");
-    out << secret_text(s.encryption.key_env, s.encryption.key);
+    out << s.encryption.key_env;
     key(out, "previous_key_env");
-    out << secret_text(s.encryption.previous_key_env, s.encryption.previous_key);
+    out << s.encryption.previous_key_env;
     out << YAML::EndMap;
     key(out, "on_failure");
     out << (s.on_failure == failure_mode::reject ? "reject" : "pass_through");
@@ -134,12 +128,12 @@ void store(YAML::Emitter& out, const store_config& s)
     key(out, "master_name");
     out << r.sentinel_master_name;
     key(out, "password_env");
-    out << secret_text(r.sentinel_password_env, r.sentinel_password);
+    out << r.sentinel_password_env;
     out << YAML::EndMap;
     key(out, "topology_refresh");
     out << duration_text(r.topology_refresh);
     key(out, "password_env");
-    out << secret_text(r.password_env, r.password);
+    out << r.password_env;
     key(out, "username");
     out << r.username;
     key(out, "db");
@@ -351,7 +345,7 @@ std::string print_config(const config& c)
     key(out, "admin");
     out << YAML::BeginMap;
     key(out, "token_env");
-    out << secret_text(c.admin.token_env, c.admin.token);
+    out << c.admin.token_env;
     out << YAML::EndMap;
     key(out, "limits");
     out << YAML::BeginMap;

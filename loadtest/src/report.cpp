@@ -27,13 +27,6 @@ double rate(std::uint64_t n, double seconds)
     return seconds > 0 ? static_cast<double>(n) / seconds : 0;
 }
 
-std::string fixed(double v, int decimals)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
-
 std::string status_text(const phase_stats& s)
 {
     std::string out;
@@ -51,7 +44,7 @@ std::string status_text(const phase_stats& s)
 std::string loop_text(const options& o)
 {
     if (o.rate)
-        return "open loop at " + fixed(*o.rate, 0) + " req/s";
+        return "open loop at " + format_fixed(*o.rate, 0) + " req/s";
     return "closed loop";
 }
 
@@ -116,13 +109,20 @@ std::string byte_text(std::uint64_t n)
     if (n < 10 * 1024)
         return std::to_string(n) + " B";
     if (n < 10ULL * 1024 * 1024)
-        return fixed(v / 1024, 1) + " KiB";
+        return format_fixed(v / 1024, 1) + " KiB";
     if (n < 10ULL * 1024 * 1024 * 1024)
-        return fixed(v / (1024.0 * 1024), 1) + " MiB";
-    return fixed(v / (1024.0 * 1024 * 1024), 2) + " GiB";
+        return format_fixed(v / (1024.0 * 1024), 1) + " MiB";
+    return format_fixed(v / (1024.0 * 1024 * 1024), 2) + " GiB";
 }
 
 } // namespace
+
+std::string format_fixed(double v, int decimals)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
 
 std::string progress_line(std::string_view label, const progress_figures& f)
 {
@@ -144,10 +144,10 @@ std::string format_latency(std::uint64_t ns)
 {
     double v = static_cast<double>(ns);
     if (ns < 1'000'000)
-        return fixed(v / 1e3, v < 10'000 ? 1 : 0) + "us";
+        return format_fixed(v / 1e3, v < 10'000 ? 1 : 0) + "us";
     if (ns < 1'000'000'000)
-        return fixed(v / 1e6, v < 10'000'000 ? 2 : 1) + "ms";
-    return fixed(v / 1e9, 2) + "s";
+        return format_fixed(v / 1e6, v < 10'000'000 ? 2 : 1) + "ms";
+    return format_fixed(v / 1e9, 2) + "s";
 }
 
 void write_text_report(std::ostream& out, const run_result& r)
@@ -159,10 +159,10 @@ void write_text_report(std::ostream& out, const run_result& r)
         << (o.threads == 1 ? " thread, " : " threads, ") << loop_text(o) << "; keys " << r.key_prefix
         << "-*\n";
     if (r.warmed_up)
-        out << "  warm-up      " << r.warmup.answers << " answers in " << fixed(r.warmup.seconds, 2) << " s ("
-            << status_text(r.warmup) << ")\n";
-    out << "  requests     " << t.answers << " answers in " << fixed(t.seconds, 2)
-        << " s = " << fixed(rate(t.answers, t.seconds), 0) << " req/s\n";
+        out << "  warm-up      " << r.warmup.answers << " answers in " << format_fixed(r.warmup.seconds, 2)
+            << " s (" << status_text(r.warmup) << ")\n";
+    out << "  requests     " << t.answers << " answers in " << format_fixed(t.seconds, 2)
+        << " s = " << format_fixed(rate(t.answers, t.seconds), 0) << " req/s\n";
     out << "  latency      ";
     for (const auto& p : percentiles)
         out << p.text << " " << format_latency(t.latency.percentile(p.value)) << "  ";
@@ -213,9 +213,9 @@ void write_text_report(std::ostream& out, const run_result& r)
         double executed = r.metrics_after->outcome("executed") - r.metrics_before->outcome("executed");
         double replayed = r.metrics_after->outcome("replayed") - r.metrics_before->outcome("replayed");
         double conflict = r.metrics_after->outcome("conflict") - r.metrics_before->outcome("conflict");
-        out << "  gateway      executed +" << fixed(executed, 0) << ", replayed +" << fixed(replayed, 0)
-            << ", conflict +" << fixed(conflict, 0) << " (metrics): "
-            << (r.expected_executions ? fixed(executed / static_cast<double>(r.expected_executions), 2)
+        out << "  gateway      executed +" << format_fixed(executed, 0) << ", replayed +"
+            << format_fixed(replayed, 0) << ", conflict +" << format_fixed(conflict, 0) << " (metrics): "
+            << (r.expected_executions ? format_fixed(executed / static_cast<double>(r.expected_executions), 2)
                                       : "n/a")
             << " upstream executions per key\n";
     }

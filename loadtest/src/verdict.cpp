@@ -1,25 +1,12 @@
 // The verdict of a run: every check that failed, one line each, the loudest first.
 #include <cstdio>
 #include <idemgate/loadtest/expectations.hpp>
+#include <idemgate/loadtest/report.hpp>
 #include <idemgate/loadtest/runner.hpp>
 
 namespace idemgate::loadtest {
 
 namespace {
-
-std::string fixed_text(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, v < 10 ? "%.2f" : "%.1f", v);
-    return buf;
-}
-
-std::string count_text(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    return buf;
-}
 
 // Out of line: GCC 12 warns falsely (-Warray-bounds) on a literal moved into the vector inline.
 [[gnu::noinline]] void add(std::vector<std::string>& failures, std::string_view text)
@@ -41,8 +28,9 @@ void judge(run_result& r)
     if (unexpected && share > o.max_unexpected_percent) {
         const auto& first = r.warmup.first_unexpected.empty() ? r.timed : r.warmup;
         std::string line = std::to_string(unexpected) + " of " + std::to_string(answers) + " answers (" +
-                           fixed_text(share) + " %) were not the expected " + describe(o.expected_statuses) +
-                           " (allowed: " + fixed_text(o.max_unexpected_percent) +
+                           format_fixed(share, share < 10 ? 2 : 1) + " %) were not the expected " +
+                           describe(o.expected_statuses) + " (allowed: " +
+                           format_fixed(o.max_unexpected_percent, o.max_unexpected_percent < 10 ? 2 : 1) +
                            " %); first: " + first.first_unexpected;
         if (!first.unexpected_hint.empty())
             line += "; hint: " + first.unexpected_hint;
@@ -92,7 +80,7 @@ void judge(run_result& r)
     if (r.metrics_before && r.metrics_after) {
         double executed = r.metrics_after->outcome("executed") - r.metrics_before->outcome("executed");
         if (executed != static_cast<double>(r.expected_executions))
-            f.push_back("the gateway executed " + count_text(executed) + " requests upstream for " +
+            f.push_back("the gateway executed " + format_fixed(executed, 0) + " requests upstream for " +
                         std::to_string(r.expected_executions) +
                         " keys this run executed (its metrics; another client's traffic counts too)");
     }

@@ -2,6 +2,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/tracing.hpp>
 #include <random>
 
@@ -91,12 +92,8 @@ json::array json_attributes(const std::vector<attribute>& attributes)
 
 std::string hex(const std::uint8_t* bytes, std::size_t n)
 {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out(2 * n, '0');
-    for (std::size_t i = 0; i < n; ++i) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
+    std::string out;
+    append_hex(out, bytes, n);
     return out;
 }
 

@@ -22,6 +22,9 @@ struct progress_figures {
 // The line, starting with a carriage return and an erase-line: it redraws itself on a terminal.
 std::string progress_line(std::string_view label, const progress_figures& f);
 
+// `v` with `decimals` digits after the point ("12.30").
+std::string format_fixed(double v, int decimals);
+
 // "850µs", "12.3ms", "1.20s" for a duration in nanoseconds.
 std::string format_latency(std::uint64_t ns);
 
