@@ -1,3 +1,4 @@
+#include <atomic>
 #include <boost/json/serialize.hpp>
 #include <cerrno>
 #include <chrono>
@@ -7,6 +8,32 @@
 #include <unistd.h>
 
 namespace idemgate::log {
+
+namespace {
+
+std::atomic<line_sink*> current_sink{nullptr};
+
+void write_now(const std::string& line)
+{
+    // One fwrite per line: stdio locks the stream, so lines from threads never interleave.
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+}
+
+void hand_over(std::string&& line)
+{
+    if (auto* sink = current_sink.load(std::memory_order_acquire))
+        sink->take(std::move(line));
+    else
+        write_now(line);
+}
+
+} // namespace
+
+void set_line_sink(line_sink* sink) noexcept
+{
+    current_sink.store(sink, std::memory_order_release);
+}
 
 long long now_unix_ms() noexcept
 {
@@ -33,7 +60,9 @@ void write(level lvl, std::string_view msg, boost::json::object fields)
     line["msg"] = msg;
     for (auto& kv : fields)
         line[kv.key()] = std::move(kv.value());
-    write_raw_line(boost::json::serialize(line));
+    std::string out = boost::json::serialize(line);
+    out.push_back('\n');
+    hand_over(std::move(out));
 }
 
 void write_raw_line(std::string_view json_object)
@@ -42,9 +71,7 @@ void write_raw_line(std::string_view json_object)
     out.reserve(json_object.size() + 1);
     out.append(json_object);
     out.push_back('\n');
-    // One fwrite per line: stdio locks the stream, so lines from threads never interleave.
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fflush(stdout);
+    hand_over(std::move(out));
 }
 
 void write_raw_lines(std::string_view lines)

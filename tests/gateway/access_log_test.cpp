@@ -95,13 +95,20 @@ TEST_CASE("a stuck stdout drops access lines and counts them; requests are still
     // Each request has a 4 s socket timeout: a request thread blocked on the log would fail here.
     CHECK(send_requests(f.port(), stem, n, 4) == n);
     CHECK(metric(admin, "idemgate_access_log_dropped_total") > 0);
+    // A failed upstream exchange also writes an error line (not an access line): it waits in the
+    // writer's queue too, and the request thread answers at once.
+    auto failed = gateway_request(
+        f.port(), "POST", "/down/orders",
+        {{"Idempotency-Key", unique_key("stuck-down")}, {"X-Request-Id", "down-" + stem}}, "{}");
+    CHECK(failed.status == 502);
+    CHECK(metric(admin, "idemgate_log_dropped_total") == 0);
     f.process().pause_output(false);
 
     // Every request is either logged or counted as dropped: wait (bounded) for the sum.
     auto logged = [&] {
         int count = 0;
         for (const auto& [id, times] : access_ids(f.process().lines()))
-            if (id.rfind(stem + "-", 0) == 0)
+            if (id.rfind(stem + "-", 0) == 0 || id == "down-" + stem)
                 count += times;
         return count;
     };
@@ -111,15 +118,22 @@ TEST_CASE("a stuck stdout drops access lines and counts them; requests are still
     for (;;) {
         dropped = metric(admin, "idemgate_access_log_dropped_total");
         written = logged();
-        if (written + static_cast<int>(dropped) >= n || std::chrono::steady_clock::now() > deadline)
+        if (written + static_cast<int>(dropped) >= n + 1 || std::chrono::steady_clock::now() > deadline)
             break;
         std::this_thread::sleep_for(20ms); // polling the gateway's own counter and output
     }
-    CHECK_MESSAGE(written + static_cast<int>(dropped) == n, "logged " << written << ", dropped " << dropped);
+    // The n requests and the failed one.
+    CHECK_MESSAGE(written + static_cast<int>(dropped) == n + 1,
+                  "logged " << written << ", dropped " << dropped);
     CHECK(written > 0);
     f.process().signal(SIGTERM);
     REQUIRE(f.process().wait_exit(15s) == 0);
     CHECK(logged() == written); // nothing counted as dropped was written after all
+    bool error_line = false;
+    for (const auto& l : f.process().lines())
+        error_line = error_line || (l.find("\"msg\":\"upstream request failed\"") != std::string::npos &&
+                                    l.find("down-" + stem) != std::string::npos);
+    CHECK_MESSAGE(error_line, "the error line written while stdout was stuck reached the output");
 }
 
 TEST_CASE("an access line explains its upstream exchange; a failed one also gets an error line")

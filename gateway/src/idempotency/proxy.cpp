@@ -71,7 +71,8 @@ std::string_view upstream_error_kind(boost::system::error_code ec)
 // One error line per failed exchange, at most 10 a second per thread (the rest are counted in
 // the next line), so an upstream outage cannot flood the log; the access line has the details
 // of every request.
-void log_upstream_failure(const config::route_config& route, const handled& h, bool sent)
+void log_upstream_failure(const config::route_config& route, const handled& h, bool sent,
+                          std::string_view request_id)
 {
     thread_local std::int64_t window = 0;
     thread_local int in_window = 0, suppressed = 0;
@@ -89,6 +90,8 @@ void log_upstream_failure(const config::route_config& route, const handled& h, b
                                {"error", h.upstream_error},
                                {"request_sent", sent},
                                {"upstream_ms", static_cast<double>(h.upstream_us) / 1000.0}};
+    if (!request_id.empty())
+        fields["request_id"] = request_id;
     if (suppressed) {
         fields["suppressed_before"] = suppressed;
         suppressed = 0;
@@ -145,7 +148,11 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
     }
     if (result.ec) {
         h.upstream_error = upstream_error_kind(result.ec);
-        log_upstream_failure(route, h, result.sent);
+        const auto& id_header = env.cfg().request_id_header;
+        std::string_view request_id;
+        if (!id_header.empty())
+            request_id = req[id_header];
+        log_upstream_failure(route, h, result.sent, request_id);
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);
         h.response =
             make_problem(timed_out ? problems::gateway_timeout : problems::bad_gateway,

@@ -47,6 +47,34 @@ bool access_log_writer::submit(std::string&& text, std::size_t lines)
     return true;
 }
 
+void access_log_writer::capture_log_lines(std::atomic<std::uint64_t>& dropped) noexcept
+{
+    {
+        std::lock_guard lock(mutex_);
+        log_dropped_ = &dropped;
+    }
+    log::set_line_sink(this);
+}
+
+void access_log_writer::take(std::string&& line) noexcept
+{
+    std::unique_lock lock(mutex_);
+    if (stopping_) {
+        lock.unlock();
+        write(batch{std::move(line), 0});
+        return;
+    }
+    if (queued_log_lines_ >= max_log_lines) {
+        lock.unlock();
+        log_dropped_->fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    queue_.push_back(batch{std::move(line), 0});
+    ++queued_log_lines_;
+    lock.unlock();
+    wake_.notify_one();
+}
+
 void access_log_writer::write(const batch& b)
 {
     std::lock_guard lock(sink_mutex_);
@@ -64,6 +92,7 @@ void access_log_writer::run()
             break; // stopping, and nothing left
         taken.swap(queue_);
         queued_lines_ = 0;
+        queued_log_lines_ = 0;
         lock.unlock();
         for (const auto& b : taken)
             write(b);
@@ -80,6 +109,8 @@ void access_log_writer::stop()
         if (stopping_)
             return;
         buffers = buffers_;
+        if (log_dropped_)
+            log::set_line_sink(nullptr);
     }
     // The appending threads have ended: their buffers are ours to hand over.
     for (auto* b : buffers)

@@ -45,6 +45,7 @@ struct server::impl {
         ctx.access_log = std::make_unique<access_log_writer>(
             access_log_writer::options{o.queue_lines, o.batch_bytes, o.flush_interval},
             ctx.stats.access_log_dropped);
+        ctx.access_log->capture_log_lines(ctx.stats.log_dropped);
     }
 };
 

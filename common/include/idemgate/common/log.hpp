@@ -1,6 +1,7 @@
 #pragma once
 // One JSON object per line on stdout (structured logs and the access log).
 #include <boost/json/object.hpp>
+#include <string>
 #include <string_view>
 
 namespace idemgate::log {
@@ -30,6 +31,20 @@ void write_raw_line(std::string_view json_object);
 // one write(2) (more only if the kernel takes part of it) under stdout's stdio lock, so no other
 // line lands inside the block.
 void write_raw_lines(std::string_view lines);
+
+// Takes over the log lines while a writer thread owns stdout (the access log's writer), so that a
+// stuck stdout (a full pipe nobody reads) never blocks the thread that logs. `line` is one
+// complete, newline-terminated line.
+class line_sink {
+public:
+    virtual void take(std::string&& line) noexcept = 0;
+
+protected:
+    ~line_sink() = default;
+};
+
+// Routes write() and write_raw_line() to `sink` from now on; nullptr writes them at once again.
+void set_line_sink(line_sink* sink) noexcept;
 
 // Milliseconds since the Unix epoch, for "ts" fields and record timestamps.
 long long now_unix_ms() noexcept;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <idemgate/common/log.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,7 +24,7 @@ namespace idemgate::gateway {
 class access_log_buffer;
 
 // One process-wide writer thread over a bounded queue of batches.
-class access_log_writer {
+class access_log_writer : private log::line_sink {
 public:
     struct options {
         // Lines waiting in the queue at most; a batch that would pass it is dropped (a batch is
@@ -55,6 +56,12 @@ public:
     // dropped). After stop(), the batch is written at once by the calling thread.
     bool submit(std::string&& batch, std::size_t lines);
 
+    // From now until stop(), the process's other log lines (log::write) go through this writer's
+    // queue too, in order with the access lines: a stuck stdout then blocks no thread. At most
+    // max_log_lines of them wait; more are dropped and counted in `dropped`.
+    void capture_log_lines(std::atomic<std::uint64_t>& dropped) noexcept;
+    static constexpr std::size_t max_log_lines = 4096;
+
     // Hands over every registered buffer's lines, writes everything queued and joins the
     // writer thread. Call only once the threads that append to the buffers have stopped (the
     // drain's end): no line of a clean stop is lost. Idempotent.
@@ -67,9 +74,10 @@ private:
     friend class access_log_buffer;
     struct batch {
         std::string text;
-        std::size_t lines = 0;
+        std::size_t lines = 0; // access lines; 0 for a log line
     };
 
+    void take(std::string&& line) noexcept override;
     void run();
     void write(const batch& b);
     void enrol(access_log_buffer* buffer);
@@ -85,6 +93,8 @@ private:
     std::condition_variable wake_;
     std::deque<batch> queue_;
     std::size_t queued_lines_ = 0;
+    std::size_t queued_log_lines_ = 0;
+    std::atomic<std::uint64_t>* log_dropped_ = nullptr;
     bool stopping_ = false;
     bool stopped_ = false;
     std::vector<access_log_buffer*> buffers_; // registered buffers, for stop()

@@ -140,6 +140,9 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
     FAMILY("idemgate_access_log_dropped_total", "counter",                                                  \
            "Access log lines dropped because the writer's queue was full (access_log.queue_lines).")        \
     MEMBER(metric::counter, access_log_dropped, "")                                                         \
+    FAMILY("idemgate_log_dropped_total", "counter",                                                         \
+           "Log lines other than access lines dropped because stdout took none and 4096 were waiting.")     \
+    MEMBER(metric::counter, log_dropped, "")                                                                \
     FAMILY("idemgate_tls_handshakes_total", "counter",                                                      \
            "TLS handshakes completed on listen, by whether the session was resumed.")                       \
     MEMBER(metric::counters<2>, tls_handshakes, metric::resumed_labels)                                     \
