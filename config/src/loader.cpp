@@ -93,14 +93,21 @@ text_position loader::position_of(std::string path) const
 void loader::load(const YAML::Node& root, config& cfg)
 {
     map_view top(*this, root, "",
-                 {"listen", "admin_listen", "threads", "access_log", "request_id_header", "store",
-                  "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls", "tracing"});
+                 {"listen", "admin_listen", "threads", "access_log", "log_level", "request_id_header",
+                  "store", "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls",
+                  "tracing"});
     if (root.IsDefined() && !root.IsNull() && !root.IsMap())
         return; // reported by `top`; nothing below can be read.
     read_endpoint(top, "listen", cfg.listen);
     read_endpoint(top, "admin_listen", cfg.admin_listen);
     read_int(top, "threads", cfg.threads, 0, 256);
     load_access_log(top, cfg);
+    read_choice(top, "log_level", "a log level",
+                {{"debug", log_severity::debug},
+                 {"info", log_severity::info},
+                 {"warn", log_severity::warn},
+                 {"error", log_severity::error}},
+                cfg.log_level);
     load_request_id(top, cfg);
     load_store(top, cfg.store);
     load_listen_tls(top, cfg.tls);

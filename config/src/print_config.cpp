@@ -282,6 +282,13 @@ std::string print_config(const config& c)
     key(out, "flush_interval");
     out << duration_text(c.access_log_options.flush_interval);
     out << YAML::EndMap;
+    key(out, "log_level");
+    switch (c.log_level) {
+    case log_severity::debug: out << "debug"; break;
+    case log_severity::info: out << "info"; break;
+    case log_severity::warn: out << "warn"; break;
+    case log_severity::error: out << "error"; break;
+    }
     key(out, "request_id_header");
     out << c.request_id_header;
     store(out, c.store);

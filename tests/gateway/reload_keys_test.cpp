@@ -247,6 +247,21 @@ std::vector<reloadable_row> reloadable_rows()
              }
              CHECK(metric(f.gateway->admin_port(), "idemgate_local_tier_lookups_total{result=\"hit\"}") == 2);
          }});
+    rows.push_back(
+        {"log_level", [](auto& o) { o.idempotency_extra = "      on_status:\n        \"201\": hold\n"; },
+         [](gateway_fixture&, std::string text) { return "log_level: error\n" + text; },
+         [](auto& f) {
+             // A held key logs a warning, a failed upstream exchange an error: after the reload
+             // only the error reaches the output, and both go through one queue in order.
+             auto held = gateway_request(f.port(), "POST", "/api/orders",
+                                         {{"Idempotency-Key", unique_key("reload-log-level")}}, "{}");
+             CHECK(held.status == 201);
+             auto failed = gateway_request(f.port(), "POST", "/down/orders",
+                                           {{"Idempotency-Key", unique_key("reload-log-level")}}, "{}");
+             CHECK(failed.status == 502);
+             CHECK(logged(*f.gateway, "\"msg\":\"upstream request failed\""));
+             CHECK(count_lines(*f.gateway, "the key is held") == 0);
+         }});
     rows.push_back({"access_log", [](auto& o) { o.access_log = "access_log: true\n"; },
                     text_edit("access_log: true", "access_log: false"),
                     [](auto& f) {

@@ -30,6 +30,8 @@ TEST_CASE("each kind of config problem names its key path")
          "routes[0].idempotency.record_tll: unknown key (did you mean \"record_ttl\"?)"},
         {"password in the file", minimal + "store:\n  redis:\n    password: hunter2\n",
          "store.redis.password: unknown key"},
+        {"unknown log level", minimal + "log_level: loud\n",
+         "log_level: \"loud\" is not a log level (use debug, info, warn or error)"},
         {"duplicate key", minimal + "threads: 1\nthreads: 2\n", "threads: duplicate key"},
         {"map where a scalar belongs", minimal + "listen: { host: a }\n",
          "listen: expected an endpoint (host:port), got a map"},

@@ -139,8 +139,8 @@ asio::awaitable<phase_result> request_phases::reserve()
     auto t0 = clock_type::now();
     store::reserve_result reserved = co_await w_.store->reserve(scope_, in_flight_, tenant_.lock_ttl);
     if (account(store_op::reserve, t0, reserved.ec))
-        log::warn("store reserve failed",
-                  {{"error", reserved.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+        log::coalesced(log::level::warn, "store reserve failed", reserved.ec.message(),
+                       {{"error", reserved.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
 
     auto action = decide_after_reserve(reserved, in_flight_.fingerprint, ctx_.boot.store.on_failure);
     if (shadow_ && action != reserve_action::forward_and_record) {
@@ -194,7 +194,8 @@ request_phases::wait_for_first(std::optional<store::record>& existing)
     store::wait_result waited = co_await w_.store->wait_settled(scope_, policy().wait_timeout);
     stats.waiting.fetch_sub(1, std::memory_order_relaxed);
     if (waited.ec)
-        log::warn("store failed while a duplicate waited; answered 409", {{"error", waited.ec.message()}});
+        log::coalesced(log::level::warn, "store failed while a duplicate waited; answered 409",
+                       waited.ec.message(), {{"error", waited.ec.message()}}, 1000);
     auto action = decide_after_wait(waited, in_flight_.fingerprint);
     auto end = waited.ec || waited.timed_out                 ? wait_end::timed_out
                : action == reserve_action::released_conflict ? wait_end::released
@@ -232,8 +233,8 @@ asio::awaitable<phase_result> request_phases::admit()
         co_await w_.store->admit(h_.tenant, in_flight_.owner_token, tenant_.limits, tenant_.lock_ttl);
     if (adm.ec) {
         ctx_.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
-        log::warn("store could not check the tenant quota",
-                  {{"error", adm.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+        log::coalesced(log::level::warn, "store could not check the tenant quota", adm.ec.message(),
+                       {{"error", adm.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
     }
     auto action = decide_after_admit(adm, ctx_.boot.store.on_failure);
     if (action == quota_action::forward) {

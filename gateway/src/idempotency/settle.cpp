@@ -62,8 +62,10 @@ asio::awaitable<void> request_phases::settle(bool answered)
         account(store_op::complete, t1, ec);
         store_ok = !ec;
         if (ec) {
-            log::warn("store could not hold a key whose outcome is unknown; it is released by lock_ttl",
-                      {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+            log::coalesced(log::level::warn,
+                           "store could not hold a key whose outcome is unknown; it is released by lock_ttl",
+                           ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}},
+                           1000);
         } else if (answered) {
             log::warn("outcome unknown: the upstream answered with a status on_status holds; the key is held",
                       {{"tenant", h_.tenant},
@@ -80,8 +82,9 @@ asio::awaitable<void> request_phases::settle(bool answered)
         auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
         account(store_op::release, t1, ec);
         if (ec) {
-            log::warn("store release failed; the key stays locked until lock_ttl",
-                      {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+            log::coalesced(log::level::warn, "store release failed; the key stays locked until lock_ttl",
+                           ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}},
+                           1000);
         }
     } else {
         // The expiry header is part of the recorded answer, so every replay carries the same
@@ -109,8 +112,9 @@ asio::awaitable<void> request_phases::settle(bool answered)
         store_ok = !ec;
         if (ec) {
             ctx_.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
-            log::warn("store complete failed; the response was sent but not recorded",
-                      {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+            log::coalesced(log::level::warn, "store complete failed; the response was sent but not recorded",
+                           ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}},
+                           1000);
             h_.response.erase("Idempotency-Expires"); // nothing will be replayed
         }
     }

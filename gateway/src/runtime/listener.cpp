@@ -149,7 +149,7 @@ void listener::begin_drain(const char* why)
     drain_started_ = true;
     ctx_.draining.store(true);
     notify_service("STOPPING=1\nSTATUS=draining");
-    log::info("draining", {{"reason", why},
+    log::lifecycle("draining", {{"reason", why},
                            {"in_flight", ctx_.stats.requests_in_flight.load()},
                            {"drain_timeout_ms", static_cast<std::int64_t>(drain_timeout().count())}});
     for (auto& w : workers_) {

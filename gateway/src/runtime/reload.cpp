@@ -15,6 +15,17 @@ namespace asio = boost::asio;
 
 namespace {
 
+// The application log's threshold of a generation, from its first request on.
+void apply_log_level(config::log_severity level)
+{
+    switch (level) {
+    case config::log_severity::debug: log::set_level(log::level::debug); break;
+    case config::log_severity::info: log::set_level(log::level::info); break;
+    case config::log_severity::warn: log::set_level(log::level::warn); break;
+    case config::log_severity::error: log::set_level(log::level::error); break;
+    }
+}
+
 // Every address of every upstream (blocking: start-up and reloads, on the control thread), as
 // one fleet per upstream. A name that does not resolve is a problem naming its key path.
 std::vector<std::shared_ptr<upstream_fleet>> make_fleets(asio::io_context& ioc, gateway_context& ctx,
@@ -71,6 +82,7 @@ void reloader::publish_first(const config::config& cfg)
             // Unreadable again already: the next reload will say so.
         }
     }
+    apply_log_level(cfg.log_level);
     ctx_.publish(std::move(live));
 }
 
@@ -154,12 +166,13 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     auto generation = live->generation;
     auto sha = live->sha256;
     ctx_.publish(std::move(live));
+    apply_log_level(ctx_.live()->cfg.log_level);
     if (ctx_.access_log) {
         const auto& o = ctx_.live()->cfg.access_log_options;
         ctx_.access_log->apply({o.queue_lines, o.batch_bytes, o.flush_interval});
     }
     ctx_.stats.config_reloads[0].fetch_add(1, std::memory_order_relaxed);
-    log::info("configuration reloaded", {{"trigger", trigger},
+    log::lifecycle("configuration reloaded", {{"trigger", trigger},
                                          {"generation", static_cast<std::int64_t>(generation)},
                                          {"sha256", sha},
                                          {"routes", static_cast<std::int64_t>(routes)},

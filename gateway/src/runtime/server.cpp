@@ -94,7 +94,7 @@ int server::run()
     i.admin.start();
     i.listener.run(
         [&i] {
-            log::info("listening", {{"listen", endpoint_string(i.listener.endpoint())},
+            log::lifecycle("listening", {{"listen", endpoint_string(i.listener.endpoint())},
                                     {"admin_listen", endpoint_string(i.admin.endpoint())},
                                     {"threads", static_cast<std::int64_t>(i.listener.threads())},
                                     {"tls", i.ctx.boot.listen_tls},
@@ -109,7 +109,7 @@ int server::run()
     // The drain's last spans are sent (bounded) before the process exits.
     if (i.ctx.tracer)
         i.ctx.tracer->stop();
-    log::info("stopped", {{"in_flight", i.ctx.stats.requests_in_flight.load()}});
+    log::lifecycle("stopped", {{"in_flight", i.ctx.stats.requests_in_flight.load()}});
     return 0;
 }
 

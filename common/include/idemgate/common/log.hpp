@@ -8,6 +8,10 @@ namespace idemgate::log {
 
 enum class level { debug, info, warn, error };
 
+// Lines below `lowest` are not written (default info). Any thread; takes effect at once.
+void set_level(level lowest) noexcept;
+bool enabled(level lvl) noexcept;
+
 // Writes {"ts":..., "level":..., "msg":..., <fields>} as one line, atomically w.r.t. other lines.
 void write(level lvl, std::string_view msg, boost::json::object fields = {});
 
@@ -23,6 +27,17 @@ inline void error(std::string_view msg, boost::json::object fields = {})
 {
     write(level::error, msg, std::move(fields));
 }
+
+// An info line written whatever the level: the process's lifecycle (listening, reloaded,
+// draining, stopped), which operators and supervisors wait for.
+void lifecycle(std::string_view msg, boost::json::object fields = {});
+
+// Like write(), but within one `group` (e.g. a Redis address) a line whose `msg` repeats the
+// group's last written line less than `window` after it is only counted: an outage seen by every
+// connection or request logs one line. The next line written for the group carries the count:
+// "repeated" (same message) or "previous_repeated" (the state changed, e.g. lost -> reconnected).
+void coalesced(level lvl, std::string_view msg, std::string_view group, boost::json::object fields,
+               long long window_ms = 10000);
 
 // Writes an already serialized JSON object as one line (the access log's fast path).
 void write_raw_line(std::string_view json_object);

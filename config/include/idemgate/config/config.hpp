@@ -321,12 +321,16 @@ struct tracing_config {
     bool enabled() const noexcept { return !otlp_endpoint.empty(); }
 };
 
+// The least severe application log line written (access lines are governed by access_log).
+enum class log_severity { debug, info, warn, error };
+
 struct config {
     endpoint listen{"127.0.0.1", 8080};
     endpoint admin_listen{"127.0.0.1", 9090};
     unsigned threads = 0;   // I/O threads; 0 = one per core
     bool access_log = true; // one JSON line per request on stdout
     access_log_config access_log_options;
+    log_severity log_level = log_severity::info;
     // Request IDs: kept from the client when valid, else generated; forwarded
     // upstream, returned on every answer, logged. "" = off.
     std::string request_id_header = "X-Request-Id";

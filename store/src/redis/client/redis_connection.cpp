@@ -159,7 +159,8 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                     shared_->stats.connections_up.fetch_add(1, std::memory_order_relaxed);
                 backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
                 if (reported_down)
-                    log::info("redis reconnected", {{"address", address_.to_string()}});
+                    log::coalesced(log::level::info, "redis reconnected", address_.to_string(),
+                                   {{"address", address_.to_string()}});
                 reported_down = false;
                 if (subscriber_) {
                     if (subscriber_->on_up)
@@ -183,7 +184,8 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                 if (!subscriber_)
                     shared_->stats.connections_up.fetch_sub(1, std::memory_order_relaxed);
                 if (!stopped_) {
-                    log::warn("redis connection lost", {{"address", address_.to_string()}});
+                    log::coalesced(log::level::warn, "redis connection lost", address_.to_string(),
+                                   {{"address", address_.to_string()}});
                     reported_down = true;
                 }
             }
@@ -194,8 +196,8 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             // E.g. a server that refused our client certificate in a TLS alert after the handshake.
             if (!transport_.failure().empty() && why.find(transport_.failure()) == std::string::npos)
                 why += "; " + transport_.failure();
-            log::error("redis unreachable; retrying with backoff",
-                       {{"address", address_.to_string()}, {"error", why}});
+            log::coalesced(log::level::error, "redis unreachable; retrying with backoff",
+                           address_.to_string(), {{"address", address_.to_string()}, {"error", why}});
             reported_down = true;
         }
         handshake_error_.clear();
@@ -363,8 +365,8 @@ void redis_connection::check_stall()
     // it is): reconnect rather than let every command wait out its deadline.
     auto limit = std::max<clock::duration>(shared_->cfg.connect_timeout, 4 * shared_->cfg.command_timeout);
     if (connected_ && !pending_.empty() && clock::now() - pending_.front()->sent > limit) {
-        log::warn("redis not answering; reconnecting",
-                  {{"address", address_.to_string()}, {"pending", pending_.size()}});
+        log::coalesced(log::level::warn, "redis not answering; reconnecting", address_.to_string(),
+                       {{"address", address_.to_string()}, {"pending", pending_.size()}});
         on_lost(generation_, "stalled", {});
     }
 }
