@@ -83,13 +83,20 @@ bool selects(const YAML::Node& selector, const YAML::Node& labels)
     return true;
 }
 
-// Names of the samples in a Prometheus text exposition.
+// Names of the samples and declared families in a Prometheus text exposition.
 std::set<std::string> sample_names(const std::string& text)
 {
     std::set<std::string> names;
     std::istringstream in(text);
     std::string line;
     while (std::getline(in, line)) {
+        // A declared family counts even without samples (a Redis Cluster's per-node gauges over
+        // a standalone Redis): the families' samples are checked by ctest prometheus_scrape.
+        if (line.rfind("# TYPE ", 0) == 0) {
+            auto name = line.substr(7);
+            names.insert(name.substr(0, name.find(' ')));
+            continue;
+        }
         if (line.empty() || line[0] == '#')
             continue;
         names.insert(line.substr(0, line.find_first_of("{ ")));
