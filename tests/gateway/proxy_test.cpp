@@ -292,6 +292,52 @@ TEST_CASE("admin port answers healthz, readyz and metrics by outcome")
     CHECK(metric_value(metrics.body, R"(idemgate_requests_total{outcome="conflict"})") == 0);
 }
 
+TEST_CASE("metrics: requests by route, method and status class")
+{
+    gateway_fixture f;
+    const std::string key = unique_key("route-metrics");
+    REQUIRE(f.post("/api/orders", key, "{}").status == 201);
+    REQUIRE(f.post("/api/orders", key, "{}").status == 201); // a replay: counted like any answer
+    REQUIRE(f.post("/api/orders", key, R"({"other":1})").status == 409);
+    REQUIRE(gateway_request(f.port(), "GET", "/plain/x").status == 201);
+    REQUIRE(gateway_request(f.port(), "BREW", "/plain/x").status == 201);
+    REQUIRE(gateway_request(f.port(), "GET", "/nowhere").status == 404);
+    // Refused while its header was read: no route, and no method either.
+    http_connection raw(f.port(), io_timeout);
+    raw.send_raw("POST /api/x HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
+    REQUIRE(raw.read_response().status == 400);
+
+    const std::vector<std::pair<std::string, double>> expected{
+        {R"(idemgate_route_requests_total{route="/api/",method="POST",code="2xx"})", 2},
+        {R"(idemgate_route_requests_total{route="/api/",method="POST",code="4xx"})", 1},
+        {R"(idemgate_route_requests_total{route="/plain/",method="GET",code="2xx"})", 1},
+        {R"(idemgate_route_requests_total{route="/plain/",method="other",code="2xx"})", 1},
+        {R"(idemgate_route_requests_total{route="none",method="GET",code="4xx"})", 1},
+        {R"(idemgate_route_requests_total{route="none",method="other",code="4xx"})", 1},
+    };
+    // Counted once the answer is written: poll (bounded) until the last one shows.
+    auto deadline = std::chrono::steady_clock::now() + 3s;
+    http_response metrics;
+    auto counted = [&] {
+        for (const auto& [series, n] : expected)
+            if (metric_value(metrics.body, series) < n)
+                return false;
+        return true;
+    };
+    do {
+        metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
+        if (!counted())
+            std::this_thread::sleep_for(10ms); // poll cadence
+    } while (!counted() && std::chrono::steady_clock::now() < deadline);
+    INFO(metrics.body.substr(metrics.body.find("idemgate_route_requests_total")));
+    for (const auto& [series, n] : expected) {
+        CAPTURE(series);
+        CHECK(metric_value(metrics.body, series) == n);
+    }
+    // Series appear at their first request.
+    CHECK(metrics.body.find(R"(route="/api/",method="DELETE")") == std::string::npos);
+}
+
 TEST_CASE("access log has one JSON line per request with its outcome and tenant")
 {
     gateway_fixture f;

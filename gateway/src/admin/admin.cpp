@@ -108,6 +108,7 @@ response_type admin::answer(const http::request<http::empty_body>& req)
             prometheus::sample(res.body(), "idemgate_config_generation", "", double(live->generation));
             render_fleet_metrics(live->fleets, ctx_.fleet_stats, res.body());
         }
+        ctx_.route_stats.render(res.body());
     } else {
         res =
             make_problem(problems::no_route, "admin paths: /healthz, /readyz, /metrics", req.version(), true);

@@ -37,6 +37,7 @@ struct handled {
     // The route's path_prefix (null when no route matched): the trace's http.route. Lives in
     // the request's configuration generation.
     const std::string* route = nullptr;
+    std::ptrdiff_t route_index = -1; // index in the generation's routes; -1 = none matched
     // The upstream exchange, for the access log: the address used (or last tried), how long it
     // took (-1: not forwarded), and why it failed ("" when it answered).
     std::string upstream_address;

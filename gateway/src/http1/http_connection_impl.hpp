@@ -124,6 +124,8 @@ private:
         res.set(http::field::date, http_date_now());
         auto ec = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
         ctx_.stats.count(outcome::rejected);
+        env_->live->route_stats_of(-1).count(header ? header->method() : http::verb::unknown,
+                                             res.result_int());
         if (cfg_->access_log)
             log_rejected(access_sink(), client_, ids_, res.result_int(), detail, ec);
     }
@@ -343,6 +345,7 @@ private:
         auto elapsed = clock_type::now() - started;
         ctx_.stats.request_latency[static_cast<int>(h.result)].observe(elapsed);
         ctx_.stats.count(h.result);
+        env->live->route_stats_of(h.route_index).count(req.method(), h.response.result_int());
         if (cfg_->access_log)
             log_request(access_sink(), req, h, client_, ids_, elapsed, ec,
                         h.prerendered ? h.prerendered->body.size() : h.response.body().size());

@@ -30,8 +30,10 @@ boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, 
         if (owner)
             co_await phases.settle(answered);
     }
-    if (phases.routed())
+    if (phases.routed()) {
         phases.answer().route = &phases.route().path_prefix;
+        phases.answer().route_index = &phases.route() - env.cfg().routes.data();
+    }
     co_return phases.respond();
 }
 

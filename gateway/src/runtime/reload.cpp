@@ -15,6 +15,16 @@ namespace asio = boost::asio;
 
 namespace {
 
+// Each route's counters, then the unrouted requests', for a generation made of `cfg`.
+std::vector<route_counters*> route_stats_for(gateway_context& ctx, const config::config& cfg)
+{
+    std::vector<route_counters*> out;
+    for (const auto& r : cfg.routes)
+        out.push_back(&ctx.route_stats.counters(r.path_prefix));
+    out.push_back(&ctx.route_stats.counters(""));
+    return out;
+}
+
 // The application log's threshold of a generation, from its first request on.
 void apply_log_level(config::log_severity level)
 {
@@ -70,6 +80,7 @@ void reloader::publish_first(const config::config& cfg)
 
     auto live = std::make_shared<live_config>();
     live->cfg = cfg;
+    live->route_stats = route_stats_for(ctx_, live->cfg);
     live->fleets = std::move(fleets);
     live->upstream_contexts = std::move(upstream_contexts);
     live->listen_tls = std::move(listen_tls);
@@ -161,6 +172,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     live->upstream_contexts = std::move(upstream_contexts);
     live->listen_tls = std::move(listen_tls);
     live->cfg = std::move(next);
+    live->route_stats = route_stats_for(ctx_, live->cfg);
     auto routes = live->cfg.routes.size();
     auto upstreams = live->cfg.upstreams.size();
     auto generation = live->generation;
@@ -173,10 +185,10 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     }
     ctx_.stats.config_reloads[0].fetch_add(1, std::memory_order_relaxed);
     log::lifecycle("configuration reloaded", {{"trigger", trigger},
-                                         {"generation", static_cast<std::int64_t>(generation)},
-                                         {"sha256", sha},
-                                         {"routes", static_cast<std::int64_t>(routes)},
-                                         {"upstreams", static_cast<std::int64_t>(upstreams)}});
+                                              {"generation", static_cast<std::int64_t>(generation)},
+                                              {"sha256", sha},
+                                              {"routes", static_cast<std::int64_t>(routes)},
+                                              {"upstreams", static_cast<std::int64_t>(upstreams)}});
     return true;
 }
 

@@ -2,6 +2,7 @@
 // A configuration generation: one loaded configuration with what it needs at run time. A reload
 // (SIGHUP, admin API) builds a new one and swaps it in whole; requests keep the one they started
 // with, through their request_env.
+#include "observability/route_metrics.hpp"
 #include "upstream/upstream_fleet.hpp"
 #include "upstream/upstream_pool.hpp"
 
@@ -30,6 +31,17 @@ struct live_config {
     std::shared_ptr<boost::asio::ssl::context> listen_tls;
     std::uint64_t generation = 0; // 1 at start, +1 per reload
     std::string sha256;           // of the file it was loaded from
+    // index = cfg.routes index, then one for requests no route matched: the process's counters
+    // of each route (route_registry), which outlive this generation.
+    std::vector<route_counters*> route_stats;
+
+    // `route_index` as handled::route_index: -1 = no route matched.
+    route_counters& route_stats_of(std::ptrdiff_t route_index) const noexcept
+    {
+        if (route_index < 0)
+            return *route_stats.back();
+        return *route_stats[static_cast<std::size_t>(route_index)];
+    }
 };
 
 // One worker's share of a live_config: its upstream connection pools. A request holds it for

@@ -51,6 +51,7 @@ struct gateway_context {
     std::shared_ptr<store::backend> backend;
     metrics stats;
     fleet_registry fleet_stats; // per upstream name: ejections, failed re-resolutions
+    route_registry route_stats; // per route: requests by method and status class
     std::atomic<bool> draining{false};
     std::string config_path; // the file reloads read
     // Always made (its thread idles while nothing is logged): a reload may turn access_log on

@@ -1,0 +1,38 @@
+#pragma once
+// Requests by route, method and status class: idemgate_route_requests_total. The counters of a
+// route outlive reloads (keyed by its path_prefix); each configuration generation holds pointers
+// to its routes' counters, so the request path counts with one relaxed add and no lookup.
+#include <array>
+#include <atomic>
+#include <boost/beast/http/verb.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace idemgate::gateway::detail {
+
+// GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, and every other method as "other": a client
+// cannot grow the label set.
+inline constexpr std::size_t route_method_count = 8;
+inline constexpr std::size_t route_code_count = 5; // 1xx..5xx (a status outside 100-599: 5xx)
+
+struct route_counters {
+    std::array<std::atomic<std::uint64_t>, route_method_count * route_code_count> requests{};
+    void count(boost::beast::http::verb method, unsigned status) noexcept;
+};
+
+// The process's route_counters by route label (the map only grows; lookups when a generation is
+// made). The label "" stands for requests no route matched (rendered as route="none").
+class route_registry {
+public:
+    route_counters& counters(const std::string& route);
+    void render(std::string& out) const;
+
+private:
+    mutable std::mutex mutex_;
+    std::map<std::string, std::unique_ptr<route_counters>> counters_;
+};
+
+} // namespace idemgate::gateway::detail
