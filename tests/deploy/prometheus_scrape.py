@@ -8,7 +8,9 @@ traffic runs, then:
   - every alert rule (deploy/prometheus/alerts.yaml, loaded by Prometheus as a rule file) is
     healthy when evaluated, and names only metrics Prometheus holds series of.
 
-  prometheus_scrape.py --bin BUILD/bin --source SOURCE_DIR
+  - every exported family has a row in docs/metrics.md, and every row is exported.
+
+  prometheus_scrape.py --bin BUILD/bin --source SOURCE_DIR [--print-reference]
 Exit 0 on success, 1 on a failed check, 77 when prometheus is not installed.
 """
 import argparse
@@ -83,6 +85,7 @@ class scrape_test:
         self.tmp = tempfile.mkdtemp(prefix="idemgate-prom-")
         self.procs = []
         self.failures = []
+        self.print_reference = args.print_reference
 
     def start(self, name, argv):
         """Starts argv with its output in a file (read by wait_line), so no pipe ever fills."""
@@ -166,8 +169,13 @@ scrape_configs:
             i += 1
             time.sleep(0.02)
 
+        if self.print_reference:
+            self.exported(admins)
+            sys.stdout.write(self.reference())
+            return 0
         self.wait_ready(len(admins))
         families, with_samples = self.exported(admins)
+        self.check_reference(families)
         queries = self.dashboard_queries()
         self.check_coverage(families, queries)
         self.check_queries(queries, with_samples)
@@ -204,19 +212,48 @@ scrape_configs:
         raise RuntimeError("prometheus did not scrape both gateways 4 times within 60 s (%s)" % last)
 
     def exported(self, admins):
-        """The families the gateways declare, and those with at least one sample."""
+        """The families the gateways declare, and those with at least one sample. Also keeps each
+        family's type, help and label names in self.described, for the reference."""
         families, with_samples = set(), set()
+        self.described = {}
         for admin in admins:
             status, body = http("GET", "http://%s/metrics" % admin)
             current = None
             for line in body.decode().splitlines():
-                if line.startswith("# TYPE "):
+                if line.startswith("# HELP "):
+                    name, _, help_text = line[7:].partition(" ")
+                    self.described.setdefault(name, {"help": help_text, "type": "", "labels": set()})
+                elif line.startswith("# TYPE "):
                     current = line.split()[2]
                     families.add(current)
+                    self.described.setdefault(current, {"help": "", "type": "", "labels": set()})
+                    self.described[current]["type"] = line.split()[3]
                 elif line and not line.startswith("#") and current:
                     with_samples.add(current)
+                    labels = re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="', line.partition("{")[2].rpartition("}")[0])
+                    self.described[current]["labels"].update(l for l in labels if l != "le")
         self.families = families
         return families, with_samples
+
+    def reference(self):
+        """docs/metrics.md's table, from what the gateways export."""
+        rows = ["| Family | Type | Labels | What it counts |", "|---|---|---|---|"]
+        for name in sorted(self.described):
+            d = self.described[name]
+            labels = ", ".join("`%s`" % l for l in sorted(d["labels"])) or "–"
+            rows.append("| `%s` | %s | %s | %s |" % (name, d["type"], labels, d["help"].replace("|", "\\|")))
+        return "\n".join(rows) + "\n"
+
+    def check_reference(self, families):
+        path = os.path.join(self.source, "docs", "metrics.md")
+        with open(path) as f:
+            text = f.read()
+        documented = set(re.findall(r"^\| `([a-z_:]+)` \|", text, re.M))
+        for f in sorted(families - documented):
+            self.fail("metric family %s is not in docs/metrics.md (tests/deploy/prometheus_scrape.py "
+                      "--print-reference prints the table)" % f)
+        for f in sorted(documented - families):
+            self.fail("docs/metrics.md documents %s, which no gateway exports" % f)
 
     def dashboard_queries(self):
         with open(os.path.join(self.source, "deploy", "grafana", "idemgate.json")) as f:
@@ -295,6 +332,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--source", required=True)
+    ap.add_argument("--print-reference", action="store_true",
+                    help="print docs/metrics.md's table from the gateways' /metrics and exit")
     args = ap.parse_args()
     if not shutil.which("prometheus"):
         print("prometheus is not installed (scripts/install-deps.sh installs it)")
