@@ -209,6 +209,8 @@ if ((have_gateway)); then
     plan+=("idemgate-proxy:proxy:first_execution")
     # The access log's cost: the same gateway with access_log on (the goal: at most 5 % below off).
     plan+=("idemgate-redis-log:replay_one:replay_one" "idemgate-redis-log:first_execution:first_execution")
+    # Tracing's cost: every request sampled (sample_ratio 1.0) and exported, beside tracing off.
+    plan+=("idemgate-redis-traced:replay_one:replay_one" "idemgate-redis-traced:first_execution:first_execution")
     # Many connections: first executions at 512 connections beside nginx at 512.
     plan+=("idemgate-redis:first_execution_512:first_execution:512" "nginx-proxy:proxy_512:first_execution:512")
 fi

@@ -49,6 +49,14 @@ run_sanity_checks() {
         check_replay idemgate-redis "$(port_of idemgate-redis)" '^Idempotent-Replayed: true'
         check_replay idemgate-redis-tier "$(port_of idemgate-redis-tier)" '^Idempotent-Replayed: true'
         check_replay idemgate-redis-log "$(port_of idemgate-redis-log)" '^Idempotent-Replayed: true'
+        check_replay idemgate-redis-traced "$(port_of idemgate-redis-traced)" '^Idempotent-Replayed: true'
+        # Its spans reach the collector stand-in (exported in batches: give the exporter a moment).
+        sleep 1.5
+        if [[ ${sanity[idemgate-redis-traced]} = ok ]] &&
+            ! curl -s "http://127.0.0.1:$admin_idemgate_redis_traced/metrics" |
+            grep -Eq '^idemgate_trace_spans_total\{result="exported"\} [1-9]'; then
+            sanity[idemgate-redis-traced]="no span exported to the collector stand-in"
+        fi
         check_replay idemgate-memory "$(port_of idemgate-memory)" '^Idempotent-Replayed: true'
     fi
     for g in "${extra_gateways[@]}"; do
@@ -98,7 +106,7 @@ run_sanity_checks() {
 warm_keys() {
     local t out warm_targets
     warm_targets=(nginx-cache)
-    ((have_gateway)) && warm_targets+=(idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-memory "${extra_gateways[@]}")
+    ((have_gateway)) && warm_targets+=(idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-redis-traced idemgate-memory "${extra_gateways[@]}")
     for t in "${warm_targets[@]}"; do
         if [[ $ONLY = tls ]]; then # no replay_10k rows
             post "$(port_of "$t")" bench-replay-one >/dev/null
@@ -113,7 +121,7 @@ warm_keys() {
         if [[ -n ${sanity[$t]:-} ]]; then post "$(port_of "$t")" bench-replay-one >/dev/null; fi
     done
     if ((have_gateway)) && [[ $ONLY != tls ]]; then
-        for t in idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-memory "${extra_gateways[@]}"; do
+        for t in idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-redis-traced idemgate-memory "${extra_gateways[@]}"; do
             out=$("$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" --connections 32 || true)
             grep -q '"keys_executed_once":0,' <<<"$out" || sanity[$t]="second pass over warm keys was not all replays: $out"
         done

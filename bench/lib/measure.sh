@@ -57,7 +57,7 @@ timed_run() {
     read -ra gw_pid <<<"$(server_pids "$target")"
     redis_pid=()
     case $target in
-    idemgate-redis | idemgate-redis-tier | idemgate-redis-log | idemgate-uring) redis_pid=("$(pid_of redis)") ;;
+    idemgate-redis | idemgate-redis-tier | idemgate-redis-log | idemgate-redis-traced | idemgate-uring) redis_pid=("$(pid_of redis)") ;;
     idemgate-cluster) redis_pid=("${cluster_pids[@]}") ;;
     idemgate-tls) redis_pid=("$(pid_of redis-tls)") ;;
     idemgate-https) redis_pid=("$(pid_of redis)") ;;

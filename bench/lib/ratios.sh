@@ -90,6 +90,15 @@ compute_ratios() {
         add_ratio "access log on / off, replay (idemgate-redis)" "$r" ">= 0.95" "$(met "$r" 0.95)"
         r=$(ratio "$(ok_rps idemgate-redis-log first_execution)" "$(ok_rps idemgate-redis first_execution)")
         add_ratio "access log on / off, first execution (idemgate-redis)" "$r" ">= 0.95" "$(met "$r" 0.95)"
+        # Tracing on (every request sampled and exported) vs off: throughput and CPU per request.
+        r=$(ratio "$(ok_rps idemgate-redis-traced replay_one)" "$(ok_rps idemgate-redis replay_one)")
+        add_ratio "tracing on (sample_ratio 1.0) / off, replay (idemgate-redis)" "$r" "(info)" "-"
+        r=$(ratio "$(ok_rps idemgate-redis-traced first_execution)" "$(ok_rps idemgate-redis first_execution)")
+        add_ratio "tracing on (sample_ratio 1.0) / off, first execution (idemgate-redis)" "$r" "(info)" "-"
+        r=$(cpu_ratio "$(cpu_of idemgate-redis-traced first_execution)" "$(cpu_of idemgate-redis first_execution)")
+        add_ratio "tracing on / off, CPU per first execution (idemgate-redis)" "$r" "(info: lower is cheaper)" "-"
+        r=$(cpu_ratio "$(cpu_of idemgate-redis-traced replay_one)" "$(cpu_of idemgate-redis replay_one)")
+        add_ratio "tracing on / off, CPU per replay (idemgate-redis)" "$r" "(info: lower is cheaper)" "-"
         # 512 connections, beside nginx at 512.
         r=$(ratio "$(ok_rps idemgate-redis first_execution_512)" "$(ok_rps nginx-proxy proxy_512)")
         add_ratio "idemgate-redis first execution / nginx proxy, 512 connections" "$r" "(info)" "-"

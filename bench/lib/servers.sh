@@ -206,6 +206,12 @@ start_targets() {
         start_gateway idemgate-redis gateway-redis.yaml "$upstream_port"
         start_gateway idemgate-redis-tier gateway-redis-tier.yaml "$upstream_port"
         start_gateway idemgate-redis-log gateway-redis-log.yaml "$upstream_port"
+        # Tracing's collector stand-in: an nginx of its own, so the upstream's request count
+        # (replays never reach it) stays the gateways' alone.
+        pick_port collector_port
+        start_nginx collector upstream.conf "$collector_port"
+        start_gateway idemgate-redis-traced gateway-redis-traced.yaml "$upstream_port" "${redis_port}" \
+            "COLLECTOR_PORT=$collector_port"
         start_gateway idemgate-memory gateway-memory.yaml "$upstream_port"
         start_gateway idemgate-proxy gateway-proxy.yaml "$upstream_port"
     fi
