@@ -6,8 +6,9 @@
 #   pay again with a new key K2 (passes the gateway, stopped by the domain guard), the payment
 #   provider's webhook (stopped by the guard), the payment as a stream event (a new message:
 #   the guard decides), that message delivered again (skipped by the inbox), and /stats; then
-#   what the gateway itself says: the key reused with another body (refused), the record of a
-#   key through the admin API (with a token made for this run), and its /metrics.
+#   what the gateway itself says: the key reused with another body (refused), a retry while the
+#   first attempt is still running (409 in flight), the record of a key through the admin API
+#   (with a token made for this run), and its /metrics.
 # Then it keeps everything running until Ctrl-C and stops all it started.
 #   --no-wait   stop everything and exit after the curl lines (used to test this script)
 #   --no-build  skip install-deps.sh and build.sh (binaries must already be in $BUILD_DIR/bin)
@@ -174,10 +175,26 @@ echo "#    it (409 idempotency-key-reused, an RFC 9457 problem) and nothing runs
 run curl -s -i -X POST "http://$gw/api/v1/orders/$id/payments" -H "$h" -H 'Idempotency-Key: K1' \
   -d '{"amount_cents":9999,"provider_ref":"psp-999"}'
 
-echo "# 10. What the gateway holds for K1: its admin API (admin_listen, bearer token)"
+echo "# 10. A retry while the first attempt still runs: K3's payment waits 1.5 s at a slow provider"
+echo "#     (X-Provider-Delay-Ms, a hook of the sample service); the gateway answers the retry at once"
+echo "#     with 409 request-in-flight and Retry-After, and the first attempt finishes on its own"
+curl -s -o "$work/k3-first.txt" -X POST "http://$gw/api/v1/orders/$id/payments" -H "$h" \
+  -H 'Idempotency-Key: K3' -H 'X-Provider-Delay-Ms: 1500' -d "$pay" &
+first_k3=$!
+for ((i = 0; i < 100; i++)); do  # until the gateway holds K3's reservation
+  curl -s -H "Authorization: Bearer $IDEMGATE_ADMIN_TOKEN" "http://$admin/admin/v1/records?key=K3" |
+    grep -q '"state":"in_flight"' && break
+  sleep 0.02
+done
+run curl -s -i -X POST "http://$gw/api/v1/orders/$id/payments" -H "$h" -H 'Idempotency-Key: K3' -d "$pay"
+wait "$first_k3" || true
+echo "(the first attempt then answered: $(cat "$work/k3-first.txt"))"
+echo
+
+echo "# 11. What the gateway holds for K1: its admin API (admin_listen, bearer token)"
 run curl -s -H "Authorization: Bearer $IDEMGATE_ADMIN_TOKEN" "http://$admin/admin/v1/records?key=K1"
 
-echo "# 11. What it did with every request so far, from its Prometheus metrics"
+echo "# 12. What it did with every request so far, from its Prometheus metrics"
 echo "\$ curl -s http://$admin/metrics | grep '^idemgate_requests_total'"
 curl -s "http://$admin/metrics" | grep '^idemgate_requests_total' || true
 echo

@@ -1,7 +1,10 @@
 #include <boost/json.hpp>
+#include <charconv>
+#include <chrono>
 #include <exception>
 #include <idemgate/common/log.hpp>
 #include <idemgate/order_service/http_api.hpp>
+#include <thread>
 
 namespace idemgate::order_service {
 namespace {
@@ -283,6 +286,18 @@ http_response api::pay(const http_request& req, std::string_view order_id, bool 
     if (!int_member(body, "amount_cents", request.amount_cents, req, error) ||
         !string_member(body, "provider_ref", max_provider_ref, request.provider_ref, req, error))
         return std::move(*error);
+    if (auto it = req.find(provider_delay_header); it != req.end()) {
+        // The handler runs on the database pool, not on an I/O thread: waiting here delays only
+        // this request.
+        int ms = 0;
+        auto v = it->value();
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+        if (ec != std::errc{} || end != v.data() + v.size() || ms < 0 || ms > 10000)
+            return problem(400, "about:blank", "Bad Request",
+                           std::string(provider_delay_header) + " must be 0-10000 (milliseconds)",
+                           req.version());
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
 
     auto result = store_.mark_paid(order_id, request, webhook ? payment_source::webhook : payment_source::api,
                                    webhook ? "webhook" : "pay");

@@ -22,8 +22,11 @@ expect '"outcome":"duplicate"' "step 7: the inbox skips a redelivery"
 expect '"payments":1' "step 8: one payment"
 expect '^HTTP/1.1 409 Conflict' "step 9: the key reused with another body"
 expect 'problem:idempotency-key-reused|problems/idempotency-key-reused' "step 9: its problem type"
-expect '"state":"completed"' "step 10: the admin API's record of K1"
-expect '^idemgate_requests_total\{outcome="mismatch"\} 1$' "step 11: the metrics count the refusal"
+expect 'problem:request-in-flight|problems/request-in-flight' "step 10: a retry while the first attempt runs"
+expect 'the first attempt then answered: .*already_paid' "step 10: the first attempt finished"
+expect '"state":"completed"' "step 11: the admin API's record of K1"
+expect '^idemgate_requests_total\{outcome="mismatch"\} 1$' "step 12: the metrics count the refusal"
+expect '^idemgate_requests_total\{outcome="conflict"\} 1$' "step 12: and the retry in flight"
 if ((missing)); then
   echo "$out"
   exit 1

@@ -67,6 +67,12 @@ TEST_CASE_FIXTURE(service_fixture, "bad requests get RFC 9457 problems")
     check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments",
                        R"({"amount_cents":"1000","provider_ref":"r"})"),
                   400);
+    check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "r"),
+                       {{"X-Provider-Delay-Ms", "10001"}}),
+                  400);
+    check_problem(call(port(), "POST", "/api/v1/orders/" + id + "/payments", payment_body(1000, "r"),
+                       {{"X-Provider-Delay-Ms", "soon"}}),
+                  400);
     check_problem(call(port(), "GET", "/no/such/path"), 404);
     CHECK(executions(port(), "create_order") == 1); // the invalid ones never reached the store
     CHECK(payment_count(port()) == 0);

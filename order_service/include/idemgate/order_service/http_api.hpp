@@ -24,6 +24,11 @@ using http_response = boost::beast::http::response<boost::beast::http::string_bo
 // gateway does not cache a server error (the seed's TestServerErrorIsNotCached).
 inline constexpr const char* fail_once_header = "X-Fail-Once";
 
+// The request header that makes a payment wait this many milliseconds (0-10000) before it is
+// applied, as a slow payment provider would (test and demo hook): a retry sent meanwhile finds
+// the first attempt still running.
+inline constexpr const char* provider_delay_header = "X-Provider-Delay-Ms";
+
 // Routes and handles one request. Blocking (SQLite); never throws.
 //   POST /api/v1/orders                 {items:[{sku,qty,price_cents}], total_cents?} -> 201
 //   GET  /api/v1/orders/{id}                                                          -> 200 | 404
