@@ -8,7 +8,7 @@ traffic runs, then:
   - every alert rule (deploy/prometheus/alerts.yaml, loaded by Prometheus as a rule file) is
     healthy when evaluated, and names only metrics Prometheus holds series of.
 
-  - every exported family has a row in docs/metrics.md, and every row is exported.
+  - every exported family has a row in docs/reference/metrics.md, and every row is exported.
 
   prometheus_scrape.py --bin BUILD/bin --source SOURCE_DIR [--print-reference]
 Exit 0 on success, 1 on a failed check, 77 when prometheus is not installed.
@@ -236,7 +236,7 @@ scrape_configs:
         return families, with_samples
 
     def reference(self):
-        """docs/metrics.md's table, from what the gateways export."""
+        """docs/reference/metrics.md's table, from what the gateways export."""
         rows = ["| Family | Type | Labels | What it counts |", "|---|---|---|---|"]
         for name in sorted(self.described):
             d = self.described[name]
@@ -245,15 +245,15 @@ scrape_configs:
         return "\n".join(rows) + "\n"
 
     def check_reference(self, families):
-        path = os.path.join(self.source, "docs", "metrics.md")
+        path = os.path.join(self.source, "docs", "reference", "metrics.md")
         with open(path) as f:
             text = f.read()
         documented = set(re.findall(r"^\| `([a-z_:]+)` \|", text, re.M))
         for f in sorted(families - documented):
-            self.fail("metric family %s is not in docs/metrics.md (tests/deploy/prometheus_scrape.py "
+            self.fail("metric family %s is not in docs/reference/metrics.md (tests/deploy/prometheus_scrape.py "
                       "--print-reference prints the table)" % f)
         for f in sorted(documented - families):
-            self.fail("docs/metrics.md documents %s, which no gateway exports" % f)
+            self.fail("docs/reference/metrics.md documents %s, which no gateway exports" % f)
 
     def dashboard_queries(self):
         with open(os.path.join(self.source, "deploy", "grafana", "idemgate.json")) as f:
@@ -333,7 +333,7 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--source", required=True)
     ap.add_argument("--print-reference", action="store_true",
-                    help="print docs/metrics.md's table from the gateways' /metrics and exit")
+                    help="print docs/reference/metrics.md's table from the gateways' /metrics and exit")
     args = ap.parse_args()
     if not shutil.which("prometheus"):
         print("prometheus is not installed (scripts/install-deps.sh installs it)")
