@@ -17,6 +17,8 @@
 #   memory_first  first executions over the memory store (gateway-memory.yaml)
 #   redis_first   first executions over Redis (gateway-redis.yaml)
 #   proxy         the gateway as a plain proxy, no idempotency on the route (gateway-proxy.yaml)
+#   nginx_proxy   nginx's plain proxy (nginx-proxy.conf, one process, no master) under callgrind the
+#                 same way, beside proxy: its "gateway" figures are nginx's
 #
 # Usage:
 #   bench/instructions.sh                      # prints a table, writes bench/results/instructions-<UTC date>.json
@@ -27,7 +29,7 @@
 # Environment: BUILD_DIR=build (idemgate and bench-client from $BUILD_DIR/bin)  REQUESTS=2000
 #   WARMUP=200 (first-execution and proxy paths: requests before the counters are zeroed; the
 #   replay paths create REQUESTS records and replay each once before)  ROUNDS=2 (runs of every path)
-#   PATHS="tier_replay redis_replay memory_first redis_first proxy"  REDIS_INSTRUCTIONS=1
+#   PATHS="tier_replay redis_replay memory_first redis_first proxy nginx_proxy"  REDIS_INSTRUCTIONS=1
 #   RESULTS_DIR=bench/results  SKIP_INSTALL=0  KEEP_WORK=0 (1: keep the temp dir: logs, callgrind files)
 #   PIN_CPU=<last CPU> (every process on that CPU; "" leaves them free)
 #   BENCH_CLIENT=$BUILD_DIR/bin/bench-client (the client runs outside valgrind: any build's will do)
@@ -109,7 +111,7 @@ bin=$BUILD_DIR/bin
 REQUESTS=${REQUESTS:-2000}
 WARMUP=${WARMUP:-200}
 ROUNDS=${ROUNDS:-2}
-PATHS=${PATHS:-tier_replay redis_replay memory_first redis_first proxy}
+PATHS=${PATHS:-tier_replay redis_replay memory_first redis_first proxy nginx_proxy}
 REDIS_INSTRUCTIONS=${REDIS_INSTRUCTIONS:-1}
 RESULTS_DIR=${RESULTS_DIR:-$bench_dir/results}
 ((REQUESTS > 0 && WARMUP > 0 && ROUNDS > 0)) || die "REQUESTS, WARMUP and ROUNDS must be positive"
@@ -403,13 +405,52 @@ run_path() {
         "(replayed $replayed, executed $executed, pass-through $passed, tier hits $tier) $check"
 }
 
+# run_nginx_path ROUND: nginx's plain proxy (bench/conf/nginx-proxy.conf, one process: no master,
+# one worker) under callgrind the same way, the yardstick for the gateway's proxy path. Appends
+# its line to $work/runs.tsv (no Redis figures).
+run_nginx_path() {
+    local round=$1 dir nginx_port pid out check=ok ir before_count after_count
+    dir=$work/nginx_proxy-$round
+    mkdir -p "$dir"
+    pick_port nginx_port
+    render nginx-common.inc "$dir/nginx-common.inc" "DIR=$dir"
+    render nginx-proxy.conf "$dir/nginx.conf" "DIR=$dir" "PORT=$nginx_port" "UPSTREAM_PORT=$upstream_port" \
+        "WORKERS=1" "USER_LINE=" "LISTEN_SSL=" "TLS_INCLUDE="
+    start "nginx_proxy-$round" "${pin[@]}" valgrind --tool=callgrind --instr-atstart=no \
+        "--callgrind-out-file=$dir/nginx.cg" "$NGINX" -p "$dir" -c "$dir/nginx.conf" \
+        -g "daemon off; master_process off;"
+    pid=$started_pid
+    for ((i = 0; i < 1200; i++)); do
+        curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$nginx_port/__ready" && break
+        kill -0 "$pid" 2>/dev/null || { cat "$work/nginx_proxy-$round.log" >&2; die "nginx under callgrind exited"; }
+        sleep 0.05
+    done
+    cg -i on "$pid"
+    fill "$nginx_port" w "$WARMUP" >"$dir/warmup.json"
+    before_count=$(curl -s "http://127.0.0.1:$upstream_port/__nginx_status" | awk '/^ [0-9]/ { print $3 }')
+    cg -z "$pid"
+    out=$(fill "$nginx_port" m "$REQUESTS")
+    ir=$(dump_ir "$pid" "$dir/nginx.cg")
+    after_count=$(curl -s "http://127.0.0.1:$upstream_port/__nginx_status" | awk '/^ [0-9]/ { print $3 }')
+    grep -q "\"requests\":$REQUESTS," <<<"$out" || check="FAIL: bench-client did not send exactly $REQUESTS requests: $out"
+    # Every measured request reached the upstream (stub_status counts this one too).
+    ((after_count - before_count >= REQUESTS)) ||
+        check="FAIL: the upstream served $((after_count - before_count)) requests for $REQUESTS proxied"
+    [[ -n $ir ]] || check="FAIL: no nginx Ir in the dump"
+    stop "$pid"
+    local per
+    per=$(awk -v t="${ir:-0}" -v n="$REQUESTS" 'BEGIN { printf "%.1f", t / n }')
+    printf '%s\t%s\t%s\t%s\t%s\t\t\t%s\n' nginx_proxy "$round" "$REQUESTS" "${ir:-0}" "$per" "$check" >>"$work/runs.tsv"
+    say "nginx_proxy round $round: nginx $per Ir/request $check"
+}
+
 # ---------------------------------------------------------------- the runs
 : >"$work/runs.tsv"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 say "paths: $PATHS; $ROUNDS rounds of $REQUESTS requests (after $WARMUP warm-up) each"
 for ((round = 1; round <= ROUNDS; round++)); do
     for path in $PATHS; do
-        run_path "$path" "$round"
+        if [[ $path = nginx_proxy ]]; then run_nginx_path "$round"; else run_path "$path" "$round"; fi
     done
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -450,7 +491,7 @@ table() {
     echo "Instructions per request (callgrind Ir, user space), $ROUNDS runs of REQUESTS=$REQUESTS (WARMUP=$WARMUP);"
     echo "gateway: $bin/idemgate (source commit $build_commit), threads: 1; $valgrind_version; Redis $redis_version."
     echo
-    echo "| path | gateway Ir/request (each run) | mean | spread | redis Ir/request (each run) | spread | check |"
+    echo "| path | server Ir/request (each run: the gateway, or nginx for nginx_proxy) | mean | spread | redis Ir/request (each run) | spread | check |"
     echo "|---|---|---:|---:|---|---:|---|"
     awk -F'\t' '
         NR == FNR { gw[$1] = gw[$1] (gw[$1] == "" ? "" : ", ") $5; if ($7 != "") rd[$1] = rd[$1] (rd[$1] == "" ? "" : ", ") $7; next }
