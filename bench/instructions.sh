@@ -78,7 +78,8 @@ compare() {
         function ratio(x, y) { return (x != "" && y != "" && x + 0 > 0) ? sprintf("%.4f", y / x) : "n/a" }
         {
             r = ratio($2, $3)
-            if (r == "n/a") verdict = "FAIL: missing in one file"
+            if ($2 == "" && $3 != "" && $7 == "ok") verdict = "ok (new in B)"
+            else if (r == "n/a") verdict = "FAIL: missing in B"
             else if ($6 != "ok" || $7 != "ok") verdict = "FAIL: a run failed its checks"
             else if ((r - 1) * 100 > max) verdict = sprintf("FAIL: %+.2f %% > +%s %%", (r - 1) * 100, max)
             else verdict = sprintf("ok (%+.2f %%)", (r - 1) * 100)
@@ -268,6 +269,24 @@ dump_ir() {
     [[ -n $file ]] || die "no callgrind dump for $pid"
     ir_of "$file"
 }
+# Calls into the allocator in a callgrind dump (malloc, calloc, realloc, aligned_alloc,
+# posix_memalign, memalign, operator new and new[]; a call made from inside one of them, such
+# as operator new's own malloc, is not counted again): the process's allocations.
+allocs_of() {
+    awk '
+        function isalloc(n) { return n ~ /^(malloc|calloc|realloc|aligned_alloc|posix_memalign|memalign|valloc|mallocx|rallocx)$/ || n ~ /^operator new(\[\])?\(/ }
+        function parse(line,   close_at, open_at, id, name) {
+            open_at = index(line, "("); close_at = index(line, ")")
+            id = substr(line, open_at + 1, close_at - open_at - 1)
+            name = substr(line, close_at + 2)
+            if (name != "") names[id] = name
+            return names[id]
+        }
+        /^fn=\(/ { cur = parse($0); pending = ""; next }
+        /^cfn=\(/ { pending = parse($0); next }
+        /^calls=/ { if (pending != "" && isalloc(pending) && !isalloc(cur)) { split($1, a, "="); total += a[2] } pending = ""; next }
+        END { print total + 0 }' "$1"
+}
 fill() { # port prefix keys -> bench-client's JSON line; fails the run unless it says ok
     local out
     out=$("${pin[@]}" "$BENCH_CLIENT" fill --port "$1" --prefix "$2" --keys "$3" --connections 1) ||
@@ -366,6 +385,8 @@ run_path() {
     out=$(fill "$port" "$measured_prefix" "$REQUESTS")
     local gw_ir redis_ir=""
     gw_ir=$(dump_ir "$gw_pid" "$dir/gateway.cg")
+    local gw_allocs
+    gw_allocs=$(allocs_of "$(ls -t "$dir"/gateway.cg.* | head -1)")
     if ((redis_cg)); then
         # serverCron (hz 10) runs on wall-clock time, and callgrind slows Redis down: left in, it
         # is nearly all of Redis's count on a run of tier hits and varies from run to run. Its
@@ -396,12 +417,13 @@ run_path() {
 
     stop "$gw_pid"
     [[ -n $redis_pid ]] && stop "$redis_pid"
-    local gw_per redis_per=""
+    local gw_per redis_per="" allocs_per
     gw_per=$(awk -v t="${gw_ir:-0}" -v n="$REQUESTS" 'BEGIN { printf "%.1f", t / n }')
     [[ -n $redis_ir ]] && redis_per=$(awk -v t="$redis_ir" -v n="$REQUESTS" 'BEGIN { printf "%.1f", t / n }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$round" "$REQUESTS" "${gw_ir:-0}" "$gw_per" \
-        "${redis_ir:-}" "${redis_per:-}" "$check" >>"$work/runs.tsv"
-    say "$path round $round: gateway $gw_per Ir/request${redis_per:+, redis $redis_per Ir/request}" \
+    allocs_per=$(awk -v t="${gw_allocs:-0}" -v n="$REQUESTS" 'BEGIN { printf "%.2f", t / n }')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$round" "$REQUESTS" "${gw_ir:-0}" "$gw_per" \
+        "${redis_ir:-}" "${redis_per:-}" "$check" "$allocs_per" >>"$work/runs.tsv"
+    say "$path round $round: gateway $gw_per Ir/request, $allocs_per allocations/request${redis_per:+, redis $redis_per Ir/request}" \
         "(replayed $replayed, executed $executed, pass-through $passed, tier hits $tier) $check"
 }
 
@@ -431,6 +453,8 @@ run_nginx_path() {
     cg -z "$pid"
     out=$(fill "$nginx_port" m "$REQUESTS")
     ir=$(dump_ir "$pid" "$dir/nginx.cg")
+    local allocs
+    allocs=$(allocs_of "$(ls -t "$dir"/nginx.cg.* | head -1)")
     after_count=$(curl -s "http://127.0.0.1:$upstream_port/__nginx_status" | awk '/^ [0-9]/ { print $3 }')
     grep -q "\"requests\":$REQUESTS," <<<"$out" || check="FAIL: bench-client did not send exactly $REQUESTS requests: $out"
     # Every measured request reached the upstream (stub_status counts this one too).
@@ -438,10 +462,12 @@ run_nginx_path() {
         check="FAIL: the upstream served $((after_count - before_count)) requests for $REQUESTS proxied"
     [[ -n $ir ]] || check="FAIL: no nginx Ir in the dump"
     stop "$pid"
-    local per
+    local per allocs_per
     per=$(awk -v t="${ir:-0}" -v n="$REQUESTS" 'BEGIN { printf "%.1f", t / n }')
-    printf '%s\t%s\t%s\t%s\t%s\t\t\t%s\n' nginx_proxy "$round" "$REQUESTS" "${ir:-0}" "$per" "$check" >>"$work/runs.tsv"
-    say "nginx_proxy round $round: nginx $per Ir/request $check"
+    allocs_per=$(awk -v t="${allocs:-0}" -v n="$REQUESTS" 'BEGIN { printf "%.2f", t / n }')
+    printf '%s\t%s\t%s\t%s\t%s\t\t\t%s\t%s\n' nginx_proxy "$round" "$REQUESTS" "${ir:-0}" "$per" "$check" \
+        "$allocs_per" >>"$work/runs.tsv"
+    say "nginx_proxy round $round: nginx $per Ir/request, $allocs_per allocations/request $check"
 }
 
 # ---------------------------------------------------------------- the runs
@@ -464,7 +490,7 @@ function mean(k) { return n[k] ? s[k] / n[k] : "" }
 function spread(k) { return n[k] && s[k] ? (hi[k] - lo[k]) / mean(k) * 100 : "" }
 {
     if (!($1 in seen)) { seen[$1] = 1; order[++count] = $1 }
-    add($1 " gw", $5); add($1 " rd", $7)
+    add($1 " gw", $5); add($1 " rd", $7); add($1 " al", $9)
     if ($8 != "ok" && !($1 in verdict)) verdict[$1] = $8
 }
 END {
@@ -473,7 +499,7 @@ END {
         printf "%s\t%.1f\t%.1f\t%.1f\t%.3f", p, mean(p " gw"), lo[p " gw"], hi[p " gw"], spread(p " gw")
         if (n[p " rd"]) printf "\t%.1f\t%.1f\t%.1f\t%.3f", mean(p " rd"), lo[p " rd"], hi[p " rd"], spread(p " rd")
         else printf "\t\t\t\t"
-        printf "\t%s\n", (p in verdict) ? verdict[p] : "ok"
+        printf "\t%s\t%.2f\n", (p in verdict) ? verdict[p] : "ok", mean(p " al")
     }
 }' "$work/runs.tsv" >"$summary"
 
@@ -491,11 +517,11 @@ table() {
     echo "Instructions per request (callgrind Ir, user space), $ROUNDS runs of REQUESTS=$REQUESTS (WARMUP=$WARMUP);"
     echo "gateway: $bin/idemgate (source commit $build_commit), threads: 1; $valgrind_version; Redis $redis_version."
     echo
-    echo "| path | server Ir/request (each run: the gateway, or nginx for nginx_proxy) | mean | spread | redis Ir/request (each run) | spread | check |"
-    echo "|---|---|---:|---:|---|---:|---|"
+    echo "| path | server Ir/request (each run: the gateway, or nginx for nginx_proxy) | mean | spread | allocations/request | redis Ir/request (each run) | spread | check |"
+    echo "|---|---|---:|---:|---:|---|---:|---|"
     awk -F'\t' '
         NR == FNR { gw[$1] = gw[$1] (gw[$1] == "" ? "" : ", ") $5; if ($7 != "") rd[$1] = rd[$1] (rd[$1] == "" ? "" : ", ") $7; next }
-        { printf "| %s | %s | %s | %s %% | %s | %s | %s |\n", $1, gw[$1], $2, $5, ($1 in rd) ? rd[$1] : "-",
+        { printf "| %s | %s | %s | %s %% | %s | %s | %s | %s |\n", $1, gw[$1], $2, $5, $11, ($1 in rd) ? rd[$1] : "-",
               ($9 == "" ? "-" : $9 " %"), $10 }' "$work/runs.tsv" "$summary"
 }
 
@@ -515,7 +541,7 @@ done
         "$valgrind_version" "$REQUESTS" "$WARMUP" "$ROUNDS" "$redis_version" "$([[ $REDIS_INSTRUCTIONS = 1 ]] && echo true || echo false)"
     echo '"paths":['
     awk -F'\t' 'BEGIN { sep = "" } {
-        printf "%s{\"path\":\"%s\",\"gateway_ir_per_request\":%s,\"gateway_min\":%s,\"gateway_max\":%s,\"gateway_spread_pct\":%s,", sep, $1, $2, $3, $4, $5
+        printf "%s{\"path\":\"%s\",\"gateway_ir_per_request\":%s,\"gateway_min\":%s,\"gateway_max\":%s,\"gateway_spread_pct\":%s,\"allocations_per_request\":%s,", sep, $1, $2, $3, $4, $5, $11
         if ($6 != "") printf "\"redis_ir_per_request\":%s,\"redis_min\":%s,\"redis_max\":%s,\"redis_spread_pct\":%s,", $6, $7, $8, $9
         gsub(/"/, "\x27", $10)
         printf "\"check\":\"%s\"}", $10
@@ -525,7 +551,7 @@ done
     echo '"runs":['
     awk -F'\t' 'BEGIN { sep = "" } {
         gsub(/"/, "\x27", $8)
-        printf "%s{\"path\":\"%s\",\"round\":%s,\"requests\":%s,\"gateway_ir\":%s,\"gateway_ir_per_request\":%s,", sep, $1, $2, $3, $4, $5
+        printf "%s{\"path\":\"%s\",\"round\":%s,\"requests\":%s,\"gateway_ir\":%s,\"gateway_ir_per_request\":%s,\"allocations_per_request\":%s,", sep, $1, $2, $3, $4, $5, $9
         if ($6 != "") printf "\"redis_ir\":%s,\"redis_ir_per_request\":%s,", $6, $7
         printf "\"check\":\"%s\"}", $8
         sep = ",\n"
