@@ -121,4 +121,110 @@ TEST_CASE("consistency strict: an unreplicated reservation is released and refus
     CHECK(upstream.executions() == 2);
 }
 
+TEST_CASE(
+    "consistency strict: a completed record the replicas did not acknowledge is written again until they do")
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    if (!choice || std::string(choice) != "redis") {
+        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+        return;
+    }
+    redis_server primary;
+    redis_server replica(
+        {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});
+    REQUIRE(eventually([&] {
+        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+    }));
+    test_upstream_process upstream;
+    store_under_test store;
+    store.yaml =
+        "store:\n  type: redis\n  redis:\n    address: \"" + primary.address() +
+        "\"\n    key_prefix: idemgate-resend-test\n    min_replicas_ack: 1\n    consistency: strict\n"
+        "    wait_timeout: 300ms\n    command_timeout: 3s\n";
+    gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), gateway_options{}));
+    REQUIRE(eventually([&] {
+        try {
+            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
+        } catch (const std::exception&) {
+            return false;
+        }
+    }));
+    const auto admin = gateway.admin_port();
+    const auto key = unique_key("strict-resend");
+    auto post = [&](std::vector<std::pair<std::string, std::string>> headers) {
+        headers.emplace_back("Idempotency-Key", key);
+        headers.emplace_back("Content-Type", "application/json");
+        return gateway_request(gateway.port(), "POST", "/api/orders", headers, "{}");
+    };
+
+    // The reservation is acknowledged while the replica is awake; the replica then sleeps while
+    // the upstream works, so the completed record's WAIT runs out.
+    http_response first;
+    std::thread client([&] { first = post({{"X-Test-Delay-Ms", "800"}}); });
+    REQUIRE(eventually([&] { return upstream.executions() == 1; }, 5s));
+    std::thread sleeper([&] {
+        try {
+            redis_command(replica.port(), {"DEBUG", "SLEEP", "3"}, 10s);
+        } catch (const std::exception&) {
+        }
+    });
+    client.join();
+    // The client has its answer, and the record waits to be written again.
+    CHECK(first.status == 201);
+    CHECK(first.header("idempotency-status") == "executed");
+    CHECK(metric(admin, "idemgate_completes_pending") == 1);
+    CHECK(metric(admin, "idemgate_records_unreplicated_total") == 1);
+    CHECK(metric(admin, "idemgate_records_lost_total") == 0);
+
+    // What a failover that lost the record would leave: the key gone from the primary. The
+    // next attempt writes it again.
+    const std::string stored_key = "idemgate-resend-test:*" + key;
+    auto keys = primary.command({"KEYS", stored_key});
+    REQUIRE(keys.find(key) != std::string::npos);
+    auto name = keys.substr(keys.find("idemgate-resend-test:"));
+    name = name.substr(0, name.find("\r\n"));
+    REQUIRE(primary.command({"DEL", name}) == ":1\r\n");
+
+    sleeper.join();
+    REQUIRE(eventually(
+        [&] { return metric(admin, "idemgate_completes_resent_total{result=\"acked\"}") == 1; }, 10s));
+    CHECK(metric(admin, "idemgate_completes_pending") == 0);
+    CHECK(metric(admin, "idemgate_completes_resent_total{result=\"dropped\"}") == 0);
+    CHECK(primary.command({"EXISTS", name}) == ":1\r\n");
+    CHECK(replica.command({"EXISTS", name}) == ":1\r\n");
+
+    // The retry gets the first answer; the upstream ran once.
+    auto retry = post({});
+    CHECK(retry.status == 201);
+    CHECK(retry.header("idempotent-replayed") == "true");
+    CHECK(retry.body == first.body);
+    CHECK(upstream.executions() == 1);
+
+    // A record whose key another request's lock holds is never written over: dropped.
+    const auto other = unique_key("strict-resend-other");
+    std::thread second_client([&] {
+        gateway_request(gateway.port(), "POST", "/api/orders",
+                        {{"Idempotency-Key", other}, {"X-Test-Delay-Ms", "800"}}, "{}");
+    });
+    REQUIRE(eventually([&] { return upstream.executions() == 2; }, 5s));
+    std::thread sleeper2([&] {
+        try {
+            redis_command(replica.port(), {"DEBUG", "SLEEP", "2"}, 10s);
+        } catch (const std::exception&) {
+        }
+    });
+    second_client.join();
+    auto other_keys = primary.command({"KEYS", "idemgate-resend-test:*" + other});
+    REQUIRE(other_keys.find(other) != std::string::npos);
+    auto other_name = other_keys.substr(other_keys.find("idemgate-resend-test:"));
+    other_name = other_name.substr(0, other_name.find("\r\n"));
+    // Another gateway's reservation of the same key, after a failover that lost this one's.
+    REQUIRE(primary.command({"SET", other_name, "someone-else"}) == "+OK\r\n");
+    sleeper2.join();
+    REQUIRE(eventually(
+        [&] { return metric(admin, "idemgate_completes_resent_total{result=\"dropped\"}") == 1; }, 10s));
+    CHECK(primary.command({"GET", other_name}).find("someone-else") != std::string::npos);
+    CHECK(metric(admin, "idemgate_completes_pending") == 0);
+}
+
 TEST_SUITE_END();

@@ -46,6 +46,19 @@ void render_redis_metrics(const redis_stats& s, std::string& out)
             "consistency strict: reservations released and refused with 503 before forwarding because "
             "fewer than min_replicas_ack replicas acknowledged them.",
             "", double(s.reservations_unreplicated.load()));
+    prometheus::header(out, "idemgate_completes_resent_total", "counter",
+                       "consistency strict: completed records written again to the current primary "
+                       "after it did not take them or the replicas did not acknowledge them: acked at "
+                       "last, resent (an attempt not acknowledged yet), or dropped.");
+    prometheus::sample(out, "idemgate_completes_resent_total", "result=\"acked\"",
+                       double(s.completes_resent_acked.load()));
+    prometheus::sample(out, "idemgate_completes_resent_total", "result=\"resent\"",
+                       double(s.completes_resent_again.load()));
+    prometheus::sample(out, "idemgate_completes_resent_total", "result=\"dropped\"",
+                       double(s.completes_resent_dropped.load()));
+    prometheus::header(out, "idemgate_completes_pending", "gauge",
+                       "consistency strict: completed records waiting to be written again and acknowledged.");
+    prometheus::sample(out, "idemgate_completes_pending", "", double(s.completes_pending.load()));
     prometheus::header(out, "idemgate_redis_connected_replicas", "gauge",
                        "Replicas the primary reported connected at its last ROLE; -1 unknown.");
     prometheus::sample(out, "idemgate_redis_connected_replicas", "", double(s.connected_replicas.load()));

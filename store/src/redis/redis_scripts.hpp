@@ -18,6 +18,9 @@ struct lua_script {
 // mode. release: DEL the key if this owner still holds it. admit: a tenant's in-flight and
 // new-key limits. The comments in redis_scripts.cpp list each script's KEYS and ARGV.
 const lua_script& complete_lua();
+// consistency strict: complete_lua for a record written again after a failover (also when the key
+// is gone; never over another owner's).
+const lua_script& resend_lua();
 const lua_script& release_lua();
 const lua_script& admit_lua();
 

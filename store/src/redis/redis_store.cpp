@@ -4,6 +4,7 @@
 #include "redis/client/replica_wait.hpp"
 #include "redis/client/settle_subscriber.hpp"
 #include "redis/client/shard_subscriber.hpp"
+#include "redis/complete_resend.hpp"
 #include "redis/redis_backend.hpp"
 #include "redis/redis_keys.hpp"
 #include "redis/redis_scripts.hpp"
@@ -42,15 +43,18 @@ public:
                   std::shared_ptr<detail::shard_subscriber> shard_subscriber,
                   std::shared_ptr<detail::cluster_refresher> refresher,
                   std::shared_ptr<detail::sentinel_monitor> monitor,
-                  std::shared_ptr<detail::replica_waiter> waiter)
+                  std::shared_ptr<detail::replica_waiter> waiter,
+                  std::shared_ptr<detail::complete_resender> resender)
         : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
           shard_subscriber_(std::move(shard_subscriber)), refresher_(std::move(refresher)),
-          monitor_(std::move(monitor)), waiter_(std::move(waiter))
+          monitor_(std::move(monitor)), waiter_(std::move(waiter)), resender_(std::move(resender))
     {
     }
 
     ~redis_session() override
     {
+        if (resender_)
+            resender_->shutdown();
         router_->shutdown();
         if (waiter_)
             waiter_->shutdown();
@@ -114,6 +118,13 @@ public:
         auto px = ttl_ms(record_ttl);
         std::array<std::string_view, 4> argv{prefix, value, px, publish_flag()};
         auto ec = co_await run_owned("complete", complete_lua(), key, argv);
+        if (resender_) { // consistency strict
+            // Named arguments: GCC 12 mishandles temporaries inside a co_await expression.
+            std::string owner(prefix), publish(publish_flag());
+            auto settled = co_await resender_->settle(ec, std::move(key), std::move(owner), std::move(value),
+                                                      std::move(publish), record_ttl);
+            co_return settled;
+        }
         if (!ec && shared_->cfg.min_replicas_ack > 0 && completed.state == record_state::completed)
             co_await detail::wait_after_complete(*router_, *shared_, key);
         co_return ec;
@@ -332,6 +343,7 @@ private:
     std::shared_ptr<detail::cluster_refresher> refresher_;       // cluster mode: the first session runs it
     std::shared_ptr<detail::sentinel_monitor> monitor_;          // sentinel mode: the first session runs it
     std::shared_ptr<detail::replica_waiter> waiter_;             // consistency strict
+    std::shared_ptr<detail::complete_resender> resender_;        // consistency strict
 };
 
 class redis_backend_impl final : public redis_backend {
@@ -382,6 +394,7 @@ public:
         }
         std::unique_ptr<detail::command_router> router;
         std::shared_ptr<detail::replica_waiter> waiter;
+        std::shared_ptr<detail::complete_resender> resender;
         if (topology_) {
             router = std::make_unique<detail::cluster_router>(std::move(ex), shared_, topology_);
         } else {
@@ -393,13 +406,15 @@ public:
                 return conn;
             };
             auto conn = connect();
-            if (shared_->cfg.consistency == config::redis_consistency::strict)
+            if (shared_->cfg.consistency == config::redis_consistency::strict) {
                 waiter = std::make_shared<detail::replica_waiter>(ex, shared_, conn, connect());
+                resender = std::make_shared<detail::complete_resender>(ex, shared_, conn, waiter);
+            }
             router = std::make_unique<detail::single_router>(std::move(conn));
         }
-        return std::make_unique<redis_session>(std::move(router), shared_, std::move(subscriber),
-                                               std::move(shard_subscriber), std::move(refresher),
-                                               first ? monitor_ : nullptr, std::move(waiter));
+        return std::make_unique<redis_session>(
+            std::move(router), shared_, std::move(subscriber), std::move(shard_subscriber),
+            std::move(refresher), first ? monitor_ : nullptr, std::move(waiter), std::move(resender));
     }
 
     bool ready() const override

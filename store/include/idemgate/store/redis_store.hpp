@@ -72,6 +72,14 @@ struct redis_stats {
     // consistency strict: reservations released and refused because fewer than min_replicas_ack
     // replicas acknowledged them (or fewer were connected), so the upstream never ran.
     std::atomic<std::uint64_t> reservations_unreplicated{0};
+    // consistency strict: completed records the primary did not take or the replicas did not
+    // acknowledge, written again to the current primary: acknowledged at last, written again but
+    // not acknowledged yet (each attempt), dropped (another owner's lock or record holds the key,
+    // the record expired, or the gateway stopped first); and how many wait now.
+    std::atomic<std::uint64_t> completes_resent_acked{0};
+    std::atomic<std::uint64_t> completes_resent_again{0};
+    std::atomic<std::uint64_t> completes_resent_dropped{0};
+    std::atomic<std::int64_t> completes_pending{0};
     // Replicas the primary reported connected at its last ROLE (every second); -1 unknown.
     std::atomic<std::int64_t> connected_replicas{-1};
     // Latency of answered commands (enqueue to reply).
