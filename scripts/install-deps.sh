@@ -17,6 +17,7 @@ compile_pkgs=(
   libsqlite3-dev        # sample order service persistence
   libjemalloc-dev       # the idemgate binary's allocator (CMakeLists.txt: IDEMGATE_JEMALLOC)
   libsystemd-dev        # sd_notify: readiness, reload, stop and watchdog for Type=notify units
+  libnghttp2-dev        # HTTP/2 to clients (the h2 codec)
 )
 build_pkgs=(
   "${compile_pkgs[@]}"
@@ -30,13 +31,14 @@ build_pkgs=(
   dpkg-dev file help2man     # scripts/package.sh: the Debian package (dpkg-shlibdeps), its man pages
   prometheus                 # promtool: the alert rules' checks and unit tests (tests/deploy)
   python3 iptables iproute2  # tests/partition: network namespaces, DROP rules, the test's driver
+  nghttp2-client python3-h2 python3-httpx  # HTTP/2 tests: h2load and nghttp, a raw-frame client, a second h2 client
 )
 run_pkgs=(
   "${compile_pkgs[@]}"
   redis-server curl ca-certificates  # the demo's store, and the curl lines it shows
 )
 runtime_pkgs=(
-  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 libsystemd0 ca-certificates curl
+  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 libsystemd0 libnghttp2-14 ca-certificates curl
 )
 
 case "${1:-}" in

@@ -138,4 +138,31 @@ void loader::load_listen_tls(const map_view& top, std::optional<listen_tls_confi
     out = std::move(tls);
 }
 
+// http2: the HTTP/2 codec's connection settings (RFC 9113 6.5.2 bounds the window and frame
+// sizes).
+void loader::load_http2(const map_view& top, http2_config& http2)
+{
+    map_view map(*this, child(top, "http2"), "http2",
+                 {"enabled", "cleartext", "max_concurrent_streams", "initial_window_size", "max_frame_size",
+                  "max_header_list_size", "idle_timeout"});
+    read_bool(map, "enabled", http2.enabled);
+    read_bool(map, "cleartext", http2.cleartext);
+    read_int(map, "max_concurrent_streams", http2.max_concurrent_streams, 1, 100000);
+    auto bounded_size = [&](std::string_view key, std::size_t& out, std::size_t min, std::size_t max,
+                            const char* range) {
+        std::size_t value = out;
+        read_size(map, key, value, false);
+        if (value < min || value > max)
+            problem(map.path_of(key), std::string("must be within ") + range);
+        else
+            out = value;
+    };
+    bounded_size("initial_window_size", http2.initial_window_size, 1, 0x7fffffff, "1B-2GiB (2^31-1 bytes)");
+    bounded_size("max_frame_size", http2.max_frame_size, 16384, 16777215, "16KiB-16MiB (2^24-1 bytes)");
+    bounded_size("max_header_list_size", http2.max_header_list_size, 1, 16 * 1024 * 1024, "1B-16MiB");
+    read_duration(map, "idle_timeout", http2.idle_timeout);
+    if (http2.cleartext && !http2.enabled)
+        problem(map.path_of("cleartext"), "set while http2.enabled is false (HTTP/2 is off)");
+}
+
 } // namespace idemgate::config::detail

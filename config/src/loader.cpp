@@ -94,8 +94,8 @@ void loader::load(const YAML::Node& root, config& cfg)
 {
     map_view top(*this, root, "",
                  {"listen", "admin_listen", "threads", "access_log", "log_level", "request_id_header",
-                  "store", "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls",
-                  "tracing"});
+                  "store", "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls", "tracing",
+                  "http2"});
     if (root.IsDefined() && !root.IsNull() && !root.IsMap())
         return; // reported by `top`; nothing below can be read.
     read_endpoint(top, "listen", cfg.listen);
@@ -111,6 +111,7 @@ void loader::load(const YAML::Node& root, config& cfg)
     load_request_id(top, cfg);
     load_store(top, cfg.store);
     load_listen_tls(top, cfg.tls);
+    load_http2(top, cfg.http2);
     load_upstreams(top, cfg.upstreams);
     load_routes(top, cfg);
     load_limits(top, cfg.limits);

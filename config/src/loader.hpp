@@ -294,6 +294,7 @@ private:
     void load_admin(const map_view& top, admin_config& admin);
     void load_timeouts(const map_view& top, timeouts_config& timeouts);
     void load_tracing(const map_view& top, tracing_config& tracing);
+    void load_http2(const map_view& top, http2_config& http2);
     void check_readable(const std::string& path, const std::string& file);
 
     // TLS from the gateway as a client (store.redis.tls, upstreams.<name>.tls) at `path` in

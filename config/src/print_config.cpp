@@ -419,6 +419,23 @@ std::string print_config(const config& c)
     key(out, "record_tenant");
     out << c.tracing.record_tenant;
     out << YAML::EndMap;
+    key(out, "http2");
+    out << YAML::BeginMap;
+    key(out, "enabled");
+    out << c.http2.enabled;
+    key(out, "cleartext");
+    out << c.http2.cleartext;
+    key(out, "max_concurrent_streams");
+    out << c.http2.max_concurrent_streams;
+    for (auto [name, value] : {std::pair{"initial_window_size", c.http2.initial_window_size},
+                               std::pair{"max_frame_size", c.http2.max_frame_size},
+                               std::pair{"max_header_list_size", c.http2.max_header_list_size}}) {
+        key(out, name);
+        out << size_text(value);
+    }
+    key(out, "idle_timeout");
+    out << duration_text(c.http2.idle_timeout);
+    out << YAML::EndMap;
     out << YAML::EndMap;
     return std::string(out.c_str()) + "\n";
 }

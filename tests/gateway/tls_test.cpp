@@ -394,10 +394,17 @@ TEST_CASE("min_version 1.3 refuses a TLS 1.2-only client")
     CHECK(modern.request("GET", "/plain/x").status == 201);
 }
 
-TEST_CASE("ALPN: a client offering only h2 is refused; one offering nothing is served HTTP/1.1")
+TEST_CASE("ALPN: h2 is preferred; with http2.enabled false a client offering only h2 is refused; one "
+          "offering nothing is served HTTP/1.1")
 {
     test_certificates certs;
-    tls_gateway g(certs);
+    {
+        tls_gateway with_h2(certs);
+        auto both = trusting(certs);
+        both.alpn = {"http/1.1", "h2"};
+        CHECK(http_connection(with_h2.port(), both, io_timeout).tls_alpn() == "h2");
+    }
+    tls_gateway g(certs, "http2:\n  enabled: false\n");
     auto h2_only = trusting(certs);
     h2_only.alpn = {"h2"};
     CHECK_THROWS_AS(http_connection(g.port(), h2_only, io_timeout), tls_error);

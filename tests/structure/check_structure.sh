@@ -14,7 +14,7 @@ max_lines="${MAX_LINES:-450}"
 # Levels, bottom first: a room may include a room of a lower level.
 declare -A level=(
   [core]=0 [observability]=1 [transport]=2 [upstream]=3 [state]=4
-  [idempotency]=5 [http1]=6 [admin]=6 [runtime]=7
+  [idempotency]=5 [http1]=6 [http2]=6 [admin]=6 [runtime]=7
 )
 breaches=0
 breach() {

@@ -110,6 +110,14 @@ void emit(const access_log_sink& sink, std::string_view line)
     sink.buffer->append(line);
 }
 
+void add_h2_stream(line_writer& line, std::uint32_t stream)
+{
+    if (stream == 0)
+        return;
+    line.text("proto", "h2");
+    line.number("stream", static_cast<std::int64_t>(stream));
+}
+
 } // namespace
 
 std::string log_safe(std::string_view raw)
@@ -131,7 +139,7 @@ std::string log_safe(std::string_view raw)
 void log_request(const access_log_sink& sink, const request_type& req, const handled& h,
                  const client_info& client, const request_ids& ids,
                  std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec,
-                 std::size_t bytes_out)
+                 std::size_t bytes_out, std::uint32_t h2_stream)
 {
     if (!sink.writer)
         return;
@@ -139,6 +147,7 @@ void log_request(const access_log_sink& sink, const request_type& req, const han
     begin_access_line(line, client);
     line.text("method", req.method_string());
     line.text("target", req.target());
+    add_h2_stream(line, h2_stream);
     add_status(line, h.response.result_int(), write_ec);
     line.text("outcome", to_string(h.result));
     if (!h.key.empty()) {
@@ -165,12 +174,14 @@ void log_request(const access_log_sink& sink, const request_type& req, const han
 }
 
 void log_rejected(const access_log_sink& sink, const client_info& client, const request_ids& ids,
-                  unsigned status, std::string_view detail, boost::system::error_code write_ec)
+                  unsigned status, std::string_view detail, boost::system::error_code write_ec,
+                  std::uint32_t h2_stream)
 {
     if (!sink.writer)
         return;
     line_writer line(scratch());
     begin_access_line(line, client);
+    add_h2_stream(line, h2_stream);
     add_status(line, status, write_ec);
     line.text("outcome", "rejected");
     line.text("detail", detail);

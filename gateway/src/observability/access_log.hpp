@@ -28,14 +28,16 @@ std::string log_safe(std::string_view raw);
 
 // A request the gateway answered through the idempotency filter. `sent` is false when the
 // answer could not be written: the line then says so instead of claiming a status.
-// Runs on the thread that owns `sink`.
+// Runs on the thread that owns `sink`. `h2_stream`: the HTTP/2 stream the request came on (the
+// line then says "proto":"h2" and "stream"); 0 for HTTP/1.x.
 void log_request(const access_log_sink& sink, const request_type& req, const handled& h,
                  const client_info& client, const request_ids& ids,
                  std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec,
-                 std::size_t bytes_out);
+                 std::size_t bytes_out, std::uint32_t h2_stream = 0);
 
 // A request the gateway could not read (bad framing, limits, timeouts).
 void log_rejected(const access_log_sink& sink, const client_info& client, const request_ids& ids,
-                  unsigned status, std::string_view detail, boost::system::error_code write_ec);
+                  unsigned status, std::string_view detail, boost::system::error_code write_ec,
+                  std::uint32_t h2_stream = 0);
 
 } // namespace idemgate::gateway::detail

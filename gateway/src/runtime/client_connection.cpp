@@ -1,6 +1,7 @@
 #include "runtime/client_connection.hpp"
 
 #include "http1/http_connection.hpp"
+#include "http2/h2_connection.hpp"
 
 #include <boost/beast/core/stream_traits.hpp>
 
@@ -8,31 +9,51 @@ namespace idemgate::gateway::detail {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
+using boost::system::error_code;
 
 const std::vector<codec>& codecs()
 {
     static const std::vector<codec> table{
+        {"h2", &serve_h2_over_tls},
         {"http/1.1", &serve_http1_over_tls},
     };
     return table;
 }
 
-const std::string& alpn_protocols()
+const std::string& alpn_protocols(bool with_h2)
 {
-    static const std::string wire = [] {
+    auto wire = [](bool h2) {
         std::string out;
         for (const auto& c : codecs()) {
+            if (c.alpn == "h2" && !h2)
+                continue;
             out.push_back(static_cast<char>(c.alpn.size()));
             out.append(c.alpn);
         }
         return out;
-    }();
-    return wire;
+    };
+    static const std::string both = wire(true), http1_only = wire(false);
+    return with_h2 ? both : http1_only;
 }
 
 asio::awaitable<void> serve_plain_client(gateway_context& ctx, worker& w, tcp::socket socket,
                                          client_info client)
 {
+    // Prior-knowledge HTTP/2 (http2.cleartext): the first bytes say which protocol it is. They
+    // are only peeked at, so either codec reads the connection from its start.
+    const auto& cfg = w.current(ctx)->cfg();
+    if (cfg.http2.enabled && cfg.http2.cleartext) {
+        auto first = co_await peek_first_bytes(socket, cfg.timeouts.idle);
+        if (first == first_bytes::none) {
+            error_code ignored;
+            socket.close(ignored);
+            co_return;
+        }
+        if (first == first_bytes::h2) {
+            co_await serve_h2_plain(ctx, w, std::move(socket), std::move(client));
+            co_return;
+        }
+    }
     co_await serve_plain_connection(ctx, w, std::move(socket), std::move(client));
 }
 
@@ -54,7 +75,7 @@ asio::awaitable<void> serve_tls_client(gateway_context& ctx, worker& w, tcp::soc
     // No protocol offered: HTTP/1.1, as before ALPN. Otherwise the server context selected one
     // of ours (a client offering none of them failed the handshake).
     const auto protocol = negotiated_protocol(stream.native_handle());
-    const codec* chosen = &codecs().front();
+    const codec* chosen = &codecs().back();
     for (const auto& c : codecs())
         if (c.alpn == protocol)
             chosen = &c;

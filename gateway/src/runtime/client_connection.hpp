@@ -18,12 +18,14 @@ struct codec {
     boost::asio::awaitable<void> (*serve_tls)(gateway_context&, worker&, tls_stream&, client_info);
 };
 
-// The codecs, preferred first (ALPN picks the first the client also offers).
+// The codecs, preferred first (ALPN picks the first the client also offers); the last one,
+// HTTP/1.1, serves clients that offer none.
 const std::vector<codec>& codecs();
-// Their ALPN names in wire format, for the server context (lives as long as the process).
-const std::string& alpn_protocols();
+// Their ALPN names in wire format, for the server context (lives as long as the process);
+// without h2 when http2.enabled is false.
+const std::string& alpn_protocols(bool with_h2);
 
-// Serves a plain connection (HTTP/1.1).
+// Serves a plain connection: HTTP/1.1, or HTTP/2 with prior knowledge when http2.cleartext.
 boost::asio::awaitable<void> serve_plain_client(gateway_context& ctx, worker& w, tcp::socket socket,
                                                 client_info client);
 // Serves an HTTPS connection: handshake under the live generation's context and timeouts, the

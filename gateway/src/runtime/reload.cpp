@@ -73,7 +73,7 @@ void reloader::publish_first(const config::config& cfg)
     // TLS contexts are built once and shared by every thread (a bad file throws config_error).
     std::shared_ptr<asio::ssl::context> listen_tls;
     if (cfg.tls)
-        listen_tls = make_server_tls_context(*cfg.tls, alpn_protocols());
+        listen_tls = make_server_tls_context(*cfg.tls, alpn_protocols(cfg.http2.enabled));
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
     for (const auto& up : cfg.upstreams)
         upstream_contexts.push_back(make_upstream_tls(up));
@@ -128,7 +128,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
             for (const auto& up : next.upstreams)
                 upstream_contexts.push_back(make_upstream_tls(up));
             if (next.tls && !tls_switched)
-                listen_tls = make_server_tls_context(*next.tls, alpn_protocols());
+                listen_tls = make_server_tls_context(*next.tls, alpn_protocols(next.http2.enabled));
         } catch (const config::config_error& e) {
             problems = e.problems();
         }

@@ -18,7 +18,8 @@ std::vector<std::string> check_tls_config(const config::config& cfg)
         }
     };
     if (cfg.tls)
-        collect([&] { detail::make_server_tls_context(*cfg.tls, detail::alpn_protocols()); });
+        collect(
+            [&] { detail::make_server_tls_context(*cfg.tls, detail::alpn_protocols(cfg.http2.enabled)); });
     for (const auto& up : cfg.upstreams)
         collect([&] { detail::make_upstream_tls(up); });
     return problems;

@@ -309,6 +309,20 @@ struct access_log_config {
     duration flush_interval{100};        // ... or this long after its first line
 };
 
+// HTTP/2 to clients: offered by ALPN on the TLS listener (h2 before http/1.1) while enabled; on
+// a plain listener only with prior knowledge (the connection preface) and cleartext: true.
+// Connection settings apply to connections accepted after a reload; request limits are
+// limits.* and timeouts.* as for HTTP/1.1, per stream.
+struct http2_config {
+    bool enabled = true;
+    bool cleartext = false;
+    std::uint32_t max_concurrent_streams = 128;
+    std::size_t initial_window_size = 256 * 1024;
+    std::size_t max_frame_size = 16 * 1024;
+    std::size_t max_header_list_size = 32 * 1024; // also bounded by limits.max_header_bytes
+    duration idle_timeout{60000};
+};
+
 // OpenTelemetry traces exported over OTLP/HTTP (JSON). Off while otlp_endpoint is empty.
 struct tracing_config {
     std::string otlp_endpoint;  // http://host:port/v1/traces
@@ -336,6 +350,7 @@ struct config {
     std::string request_id_header = "X-Request-Id";
     store_config store;
     std::optional<listen_tls_config> tls; // absent = plain HTTP on `listen`
+    http2_config http2;
     tracing_config tracing;
     std::vector<upstream_config> upstreams;
     std::vector<route_config> routes;

@@ -19,6 +19,8 @@ enum class store_op { reserve, complete, release };
 // How a wait-mode duplicate's wait ended.
 enum class wait_end { settled, released, timed_out, refused };
 inline constexpr int store_op_count = 3;
+// The HTTP/2 protection limits counted in idemgate_http2_limits_total.
+inline constexpr std::size_t h2_limit_count = 5;
 
 // The kinds of members IDEMGATE_GATEWAY_METRICS declares, and the labels of their series.
 // The upstream answers of keyed requests by what became of the key and the status class: one
@@ -62,6 +64,11 @@ inline constexpr labels<10> tls_failure_labels{"reason=\"plain_http\"",     "rea
                                                "reason=\"no_client_cert\"", "reason=\"bad_client_cert\"",
                                                "reason=\"alpn\"",           "reason=\"peer_alert\"",
                                                "reason=\"closed\"",         "reason=\"other\""};
+
+// By detail::h2_limit (http2/): what a misbehaving HTTP/2 client ran into.
+inline constexpr labels<h2_limit_count> h2_limit_labels{"limit=\"stream_resets\"", "limit=\"control_frames\"",
+                                                        "limit=\"header_list\"", "limit=\"protocol\"",
+                                                        "limit=\"stall\""};
 
 std::string outcome_label(std::size_t index); // outcome="<to_string(outcome)>"
 // By upstream_outcome_index: action="record|release|hold",code="1xx|...|5xx".
@@ -161,7 +168,14 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
            "queue was full, or dropped because the collector refused them or never answered.")             \
     MEMBER(metric::counter, trace_spans_exported, "result=\"exported\"")                                    \
     MEMBER(metric::counter, trace_spans_dropped_queue, "result=\"dropped_queue\"")                          \
-    MEMBER(metric::counter, trace_spans_dropped_export, "result=\"dropped_export\"")
+    MEMBER(metric::counter, trace_spans_dropped_export, "result=\"dropped_export\"")                      \
+    FAMILY("idemgate_http2_connections_total", "counter", "Client connections served over HTTP/2.")        \
+    MEMBER(metric::counter, h2_connections, "")                                                             \
+    FAMILY("idemgate_http2_streams_total", "counter", "HTTP/2 request streams opened by clients.")         \
+    MEMBER(metric::counter, h2_streams, "")                                                                 \
+    FAMILY("idemgate_http2_limits_total", "counter",                                                        \
+           "HTTP/2 connections that hit a protection limit, by limit (counted once per connection).")       \
+    MEMBER(metric::counters<h2_limit_count>, h2_limits, metric::h2_limit_labels)
 // clang-format on
 
 struct metrics {

@@ -1,0 +1,127 @@
+// The sending side of an HTTP/2 stream: the filter's answer (or a local-tier copy, or a refusal)
+// as a HEADERS frame and DATA. The fields are those the HTTP/1.1 connection writes for the same
+// answer, names in lower case, without the connection-specific ones (RFC 9113 8.2.2).
+#include "core/http_date.hpp"
+#include "http2/h2_session.hpp"
+#include "idempotency/local_tier.hpp"
+
+#include <array>
+#include <boost/beast/core/string.hpp>
+#include <deque>
+#include <nghttp2/nghttp2.h>
+#include <vector>
+
+namespace idemgate::gateway::detail {
+
+namespace {
+
+bool connection_specific(std::string_view name)
+{
+    static constexpr std::array<std::string_view, 6> names{
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"};
+    for (auto n : names)
+        if (boost::beast::iequals(name, n))
+            return true;
+    return false;
+}
+
+bool bodyless(unsigned status)
+{
+    return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
+
+// The header block being built: names lower-cased into owned strings (nghttp2 copies them).
+class header_block {
+public:
+    void add(std::string_view name, std::string_view value)
+    {
+        auto& n = names_.emplace_back(name);
+        for (auto& c : n)
+            c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        auto& v = values_.emplace_back(value);
+        nv_.push_back({reinterpret_cast<std::uint8_t*>(n.data()), reinterpret_cast<std::uint8_t*>(v.data()),
+                       n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
+    }
+    const nghttp2_nv* data() const { return nv_.data(); }
+    std::size_t size() const { return nv_.size(); }
+
+private:
+    std::deque<std::string> names_, values_;
+    std::vector<nghttp2_nv> nv_;
+};
+
+// Calls f(name, value) for each "Name: value\r\n" line of a local-tier copy.
+template<class F>
+void for_each_field(std::string_view fields, F&& f)
+{
+    while (!fields.empty()) {
+        auto eol = fields.find("\r\n");
+        auto line = fields.substr(0, eol);
+        fields.remove_prefix(eol == std::string_view::npos ? fields.size() : eol + 2);
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos)
+            continue;
+        auto value = line.substr(colon + 1);
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        f(line.substr(0, colon), value);
+    }
+}
+
+ssize_t read_body(nghttp2_session* session, std::int32_t id, std::uint8_t* buf, std::size_t length,
+                  std::uint32_t* flags, nghttp2_data_source*, void*)
+{
+    auto* s = static_cast<h2_stream*>(nghttp2_session_get_stream_user_data(session, id));
+    if (!s)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    auto n = std::min(length, s->body.size() - s->sent);
+    std::copy_n(s->body.data() + s->sent, n, buf);
+    s->sent += n;
+    if (s->sent == s->body.size())
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+}
+
+} // namespace
+
+void h2_session::submit(h2_stream& s)
+{
+    const auto& cfg = s.env->cfg();
+    const auto& h = s.h;
+    unsigned status = h.prerendered ? h.prerendered->status : h.response.result_int();
+    header_block block;
+    block.add(":status", std::to_string(status));
+    bool has_date = false;
+    auto field = [&](std::string_view name, std::string_view value) {
+        if (connection_specific(name) || boost::beast::iequals(name, h.status_header) ||
+            boost::beast::iequals(name, cfg.request_id_header))
+            return; // replaced below, as the HTTP/1.1 connection replaces them
+        has_date = has_date || boost::beast::iequals(name, "date");
+        block.add(name, value);
+    };
+    if (h.prerendered) {
+        for_each_field(h.prerendered->fields, field);
+        s.body = h.prerendered->body;
+    } else {
+        for (const auto& f : h.response)
+            field(f.name_string(), f.value());
+        s.body = h.response.body();
+    }
+    if (!s.ids.request_id.empty())
+        block.add(cfg.request_id_header, s.ids.request_id);
+    if (!h.status_header.empty())
+        block.add(h.status_header, to_string(h.key_state));
+    if (!has_date)
+        block.add("date", http_date_now());
+    if (s.req.method() == http::verb::head || bodyless(status))
+        s.body = {};
+    s.state = h2_stream::phase::responding;
+    s.due = clock::now() + cfg.timeouts.client_write;
+    nghttp2_session_set_stream_user_data(session_, s.id, &s);
+    nghttp2_data_provider provider{};
+    provider.read_callback = &read_body;
+    nghttp2_submit_response(session_, s.id, block.data(), block.size(), s.body.empty() ? nullptr : &provider);
+    wake();
+}
+
+} // namespace idemgate::gateway::detail
