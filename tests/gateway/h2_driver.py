@@ -14,6 +14,10 @@ python3-hpack, which python3-h2 is built on). It talks prior-knowledge HTTP/2 to
   drain PORT PATH
       a POST held by the upstream; prints {"sent":true}, then waits for the GOAWAY and the
       answer: {"goaway":code,"last_stream":id,"status":..}
+  settings PORT
+      the server's SETTINGS: {"settings":{id:value}}
+  idle PORT
+      waits (up to 10 s) for the server to end an idle connection: {"goaway":code,"after_ms":n}
   conformance PORT
       the cases of CASES below, each on its own connection; one line per case:
       {"case":name,"expect":..,"got":..,"ok":bool}
@@ -221,6 +225,23 @@ def cmd_drain(port, path):
                       "status": status_of(out[1])}), flush=True)
 
 
+def cmd_settings(port):
+    c = Conn(port)
+    deadline = time.monotonic() + 5
+    while True:
+        f = c.frame(deadline)
+        if f is None or (isinstance(f, SettingsFrame) and "ACK" not in f.flags):
+            break
+    print(json.dumps({"settings": {str(k): v for k, v in (f.settings.items() if f else [])}}), flush=True)
+
+
+def cmd_idle(port):
+    c = Conn(port, timeout=12.0)
+    started = time.monotonic()
+    got = goaway_or_closed(c, timeout=10)
+    print(json.dumps({"goaway": got, "after_ms": int((time.monotonic() - started) * 1000)}), flush=True)
+
+
 # --- conformance: each case sends frames and names the outcome it expects -------------------
 
 def outcome(c, sid, timeout=3.0):
@@ -414,7 +435,7 @@ def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     port = int(args[0])
     {"request": cmd_request, "concurrent": cmd_concurrent, "cancel": cmd_cancel, "drain": cmd_drain,
-     "conformance": cmd_conformance}[cmd](port, *args[1:])
+     "settings": cmd_settings, "idle": cmd_idle, "conformance": cmd_conformance}[cmd](port, *args[1:])
 
 
 if __name__ == "__main__":
