@@ -3,6 +3,7 @@
 // connection; each restart-only key is changed too, and the log must name it while the running
 // value stays. A row fails when a part of the gateway keeps reading the value it started with.
 // README, "Configuration reference", marks the same keys.
+#include "h2_support.hpp"
 #include "reload_support.hpp"
 
 #include <arpa/inet.h>
@@ -95,6 +96,56 @@ struct reloadable_row {
     std::function<std::string(gateway_fixture&, std::string)> edit;
     std::function<void(gateway_fixture&)> check;
 };
+
+// The server's HTTP/2 SETTINGS on a new prior-knowledge connection (empty: not HTTP/2).
+boost::json::object h2_settings(gateway_fixture& f)
+{
+    auto out = h2_driver({"settings", std::to_string(f.port())});
+    REQUIRE(out.size() == 1);
+    return out[0].at("settings").as_object();
+}
+
+// http2.*: each applies to connections accepted after the reload (ALPN included: the TLS
+// context is rebuilt with or without h2, see tls_test.cpp).
+void add_http2_rows(std::vector<reloadable_row>& rows)
+{
+    auto cleartext = [](std::string more) {
+        return [more](gateway_options& o) { o.top_level = "http2:\n  cleartext: true\n" + more; };
+    };
+    auto text_edit = [](std::string from, std::string to) {
+        return [from, to](gateway_fixture&, std::string text) { return replaced(std::move(text), from, to); };
+    };
+    rows.push_back(
+        {"http2.enabled", cleartext("  enabled: true\n"),
+         text_edit("  cleartext: true\n  enabled: true\n", "  cleartext: false\n  enabled: false\n"),
+         [](auto& f) { CHECK(h2_settings(f).empty()); }});
+    rows.push_back({"http2.cleartext", [](auto& o) { o.top_level = "http2:\n  cleartext: false\n"; },
+                    text_edit("cleartext: false", "cleartext: true"),
+                    [](auto& f) { CHECK(h2_settings(f).contains("3")); }});
+    struct setting {
+        const char* key;
+        const char* from;
+        const char* to;
+        const char* id; // RFC 9113 6.5.2
+        std::int64_t value;
+    };
+    for (auto s : {setting{"max_concurrent_streams", "128", "7", "3", 7},
+                   setting{"initial_window_size", "256KiB", "64KiB", "4", 65536},
+                   setting{"max_frame_size", "16KiB", "32KiB", "5", 32768},
+                   setting{"max_header_list_size", "32KiB", "8KiB", "6", 8192}}) {
+        auto line = [&](const char* v) { return std::string("  ") + s.key + ": " + v + "\n"; };
+        rows.push_back({std::string("http2.") + s.key, cleartext(line(s.from)),
+                        text_edit(line(s.from), line(s.to)),
+                        [s](auto& f) { CHECK(h2_settings(f).at(s.id).as_int64() == s.value); }});
+    }
+    rows.push_back({"http2.idle_timeout", cleartext("  idle_timeout: 60s\n"),
+                    text_edit("idle_timeout: 60s", "idle_timeout: 1s"), [](auto& f) {
+                        auto out = h2_driver({"idle", std::to_string(f.port())});
+                        REQUIRE(out.size() == 1);
+                        CHECK(out[0].at("goaway").as_string() == "goaway NO_ERROR");
+                        CHECK(out[0].at("after_ms").as_int64() < 4000);
+                    }});
+}
 
 std::vector<reloadable_row> reloadable_rows()
 {
@@ -415,6 +466,7 @@ std::vector<reloadable_row> reloadable_rows()
              CHECK(f.post("/tenant/x", unique_key("reload-tenant-1"), "{}", tenant).status == 201);
              CHECK(is_problem(f.post("/tenant/x", unique_key("reload-tenant-2"), "{}", tenant), 429));
          }});
+    add_http2_rows(rows);
     return rows;
 }
 
