@@ -123,6 +123,17 @@ TEST_CASE("each kind of config problem names its key path")
         {"document that is not a map", "just text\n", "config: expected a map, got a scalar"},
         {"password env var unset", minimal + "store:\n  redis:\n    password_env: NO_SUCH_VAR\n",
          "store.redis.password_env: environment variable \"NO_SUCH_VAR\" is not set"},
+        {"http2 unknown key", minimal + "http2:\n  max_streams: 10\n", "http2.max_streams: unknown key"},
+        {"http2 streams out of range", minimal + "http2:\n  max_concurrent_streams: 0\n",
+         "http2.max_concurrent_streams: 0 out of range (1-100000)"},
+        {"http2 frame size below the protocol's minimum", minimal + "http2:\n  max_frame_size: 1KiB\n",
+         "http2.max_frame_size: must be within 16KiB-16MiB (2^24-1 bytes)"},
+        {"http2 window not a size", minimal + "http2:\n  initial_window_size: big\n",
+         "http2.initial_window_size: \"big\" is not a size (use B, KiB, MiB, GiB)"},
+        {"http2 cleartext while off", minimal + "http2:\n  enabled: false\n  cleartext: true\n",
+         "http2.cleartext: set while http2.enabled is false (HTTP/2 is off)"},
+        {"http2 idle_timeout zero", minimal + "http2:\n  idle_timeout: 0s\n",
+         "http2.idle_timeout: must be greater than 0"},
     };
     for (const auto& r : rows) {
         INFO(r.name);

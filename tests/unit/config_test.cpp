@@ -145,6 +145,28 @@ TEST_CASE("access_log takes a boolean or a map; request_id_header a header name 
     CHECK(partial.request_id_header == "X-Correlation-ID");
 }
 
+TEST_CASE("http2 settings: defaults (on for TLS listeners, no cleartext) and every key read")
+{
+    auto d = cfg::parse(minimal, no_env);
+    CHECK(d.http2.enabled);
+    CHECK_FALSE(d.http2.cleartext);
+    CHECK(d.http2.max_concurrent_streams == 128);
+    CHECK(d.http2.initial_window_size == 256 * 1024);
+    CHECK(d.http2.max_frame_size == 16 * 1024);
+    CHECK(d.http2.max_header_list_size == 32 * 1024);
+    CHECK(d.http2.idle_timeout == 60s);
+    auto s = cfg::parse(minimal + "http2:\n  cleartext: true\n  max_concurrent_streams: 10\n"
+                                  "  initial_window_size: 1MiB\n  max_frame_size: 32KiB\n"
+                                  "  max_header_list_size: 8KiB\n  idle_timeout: 5s\n",
+                        no_env);
+    CHECK(s.http2.cleartext);
+    CHECK(s.http2.max_concurrent_streams == 10);
+    CHECK(s.http2.initial_window_size == 1024 * 1024);
+    CHECK(s.http2.max_frame_size == 32 * 1024);
+    CHECK(s.http2.max_header_list_size == 8 * 1024);
+    CHECK(s.http2.idle_timeout == 5s);
+}
+
 TEST_CASE("absent keys take the documented defaults")
 {
     auto c = cfg::parse(minimal, no_env);
