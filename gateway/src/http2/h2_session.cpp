@@ -60,9 +60,6 @@ bool h2_session::start()
     nghttp2_option_set_no_closed_streams(opt, 1);
     nghttp2_option_set_max_outbound_ack(opt, 100);
     nghttp2_option_set_max_settings(opt, 16);
-    // Streams the client opens beyond SETTINGS_MAX_CONCURRENT_STREAMS are refused before the
-    // SETTINGS frame is acknowledged too.
-    nghttp2_option_set_max_reserved_remote_streams(opt, 0);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
     int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
     nghttp2_option_del(opt);

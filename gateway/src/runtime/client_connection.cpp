@@ -41,18 +41,25 @@ asio::awaitable<void> serve_plain_client(gateway_context& ctx, worker& w, tcp::s
 {
     // Prior-knowledge HTTP/2 (http2.cleartext): the first bytes say which protocol it is. They
     // are only peeked at, so either codec reads the connection from its start.
-    const auto& cfg = w.current(ctx)->cfg();
-    if (cfg.http2.enabled && cfg.http2.cleartext) {
-        auto first = co_await peek_first_bytes(socket, cfg.timeouts.idle);
-        if (first == first_bytes::none) {
-            error_code ignored;
-            socket.close(ignored);
-            co_return;
+    auto first = first_bytes::http1;
+    {
+        auto env = w.current(ctx); // held across the wait: a reload may replace the worker's
+        const auto& cfg = env->cfg();
+        if (cfg.http2.enabled && cfg.http2.cleartext) {
+            // Counted while it waits, as the codecs count it (limits.max_connections).
+            ctx.stats.connections_active.fetch_add(1);
+            first = co_await peek_first_bytes(socket, cfg.timeouts.idle);
+            ctx.stats.connections_active.fetch_sub(1);
         }
-        if (first == first_bytes::h2) {
-            co_await serve_h2_plain(ctx, w, std::move(socket), std::move(client));
-            co_return;
-        }
+    }
+    if (first == first_bytes::none) {
+        error_code ignored;
+        socket.close(ignored);
+        co_return;
+    }
+    if (first == first_bytes::h2) {
+        co_await serve_h2_plain(ctx, w, std::move(socket), std::move(client));
+        co_return;
     }
     co_await serve_plain_connection(ctx, w, std::move(socket), std::move(client));
 }
