@@ -30,15 +30,14 @@ struct counted_connection {
 };
 
 // The I/O of one HTTP/2 connection: a reader feeding the session and a writer sending what it
-// produces, both on the connection's thread. The writer also wakes once a second for the
-// session's deadlines (per-stream timeouts, idle, drain).
+// produces, and a tick for the session's deadlines, all on the connection's thread.
 template<class Stream>
 class h2_connection {
 public:
     h2_connection(gateway_context& ctx, worker& w, Stream& stream, client_info client)
         : stream_(stream), session_(std::make_shared<h2_session>(ctx, w, std::move(client))),
           write_timeout_(w.current(ctx)->cfg().timeouts.client_write), wake_(stream.get_executor()),
-          write_deadline_(stream.get_executor()), read_buffer_(16 * 1024)
+          tick_(stream.get_executor()), write_deadline_(stream.get_executor()), read_buffer_(16 * 1024)
     {
         ctx.stats.h2_connections.fetch_add(1, std::memory_order_relaxed);
     }
@@ -49,7 +48,7 @@ public:
         beast::get_lowest_layer(stream_).expires_never();
         session_->on_output([this] { wake_.cancel(); });
         if (session_->start())
-            co_await (read_loop() && write_loop());
+            co_await (read_loop() && write_loop() && tick_loop());
         // Streams still in the filter finish (and record) without this connection.
         session_->detach();
     }
@@ -72,7 +71,6 @@ private:
     asio::awaitable<void> write_loop()
     {
         std::string out;
-        auto next_sweep = h2_session::clock::now();
         for (;;) {
             out.clear();
             if (!session_->collect(out, 64 * 1024))
@@ -87,23 +85,34 @@ private:
             }
             if (reader_done_ || session_->finished())
                 break;
-            wake_.expires_after(std::chrono::seconds(1));
+            // Woken by cancel(); a timer that never expires is never the thread's earliest, so
+            // waiting and waking cost no timer system call.
+            wake_.expires_at(asio::steady_timer::time_point::max());
             co_await wake_.async_wait(use_tuple);
-            auto now = h2_session::clock::now();
-            if (now >= next_sweep) {
-                session_->sweep(now);
-                next_sweep = now + std::chrono::seconds(1);
-            }
         }
         writer_done_ = true;
         error_code ignored;
         socket().cancel(ignored); // ends the reader's pending read
+        tick_.cancel();
+    }
+
+    // Once a second: the session's deadlines (per-stream timeouts, idle, drain).
+    asio::awaitable<void> tick_loop()
+    {
+        while (!writer_done_) {
+            tick_.expires_after(std::chrono::seconds(1));
+            co_await tick_.async_wait(use_tuple);
+            if (writer_done_)
+                break;
+            session_->sweep(h2_session::clock::now()); // wakes the writer
+        }
     }
 
     Stream& stream_;
     std::shared_ptr<h2_session> session_;
     std::chrono::milliseconds write_timeout_;
     asio::steady_timer wake_;
+    asio::steady_timer tick_;
     deadline write_deadline_;
     std::vector<unsigned char> read_buffer_;
     bool reader_done_ = false;
