@@ -14,6 +14,8 @@ python3-hpack, which python3-h2 is built on). It talks prior-knowledge HTTP/2 to
   drain PORT PATH
       a POST held by the upstream; prints {"sent":true}, then waits for the GOAWAY and the
       answer: {"goaway":code,"last_stream":id,"status":..}
+  stall PORT PATH
+      a GET whose answer the client never opens a window for: {"got":"reset CANCEL","after_ms":n}
   settings PORT
       the server's SETTINGS: {"settings":{id:value}}
   idle PORT
@@ -38,14 +40,15 @@ ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONT
 
 
 class Conn:
-    def __init__(self, port, timeout=5.0):
+    def __init__(self, port, timeout=5.0, window=1 << 20):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.enc = Encoder()
         self.dec = Decoder()
         self.buf = b""
         self.closed = False
         self.send_failed = False
-        self.sock.sendall(PREFACE + SettingsFrame(0, settings={4: 1 << 20}).serialize() +
+        self.window = window
+        self.sock.sendall(PREFACE + SettingsFrame(0, settings={4: window}).serialize() +
                           WindowUpdateFrame(0, window_increment=(1 << 24)).serialize())
 
     def send(self, *frames):
@@ -124,7 +127,7 @@ class Conn:
                         a["done"] = True
             elif isinstance(f, DataFrame) and a is not None:
                 a["body"] += f.data
-                if f.data:
+                if f.data and self.window:
                     self.send(WindowUpdateFrame(f.stream_id, window_increment=len(f.data)))
                 if "END_STREAM" in f.flags:
                     a["done"] = True
@@ -223,6 +226,30 @@ def cmd_drain(port, path):
     out, goaway = c.collect([1], timeout=8.0)
     print(json.dumps({"goaway": goaway and goaway["code"], "last_stream": goaway and goaway["last_stream"],
                       "status": status_of(out[1])}), flush=True)
+
+
+def cmd_stall(port, path):
+    """A GET whose answer cannot be sent: the client's stream window is 0 and never opened."""
+    c = Conn(port, window=0)
+    c.send(c.headers(1, request_fields("GET", path, [("x-test-body-size", "1000")], port)))
+    started = time.monotonic()
+    got = outcome_after_headers(c, 1, timeout=8.0)
+    print(json.dumps({"got": got, "after_ms": int((time.monotonic() - started) * 1000)}), flush=True)
+
+
+def outcome_after_headers(c, sid, timeout):
+    """The end of stream `sid` once its HEADERS came: 'reset CODE', 'ended' or 'timeout'."""
+    deadline = time.monotonic() + timeout
+    while True:
+        f = c.frame(deadline)
+        if f is None:
+            return "closed" if c.closed else "timeout"
+        if isinstance(f, RstStreamFrame) and f.stream_id == sid:
+            return "reset " + ERRORS.get(f.error_code, str(f.error_code))
+        if isinstance(f, HeadersFrame):
+            c.dec.decode(f.data)
+        if f.stream_id == sid and "END_STREAM" in f.flags:
+            return "ended"
 
 
 def cmd_settings(port):
@@ -435,7 +462,7 @@ def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     port = int(args[0])
     {"request": cmd_request, "concurrent": cmd_concurrent, "cancel": cmd_cancel, "drain": cmd_drain,
-     "settings": cmd_settings, "idle": cmd_idle, "conformance": cmd_conformance}[cmd](port, *args[1:])
+     "settings": cmd_settings, "stall": cmd_stall, "idle": cmd_idle, "conformance": cmd_conformance}[cmd](port, *args[1:])
 
 
 if __name__ == "__main__":

@@ -249,3 +249,16 @@ TEST_CASE("conformance: malformed and flooding clients get the RFC 9113 outcome;
     REQUIRE(again.size() == 1);
     CHECK(again[0].at("status").as_int64() == 201);
 }
+
+TEST_CASE("an answer stalled by a zero flow-control window is reset after timeouts.client_write")
+{
+    auto options = h2_options();
+    options.timeouts = "  client_write: 1s\n";
+    gateway_fixture g(options);
+    auto out = h2_driver({"stall", h2_port(g.port()), "/plain/stall"});
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].at("got").as_string() == "reset CANCEL");
+    CHECK(out[0].at("after_ms").as_int64() >= 900);
+    CHECK(metric(g.gateway->admin_port(), "idemgate_http2_limits_total{limit=\"stall\"}") == 1);
+    CHECK(metric(g.gateway->admin_port(), "idemgate_requests_in_flight") == 0);
+}
