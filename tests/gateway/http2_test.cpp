@@ -262,3 +262,32 @@ TEST_CASE("an answer stalled by a zero flow-control window is reset after timeou
     CHECK(metric(g.gateway->admin_port(), "idemgate_http2_limits_total{limit=\"stall\"}") == 1);
     CHECK(metric(g.gateway->admin_port(), "idemgate_requests_in_flight") == 0);
 }
+
+TEST_CASE("problem answers over h2 are the HTTP/1.1 documents: 413, 431, 400 for a missing required key")
+{
+    gateway_fixture g(h2_options());
+    struct row {
+        std::string name;
+        std::vector<std::pair<std::string, std::string>> fields;
+        std::string path;
+        std::string body;
+    };
+    const row rows[] = {
+        {"413", {}, "/api/orders", std::string(9000, 'z')},
+        {"431", {{"X-Big", std::string(20000, 'y')}}, "/api/orders", "{}"},
+        {"400 missing key", {}, "/strict/orders", "{}"},
+    };
+    for (const auto& r : rows) {
+        INFO(r.name);
+        auto h1 = gateway_request(g.port(), "POST", r.path, r.fields, r.body);
+        std::vector<std::string> args{"request", h2_port(g.port()), "POST", r.path};
+        for (const auto& [name, value] : r.fields)
+            args.push_back(name + ":" + value);
+        args.insert(args.end(), {"--body", r.body});
+        auto h2 = h2_driver(args);
+        REQUIRE(h2.size() == 1);
+        CHECK(h2[0].at("status").as_int64() == h1.status);
+        CHECK(h2[0].at("body").as_string() == h1.body);
+        CHECK(comparable(h2[0]) == comparable(h1.headers));
+    }
+}

@@ -91,9 +91,9 @@ struct h2_callbacks {
                 s->headers_done = true;
                 s->due = now + s->env->cfg().timeouts.body_read;
                 if (s->oversized_header) {
+                    // The HTTP/1.1 words: the same problem document whichever protocol.
                     ses.reject(*s, problems::header_too_large,
-                               "the request header exceeds limits.max_header_bytes or "
-                               "http2.max_header_list_size");
+                               "the request header exceeds limits.max_header_bytes");
                     return 0;
                 }
             }
