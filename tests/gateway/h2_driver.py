@@ -16,6 +16,8 @@ python3-hpack, which python3-h2 is built on). It talks prior-knowledge HTTP/2 to
       answer: {"goaway":code,"last_stream":id,"status":..}
   stall PORT PATH
       a GET whose answer the client never opens a window for: {"got":"reset CANCEL","after_ms":n}
+  httpx PORT URL CAFILE KEY
+      a keyed POST with httpx (HTTP/2 by ALPN): {"http_version":..,"status":..,"replayed":..}
   settings PORT
       the server's SETTINGS: {"settings":{id:value}}
   idle PORT
@@ -252,6 +254,16 @@ def outcome_after_headers(c, sid, timeout):
             return "ended"
 
 
+def cmd_httpx(port, url, cafile, key):
+    """A keyed POST through httpx (Debian's python3-httpx) with HTTP/2 on, over TLS."""
+    import httpx
+    with httpx.Client(http2=True, verify=cafile, timeout=5.0) as client:
+        r = client.post(url, headers={"Idempotency-Key": key, "Content-Type": "application/x-www-form-urlencoded"},
+                        content=b"{}")
+        print(json.dumps({"http_version": r.http_version, "status": r.status_code,
+                          "replayed": r.headers.get("idempotent-replayed", "")}), flush=True)
+
+
 def cmd_settings(port):
     c = Conn(port)
     deadline = time.monotonic() + 5
@@ -462,7 +474,7 @@ def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     port = int(args[0])
     {"request": cmd_request, "concurrent": cmd_concurrent, "cancel": cmd_cancel, "drain": cmd_drain,
-     "settings": cmd_settings, "stall": cmd_stall, "idle": cmd_idle, "conformance": cmd_conformance}[cmd](port, *args[1:])
+     "settings": cmd_settings, "stall": cmd_stall, "httpx": cmd_httpx, "idle": cmd_idle, "conformance": cmd_conformance}[cmd](port, *args[1:])
 
 
 if __name__ == "__main__":

@@ -112,6 +112,12 @@ TEST_CASE("curl: prior-knowledge h2 on a cleartext listener and h2 by ALPN over 
             CHECK(lines.back() == "2 201");
         }
         CHECK(g.executions() == 1);
+        // A second client library, the same record.
+        auto httpx = h2_driver({"httpx", h2_port(g.port()), url, certs.ca_cert, key});
+        REQUIRE(httpx.size() == 1);
+        CHECK(httpx[0].at("http_version").as_string() == "HTTP/2");
+        CHECK(httpx[0].at("status").as_int64() == 201);
+        CHECK(httpx[0].at("replayed").as_string() == "true");
         auto [status, lines] = run_curl({"-sS", "--http1.1", "--cacert", certs.ca_cert, "-o", "/dev/null",
                                          "-w", "%{http_version} %{http_code}\n", url + "x"});
         CHECK(lines.back() == "1.1 201");
