@@ -21,9 +21,8 @@ namespace {
 
 constexpr std::array<std::string_view, 5> limit_names{"stream_resets", "control_frames", "header_list",
                                                       "protocol", "stall"};
-// Stream resets a connection may send: a burst, then a steady rate (Rapid Reset opens and
-// cancels thousands a second). Control frames (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, empty
-// DATA) likewise, well above what a client multiplexing real requests sends.
+// Control frames (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, empty DATA) a connection may send: a
+// burst, then a steady rate, well above what a client multiplexing real requests sends.
 constexpr double control_burst = 2000, control_rate = 1000;
 
 } // namespace
