@@ -61,7 +61,7 @@ struct h2_callbacks {
             s->req.target(v);
         else if (n == ":authority")
             s->authority.assign(v);
-        else if (n.front() == ':')
+        else if (!n.empty() && n.front() == ':')
             return 0; // :scheme (checked by nghttp2), :protocol
         else if (n == "cookie")
             s->cookies.append(s->cookies.empty() ? "" : "; ").append(v); // RFC 9113 8.2.3
