@@ -248,7 +248,7 @@ scrape_configs:
         path = os.path.join(self.source, "docs", "reference", "metrics.md")
         with open(path) as f:
             text = f.read()
-        documented = set(re.findall(r"^\| `([a-z_:]+)` \|", text, re.M))
+        documented = set(re.findall(r"^\| `([a-z0-9_:]+)` \|", text, re.M))
         for f in sorted(families - documented):
             self.fail("metric family %s is not in docs/reference/metrics.md (tests/deploy/prometheus_scrape.py "
                       "--print-reference prints the table)" % f)
