@@ -94,8 +94,8 @@ void loader::load(const YAML::Node& root, config& cfg)
 {
     map_view top(*this, root, "",
                  {"listen", "admin_listen", "threads", "access_log", "log_level", "request_id_header",
-                  "store", "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls",
-                  "tracing"});
+                  "store", "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls", "tracing",
+                  "problems"});
     if (root.IsDefined() && !root.IsNull() && !root.IsMap())
         return; // reported by `top`; nothing below can be read.
     read_endpoint(top, "listen", cfg.listen);
@@ -118,6 +118,7 @@ void loader::load(const YAML::Node& root, config& cfg)
     load_admin(top, cfg.admin);
     load_tenants(top, cfg.tenants);
     load_tracing(top, cfg.tracing);
+    load_problems(top, cfg.problems);
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
             cfg.store.key_secret_env.empty())
@@ -221,6 +222,25 @@ void loader::load_admin(const map_view& top, admin_config& admin)
                 "environment variable " + quote(admin.token_env) + " must hold at least 16 bytes");
     else
         admin.token = value;
+}
+
+// problems.base_uri: a URI prefix the problem type names are appended to; it must be usable in a
+// JSON string and a Link header as it is (visible ASCII, no quotes or angle brackets).
+void loader::load_problems(const map_view& top, problems_config& problems)
+{
+    map_view map(*this, child(top, "problems"), "problems", {"base_uri"});
+    read_string(map, "base_uri", problems.base_uri);
+    bool ok = true;
+    for (char ch : problems.base_uri) {
+        auto c = static_cast<unsigned char>(ch);
+        ok = ok && c > 0x20 && c < 0x7f && c != '"' && c != '<' && c != '>' && c != '\\';
+    }
+    const auto& uri = problems.base_uri;
+    if (!ok || (!uri.empty() && uri.front() != '/' && uri.find(':') == std::string::npos))
+        problem(map.path_of("base_uri"),
+                quote(uri) +
+                    " is not a URI prefix (e.g. \"https://docs.example.com/problems/\", or \"\" for the "
+                    "gateway's own pages)");
 }
 
 void loader::load_tracing(const map_view& top, tracing_config& tracing)

@@ -256,6 +256,8 @@ void idempotency(YAML::Emitter& out, const idempotency_config& i)
         key(out, "key_json_pointers");
         string_list(out, i.key_json_pointers);
     }
+    key(out, "client_lookup_path");
+    out << YAML::DoubleQuoted << i.client_lookup_path;
     out << YAML::EndMap;
 }
 
@@ -418,6 +420,11 @@ std::string print_config(const config& c)
     out << c.tracing.queue_spans;
     key(out, "record_tenant");
     out << c.tracing.record_tenant;
+    out << YAML::EndMap;
+    key(out, "problems");
+    out << YAML::BeginMap;
+    key(out, "base_uri");
+    out << YAML::DoubleQuoted << c.problems.base_uri;
     out << YAML::EndMap;
     out << YAML::EndMap;
     return std::string(out.c_str()) + "\n";

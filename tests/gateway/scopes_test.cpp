@@ -206,7 +206,7 @@ TEST_CASE("on_unknown_outcome: hold keeps a key whose request was sent but not a
         CHECK(is_problem(first, 504));
         auto retry = f.post("/api/orders", key, "{}");
         CHECK(is_problem(retry, 409));
-        CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+        CHECK(parse_object(retry.body)["type"] == "/.well-known/idempotency/problems/outcome-unknown");
         CHECK(f.wait_for_executions(1));
         CHECK(f.executions() == 1);
     }
@@ -216,7 +216,7 @@ TEST_CASE("on_unknown_outcome: hold keeps a key whose request was sent but not a
         auto first = f.post("/api/orders", key, "{}", {{"X-Test-Abort", "1"}});
         CHECK(is_problem(first, 502));
         auto retry = f.post("/api/orders", key, "{}");
-        CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+        CHECK(parse_object(retry.body)["type"] == "/.well-known/idempotency/problems/outcome-unknown");
         CHECK(f.executions() == 1);
     }
     SUBCASE("never sent: a connect failure still releases the key")
@@ -319,7 +319,7 @@ TEST_CASE("admin API: a key held with an unknown outcome is released by DELETE")
     auto shown = admin_call(f, "GET", "/admin/v1/records?key=" + key + "&credential=");
     CHECK(parse_object(shown.body)["state"] == "outcome_unknown");
     CHECK(parse_object(f.post("/api/orders", key, "{}").body)["type"] ==
-          "urn:idemgate:problem:outcome-unknown");
+          "/.well-known/idempotency/problems/outcome-unknown");
     CHECK(admin_call(f, "DELETE", "/admin/v1/records?key=" + key + "&credential=").status == 204);
     auto retry = f.post("/api/orders", key, "{}");
     CHECK(retry.status == 201);

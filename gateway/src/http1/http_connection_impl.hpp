@@ -113,7 +113,7 @@ private:
     asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version,
                                            const request_type* header = nullptr)
     {
-        auto res = make_problem(p, detail, version ? version : 11, false);
+        auto res = make_problem(cfg_->problems.type_base(), p, detail, version ? version : 11, false);
         // A request whose header could not be read still gets an ID, to match log and answer.
         if (ids_.request_id.empty() && !cfg_->request_id_header.empty())
             ids_.request_id = new_request_id();

@@ -1,5 +1,6 @@
 #include "idempotency/idempotency_filter.hpp"
 
+#include "idempotency/own_paths.hpp"
 #include "idempotency/proxy.hpp"
 #include "idempotency/request_phases.hpp"
 
@@ -11,8 +12,22 @@ boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, 
                                                request_type& req, const client_info& client,
                                                std::string& scratch, request_trace* trace)
 {
+    if (auto own = answer_own_path(env.cfg(), req)) {
+        handled h;
+        h.response = std::move(*own);
+        if (h.response.result_int() >= 400)
+            h.result = outcome::rejected;
+        co_return h;
+    }
     request_phases phases(ctx, w, env, req, client, trace);
     auto step = phases.classify();
+    if (phases.client_lookup_request()) {
+        if (step == phase_result::next)
+            step = phases.scope();
+        if (step == phase_result::next)
+            co_await phases.client_lookup();
+        co_return phases.respond();
+    }
     if (step == phase_result::next)
         step = phases.scope();
     if (step == phase_result::next)

@@ -154,9 +154,9 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
             request_id = req[id_header];
         log_upstream_failure(route, h, result.sent, request_id);
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);
-        h.response =
-            make_problem(timed_out ? problems::gateway_timeout : problems::bad_gateway,
-                         "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version, true);
+        h.response = make_problem(
+            env.cfg().problems.type_base(), timed_out ? problems::gateway_timeout : problems::bad_gateway,
+            "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version, true);
         co_return false;
     }
     if (result.response.result_int() >= 500)

@@ -108,14 +108,15 @@ bool fits_link(std::string_view uri) noexcept
 
 } // namespace
 
-void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status)
+void render_refusal(handled& h, const refused& r, std::string_view type_base, unsigned version,
+                    unsigned route_status)
 {
     const auto& row = rule_for(r.reason);
     std::string_view detail = r.detail.empty() ? row.detail : std::string_view(r.detail);
     std::array<problem_member, 1> location{{{"location", r.location}}};
-    h.response =
-        make_problem(row.type, detail, version, !row.close, {}, row.status_from_route ? route_status : 0,
-                     std::span<const problem_member>(location.data(), r.location.empty() ? 0 : 1));
+    h.response = make_problem(type_base, row.type, detail, version, !row.close, {},
+                              row.status_from_route ? route_status : 0,
+                              std::span<const problem_member>(location.data(), r.location.empty() ? 0 : 1));
     if (fits_link(r.location))
         h.response.set(http::field::link, "<" + r.location + ">; rel=\"original\"");
     switch (row.retry_after) {

@@ -17,9 +17,11 @@ struct refused {
     std::string location;
 };
 
-// Fills `h` as the row of `r.reason` says: the problem document (status: the problem's, or
+// Fills `h` as the row of `r.reason` says: the problem document (its type under `type_base`;
+// status: the problem's, or
 // `route_status` for a row with status_from_route), Retry-After, the outcome, and whether the
 // connection closes; with a location, the problem's "location" member and the Link header.
-void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status);
+void render_refusal(handled& h, const refused& r, std::string_view type_base, unsigned version,
+                    unsigned route_status);
 
 } // namespace idemgate::gateway::detail

@@ -2,6 +2,7 @@
 
 #include "idempotency/classify.hpp"
 #include "idempotency/local_tier.hpp"
+#include "idempotency/own_paths.hpp"
 #include "idempotency/proxy.hpp"
 #include "idempotency/scope.hpp"
 
@@ -79,6 +80,15 @@ phase_result request_phases::refuse(refused r)
 
 phase_result request_phases::classify()
 {
+    // A client lookup path wins over the routes; the lookup runs in its route's scope.
+    std::string_view lookup_key;
+    if ((route_ = lookup_route(env_.cfg(), req_.target(), lookup_key))) {
+        lookup_ = true;
+        if (auto rejection =
+                classify_lookup(*route_, req_, client_, lookup_key, facts_, lookup_path_key_, key_storage_))
+            return refuse(std::move(*rejection));
+        return phase_result::next;
+    }
     route_ = match_route(env_.cfg(), req_.target());
     if (!route_)
         return refuse({refusal::no_route});
@@ -257,7 +267,8 @@ asio::awaitable<phase_result> request_phases::admit()
 handled&& request_phases::respond()
 {
     if (refusal_)
-        render_refusal(h_, *refusal_, version_, route_ ? policy().mismatch_status : 0);
+        render_refusal(h_, *refusal_, env_.cfg().problems.type_base(), version_,
+                       route_ ? policy().mismatch_status : 0);
     else if (shadow_)
         h_.key_state = key_status::ignored; // shadow mode changes nothing the client sees
     if (route_ && facts_.key_count > 0 && h_.key_state != key_status::none)

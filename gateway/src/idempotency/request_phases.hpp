@@ -57,6 +57,10 @@ public:
     // After forwarding as the key's owner (`answered`: the upstream answered): records the answer
     // for replay, or releases or holds the key; then leaves the tenant's quota.
     boost::asio::awaitable<void> settle(bool answered);
+    // A client lookup (classify found the route by its client_lookup_path): what the store holds
+    // under the caller's scope, as JSON; nothing is reserved or executed.
+    bool client_lookup_request() const noexcept { return lookup_; }
+    boost::asio::awaitable<void> client_lookup();
     // The answer, with a refusal rendered from its row; moved out, so the last phase.
     handled&& respond();
 
@@ -87,6 +91,8 @@ private:
     bool shadow_ = false;
     request_facts facts_;
     std::string key_storage_; // a quoted key with escapes, decoded (facts_.key points into it)
+    bool lookup_ = false;
+    std::string lookup_path_key_; // a client lookup's key, percent-decoded
     request_verdict verdict_ = request_verdict::pass_through;
     handled h_;
     std::optional<refused> refusal_;

@@ -259,6 +259,9 @@ struct idempotency_config {
     // With json / header_or_json: RFC 6901 pointers to the string or number that is the key
     // (key_json_pointer: one; key_json_pointers: several, joined into one composite key).
     std::vector<std::string> key_json_pointers;
+    // GET <client_lookup_path><key> on the client listener tells the caller what became of its key
+    // in this route's scope; starts with path_prefix ("" = off).
+    std::string client_lookup_path;
 };
 
 // Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway
@@ -324,6 +327,20 @@ struct tracing_config {
 // The least severe application log line written (access lines are governed by access_log).
 enum class log_severity { debug, info, warn, error };
 
+// Where the gateway's own paths live on the client listener: its published contract, and the
+// pages documenting its problem types (when problems.base_uri is "").
+inline constexpr std::string_view well_known_path = "/.well-known/idempotency";
+inline constexpr std::string_view default_problem_base = "/.well-known/idempotency/problems/";
+
+// The `type` of the gateway's problem documents (RFC 9457): <base_uri><type>.
+struct problems_config {
+    std::string base_uri; // "" = the relative reference default_problem_base (pages the gateway serves)
+    std::string_view type_base() const noexcept
+    {
+        return base_uri.empty() ? default_problem_base : std::string_view(base_uri);
+    }
+};
+
 struct config {
     endpoint listen{"127.0.0.1", 8080};
     endpoint admin_listen{"127.0.0.1", 9090};
@@ -337,6 +354,7 @@ struct config {
     store_config store;
     std::optional<listen_tls_config> tls; // absent = plain HTTP on `listen`
     tracing_config tracing;
+    problems_config problems;
     std::vector<upstream_config> upstreams;
     std::vector<route_config> routes;
     limits_config limits;

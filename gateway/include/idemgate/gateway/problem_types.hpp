@@ -9,7 +9,8 @@ namespace idemgate::gateway {
 
 namespace http = boost::beast::http;
 
-// The problem types idemgate answers with; `type` is "urn:idemgate:problem:<slug>".
+// The problem types idemgate answers with; `type` is "<problems.base_uri><slug>", by default
+// "/.well-known/idempotency/problems/<slug>" (a page the gateway serves).
 struct problem {
     http::status status;
     std::string_view slug;
