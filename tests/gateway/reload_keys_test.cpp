@@ -398,6 +398,25 @@ std::vector<reloadable_row> reloadable_rows()
                        .status == 201);
              CHECK(f.executions() == 2);
          }});
+    rows.push_back(
+        {"routes[].idempotency.client_lookup_path",
+         [](auto& o) { o.idempotency_extra = "      client_lookup_path: \"/api/keys/\"\n"; },
+         text_edit("client_lookup_path: \"/api/keys/\"", "client_lookup_path: \"/api/lookup/\""),
+         [](auto& f) {
+             // The new path is answered by the gateway; the old one is an ordinary /api/ request.
+             auto answered = gateway_request(f.port(), "GET", "/api/lookup/" + unique_key("reload-lookup"));
+             CHECK(answered.status == 200);
+             CHECK(parse_object(answered.body)["state"] == "absent");
+             CHECK(f.executions() == 0);
+             CHECK(gateway_request(f.port(), "GET", "/api/keys/k").header("x-upstream-execution") == "1");
+         }});
+    rows.push_back({"problems.base_uri", [](auto& o) { o.top_level = "problems:\n  base_uri: \"\"\n"; },
+                    text_edit("base_uri: \"\"", "base_uri: \"https://docs.example.com/p/\""),
+                    [](auto& f) {
+                        auto refused = gateway_request(f.port(), "POST", "/strict/x", {}, "{}");
+                        CHECK(parse_object(refused.body)["type"] ==
+                              "https://docs.example.com/p/missing-idempotency-key");
+                    }});
     rows.push_back({"upstreams", [](auto&) {},
                     [](gateway_fixture& f, std::string text) {
                         // The upstream the routes use now points where nothing listens.
