@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <doctest/doctest.h>
+#include <thread>
 
 using namespace idemgate::test;
 
@@ -300,6 +301,46 @@ TEST_CASE("admin API: a token is required, the record is shown and can be delete
     CHECK(again.status == 201);
     CHECK(again.header("idempotent-replayed") != "true");
     CHECK(f.executions() == 2);
+}
+
+TEST_CASE("admin API: the access log's principal names a credential scope without the credential")
+{
+    gateway_fixture f(admin_options());
+    const std::string key = unique_key("admin-principal");
+    REQUIRE(f.post("/api/orders", key, "{}", {{"Authorization", "Bearer alice"}}).status == 201);
+    REQUIRE(f.post("/api/orders", key, "{}", {{"Authorization", "Bearer mallory"}}).status == 201);
+    // Alice's request's access line, and the principal it shows.
+    std::string principal;
+    for (int attempt = 0; attempt < 50 && principal.empty(); ++attempt) {
+        for (const auto& line : f.process().lines()) {
+            auto doc = parse_object(line);
+            if (doc.contains("principal") && doc["key"] == key.c_str() && doc["status"] == 201) {
+                principal = std::string(doc["principal"].as_string());
+                break; // the first: alice's
+            }
+        }
+        if (principal.empty())
+            std::this_thread::sleep_for(100ms);
+    }
+    REQUIRE(principal.size() == 64);
+    const std::string target = "/admin/v1/records?key=" + key + "&principal=" + principal;
+    auto shown = admin_call(f, "GET", target);
+    REQUIRE(shown.status == 200);
+    CHECK(parse_object(shown.body)["state"] == "completed");
+    CHECK(is_problem(
+        admin_call(f, "GET", "/admin/v1/records?key=" + key + "&principal=" + principal.substr(0, 16)), 400));
+    CHECK(is_problem(admin_call(f, "GET", target + "&credential=Bearer%20alice"), 400));
+    CHECK(admin_call(f, "DELETE", target).status == 204);
+    // Alice's key runs again; mallory's record is untouched.
+    CHECK(
+        f.post("/api/orders", key, "{}", {{"Authorization", "Bearer alice"}}).header("idempotent-replayed") !=
+        "true");
+    CHECK(f.post("/api/orders", key, "{}", {{"Authorization", "Bearer mallory"}})
+              .header("idempotent-replayed") == "true");
+    CHECK(f.executions() == 3);
+    // No credential at all: the anonymous scope is "-".
+    REQUIRE(f.post("/api/orders", key, "{}").status == 201);
+    CHECK(admin_call(f, "GET", "/admin/v1/records?key=" + key + "&principal=-").status == 200);
 }
 
 TEST_CASE("admin API: off without admin.token_env")

@@ -299,9 +299,17 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         else if (name == "credential" && ctx_.boot.store.key_secret.empty())
             co_return make_problem(base, problems::bad_request,
                                    "credential given but store.key_secret_env is not set", version, true);
+        else if (name == "principal" && !is_principal(value))
+            co_return make_problem(base, problems::bad_request,
+                                   "principal must be as the access log shows it: per credential header "
+                                   "64 lower-case hex digits or \"-\", joined by ','",
+                                   version, true);
         else
             set_scope_parameter(source, name, value);
     }
+    if (!source.principal.empty() && !source.credentials.empty())
+        co_return make_problem(base, problems::bad_request, "give credential= or principal=, not both",
+                               version, true);
     if (key.empty())
         co_return make_problem(base, problems::bad_request, "the key parameter is required", version, true);
     // The key as a client sends it: a quoted spelling names the same record as the bare one.

@@ -23,7 +23,7 @@ struct handled {
     outcome result = outcome::pass_through;
     std::string tenant;
     std::string key;
-    std::string principal; // credential scopes: the first 16 hex digits of the credentials' HMAC
+    std::string principal; // credential scopes: the credentials' HMACs (resolved_scope::principal)
     shadow_finding shadow = shadow_finding::none; // shadow-mode routes only
     // A replay from the local tier: written from these bytes; `response` then carries only the
     // status (for the access log).
