@@ -1,6 +1,5 @@
-#include "core/problem_pages.hpp"
-
 #include <array>
+#include <idemgate/gateway/problem_pages.hpp>
 
 namespace idemgate::gateway {
 

@@ -4,6 +4,7 @@
 
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <cstdio>
 #include <ctime>
 #include <idemgate/common/log.hpp>
 

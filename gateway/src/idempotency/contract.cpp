@@ -1,12 +1,11 @@
 // The published contract: an OpenAPI 3.1 document built from the configuration alone, so
 // `idemgate --contract` and GET /.well-known/idempotency give the same text.
-#include "core/problem_pages.hpp"
-
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <idemgate/gateway/contract.hpp>
 #include <idemgate/gateway/key_syntax.hpp>
+#include <idemgate/gateway/problem_pages.hpp>
 #include <string>
 #include <vector>
 

@@ -1,9 +1,9 @@
 #include "idempotency/own_paths.hpp"
 
 #include "core/problem.hpp"
-#include "core/problem_pages.hpp"
 
 #include <idemgate/gateway/contract.hpp>
+#include <idemgate/gateway/problem_pages.hpp>
 
 namespace idemgate::gateway::detail {
 

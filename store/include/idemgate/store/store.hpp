@@ -130,8 +130,8 @@ public:
     // by polling.
     virtual boost::asio::awaitable<wait_result> wait_settled(scope s, duration timeout);
 
-    // Operator access (admin API), off the request path. The defaults answer store_unavailable
-    // for a backend that has not implemented them.
+    // Operator access (admin API), and a client's lookup of its own key (lookup only). The
+    // defaults answer store_unavailable for a backend that has not implemented them.
     // The record a key holds and its remaining TTL.
     virtual boost::asio::awaitable<lookup_result> lookup(scope s);
     // Deletes the key whatever it holds (no owner check: an operator's decision). Sets `removed`.

@@ -1,7 +1,7 @@
 #pragma once
 // The documentation of the gateway's problem types (RFC 9457 3.1.1): every type the gateway
 // answers with, what it means and what a client should do, served as a short HTML page at
-// <default_problem_base><type> and listed in the published contract.
+// <default_problem_base><type>. Public so that the table can be tested on its own.
 #include <idemgate/gateway/problem_types.hpp>
 #include <optional>
 #include <span>
