@@ -67,9 +67,9 @@ json::object header(std::string_view description, json::object schema)
 json::object problem_responses(const config::config& cfg, const config::idempotency_config& idem)
 {
     using namespace problems;
-    std::vector<std::pair<unsigned, const problem*>> list{
-        {400, &invalid_key}, {400, &bad_connection_header}, {409, &in_flight},    {409, &outcome_unknown},
-        {409, &released},    {503, &store_unavailable},     {503, &shutting_down}};
+    std::vector<std::pair<unsigned, const problem*>> list{{400, &invalid_key}, {400, &bad_connection_header},
+                                                          {409, &in_flight},   {409, &outcome_unknown},
+                                                          {409, &released},    {503, &store_unavailable}};
     if (idem.required)
         list.emplace_back(400, &missing_key);
     if (idem.tenant_from == config::tenant_source::client_cert)
