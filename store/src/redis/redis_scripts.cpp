@@ -30,14 +30,15 @@ constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1
 // consistency strict, a completed record written again after the primary did not take it or the
 // replicas did not acknowledge it (a failover may have lost it): as complete_script, but it also
 // writes when the key is gone (the lock was lost with the old primary, or expired); never over
-// another owner's lock or record. ARGV as complete_script.
+// another owner's lock or record, whose value it returns instead (the caller waits for a lock to
+// go, and gives up on a record). ARGV as complete_script.
 constexpr std::string_view resend_script = "local v = redis.call('GET', KEYS[1])\n"
                                            "if (not v) or string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
                                            "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
                                            "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
                                            "  return 1\n"
                                            "end\n"
-                                           "return 0\n";
+                                           "return v\n";
 
 // KEYS[1] key, ARGV[1] owner prefix, ARGV[2] PUBLISH, SPUBLISH or "" (as complete_script).
 constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
