@@ -28,23 +28,47 @@ bool eventually(Pred pred, milliseconds timeout = 10s)
     return true;
 }
 
+// These cases need a Redis store of their own: the gateway_tests_redis_store entry runs them.
+bool redis_store_run()
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    if (!choice || std::string(choice) != "redis") {
+        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+        return false;
+    }
+    return true;
+}
+
+bool replicating(redis_server& replica)
+{
+    return eventually([&] {
+        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+    });
+}
+
+bool store_ready(gateway_process& gateway)
+{
+    return eventually([&] {
+        try {
+            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
+        } catch (const std::exception&) {
+            return false;
+        }
+    });
+}
+
 } // namespace
 
 TEST_SUITE_BEGIN("consistency");
 
 TEST_CASE("consistency strict: an unreplicated reservation is released and refused before the upstream runs")
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+    if (!redis_store_run())
         return;
-    }
     redis_server primary;
     redis_server replica(
         {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});
-    REQUIRE(eventually([&] {
-        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
-    }));
+    REQUIRE(replicating(replica));
     test_upstream_process upstream;
     store_under_test store;
     // pass_through: strict refuses even where a store failure would let the request through.
@@ -54,13 +78,7 @@ TEST_CASE("consistency strict: an unreplicated reservation is released and refus
         "\"\n    key_prefix: idemgate-strict-test\n    min_replicas_ack: 1\n    consistency: strict\n"
         "    wait_timeout: 1500ms\n    command_timeout: 3s\n";
     gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), gateway_options{}));
-    REQUIRE(eventually([&] {
-        try {
-            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
-        } catch (const std::exception&) {
-            return false;
-        }
-    }));
+    REQUIRE(store_ready(gateway));
     auto post = [&](const std::string& key) {
         return gateway_request(gateway.port(), "POST", "/api/orders",
                                {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
@@ -125,17 +143,12 @@ TEST_CASE("consistency strict: an unreplicated reservation is released and refus
 TEST_CASE(
     "consistency strict: a completed record the replicas did not acknowledge is written again until they do")
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+    if (!redis_store_run())
         return;
-    }
     redis_server primary;
     redis_server replica(
         {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});
-    REQUIRE(eventually([&] {
-        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
-    }));
+    REQUIRE(replicating(replica));
     test_upstream_process upstream;
     store_under_test store;
     store.yaml =
@@ -143,13 +156,7 @@ TEST_CASE(
         "\"\n    key_prefix: idemgate-resend-test\n    min_replicas_ack: 1\n    consistency: strict\n"
         "    wait_timeout: 300ms\n    command_timeout: 3s\n";
     gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), gateway_options{}));
-    REQUIRE(eventually([&] {
-        try {
-            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
-        } catch (const std::exception&) {
-            return false;
-        }
-    }));
+    REQUIRE(store_ready(gateway));
     const auto admin = gateway.admin_port();
     const auto key = unique_key("strict-resend");
     auto post = [&](std::vector<std::pair<std::string, std::string>> headers) {
