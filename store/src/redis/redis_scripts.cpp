@@ -79,6 +79,11 @@ constexpr std::string_view admit_script =
     "end\n"
     "return {0, 0}\n";
 
+// KEYS[1] the key's execution count, ARGV[1] how long it is kept after this execution (ms).
+constexpr std::string_view count_script = "local n = redis.call('INCR', KEYS[1])\n"
+                                          "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+                                          "return n\n";
+
 std::string sha1_hex(std::string_view text)
 {
     std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
@@ -111,6 +116,12 @@ const lua_script& release_lua()
 const lua_script& admit_lua()
 {
     static const lua_script s{admit_script, sha1_hex(admit_script)};
+    return s;
+}
+
+const lua_script& count_lua()
+{
+    static const lua_script s{count_script, sha1_hex(count_script)};
     return s;
 }
 

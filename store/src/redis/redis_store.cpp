@@ -8,6 +8,7 @@
 #include "redis/redis_backend.hpp"
 #include "redis/redis_keys.hpp"
 #include "redis/redis_scripts.hpp"
+#include "redis/redis_side_keys.hpp"
 
 #include <array>
 #include <cstdio>
@@ -125,7 +126,7 @@ public:
                                                       std::move(publish), record_ttl);
             co_return settled;
         }
-        if (!ec && shared_->cfg.min_replicas_ack > 0 && completed.state == record_state::completed)
+        if (!ec && shared_->cfg.min_replicas_ack > 0 && completed.state != record_state::outcome_unknown)
             co_await detail::wait_after_complete(*router_, *shared_, key);
         co_return ec;
     }
@@ -136,6 +137,19 @@ public:
         auto prefix = owner_prefix(owner_token);
         std::array<std::string_view, 2> argv{prefix, publish_flag()};
         co_return co_await run_owned("release", release_lua(), key, argv);
+    }
+
+    asio::awaitable<error_code> bury(scope s, const record& tomb, duration ttl) override
+    {
+        co_return co_await detail::bury(*router_, *shared_, s, tomb, ttl);
+    }
+    asio::awaitable<tombstone_result> find_tombstone(scope s) override
+    {
+        co_return co_await detail::find_tombstone(*router_, *shared_, s);
+    }
+    asio::awaitable<count_result> count_execution(scope s, duration ttl) override
+    {
+        co_return co_await detail::count_execution(*router_, *shared_, s, ttl);
     }
 
     asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
@@ -242,6 +256,7 @@ public:
             co_return make_error_code(error::store_protocol);
         }
         removed = r.reply->integer > 0;
+        co_await detail::remove_side_keys(*router_, *shared_, key);
         if (shared_->options.publish_removals) {
             // Every gateway's local tier forgets the record (this one's too, through its own
             // subscriber). A lost message leaves copies until their max_age: logged.
