@@ -172,7 +172,7 @@ asio::awaitable<phase_result> request_phases::reserve()
             co_return refuse({refusal::too_many_waiting});
         action = *waited;
     }
-    if (action == reserve_action::forward_and_record && policy().tombstone_ttl.count() > 0) {
+    if (action == reserve_action::forward_and_record && policy().tombstone_ttl.count() > 0 && !shadow_) {
         // The key was free: its record may have expired and left a tombstone.
         auto found = co_await w_.store->find_tombstone(scope_);
         if (found.ec)
