@@ -157,9 +157,10 @@ http_response api::route(const http_request& req)
     if (method == http::verb::post) {
         if (auto it = req.find(attempt_header); it != req.end()) {
             auto key = req.find("Idempotency-Key");
-            boost::json::object fields{{"attempt", std::string_view(it->value())},
-                                       {"key", key == req.end() ? std::string_view{} : std::string_view(key->value())},
-                                       {"target", target}};
+            boost::json::object fields{
+                {"attempt", std::string_view(it->value())},
+                {"key", key == req.end() ? std::string_view{} : std::string_view(key->value())},
+                {"target", target}};
             if (it->value() == "1")
                 log::info("attempt", std::move(fields));
             else

@@ -126,3 +126,32 @@ TEST_CASE("an answer announced over max_response_body is a 502 before any byte; 
     CHECK(is_problem(after_cut, 422));
     CHECK(f.executions() == 2);
 }
+
+TEST_CASE("a big answer that breaks off after the upstream began answering is an unknown outcome: released "
+          "by default, held with on_unknown_outcome: hold")
+{
+    for (bool hold : {false, true}) {
+        CAPTURE(hold);
+        gateway_options options;
+        options.limits = "  max_record_body: 64KiB\n";
+        if (hold)
+            options.idempotency_extra = "      on_unknown_outcome: hold\n";
+        gateway_fixture f(options);
+        const auto key = unique_key("broken");
+        std::vector<std::pair<std::string, std::string>> headers{
+            {"Idempotency-Key", key},
+            {"X-Test-Body-Size", std::to_string(1024 * 1024)},
+            {"X-Test-Break-After", std::to_string(512 * 1024)}};
+        CHECK_THROWS(http_request(f.port(), "POST", "/api/orders", headers, "{}", 10s)); // reset, never whole
+        CHECK(f.executions() == 1);
+        auto retry = http_request(f.port(), "POST", "/api/orders", {{"Idempotency-Key", key}}, "{}", 10s);
+        if (hold) {
+            CHECK(is_problem(retry, 409));
+            CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+            CHECK(f.executions() == 1);
+        } else {
+            CHECK(retry.status == 201);
+            CHECK(f.executions() == 2);
+        }
+    }
+}
