@@ -176,8 +176,8 @@ asio::awaitable<phase_result> request_phases::reserve()
         // The key was free: its record may have expired and left a tombstone.
         auto found = co_await w_.store->find_tombstone(scope_);
         if (found.ec)
-            log::warn("store could not look for a tombstone",
-                      {{"error", found.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+            log::coalesced(log::level::warn, "store could not look for a tombstone", found.ec.message(),
+                           {{"error", found.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
         if (found.tombstone || (found.ec && ctx_.boot.store.on_failure == config::failure_mode::reject)) {
             // Not executed: the key is freed again as it was.
             auto t1 = clock_type::now();
@@ -293,8 +293,10 @@ asio::awaitable<void> request_phases::number_attempt()
     // Kept as long as a retry of this key could still execute after a release.
     auto counted = co_await w_.store->count_execution(scope_, tenant_.lock_ttl + tenant_.record_ttl);
     if (counted.ec) {
-        log::warn("store could not count the key's executions; forwarded without the attempt header",
-                  {{"error", counted.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+        log::coalesced(log::level::warn,
+                       "store could not count the key's executions; forwarded without the attempt header",
+                       counted.ec.message(),
+                       {{"error", counted.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
         co_return;
     }
     req_.set(header, std::to_string(counted.count));

@@ -130,8 +130,10 @@ asio::awaitable<void> request_phases::settle(bool answered)
             auto tomb = tombstone_of(done);
             auto bury_ec = co_await w_.store->bury(scope_, tomb, record_ttl + policy().tombstone_ttl);
             if (bury_ec)
-                log::warn("store could not keep a tombstone; a retry after record_ttl will execute",
-                          {{"error", bury_ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});
+                log::coalesced(log::level::warn,
+                               "store could not keep a tombstone; a retry after record_ttl will execute",
+                               bury_ec.message(),
+                               {{"error", bury_ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
         }
         // By default a record enters the tier only once a replay reads it from the store: most
         // keys are never retried, and copying every new record (rendering it, evicting an older
