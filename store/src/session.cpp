@@ -31,6 +31,11 @@ boost::asio::awaitable<boost::system::error_code> session::leave(std::string_vie
     co_return make_error_code(error::store_unavailable);
 }
 
+boost::asio::awaitable<boost::system::error_code> session::extend(scope, std::string_view, duration)
+{
+    co_return make_error_code(error::store_unavailable);
+}
+
 boost::asio::awaitable<boost::system::error_code> session::bury(scope, const record&, duration)
 {
     co_return make_error_code(error::store_unavailable);

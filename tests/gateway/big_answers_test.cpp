@@ -155,3 +155,27 @@ TEST_CASE("a big answer that breaks off after the upstream began answering is an
         }
     }
 }
+
+TEST_CASE("the key stays in flight past lock_ttl while a big answer is passed on to a slow client")
+{
+    gateway_options options;
+    options.lock_ttl = "1s";
+    options.limits = "  max_record_body: 64KiB\n";
+    gateway_fixture f(options);
+    const auto key = unique_key("slow-reader");
+    // More than both sockets' buffers hold: the gateway waits on the client.
+    constexpr std::size_t size = 32 * 1024 * 1024;
+    http_connection slow(f.port(), 20s);
+    slow.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                  "\r\nX-Test-Body-Size: " + std::to_string(size) + "\r\nContent-Length: 2\r\n\r\n{}");
+    REQUIRE(f.wait_for_executions(1));
+    std::this_thread::sleep_for(2s); // twice lock_ttl, and the client has read nothing
+    auto duplicate = f.post("/api/orders", key, "{}");
+    CHECK(is_problem(duplicate, 409));
+    CHECK(duplicate.header("idempotency-status") == "in-flight");
+    CHECK(f.executions() == 1);
+    auto whole = slow.read_response();
+    CHECK(whole.body.size() == size);
+    CHECK(is_problem(f.post("/api/orders", key, "{}"), 422));
+    CHECK(f.executions() == 1);
+}

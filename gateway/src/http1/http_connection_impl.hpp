@@ -327,12 +327,11 @@ private:
         bool keep_alive =
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
         error_code ec;
-        if (h.written) // passed on as it arrived (too large to record), through `sink`
-            ec = h.write_error;
         // Every answer carries this request's own ID: an executed one, a replay (the recorded
         // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx; and what
         // became of its key, and Date (answer_fields.hpp).
-        if (h.written) {
+        if (h.written) { // passed on as it arrived (too large to record), through `sink`
+            ec = h.write_error;
         } else if (h.prerendered) {
             scratch_.clear();
             if (!ids_.request_id.empty())

@@ -1,5 +1,11 @@
 #include "idempotency/big_answer.hpp"
 
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
 #include <idemgate/common/digest.hpp>
 #include <openssl/evp.h>
@@ -51,6 +57,48 @@ asio::awaitable<error_code> write_piece(answer_sink& sink, handled& h, std::stri
 }
 
 } // namespace
+
+struct lock_keeper::state {
+    explicit state(const asio::any_io_executor& ex) : timer(ex) {}
+    asio::steady_timer timer;
+    bool stopped = false;
+};
+
+namespace {
+
+// By value: the request that started it may end while a store call is still out.
+asio::awaitable<void> keep_lock(std::shared_ptr<lock_keeper::state> st, store::session* session,
+                                std::string tenant, std::string key, std::string token,
+                                std::chrono::milliseconds lock_ttl)
+{
+    const auto every = std::max(lock_ttl / 3, std::chrono::milliseconds(1));
+    for (;;) {
+        auto ec = co_await session->extend(store::scope{tenant, key}, token, lock_ttl);
+        if (ec || st->stopped)
+            co_return;
+        st->timer.expires_after(every);
+        auto [wait_ec] = co_await st->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (wait_ec || st->stopped)
+            co_return;
+    }
+}
+
+} // namespace
+
+lock_keeper::lock_keeper(const asio::any_io_executor& ex, store::session& session, std::string tenant,
+                         std::string key, std::string owner_token, std::chrono::milliseconds lock_ttl)
+    : state_(std::make_shared<state>(ex))
+{
+    asio::co_spawn(
+        ex, keep_lock(state_, &session, std::move(tenant), std::move(key), std::move(owner_token), lock_ttl),
+        asio::detached);
+}
+
+lock_keeper::~lock_keeper()
+{
+    state_->stopped = true;
+    state_->timer.cancel();
+}
 
 asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big, const config::config& cfg)
 {

@@ -7,12 +7,15 @@
 #include "upstream/answer_body.hpp"
 
 #include <array>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
+#include <chrono>
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace idemgate::gateway::detail {
 
@@ -48,6 +51,23 @@ struct big_answer {
     std::string tail;
     bool tail_pending = false;
     bool chunked = false;
+};
+
+// Keeps a key's in-flight lock while its answer is passed on (which may take longer than
+// lock_ttl): extends it at once and then every lock_ttl / 3 until destroyed, or until the store
+// says the key is no longer this owner's in-flight record.
+class lock_keeper {
+public:
+    lock_keeper(const boost::asio::any_io_executor& ex, store::session& session, std::string tenant,
+                std::string key, std::string owner_token, std::chrono::milliseconds lock_ttl);
+    ~lock_keeper();
+    lock_keeper(const lock_keeper&) = delete;
+    lock_keeper& operator=(const lock_keeper&) = delete;
+
+    struct state;
+
+private:
+    std::shared_ptr<state> state_;
 };
 
 // Passes on h.response (its head and first bytes) and the rest of `big` to the client: the

@@ -35,6 +35,9 @@ boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, 
         if (h.big && h.big->rest) {
             if (sink) {
                 phases.announce_big_answer();
+                std::unique_ptr<lock_keeper> keeper;
+                if (owner)
+                    keeper = phases.keep_lock();
                 co_await pass_on(*sink, h, *h.big, env.cfg());
             } else {
                 // No codec to pass it on through: refused as if over max_response_body.

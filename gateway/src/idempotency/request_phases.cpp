@@ -315,6 +315,12 @@ void request_phases::announce_big_answer()
         h_.status_header = policy().status_header;
 }
 
+std::unique_ptr<lock_keeper> request_phases::keep_lock()
+{
+    return std::make_unique<lock_keeper>(w_.ioc.get_executor(), *w_.store, scope_tenant_, h_.key,
+                                         in_flight_.owner_token, tenant_.lock_ttl);
+}
+
 handled&& request_phases::respond()
 {
     if (refusal_)

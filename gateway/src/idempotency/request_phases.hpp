@@ -16,6 +16,7 @@
 #include <chrono>
 #include <idemgate/gateway/decision.hpp>
 #include <idemgate/gateway/metrics.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,8 @@ enum class phase_result {
     pass_through, // forward unguarded: no key held, nothing recorded
     respond       // the answer is ready (a replay or a refusal): nothing goes upstream
 };
+
+class lock_keeper; // idempotency/big_answer.hpp
 
 class request_phases {
 public:
@@ -63,6 +66,8 @@ public:
     boost::asio::awaitable<void> number_attempt();
     // Before a big answer's head is written (h.big): what its status header will say.
     void announce_big_answer();
+    // While a big answer is passed on by the key's owner: its lock kept past lock_ttl.
+    std::unique_ptr<lock_keeper> keep_lock();
     // The answer, with a refusal rendered from its row; moved out, so the last phase.
     handled&& respond();
 

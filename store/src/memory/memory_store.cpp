@@ -61,6 +61,8 @@ public:
     boost::asio::awaitable<boost::system::error_code> remove(scope s, bool& removed) override;
     boost::asio::awaitable<boost::system::error_code> bury(scope s, const record& tombstone,
                                                            duration ttl) override;
+    boost::asio::awaitable<boost::system::error_code> extend(scope s, std::string_view owner_token,
+                                                             duration lock_ttl) override;
     boost::asio::awaitable<tombstone_result> find_tombstone(scope s) override;
     boost::asio::awaitable<count_result> count_execution(scope s, duration ttl) override;
     boost::asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
@@ -145,6 +147,20 @@ public:
         k.push_back('\0');
         k.push_back(which);
         return k;
+    }
+
+    boost::system::error_code extend(scope s, std::string_view owner_token, duration lock_ttl)
+    {
+        auto now = options_.now();
+        auto k = scope_map_key(s);
+        auto& sh = shards_[shard_of(k)];
+        std::lock_guard lock(sh.mutex);
+        auto it = sh.entries.find(k);
+        if (it == sh.entries.end() || it->second.expires <= now ||
+            it->second.rec.owner_token != owner_token || it->second.rec.state != record_state::in_flight)
+            return make_error_code(error::not_owner);
+        shards_.set_expiry(sh, it->second, now + lock_ttl);
+        return {};
     }
 
     boost::system::error_code bury(scope s, const record& tombstone, duration ttl)
@@ -331,6 +347,12 @@ boost::asio::awaitable<boost::system::error_code> memory_session::bury(scope s, 
                                                                        duration ttl)
 {
     co_return backend_->bury(s, tombstone, ttl);
+}
+
+boost::asio::awaitable<boost::system::error_code>
+memory_session::extend(scope s, std::string_view owner_token, duration lock_ttl)
+{
+    co_return backend_->extend(s, owner_token, lock_ttl);
 }
 
 boost::asio::awaitable<tombstone_result> memory_session::find_tombstone(scope s)

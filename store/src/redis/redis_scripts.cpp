@@ -84,6 +84,14 @@ constexpr std::string_view count_script = "local n = redis.call('INCR', KEYS[1])
                                           "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
                                           "return n\n";
 
+// KEYS[1] key, ARGV[1] the owner prefix followed by the in-flight state byte, ARGV[2] lock_ttl ms.
+constexpr std::string_view extend_script = "local v = redis.call('GET', KEYS[1])\n"
+                                           "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                           "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                           "  return 1\n"
+                                           "end\n"
+                                           "return 0\n";
+
 std::string sha1_hex(std::string_view text)
 {
     std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
@@ -122,6 +130,12 @@ const lua_script& admit_lua()
 const lua_script& count_lua()
 {
     static const lua_script s{count_script, sha1_hex(count_script)};
+    return s;
+}
+
+const lua_script& extend_lua()
+{
+    static const lua_script s{extend_script, sha1_hex(extend_script)};
     return s;
 }
 

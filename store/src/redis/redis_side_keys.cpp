@@ -28,6 +28,17 @@ void log_if_error_reply(redis_shared& shared, std::string_view operation, std::s
 
 } // namespace
 
+error_code decode_logged(redis_shared& shared, std::string_view key, std::string_view bytes, record& out)
+{
+    seal_fault fault = seal_fault::none;
+    auto ec = decode_record(bytes, out, shared.options.cipher, key, &fault);
+    if (ec) {
+        shared.stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
+        shared.log_corrupt_record(key, bytes.size(), to_string(fault));
+    }
+    return ec;
+}
+
 asio::awaitable<error_code> bury(command_router& router, redis_shared& shared, scope s,
                                  const record& tombstone, duration ttl)
 {
@@ -58,20 +69,17 @@ asio::awaitable<tombstone_result> find_tombstone(command_router& router, redis_s
     if (r.reply->type == REDIS_REPLY_NIL)
         co_return out;
     record tomb;
-    seal_fault fault = seal_fault::none;
     if (r.reply->type != REDIS_REPLY_STRING) {
         shared.stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
         out.ec = make_error_code(error::store_protocol);
         co_return out;
     }
-    std::string_view bytes(r.reply->str, r.reply->len);
-    auto ec = decode_record(bytes, tomb, shared.options.cipher, key, &fault);
-    if (!ec && tomb.state != record_state::tombstone)
-        ec = make_error_code(error::record_corrupt);
-    if (ec) {
-        shared.stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
-        shared.log_corrupt_record(key, bytes.size(), to_string(fault));
+    if (auto ec = decode_logged(shared, key, std::string_view(r.reply->str, r.reply->len), tomb)) {
         out.ec = ec;
+        co_return out;
+    }
+    if (tomb.state != record_state::tombstone) {
+        out.ec = make_error_code(error::record_corrupt);
         co_return out;
     }
     out.tombstone = std::move(tomb);
@@ -99,6 +107,28 @@ asio::awaitable<count_result> count_execution(command_router& router, redis_shar
     }
     out.count = static_cast<std::uint64_t>(r.reply->integer);
     co_return out;
+}
+
+asio::awaitable<error_code> extend_lock(command_router& router, redis_shared& shared, scope s,
+                                        std::string_view owner_token, duration lock_ttl)
+{
+    auto key = redis_key_of(shared, s);
+    // The token sits right after the version byte and the state right after the token: the
+    // prefix of this owner's in-flight record, and of nothing it completed.
+    auto prefix = owner_prefix(owner_token);
+    prefix.push_back(static_cast<char>(record_state::in_flight));
+    auto px = ttl_ms(lock_ttl);
+    std::array<std::string_view, 6> eval{"EVAL", extend_lua().text, "1", key, prefix, px};
+    auto r = co_await router.execute(key, eval);
+    if (r.ec) {
+        log_if_error_reply(shared, "extend", "EVAL", r);
+        co_return r.ec;
+    }
+    if (r.reply->type != REDIS_REPLY_INTEGER) {
+        shared.stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+        co_return make_error_code(error::store_protocol);
+    }
+    co_return r.reply->integer == 1 ? error_code{} : make_error_code(error::not_owner);
 }
 
 asio::awaitable<void> remove_side_keys(command_router& router, redis_shared& shared,

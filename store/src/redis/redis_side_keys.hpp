@@ -9,6 +9,11 @@
 
 namespace idemgate::store::detail {
 
+// A stored value that does not decode, or is sealed and does not open (unknown key, altered,
+// moved from another key), is never served: counted, logged (rate-limited), record_corrupt.
+boost::system::error_code decode_logged(redis_shared& shared, std::string_view key, std::string_view bytes,
+                                        record& out);
+
 // SET the tombstone (sealed like a record under store.encryption, bound to its own key).
 boost::asio::awaitable<boost::system::error_code> bury(command_router& router, redis_shared& shared, scope s,
                                                        const record& tombstone, duration ttl);
@@ -20,6 +25,12 @@ boost::asio::awaitable<tombstone_result> find_tombstone(command_router& router, 
 // INCR the execution count and keep it `ttl` (one script: the count never outlives its TTL).
 boost::asio::awaitable<count_result> count_execution(command_router& router, redis_shared& shared, scope s,
                                                      duration ttl);
+
+// PEXPIRE the record key while it holds the in-flight record of `owner_token` (not_owner
+// otherwise: a completed record keeps its record_ttl).
+boost::asio::awaitable<boost::system::error_code> extend_lock(command_router& router, redis_shared& shared,
+                                                              scope s, std::string_view owner_token,
+                                                              duration lock_ttl);
 
 // DEL both for an operator's remove of `record_key`: removing a key frees it.
 boost::asio::awaitable<void> remove_side_keys(command_router& router, redis_shared& shared,

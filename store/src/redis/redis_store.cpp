@@ -139,6 +139,10 @@ public:
         co_return co_await run_owned("release", release_lua(), key, argv);
     }
 
+    asio::awaitable<error_code> extend(scope s, std::string_view token, duration lock_ttl) override
+    {
+        co_return co_await detail::extend_lock(*router_, *shared_, s, token, lock_ttl);
+    }
     asio::awaitable<error_code> bury(scope s, const record& tomb, duration ttl) override
     {
         co_return co_await detail::bury(*router_, *shared_, s, tomb, ttl);
@@ -309,17 +313,9 @@ private:
         co_return r;
     }
 
-    // A stored value that does not decode, or is sealed and does not open (unknown key, altered,
-    // moved from another key), is never served: counted, logged (rate-limited), record_corrupt.
     error_code decode(std::string_view key, std::string_view bytes, record& out)
     {
-        seal_fault fault = seal_fault::none;
-        auto ec = decode_record(bytes, out, shared_->options.cipher, key, &fault);
-        if (ec) {
-            shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
-            shared_->log_corrupt_record(key, bytes.size(), to_string(fault));
-        }
-        return ec;
+        return detail::decode_logged(*shared_, key, bytes, out);
     }
 
     // run_script with one key, for the owner-checked scripts: 1 -> ok, 0 -> not_owner.

@@ -157,6 +157,12 @@ public:
     // by polling.
     virtual boost::asio::awaitable<wait_result> wait_settled(scope s, duration timeout);
 
+    // The key still holds the in-flight record of owner_token: its lock_ttl starts again (an
+    // answer passed on to the client for longer than lock_ttl). error::not_owner otherwise; a
+    // completed record is never touched. The default answers store_unavailable.
+    virtual boost::asio::awaitable<boost::system::error_code> extend(scope s, std::string_view owner_token,
+                                                                     duration lock_ttl);
+
     // Tombstones (routes[].idempotency.tombstone_ttl). Keeps `tombstone` (state tombstone) beside
     // the key's record for `ttl` (record_ttl + tombstone_ttl), so it outlives the record; and
     // reads it back. The defaults answer store_unavailable.
