@@ -1,6 +1,6 @@
-// The tombstone and the execution count of a Redis record key. Each is its own key, written and
-// read with single-key commands: no script spans two keys, which a Redis Cluster could place in
-// two slots (record keys have no hash tag unless store.hash_keys).
+// The Redis store's record lookup (admin API), and the tombstone, execution count and lock
+// extension of a record key. Each uses single-key commands: no script spans two keys, which a
+// Redis Cluster could place in two slots (record keys have no hash tag unless store.hash_keys).
 #include "redis/redis_side_keys.hpp"
 
 #include "redis/redis_keys.hpp"
@@ -37,6 +37,43 @@ error_code decode_logged(redis_shared& shared, std::string_view key, std::string
         shared.log_corrupt_record(key, bytes.size(), to_string(fault));
     }
     return ec;
+}
+
+asio::awaitable<lookup_result> lookup_record(command_router& router, redis_shared& shared, scope s)
+{
+    auto key = redis_key_of(shared, s);
+    lookup_result out;
+    std::array<std::string_view, 2> get{"GET", key};
+    auto r = co_await router.execute(key, get);
+    if (r.ec) {
+        log_if_error_reply(shared, "lookup", "GET", r);
+        out.ec = r.ec;
+        co_return out;
+    }
+    if (r.reply->type == REDIS_REPLY_NIL)
+        co_return out;
+    record existing;
+    if (r.reply->type != REDIS_REPLY_STRING) {
+        shared.stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+        out.ec = make_error_code(error::store_protocol);
+        co_return out;
+    }
+    if (auto ec = decode_logged(shared, key, std::string_view(r.reply->str, r.reply->len), existing)) {
+        out.ec = ec;
+        co_return out;
+    }
+    std::array<std::string_view, 2> pttl{"PTTL", key};
+    auto t = co_await router.execute(key, pttl);
+    if (t.ec) {
+        log_if_error_reply(shared, "lookup", "PTTL", t);
+        out.ec = t.ec;
+        co_return out;
+    }
+    if (t.reply->type != REDIS_REPLY_INTEGER || t.reply->integer < 0)
+        co_return out; // expired between the two commands
+    out.existing = std::move(existing);
+    out.expires_in_ms = t.reply->integer;
+    co_return out;
 }
 
 asio::awaitable<error_code> bury(command_router& router, redis_shared& shared, scope s,

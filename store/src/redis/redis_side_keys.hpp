@@ -1,7 +1,7 @@
 #pragma once
-// What the Redis store keeps beside a record key (redis_keys.hpp names them): the tombstone
-// that outlives the record (tombstone_ttl) and the key's execution count (attempt_header).
-// Private to the store library.
+// The Redis store's record lookup (admin API) and what it keeps beside a record key (redis_keys.hpp names
+// them): the tombstone that outlives the record (tombstone_ttl) and the key's execution count
+// (attempt_header). Private to the store library.
 #include "redis/client/redis_connection.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -13,6 +13,9 @@ namespace idemgate::store::detail {
 // moved from another key), is never served: counted, logged (rate-limited), record_corrupt.
 boost::system::error_code decode_logged(redis_shared& shared, std::string_view key, std::string_view bytes,
                                         record& out);
+
+// The admin API's record lookup: GET then PTTL (two round trips; off the request path).
+boost::asio::awaitable<lookup_result> lookup_record(command_router& router, redis_shared& shared, scope s);
 
 // SET the tombstone (sealed like a record under store.encryption, bound to its own key).
 boost::asio::awaitable<boost::system::error_code> bury(command_router& router, redis_shared& shared, scope s,

@@ -210,39 +210,7 @@ public:
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
     asio::awaitable<lookup_result> lookup(scope s) override
     {
-        auto key = detail::redis_key_of(*shared_, s);
-        lookup_result out;
-        std::array<std::string_view, 2> get{"GET", key};
-        auto r = co_await router_->execute(key, get);
-        if (r.ec) {
-            log_if_error_reply("lookup", "GET", r);
-            out.ec = r.ec;
-            co_return out;
-        }
-        if (r.reply->type == REDIS_REPLY_NIL)
-            co_return out;
-        record existing;
-        if (r.reply->type != REDIS_REPLY_STRING) {
-            shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
-            out.ec = make_error_code(error::store_protocol);
-            co_return out;
-        }
-        if (auto ec = decode(key, std::string_view(r.reply->str, r.reply->len), existing)) {
-            out.ec = ec;
-            co_return out;
-        }
-        std::array<std::string_view, 2> pttl{"PTTL", key};
-        auto t = co_await router_->execute(key, pttl);
-        if (t.ec) {
-            log_if_error_reply("lookup", "PTTL", t);
-            out.ec = t.ec;
-            co_return out;
-        }
-        if (t.reply->type != REDIS_REPLY_INTEGER || t.reply->integer < 0)
-            co_return out; // expired between the two commands
-        out.existing = std::move(existing);
-        out.expires_in_ms = t.reply->integer;
-        co_return out;
+        co_return co_await detail::lookup_record(*router_, *shared_, s);
     }
 
     asio::awaitable<error_code> remove(scope s, bool& removed) override
