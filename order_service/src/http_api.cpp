@@ -154,6 +154,20 @@ http_response api::route(const http_request& req)
         target = target.substr(0, q);
     const auto method = req.method();
 
+    if (method == http::verb::post) {
+        if (auto it = req.find(attempt_header); it != req.end()) {
+            auto key = req.find("Idempotency-Key");
+            boost::json::object fields{
+                {"attempt", std::string_view(it->value())},
+                {"key", key == req.end() ? std::string_view{} : std::string_view(key->value())},
+                {"target", target}};
+            if (it->value() == "1")
+                log::info("attempt", std::move(fields));
+            else
+                log::warn("attempt", std::move(fields)); // the gateway released the key and it runs again
+        }
+    }
+
     // Test hook: fail the first request with this token, counted as an execution of its endpoint.
     if (method == http::verb::post) {
         if (auto it = req.find(fail_once_header); it != req.end() && first_failure(it->value())) {
