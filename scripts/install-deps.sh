@@ -30,7 +30,7 @@ build_pkgs=(
   dpkg-dev file help2man     # scripts/package.sh: the Debian package (dpkg-shlibdeps), its man pages
   prometheus                 # promtool: the alert rules' checks and unit tests (tests/deploy)
   python3 iptables iproute2  # tests/partition: network namespaces, DROP rules, the test's driver
-  python3-openapi-spec-validator  # the OpenAPI project's validator: idemgate --contract (tests/gateway/contract_test.cpp)
+  python3-jsonschema python3-yaml  # idemgate --contract checked against the OpenAPI 3.1 schema (tests/gateway/check_openapi.py)
 )
 run_pkgs=(
   "${compile_pkgs[@]}"

@@ -80,6 +80,8 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
                   "on_status",
                   "status_header",
                   "replay_drop_headers",
+                  "tombstone_ttl",
+                  "attempt_header",
                   "key_format",
                   "key_space",
                   "key_from",
@@ -120,6 +122,8 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
     read_header_name(map, "status_header", idem.status_header, true);
     if (const auto* drop = map.find("replay_drop_headers"))
         load_header_patterns(*drop, map.path_of("replay_drop_headers"), idem.replay_drop_headers);
+    read_duration(map, "tombstone_ttl", idem.tombstone_ttl, true);
+    read_header_name(map, "attempt_header", idem.attempt_header, true);
     if (const auto* format = map.find("key_format"))
         load_key_format(*format, map.path_of("key_format"), idem.key_format);
     read_choice(map, "key_space", "a key space",

@@ -237,6 +237,10 @@ void idempotency(YAML::Emitter& out, const idempotency_config& i)
     out << i.status_header;
     key(out, "replay_drop_headers");
     string_list(out, i.replay_drop_headers);
+    key(out, "tombstone_ttl");
+    out << duration_text(i.tombstone_ttl);
+    key(out, "attempt_header");
+    out << i.attempt_header;
     key(out, "key_format");
     out << YAML::BeginMap;
     key(out, "min_length");
@@ -360,6 +364,8 @@ std::string print_config(const config& c)
     out << YAML::BeginMap;
     key(out, "max_request_body");
     out << size_text(c.limits.max_request_body);
+    key(out, "max_record_body");
+    out << size_text(c.limits.max_record_body);
     key(out, "max_response_body");
     out << size_text(c.limits.max_response_body);
     key(out, "max_header_bytes");

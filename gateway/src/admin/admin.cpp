@@ -222,6 +222,8 @@ std::string_view state_name(store::record_state s)
     case store::record_state::in_flight: return "in_flight";
     case store::record_state::completed: return "completed";
     case store::record_state::outcome_unknown: return "outcome_unknown";
+    case store::record_state::status_only: return "status_only";
+    case store::record_state::tombstone: return "tombstone";
     }
     return "unknown";
 }
@@ -351,6 +353,10 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     if (found.existing->state == store::record_state::completed) {
         body["status"] = found.existing->response.status;
         body["body_bytes"] = found.existing->response.body.size();
+    } else if (found.existing->state == store::record_state::status_only) {
+        body["status"] = found.existing->response.status;
+        body["body_bytes"] = found.existing->body_length;
+        body["body_sha256"] = found.existing->body_sha256;
     }
     response_type res{http::status::ok, version};
     res.set(http::field::content_type, "application/json");

@@ -56,6 +56,15 @@ constexpr std::array docs{
                 "This key was already used for a different request (method, path or body). Reusing a key "
                 "for another operation is a client bug: use a new key for a new operation. The first "
                 "answer's Location, if any, is in the problem's location member and a Link rel=original."},
+    problem_doc{&p::answer_not_replayable,
+                "The first request with this key ran, but its answer was too large to record, so it cannot "
+                "be sent again. Its status and time are in original_status and original_time; fetch the "
+                "resource it made instead of retrying. Nothing was executed this time."},
+    problem_doc{&p::record_expired,
+                "The first request with this key ran, and its record has expired (the route keeps a "
+                "tombstone for a while after record_ttl). Its status and time are in original_status and "
+                "original_time; nothing was executed this time. Check the resource; use a new key only "
+                "for a new operation."},
     problem_doc{&p::body_too_large, "The request body was over the gateway's limit; nothing was executed."},
     problem_doc{&p::header_too_large,
                 "The request header was over the gateway's limit; nothing was executed."},

@@ -87,6 +87,10 @@ json::object problem_responses(const config::config& cfg, const config::idempote
         list.emplace_back(429, &tenant_quota);
     if (idem.on_in_flight == config::in_flight_mode::wait)
         list.emplace_back(503, &too_many_waiting);
+    // Any answer can be over limits.max_record_body; a record past record_ttl is a tombstone's 422.
+    list.emplace_back(422, &answer_not_replayable);
+    if (idem.tombstone_ttl.count() > 0)
+        list.emplace_back(422, &record_expired);
     json::object out;
     for (unsigned status : {400u, 403u, 409u, 422u, 429u, 503u}) {
         json::array types;

@@ -253,6 +253,12 @@ struct idempotency_config {
     // also carry a fresh Date instead of the recorded one.
     std::vector<std::string> replay_drop_headers{"Set-Cookie", "Retry-After", "X-RateLimit-*",
                                                  "RateLimit",  "RateLimit-*", "RateLimit-Policy"};
+    // > 0: after record_ttl a compact record (fingerprint, status, time, Location, body SHA-256)
+    // outlives the answer this long, and a retry is refused instead of executed. 0 = off.
+    duration tombstone_ttl{0};
+    // Sent upstream with the number of this execution of the key (1, then 2 after a release, ...).
+    // "" = off.
+    std::string attempt_header;
     key_format_config key_format;
     key_space_mode key_space = key_space_mode::tenant;
     key_source key_from = key_source::header;
@@ -283,7 +289,10 @@ struct route_config {
 
 struct limits_config {
     std::size_t max_request_body = 1024 * 1024;
-    std::size_t max_response_body = 8 * 1024 * 1024;
+    // An answer up to max_record_body is recorded for replay; a larger one is passed on as it
+    // arrives and leaves a status-only record; one over max_response_body is refused (502) or cut.
+    std::size_t max_record_body = 8 * 1024 * 1024;
+    std::size_t max_response_body = std::size_t{1024} * 1024 * 1024;
     std::size_t max_header_bytes = 16 * 1024; // 431 above it
     std::size_t max_connections = 10000;      // client connections, all threads
     std::size_t max_waiting = 10000;          // duplicates waiting at once (wait mode); 503 beyond
