@@ -10,6 +10,7 @@
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/prometheus.hpp>
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/contract.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <idemgate/gateway/server.hpp>
 #include <idemgate/gateway/tls.hpp>
@@ -22,7 +23,7 @@ namespace {
 
 constexpr const char* default_config_path = "/etc/idemgate/idemgate.yaml";
 
-constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check | --print-config]
+constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check | --print-config | --contract]
        idemgate --help | --version
 
   -c, --config FILE  YAML configuration (default /etc/idemgate/idemgate.yaml; see
@@ -31,6 +32,8 @@ constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check | --print-co
                      (each with its line and column in the file) otherwise
   --print-config     print the effective configuration (every key, defaults filled in,
                      secrets as the variables they come from) as YAML and exit
+  --contract         print the idempotency contract (an OpenAPI 3.1 document, the same as
+                     GET /.well-known/idempotency) and exit
   --help             this text
   --version          print the version, the commit it was built from, the I/O backend
                      (epoll, or io_uring in an IDEMGATE_IO_URING build) and the allocator;
@@ -71,6 +74,7 @@ int main(int argc, char** argv)
     std::string config_path;
     bool check_only = false;
     bool print_only = false;
+    bool contract_only = false;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
@@ -90,6 +94,8 @@ int main(int argc, char** argv)
             check_only = true;
         } else if (arg == "--print-config") {
             print_only = true;
+        } else if (arg == "--contract") {
+            contract_only = true;
         } else if ((arg == "--config" || arg == "-c") && i + 1 < argc) {
             config_path = argv[++i];
         } else if (arg.rfind("--config=", 0) == 0) {
@@ -131,6 +137,10 @@ int main(int argc, char** argv)
     }
     if (print_only) {
         std::fputs(idemgate::config::print_config(cfg).c_str(), stdout);
+        return 0;
+    }
+    if (contract_only) {
+        std::puts(idemgate::gateway::contract_json(cfg).c_str());
         return 0;
     }
     auto warnings = idemgate::config::warnings(cfg);

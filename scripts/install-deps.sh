@@ -32,6 +32,7 @@ build_pkgs=(
   prometheus                 # promtool: the alert rules' checks and unit tests (tests/deploy)
   python3 iptables iproute2  # tests/partition: network namespaces, DROP rules, the test's driver
   nghttp2-client python3-h2 python3-httpx  # HTTP/2 tests: h2load and nghttp, a raw-frame client, a second h2 client
+  python3-jsonschema python3-yaml  # idemgate --contract checked against the OpenAPI 3.1 schema (tests/gateway/check_openapi.py)
 )
 run_pkgs=(
   "${compile_pkgs[@]}"

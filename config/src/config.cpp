@@ -189,6 +189,35 @@ const tenant_config* config::find_tenant(std::string_view tenant) const
     return nullptr;
 }
 
+namespace {
+
+// The gateway answers its own paths (the contract, the problem pages, client lookups) before any
+// route: a route that would otherwise take them never sees those requests. "/" is a catch-all
+// that means no particular path, so it is not warned about.
+void route_cover_warnings(const config& cfg, std::vector<std::string>& out)
+{
+    auto covers = [](std::string_view prefix, std::string_view own) {
+        return prefix.size() > 1 && (own.starts_with(prefix) || prefix.starts_with(own));
+    };
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
+        const auto& prefix = cfg.routes[i].path_prefix;
+        auto at = "routes[" + std::to_string(i) + "].path_prefix: \"" + prefix + "\" ";
+        if (covers(prefix, well_known_path))
+            out.push_back(at + "covers the gateway's own " + std::string(well_known_path) +
+                          " (its contract and problem pages), which the gateway answers itself");
+        for (std::size_t j = 0; j < cfg.routes.size(); ++j) {
+            const auto& lookup = cfg.routes[j].idempotency.client_lookup_path;
+            if (j != i && !lookup.empty() && prefix.size() > cfg.routes[j].path_prefix.size() &&
+                covers(prefix, lookup))
+                out.push_back(at + "covers routes[" + std::to_string(j) +
+                              "].idempotency.client_lookup_path \"" + lookup +
+                              "\", which the gateway answers itself");
+        }
+    }
+}
+
+} // namespace
+
 std::vector<std::string> warnings(const config& cfg)
 {
     std::vector<std::string> out;
@@ -231,6 +260,7 @@ std::vector<std::string> warnings(const config& cfg)
             std::to_string(needed.count()) +
             "ms): the lock can expire while the first request still runs, and a duplicate would execute too");
     }
+    route_cover_warnings(cfg, out);
     return out;
 }
 

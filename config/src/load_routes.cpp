@@ -54,6 +54,7 @@ void loader::load_routes(const map_view& top, config& cfg)
 
         if (const auto* idempotency = map.find("idempotency"))
             load_idempotency(*idempotency, map.path_of("idempotency"), route.idempotency);
+        check_lookup_path(path + ".idempotency.client_lookup_path", route, cfg.routes);
         cfg.routes.push_back(std::move(route));
     }
 }
@@ -79,11 +80,14 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
                   "on_status",
                   "status_header",
                   "replay_drop_headers",
+                  "tombstone_ttl",
+                  "attempt_header",
                   "key_format",
                   "key_space",
                   "key_from",
                   "key_json_pointer",
-                  "key_json_pointers"});
+                  "key_json_pointers",
+                  "client_lookup_path"});
     idem.enabled = true;
 
     if (const auto* methods = map.find("methods"))
@@ -118,11 +122,14 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
     read_header_name(map, "status_header", idem.status_header, true);
     if (const auto* drop = map.find("replay_drop_headers"))
         load_header_patterns(*drop, map.path_of("replay_drop_headers"), idem.replay_drop_headers);
+    read_duration(map, "tombstone_ttl", idem.tombstone_ttl, true);
+    read_header_name(map, "attempt_header", idem.attempt_header, true);
     if (const auto* format = map.find("key_format"))
         load_key_format(*format, map.path_of("key_format"), idem.key_format);
     read_choice(map, "key_space", "a key space",
                 {{"tenant", key_space_mode::tenant}, {"route", key_space_mode::route}}, idem.key_space);
     load_key_source(map, idem);
+    read_string(map, "client_lookup_path", idem.client_lookup_path);
 
     if (auto text = scalar(map, "mismatch_status", "an integer")) {
         if (*text == "409")
@@ -133,6 +140,34 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
             problem(map.path_of("mismatch_status"),
                     (parse_decimal(*text) ? *text : quote(*text)) + " is not allowed (use 409 or 422)");
     }
+}
+
+// A client lookup path lies inside its route (the route's scope answers it), is a plain path
+// the key is appended to, and is not another route's.
+void loader::check_lookup_path(const std::string& path, const route_config& route,
+                               const std::vector<route_config>& before)
+{
+    const auto& lookup = route.idempotency.client_lookup_path;
+    if (lookup.empty())
+        return;
+    if (!lookup.starts_with(route.path_prefix) || lookup.size() <= route.path_prefix.size()) {
+        problem(path, quote(lookup) + " must start with the route's path_prefix " + quote(route.path_prefix) +
+                          " and go on past it (e.g. " + quote(route.path_prefix + "idempotency-keys/") + ")");
+        return;
+    }
+    for (char ch : lookup) {
+        auto c = static_cast<unsigned char>(ch);
+        if (c <= 0x20 || c >= 0x7f || c == '?' || c == '#' || c == '%') {
+            problem(path, quote(lookup) + " must be a plain path (visible ASCII without '?', '#' or '%')");
+            return;
+        }
+    }
+    if (lookup.starts_with(well_known_path))
+        problem(path, quote(lookup) + " is inside the gateway's own " + std::string(well_known_path));
+    for (std::size_t i = 0; i < before.size(); ++i)
+        if (before[i].idempotency.client_lookup_path == lookup)
+            problem(path, quote(lookup) + " is also routes[" + std::to_string(i) +
+                              "].idempotency.client_lookup_path");
 }
 
 void loader::load_key_format(const YAML::Node& node, const std::string& path, key_format_config& format)

@@ -95,7 +95,7 @@ void loader::load(const YAML::Node& root, config& cfg)
     map_view top(*this, root, "",
                  {"listen", "admin_listen", "threads", "access_log", "log_level", "request_id_header",
                   "store", "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls", "tracing",
-                  "http2"});
+                  "http2", "problems"});
     if (root.IsDefined() && !root.IsNull() && !root.IsMap())
         return; // reported by `top`; nothing below can be read.
     read_endpoint(top, "listen", cfg.listen);
@@ -119,6 +119,7 @@ void loader::load(const YAML::Node& root, config& cfg)
     load_admin(top, cfg.admin);
     load_tenants(top, cfg.tenants);
     load_tracing(top, cfg.tracing);
+    load_problems(top, cfg.problems);
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
             cfg.store.key_secret_env.empty())
@@ -160,11 +161,19 @@ void loader::load_request_id(const map_view& top, config& cfg)
 
 void loader::load_limits(const map_view& top, limits_config& limits)
 {
-    map_view map(
-        *this, child(top, "limits"), "limits",
-        {"max_request_body", "max_response_body", "max_header_bytes", "max_connections", "max_waiting"});
+    map_view map(*this, child(top, "limits"), "limits",
+                 {"max_request_body", "max_record_body", "max_response_body", "max_header_bytes",
+                  "max_connections", "max_waiting"});
     read_size(map, "max_request_body", limits.max_request_body);
+    read_size(map, "max_record_body", limits.max_record_body);
     read_size(map, "max_response_body", limits.max_response_body);
+    // Unset, what is recorded follows a smaller max_response_body down (a configuration that
+    // only lowered max_response_body keeps working).
+    if (!map.find("max_record_body"))
+        limits.max_record_body = std::min(limits.max_record_body, limits.max_response_body);
+    if (limits.max_record_body > limits.max_response_body)
+        problem(map.path_of("max_record_body"), "must not be above limits.max_response_body (" +
+                                                    std::to_string(limits.max_response_body) + " bytes)");
     read_size(map, "max_header_bytes", limits.max_header_bytes, false);
     read_int(map, "max_connections", limits.max_connections, 1, std::numeric_limits<std::size_t>::max());
     read_int(map, "max_waiting", limits.max_waiting, 0, std::numeric_limits<std::size_t>::max());
@@ -222,6 +231,25 @@ void loader::load_admin(const map_view& top, admin_config& admin)
                 "environment variable " + quote(admin.token_env) + " must hold at least 16 bytes");
     else
         admin.token = value;
+}
+
+// problems.base_uri: a URI prefix the problem type names are appended to; it must be usable in a
+// JSON string and a Link header as it is (visible ASCII, no quotes or angle brackets).
+void loader::load_problems(const map_view& top, problems_config& problems)
+{
+    map_view map(*this, child(top, "problems"), "problems", {"base_uri"});
+    read_string(map, "base_uri", problems.base_uri);
+    bool ok = true;
+    for (char ch : problems.base_uri) {
+        auto c = static_cast<unsigned char>(ch);
+        ok = ok && c > 0x20 && c < 0x7f && c != '"' && c != '<' && c != '>' && c != '\\';
+    }
+    const auto& uri = problems.base_uri;
+    if (!ok || (!uri.empty() && uri.front() != '/' && uri.find(':') == std::string::npos))
+        problem(map.path_of("base_uri"),
+                quote(uri) +
+                    " is not a URI prefix (e.g. \"https://docs.example.com/problems/\", or \"\" for the "
+                    "gateway's own pages)");
 }
 
 void loader::load_tracing(const map_view& top, tracing_config& tracing)

@@ -295,6 +295,9 @@ private:
     void load_timeouts(const map_view& top, timeouts_config& timeouts);
     void load_tracing(const map_view& top, tracing_config& tracing);
     void load_http2(const map_view& top, http2_config& http2);
+    void load_problems(const map_view& top, problems_config& problems);
+    void check_lookup_path(const std::string& path, const route_config& route,
+                           const std::vector<route_config>& before);
     void check_readable(const std::string& path, const std::string& file);
 
     // TLS from the gateway as a client (store.redis.tls, upstreams.<name>.tls) at `path` in

@@ -154,6 +154,20 @@ http_response api::route(const http_request& req)
         target = target.substr(0, q);
     const auto method = req.method();
 
+    if (method == http::verb::post) {
+        if (auto it = req.find(attempt_header); it != req.end()) {
+            auto key = req.find("Idempotency-Key");
+            boost::json::object fields{
+                {"attempt", std::string_view(it->value())},
+                {"key", key == req.end() ? std::string_view{} : std::string_view(key->value())},
+                {"target", target}};
+            if (it->value() == "1")
+                log::info("attempt", std::move(fields));
+            else
+                log::warn("attempt", std::move(fields)); // the gateway released the key and it runs again
+        }
+    }
+
     // Test hook: fail the first request with this token, counted as an execution of its endpoint.
     if (method == http::verb::post) {
         if (auto it = req.find(fail_once_header); it != req.end() && first_failure(it->value())) {
@@ -292,10 +306,11 @@ http_response api::pay(const http_request& req, std::string_view order_id, bool 
         int ms = 0;
         auto v = it->value();
         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
-        if (ec != std::errc{} || end != v.data() + v.size() || ms < 0 || ms > 10000)
-            return problem(400, "about:blank", "Bad Request",
-                           std::string(provider_delay_header) + " must be 0-10000 (milliseconds)",
-                           req.version());
+        if (ec != std::errc{} || end != v.data() + v.size() || ms < 0 || ms > 10000) {
+            std::string detail = provider_delay_header;
+            detail += " must be 0-10000 (milliseconds)";
+            return problem(400, "about:blank", "Bad Request", detail, req.version());
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
 

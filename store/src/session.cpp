@@ -31,6 +31,30 @@ boost::asio::awaitable<boost::system::error_code> session::leave(std::string_vie
     co_return make_error_code(error::store_unavailable);
 }
 
+boost::asio::awaitable<boost::system::error_code> session::extend(scope, std::string_view, duration)
+{
+    co_return make_error_code(error::store_unavailable);
+}
+
+boost::asio::awaitable<boost::system::error_code> session::bury(scope, const record&, duration)
+{
+    co_return make_error_code(error::store_unavailable);
+}
+
+boost::asio::awaitable<tombstone_result> session::find_tombstone(scope)
+{
+    tombstone_result out;
+    out.ec = make_error_code(error::store_unavailable);
+    co_return out;
+}
+
+boost::asio::awaitable<count_result> session::count_execution(scope, duration)
+{
+    count_result out;
+    out.ec = make_error_code(error::store_unavailable);
+    co_return out;
+}
+
 boost::asio::awaitable<wait_result> session::wait_settled(scope, duration)
 {
     wait_result out;

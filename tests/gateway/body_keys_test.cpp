@@ -95,7 +95,7 @@ TEST_CASE("body keys: required: true answers 400 naming the pointer")
     gateway_fixture f(body_key_options());
     auto missing = post_body(f, "/legacy-strict/orders", R"({"order":{"amount":1}})");
     CHECK(is_problem(missing, 400));
-    CHECK(parse_object(missing.body)["type"] == "urn:idemgate:problem:missing-idempotency-key");
+    CHECK(parse_object(missing.body)["type"] == "/.well-known/idempotency/problems/missing-idempotency-key");
     CHECK_MESSAGE(detail_of(missing).find("/order/client_ref is absent, empty or not a string or number") !=
                       std::string::npos,
                   detail_of(missing));

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <doctest/doctest.h>
+#include <idemgate/store/record_codec.hpp>
 #include <thread>
 
 using namespace idemgate::test;
@@ -27,23 +28,47 @@ bool eventually(Pred pred, milliseconds timeout = 10s)
     return true;
 }
 
+// These cases need a Redis store of their own: the gateway_tests_redis_store entry runs them.
+bool redis_store_run()
+{
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    if (!choice || std::string(choice) != "redis") {
+        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+        return false;
+    }
+    return true;
+}
+
+bool replicating(redis_server& replica)
+{
+    return eventually([&] {
+        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+    });
+}
+
+bool store_ready(gateway_process& gateway)
+{
+    return eventually([&] {
+        try {
+            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
+        } catch (const std::exception&) {
+            return false;
+        }
+    });
+}
+
 } // namespace
 
 TEST_SUITE_BEGIN("consistency");
 
 TEST_CASE("consistency strict: an unreplicated reservation is released and refused before the upstream runs")
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+    if (!redis_store_run())
         return;
-    }
     redis_server primary;
     redis_server replica(
         {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});
-    REQUIRE(eventually([&] {
-        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
-    }));
+    REQUIRE(replicating(replica));
     test_upstream_process upstream;
     store_under_test store;
     // pass_through: strict refuses even where a store failure would let the request through.
@@ -53,13 +78,7 @@ TEST_CASE("consistency strict: an unreplicated reservation is released and refus
         "\"\n    key_prefix: idemgate-strict-test\n    min_replicas_ack: 1\n    consistency: strict\n"
         "    wait_timeout: 1500ms\n    command_timeout: 3s\n";
     gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), gateway_options{}));
-    REQUIRE(eventually([&] {
-        try {
-            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
-        } catch (const std::exception&) {
-            return false;
-        }
-    }));
+    REQUIRE(store_ready(gateway));
     auto post = [&](const std::string& key) {
         return gateway_request(gateway.port(), "POST", "/api/orders",
                                {{"Idempotency-Key", key}, {"Content-Type", "application/json"}}, "{}");
@@ -124,17 +143,12 @@ TEST_CASE("consistency strict: an unreplicated reservation is released and refus
 TEST_CASE(
     "consistency strict: a completed record the replicas did not acknowledge is written again until they do")
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
+    if (!redis_store_run())
         return;
-    }
     redis_server primary;
     redis_server replica(
         {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});
-    REQUIRE(eventually([&] {
-        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
-    }));
+    REQUIRE(replicating(replica));
     test_upstream_process upstream;
     store_under_test store;
     store.yaml =
@@ -142,13 +156,7 @@ TEST_CASE(
         "\"\n    key_prefix: idemgate-resend-test\n    min_replicas_ack: 1\n    consistency: strict\n"
         "    wait_timeout: 300ms\n    command_timeout: 3s\n";
     gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), gateway_options{}));
-    REQUIRE(eventually([&] {
-        try {
-            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
-        } catch (const std::exception&) {
-            return false;
-        }
-    }));
+    REQUIRE(store_ready(gateway));
     const auto admin = gateway.admin_port();
     const auto key = unique_key("strict-resend");
     auto post = [&](std::vector<std::pair<std::string, std::string>> headers) {
@@ -200,30 +208,55 @@ TEST_CASE(
     CHECK(retry.body == first.body);
     CHECK(upstream.executions() == 1);
 
-    // A record whose key another request's lock holds is never written over: dropped.
-    const auto other = unique_key("strict-resend-other");
-    std::thread second_client([&] {
-        gateway_request(gateway.port(), "POST", "/api/orders",
-                        {{"Idempotency-Key", other}, {"X-Test-Delay-Ms", "800"}}, "{}");
-    });
-    REQUIRE(eventually([&] { return upstream.executions() == 2; }, 5s));
-    std::thread sleeper2([&] {
-        try {
-            redis_command(replica.port(), {"DEBUG", "SLEEP", "2"}, 10s);
-        } catch (const std::exception&) {
-        }
-    });
-    second_client.join();
-    auto other_keys = primary.command({"KEYS", "idemgate-resend-test:*" + other});
-    REQUIRE(other_keys.find(other) != std::string::npos);
-    auto other_name = other_keys.substr(other_keys.find("idemgate-resend-test:"));
-    other_name = other_name.substr(0, other_name.find("\r\n"));
-    // Another gateway's reservation of the same key, after a failover that lost this one's.
-    REQUIRE(primary.command({"SET", other_name, "someone-else"}) == "+OK\r\n");
+    // Another request's value at the key, after a failover that lost this one's: its lock is
+    // waited out (it may be a retry that is refused and releases), its record ends the attempt.
+    // `replica_sleep` seconds of replica sleep make each record wait.
+    auto pending_record_of = [&](const std::string& k, int replica_sleep) {
+        std::thread c([&] {
+            gateway_request(gateway.port(), "POST", "/api/orders",
+                            {{"Idempotency-Key", k}, {"X-Test-Delay-Ms", "800"}}, "{}");
+        });
+        auto before = upstream.executions();
+        REQUIRE(eventually([&] { return upstream.executions() == before + 1; }, 5s));
+        std::thread s([&, replica_sleep] {
+            try {
+                redis_command(replica.port(), {"DEBUG", "SLEEP", std::to_string(replica_sleep)}, 10s);
+            } catch (const std::exception&) {
+            }
+        });
+        c.join();
+        REQUIRE(metric(admin, "idemgate_completes_pending") == 1);
+        auto found = primary.command({"KEYS", "idemgate-resend-test:*" + k});
+        REQUIRE(found.find(k) != std::string::npos);
+        auto at = found.substr(found.find("idemgate-resend-test:"));
+        return std::make_pair(at.substr(0, at.find("\r\n")), std::move(s));
+    };
+    idemgate::store::record foreign;
+    foreign.owner_token = "another-request";
+    foreign.fingerprint = std::string(64, 'a');
+    foreign.created_unix_ms = 1;
+
+    auto [locked, sleeper2] = pending_record_of(unique_key("strict-resend-locked"), 2);
+    foreign.state = idemgate::store::record_state::in_flight;
+    REQUIRE(primary.command({"SET", locked, idemgate::store::encode_record(foreign)}) == "+OK\r\n");
+    std::this_thread::sleep_for(700ms); // several resend rounds (every 100 ms) meet the lock
+    CHECK(metric(admin, "idemgate_completes_pending") == 1);
+    CHECK(metric(admin, "idemgate_completes_resent_total{result=\"dropped\"}") == 0);
+    REQUIRE(primary.command({"DEL", locked}) == ":1\r\n"); // that request released it
     sleeper2.join();
     REQUIRE(eventually(
+        [&] { return metric(admin, "idemgate_completes_resent_total{result=\"acked\"}") == 2; }, 10s));
+    CHECK(primary.command({"GET", locked}).find("another-request") == std::string::npos);
+
+    auto [settled, sleeper3] = pending_record_of(unique_key("strict-resend-settled"), 2);
+    foreign.state = idemgate::store::record_state::completed;
+    foreign.response.status = 200;
+    auto other_record = idemgate::store::encode_record(foreign);
+    REQUIRE(primary.command({"SET", settled, other_record}) == "+OK\r\n");
+    sleeper3.join();
+    REQUIRE(eventually(
         [&] { return metric(admin, "idemgate_completes_resent_total{result=\"dropped\"}") == 1; }, 10s));
-    CHECK(primary.command({"GET", other_name}).find("someone-else") != std::string::npos);
+    CHECK(primary.command({"GET", settled}).find("another-request") != std::string::npos);
     CHECK(metric(admin, "idemgate_completes_pending") == 0);
 }
 

@@ -37,7 +37,7 @@ std::string detail_of(const http_response& res)
 void check_invalid_key(const http_response& res, const std::string& part)
 {
     CHECK(is_problem(res, 400));
-    CHECK(parse_object(res.body)["type"] == "urn:idemgate:problem:invalid-idempotency-key");
+    CHECK(parse_object(res.body)["type"] == "/.well-known/idempotency/problems/invalid-idempotency-key");
     CHECK_MESSAGE(detail_of(res).find(part) != std::string::npos, detail_of(res));
 }
 
@@ -202,7 +202,7 @@ TEST_CASE("keys: a mismatch points to the first answer's Location")
 
     auto reused = f.post("/api/orders", key, R"({"amount":2})");
     CHECK(is_problem(reused, 409));
-    CHECK(parse_object(reused.body)["type"] == "urn:idemgate:problem:idempotency-key-reused");
+    CHECK(parse_object(reused.body)["type"] == "/.well-known/idempotency/problems/idempotency-key-reused");
     CHECK(member_of(reused, "location") == location);
     CHECK(reused.header("link") == "<" + location + ">; rel=\"original\"");
     CHECK(f.executions() == 1);

@@ -163,7 +163,7 @@ TEST_CASE("local tier: another body under a cached key is still a mismatch, deci
     REQUIRE(c.post(key, R"({"n":1})").status == 201);
     auto other = c.post(key, R"({"n":2})");
     CHECK(is_problem(other, 409));
-    CHECK(parse_object(other.body)["type"] == "urn:idemgate:problem:idempotency-key-reused");
+    CHECK(parse_object(other.body)["type"] == "/.well-known/idempotency/problems/idempotency-key-reused");
     CHECK(f.executions() == 1);
 }
 

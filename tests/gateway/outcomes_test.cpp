@@ -112,7 +112,7 @@ TEST_CASE("on_status configured: \"401\": release runs the retry; \"500\": hold 
     CHECK(crashed.header("x-upstream-execution") == "3");
     auto duplicate = f.post("/api/orders", payment, R"({"amount":10})");
     CHECK(is_problem(duplicate, 409));
-    CHECK(parse_object(duplicate.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+    CHECK(parse_object(duplicate.body)["type"] == "/.well-known/idempotency/problems/outcome-unknown");
     CHECK(duplicate.header("idempotency-status") == "held");
     CHECK_FALSE(duplicate.has_header("retry-after")); // a retry cannot succeed until it is released
     CHECK(f.executions() == 3);

@@ -161,6 +161,16 @@ std::vector<reloadable_row> reloadable_rows()
                     [](auto& f) {
                         CHECK(plain_request(f, {{"X-Test-Body-Size", "4096"}}).status == 502);
                     }});
+    rows.push_back({"limits.max_record_body", [](auto& o) { o.limits = "  max_record_body: 1MiB\n"; },
+                    text_edit("max_record_body: 1MiB", "max_record_body: 1KiB"),
+                    [](auto& f) {
+                        const auto key = unique_key("reload-record-body");
+                        const headers_type big{{"X-Test-Body-Size", "4096"}};
+                        CHECK(f.post("/api/orders", key, "{}", big).body.size() == 4096);
+                        auto retry = f.post("/api/orders", key, "{}", big);
+                        CHECK(is_problem(retry, 422)); // passed on, not recorded: never run again
+                        CHECK(f.executions() == 1);
+                    }});
     rows.push_back({"limits.max_header_bytes", [](auto& o) { o.limits = "  max_header_bytes: 16KiB\n"; },
                     text_edit("max_header_bytes: 16KiB", "max_header_bytes: 2KiB"),
                     [](auto& f) {
@@ -387,6 +397,31 @@ std::vector<reloadable_row> reloadable_rows()
                         CHECK_FALSE(replay.has_header("x-order-ref"));
                         CHECK(replay.header("retry-after") == "5");
                     }});
+    rows.push_back({"routes[].idempotency.tombstone_ttl",
+                    [](auto& o) {
+                        o.record_ttl = "1s";
+                        o.idempotency_extra = "      tombstone_ttl: 0s\n";
+                    },
+                    text_edit("tombstone_ttl: 0s", "tombstone_ttl: 30s"),
+                    [](auto& f) {
+                        const auto key = unique_key("reload-tombstone");
+                        REQUIRE(f.post("/api/orders", key, "{}").status == 201);
+                        std::this_thread::sleep_for(1300ms); // past record_ttl
+                        auto late = f.post("/api/orders", key, "{}");
+                        CHECK(is_problem(late, 422));
+                        CHECK(parse_object(late.body)["type"] == "/.well-known/idempotency/problems/record-expired");
+                        CHECK(f.executions() == 1);
+                    }});
+    rows.push_back({"routes[].idempotency.attempt_header",
+                    [](auto& o) { o.idempotency_extra = "      attempt_header: X-Attempt-A\n"; },
+                    text_edit("attempt_header: X-Attempt-A", "attempt_header: X-Attempt-B"),
+                    [](auto& f) {
+                        auto echo =
+                            parse_object(f.post("/api/orders", unique_key("reload-attempt"), "{}").body);
+                        auto& seen = echo["headers"].as_object();
+                        CHECK(seen["x-attempt-b"] == "1");
+                        CHECK_FALSE(seen.contains("x-attempt-a"));
+                    }});
     rows.push_back(
         {"routes[].idempotency.key_format",
          [](auto& o) { o.idempotency_extra = "      key_format: { min_length: 1 }\n"; },
@@ -449,6 +484,25 @@ std::vector<reloadable_row> reloadable_rows()
                        .status == 201);
              CHECK(f.executions() == 2);
          }});
+    rows.push_back(
+        {"routes[].idempotency.client_lookup_path",
+         [](auto& o) { o.idempotency_extra = "      client_lookup_path: \"/api/keys/\"\n"; },
+         text_edit("client_lookup_path: \"/api/keys/\"", "client_lookup_path: \"/api/lookup/\""),
+         [](auto& f) {
+             // The new path is answered by the gateway; the old one is an ordinary /api/ request.
+             auto answered = gateway_request(f.port(), "GET", "/api/lookup/" + unique_key("reload-lookup"));
+             CHECK(answered.status == 200);
+             CHECK(parse_object(answered.body)["state"] == "absent");
+             CHECK(f.executions() == 0);
+             CHECK(gateway_request(f.port(), "GET", "/api/keys/k").header("x-upstream-execution") == "1");
+         }});
+    rows.push_back({"problems.base_uri", [](auto& o) { o.top_level = "problems:\n  base_uri: \"\"\n"; },
+                    text_edit("base_uri: \"\"", "base_uri: \"https://docs.example.com/p/\""),
+                    [](auto& f) {
+                        auto refused = gateway_request(f.port(), "POST", "/strict/x", {}, "{}");
+                        CHECK(parse_object(refused.body)["type"] ==
+                              "https://docs.example.com/p/missing-idempotency-key");
+                    }});
     rows.push_back({"upstreams", [](auto&) {},
                     [](gateway_fixture& f, std::string text) {
                         // The upstream the routes use now points where nothing listens.

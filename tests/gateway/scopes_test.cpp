@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <doctest/doctest.h>
+#include <thread>
 
 using namespace idemgate::test;
 
@@ -206,7 +207,7 @@ TEST_CASE("on_unknown_outcome: hold keeps a key whose request was sent but not a
         CHECK(is_problem(first, 504));
         auto retry = f.post("/api/orders", key, "{}");
         CHECK(is_problem(retry, 409));
-        CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+        CHECK(parse_object(retry.body)["type"] == "/.well-known/idempotency/problems/outcome-unknown");
         CHECK(f.wait_for_executions(1));
         CHECK(f.executions() == 1);
     }
@@ -216,7 +217,7 @@ TEST_CASE("on_unknown_outcome: hold keeps a key whose request was sent but not a
         auto first = f.post("/api/orders", key, "{}", {{"X-Test-Abort", "1"}});
         CHECK(is_problem(first, 502));
         auto retry = f.post("/api/orders", key, "{}");
-        CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+        CHECK(parse_object(retry.body)["type"] == "/.well-known/idempotency/problems/outcome-unknown");
         CHECK(f.executions() == 1);
     }
     SUBCASE("never sent: a connect failure still releases the key")
@@ -302,6 +303,50 @@ TEST_CASE("admin API: a token is required, the record is shown and can be delete
     CHECK(f.executions() == 2);
 }
 
+TEST_CASE("admin API: the access log's principal names a credential scope without the credential")
+{
+    gateway_fixture f(admin_options());
+    const std::string key = unique_key("admin-principal");
+    auto alice = f.post("/api/orders", key, "{}", {{"Authorization", "Bearer alice"}});
+    REQUIRE(alice.status == 201);
+    REQUIRE(f.post("/api/orders", key, "{}", {{"Authorization", "Bearer mallory"}}).status == 201);
+    // Alice's request's access line (found by its request ID: two workers may write their lines
+    // in either order), and the principal it shows.
+    const auto alice_id = alice.header("x-request-id");
+    REQUIRE(!alice_id.empty());
+    std::string principal;
+    for (int attempt = 0; attempt < 50 && principal.empty(); ++attempt) {
+        for (const auto& line : f.process().lines()) {
+            auto doc = parse_object(line);
+            if (doc.contains("principal") && doc["request_id"] == alice_id.c_str()) {
+                principal = std::string(doc["principal"].as_string());
+                break;
+            }
+        }
+        if (principal.empty())
+            std::this_thread::sleep_for(100ms);
+    }
+    REQUIRE(principal.size() == 64);
+    const std::string target = "/admin/v1/records?key=" + key + "&principal=" + principal;
+    auto shown = admin_call(f, "GET", target);
+    REQUIRE(shown.status == 200);
+    CHECK(parse_object(shown.body)["state"] == "completed");
+    CHECK(is_problem(
+        admin_call(f, "GET", "/admin/v1/records?key=" + key + "&principal=" + principal.substr(0, 16)), 400));
+    CHECK(is_problem(admin_call(f, "GET", target + "&credential=Bearer%20alice"), 400));
+    CHECK(admin_call(f, "DELETE", target).status == 204);
+    // Alice's key runs again; mallory's record is untouched.
+    CHECK(
+        f.post("/api/orders", key, "{}", {{"Authorization", "Bearer alice"}}).header("idempotent-replayed") !=
+        "true");
+    CHECK(f.post("/api/orders", key, "{}", {{"Authorization", "Bearer mallory"}})
+              .header("idempotent-replayed") == "true");
+    CHECK(f.executions() == 3);
+    // No credential at all: the anonymous scope is "-".
+    REQUIRE(f.post("/api/orders", key, "{}").status == 201);
+    CHECK(admin_call(f, "GET", "/admin/v1/records?key=" + key + "&principal=-").status == 200);
+}
+
 TEST_CASE("admin API: off without admin.token_env")
 {
     gateway_fixture f;
@@ -319,7 +364,7 @@ TEST_CASE("admin API: a key held with an unknown outcome is released by DELETE")
     auto shown = admin_call(f, "GET", "/admin/v1/records?key=" + key + "&credential=");
     CHECK(parse_object(shown.body)["state"] == "outcome_unknown");
     CHECK(parse_object(f.post("/api/orders", key, "{}").body)["type"] ==
-          "urn:idemgate:problem:outcome-unknown");
+          "/.well-known/idempotency/problems/outcome-unknown");
     CHECK(admin_call(f, "DELETE", "/admin/v1/records?key=" + key + "&credential=").status == 204);
     auto retry = f.post("/api/orders", key, "{}");
     CHECK(retry.status == 201);

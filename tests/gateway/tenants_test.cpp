@@ -81,7 +81,7 @@ TEST_CASE("max_in_flight: the tenant's extra new key gets 429 with Retry-After; 
     load.join();
 
     CHECK(is_problem(third, 429));
-    CHECK(parse_object(third.body)["type"] == "urn:idemgate:problem:tenant-quota-exceeded");
+    CHECK(parse_object(third.body)["type"] == "/.well-known/idempotency/problems/tenant-quota-exceeded");
     CHECK(third.header("retry-after") == "1");
     CHECK(replay.status == 201);
     CHECK(replay.header("idempotent-replayed") == "true");
@@ -246,7 +246,7 @@ TEST_CASE("a duplicate that waits past wait_timeout gets 409 as in reject mode")
     auto waited = std::chrono::steady_clock::now() - started;
     lead.join();
     CHECK(is_problem(dup, 409));
-    CHECK(parse_object(dup.body)["type"] == "urn:idemgate:problem:request-in-flight");
+    CHECK(parse_object(dup.body)["type"] == "/.well-known/idempotency/problems/request-in-flight");
     CHECK(waited >= 150ms); // it did wait (a reject-mode 409 comes at once)
     CHECK(f.executions() == 1);
     CHECK(metric(f, "idemgate_waits_total{result=\"timed_out\"}") == 1);
@@ -265,7 +265,7 @@ TEST_CASE("a waiter whose first request fails (5xx, released) gets 409 released;
     lead.join();
     CHECK(first.status == 500);
     CHECK(is_problem(dup, 409));
-    CHECK(parse_object(dup.body)["type"] == "urn:idemgate:problem:request-released");
+    CHECK(parse_object(dup.body)["type"] == "/.well-known/idempotency/problems/request-released");
     CHECK(dup.header("retry-after") == "1");
     CHECK(first.header("idempotency-status") == "released");
     CHECK(dup.header("idempotency-status") == "released");
@@ -283,7 +283,7 @@ TEST_CASE("wait mode: a duplicate with another body is a mismatch once the first
     auto dup = f.post("/api/orders", key, R"({"a":2})");
     lead.join();
     CHECK(is_problem(dup, 409));
-    CHECK(parse_object(dup.body)["type"] == "urn:idemgate:problem:idempotency-key-reused");
+    CHECK(parse_object(dup.body)["type"] == "/.well-known/idempotency/problems/idempotency-key-reused");
 }
 
 TEST_CASE("limits.max_waiting: duplicates beyond it get 503 too-many-waiting at once")
@@ -297,7 +297,7 @@ TEST_CASE("limits.max_waiting: duplicates beyond it get 503 too-many-waiting at 
     auto dup = f.post("/api/orders", key, "{}");
     lead.join();
     CHECK(is_problem(dup, 503));
-    CHECK(parse_object(dup.body)["type"] == "urn:idemgate:problem:too-many-waiting");
+    CHECK(parse_object(dup.body)["type"] == "/.well-known/idempotency/problems/too-many-waiting");
     CHECK(dup.header("retry-after") == "1");
     CHECK(metric(f, "idemgate_waits_total{result=\"refused\"}") == 1);
 }

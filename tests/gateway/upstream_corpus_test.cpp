@@ -398,7 +398,7 @@ TEST_CASE(
     CHECK(logged);
     auto retry = gateway_request(gateway.port(), "POST", target, headers, "{}");
     CHECK(is_problem(retry, 409));
-    CHECK(parse_object(retry.body)["type"] == "urn:idemgate:problem:outcome-unknown");
+    CHECK(parse_object(retry.body)["type"] == "/.well-known/idempotency/problems/outcome-unknown");
     CHECK(upstream.executions(target) == 1);
 }
 

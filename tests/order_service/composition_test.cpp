@@ -31,7 +31,8 @@ std::string gateway_yaml(const std::string& redis_address, std::uint16_t order_s
            "    idempotency:\n"
            "      methods: [POST]\n"
            "      lock_ttl: 30s\n"
-           "      record_ttl: 1h\n";
+           "      record_ttl: 1h\n"
+           "      attempt_header: Idempotency-Attempt\n";
 }
 
 // Readiness is the gateway's /readyz answering 200 (its Redis store connected); bounded wait.
@@ -111,6 +112,18 @@ TEST_CASE_FIXTURE(stack_fixture, "server error is not cached")
     CHECK(third.raw.header("idempotent-replayed") == "true");
     CHECK(third.raw.body == second.raw.body);
     CHECK(executions(direct(), "create_order") == 2);
+    // The service logged which execution of the key each one was: 1, then 2 after the release.
+    for (const char* attempt : {"1", "2"}) {
+        CAPTURE(attempt);
+        auto line = service.process().wait_for_line(
+            [&](const std::string& l) {
+                return l.find("\"attempt\"") != std::string::npos &&
+                       l.find(std::string("\"attempt\":\"") + attempt + "\"") != std::string::npos &&
+                       l.find("\"key\":\"key-1\"") != std::string::npos;
+            },
+            5s);
+        CHECK(line.has_value());
+    }
 }
 
 TEST_CASE_FIXTURE(stack_fixture, "32 concurrent duplicates of one payment reach the service once")

@@ -16,6 +16,7 @@ PAUSE WRITE, plus the switch-following check, asserting no key runs twice, no re
 another execution, and connections off the old primary within 0.5 s. PARTITION_LONG=1 (or --long)
 runs every fault for async, min_replicas_ack and strict with one and two replicas and prints the
 table for the docs (asserting only what strict mode and switch following promise).
+PARTITION_PLAN="strict:2:sigkill strict:2:pause" runs only those cells (setting:replicas:fault).
 
 usage: partition_test.py --bin DIR [--long]   (DIR holds idemgate and idemgate-test-upstream)
 """
@@ -353,7 +354,18 @@ def main():
         print(f"partition_test: SKIPPED: {why}")
         return SKIP
     long_mode = args.long or os.environ.get("PARTITION_LONG") == "1"
-    if long_mode:
+    chosen = os.environ.get("PARTITION_PLAN", "").split()
+    if chosen:
+        # e.g. PARTITION_PLAN="strict:2:sigkill strict:2:pause": some cells of the long table.
+        plan = []
+        for item in chosen:
+            setting, replicas, fault = item.split(":")
+            if setting not in ("async", "ack", "strict") or replicas not in ("1", "2") or fault not in FAULTS:
+                print(f"partition_test: PARTITION_PLAN item {item!r} is not setting:replicas:fault "
+                      f"(settings async, ack, strict; replicas 1, 2; faults {', '.join(FAULTS)})")
+                return 2
+            plan.append((setting, int(replicas), fault))
+    elif long_mode:
         plan = [(s, r, f) for r in (1, 2) for s in ("async", "ack", "strict") for f in FAULTS]
     else:
         plan = [("strict", 1, "sigkill"), ("strict", 1, "split"), ("strict", 1, "pause"), ("async", 1, "partial")]

@@ -86,6 +86,36 @@ TEST_CASE("an in-flight record round-trips and carries no response")
     CHECK(encode_record(r).size() <= 1 + 1 + 16 + 1 + 1 + 1 + 32);
 }
 
+TEST_CASE("status-only records and tombstones round-trip with the body's length and SHA-256, sealed too")
+{
+    for (auto state : {record_state::status_only, record_state::tombstone}) {
+        auto r = sample_completed();
+        r.state = state;
+        r.response.body.clear();
+        r.body_length = 9 * 1024 * 1024;
+        r.body_sha256 = std::string(64, 'c');
+        auto bytes = encode_record(r);
+        CHECK(decoded(bytes) == r);
+        r.body_sha256.clear(); // not read to its end
+        CHECK(decoded(encode_record(r)) == r);
+        // Trailing or missing bytes are record_corrupt.
+        record broken;
+        CHECK(decode_record(bytes + "x", broken) == error::record_corrupt);
+        CHECK(decode_record(bytes.substr(0, bytes.size() - 1), broken) == error::record_corrupt);
+    }
+    record_cipher cipher(std::string(32, 'k'));
+    auto r = sample_completed();
+    r.state = record_state::tombstone;
+    r.response.body.clear();
+    r.body_sha256 = std::string(64, 'd');
+    std::string sealed;
+    REQUIRE(!encode_record(r, sealed, cipher, "key:t"));
+    CHECK(static_cast<unsigned char>(sealed[0]) == record_codec_version_sealed);
+    record opened;
+    REQUIRE(!decode_record(sealed, opened, cipher, "key:t"));
+    CHECK(opened == r);
+}
+
 TEST_CASE("empty body, empty headers and binary headers round-trip")
 {
     auto r = sample_completed();

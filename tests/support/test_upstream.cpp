@@ -25,6 +25,8 @@
 //     X-Test-Set-Cookie: 1  adds Set-Cookie: session=abc
 //     X-Test-Interim: 1     sends "103 Early Hints" (with a Link header) before the answer
 //     X-Test-Trailer: 1     chunked body followed by the trailer field "X-Trailer-Secret: t1"
+//     X-Test-Break-After: N  announce the whole body (Content-Length, or chunked with
+//                           X-Test-Chunked), send its first N bytes, then close the connection
 //     X-Test-Echo-Request-Id: 1  answers with the request's X-Request-Id header (as many apps do)
 //     X-Test-Header: Name: value  adds that field to the answer (repeatable: one field a line)
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
@@ -233,6 +235,21 @@ asio::awaitable<void> serve(Stream& stream)
                 stream, asio::buffer(hints.data(), hints.size()), asio::as_tuple(asio::use_awaitable));
             if (hint_ec)
                 break;
+        }
+        if (auto cut = header_number(req, "X-Test-Break-After", -1); !control && cut >= 0) {
+            // An answer that breaks off: the head as for the whole body, then a part of it.
+            std::ostringstream wire;
+            auto part = res.body().substr(0, static_cast<std::size_t>(cut));
+            if (res.chunked()) {
+                res.chunked(false);
+                res.set(http::field::transfer_encoding, "chunked");
+                wire << res.base() << std::hex << part.size() << "\r\n" << part;
+            } else {
+                wire << res.base() << part;
+            }
+            auto bytes = wire.str();
+            co_await asio::async_write(stream, asio::buffer(bytes), asio::as_tuple(asio::use_awaitable));
+            break;
         }
         if (!control && header_is_one(req, "X-Test-Trailer")) {
             // Beast's serializer cannot emit trailers for a string body: write the bytes by hand.

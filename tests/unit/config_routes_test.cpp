@@ -337,6 +337,34 @@ TEST_CASE("on_status, status_header and replay_drop_headers parse over their def
               .find("routes[0].idempotency.on_status: expected a map") != std::string::npos);
 }
 
+TEST_CASE(
+    "tombstone_ttl, attempt_header and limits.max_record_body parse, and their errors name the key path")
+{
+    auto route = minimal + "    idempotency:\n";
+    auto defaults = idemgate::config::parse(route + "      {}\n");
+    CHECK(defaults.routes[0].idempotency.tombstone_ttl.count() == 0);
+    CHECK(defaults.routes[0].idempotency.attempt_header.empty());
+    auto c = idemgate::config::parse(route +
+                                     "      tombstone_ttl: 30d\n      attempt_header: Idempotency-Attempt\n" +
+                                     "limits:\n  max_record_body: 1MiB\n  max_response_body: 2MiB\n");
+    CHECK(c.routes[0].idempotency.tombstone_ttl == std::chrono::hours(24 * 30));
+    CHECK(c.routes[0].idempotency.attempt_header == "Idempotency-Attempt");
+    CHECK(c.limits.max_record_body == 1024 * 1024);
+    CHECK(c.limits.max_response_body == 2 * 1024 * 1024);
+    CHECK(idemgate::config::parse(route + "      tombstone_ttl: 0\n")
+              .routes[0]
+              .idempotency.tombstone_ttl.count() == 0);
+
+    auto bad = joined(problems_of(route + "      tombstone_ttl: forever\n      attempt_header: \"A B\"\n" +
+                                  "limits:\n  max_record_body: 4MiB\n  max_response_body: 2MiB\n"));
+    CHECK(bad.find("routes[0].idempotency.tombstone_ttl: \"forever\" is not a duration") !=
+          std::string::npos);
+    CHECK(bad.find("routes[0].idempotency.attempt_header: \"A B\" is not a header name") !=
+          std::string::npos);
+    CHECK(bad.find("limits.max_record_body: must not be above limits.max_response_body") !=
+          std::string::npos);
+}
+
 TEST_CASE("key_format and key_space parse, and their errors name the key path")
 {
     using namespace config_test;

@@ -193,7 +193,8 @@ TEST_CASE("absent keys take the documented defaults")
     REQUIRE(c.routes.size() == 1);
     CHECK_FALSE(c.routes[0].idempotency.enabled);
     CHECK(c.limits.max_request_body == 1024 * 1024);
-    CHECK(c.limits.max_response_body == 8 * 1024 * 1024);
+    CHECK(c.limits.max_record_body == 8 * 1024 * 1024);
+    CHECK(c.limits.max_response_body == std::size_t{1024} * 1024 * 1024);
     CHECK(c.limits.max_header_bytes == 16 * 1024);
     CHECK(c.limits.max_connections == 10000);
     CHECK(c.timeouts.header_read == d.timeouts.header_read);

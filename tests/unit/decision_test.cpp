@@ -154,6 +154,19 @@ TEST_CASE("classify: a tenant from the client certificate")
     CHECK(certificate_scope_tenant("a b") != certificate_scope_tenant("a%20b"));
 }
 
+TEST_CASE("decide_on_tombstone: the same request is refused as expired, another one as a mismatch")
+{
+    auto tomb = rec(store::record_state::tombstone, "fp-a");
+    CHECK(decide_on_tombstone(tomb, "fp-a") == reserve_action::record_expired);
+    CHECK(decide_on_tombstone(tomb, "fp-b") == reserve_action::fingerprint_mismatch);
+    CHECK(shadow_after_reserve(reserve_action::record_expired) == shadow_finding::would_conflict);
+    CHECK(shadow_after_reserve(reserve_action::not_replayable) == shadow_finding::would_conflict);
+    CHECK(to_string(outcome::not_replayable) == "not_replayable");
+    CHECK(to_string(outcome::expired) == "expired");
+    CHECK(to_string(key_status::not_replayable) == "not-replayable");
+    CHECK(to_string(key_status::expired) == "expired");
+}
+
 TEST_CASE("decide_after_reserve: the store table")
 {
     using config::failure_mode;
@@ -180,6 +193,14 @@ TEST_CASE("decide_after_reserve: the store table")
          reserve_action::fingerprint_mismatch},
         {"in flight, other fingerprint",
          {{}, false, rec(store::record_state::in_flight, "fp-b")},
+         failure_mode::reject,
+         reserve_action::fingerprint_mismatch},
+        {"status-only (too large to record), same fingerprint",
+         {{}, false, rec(store::record_state::status_only, "fp-a")},
+         failure_mode::reject,
+         reserve_action::not_replayable},
+        {"status-only, other fingerprint",
+         {{}, false, rec(store::record_state::status_only, "fp-b")},
          failure_mode::reject,
          reserve_action::fingerprint_mismatch},
         {"store down, reject",

@@ -519,3 +519,37 @@ TEST_CASE("memory store: wait_settled returns when the key completes or is relea
     REQUIRE(r3.existing);
     CHECK(r3.existing->state == store::record_state::in_flight);
 }
+
+TEST_CASE("extend restarts an owner's in-flight lock, never a completed record's TTL; tombstones and "
+          "execution counts live beside the record")
+{
+    fixture f;
+    store::scope sc{"t", "k"};
+    auto token = std::string("tok");
+    auto r = run(f.ioc, f.s->reserve(sc, in_flight(token), 1000ms));
+    REQUIRE(r.acquired);
+    f.clock.now += 900ms;
+    CHECK(!run(f.ioc, f.s->extend(sc, token, 1000ms)));
+    CHECK(run(f.ioc, f.s->extend(sc, "other", 1000ms)) == error::not_owner);
+    f.clock.now += 900ms; // 1.8 s after the reservation: alive thanks to the extension
+    CHECK(run(f.ioc, f.s->reserve(sc, in_flight("late"), 1000ms)).existing.has_value());
+    REQUIRE(!run(f.ioc, f.s->complete(sc, completed(token, "body"), 60000ms)));
+    CHECK(run(f.ioc, f.s->extend(sc, token, 10ms)) == error::not_owner); // completed: untouched
+    f.clock.now += 30000ms;
+    CHECK(run(f.ioc, f.s->lookup(sc)).existing.has_value());
+
+    auto tomb = completed(token, "");
+    tomb.state = store::record_state::tombstone;
+    REQUIRE(!run(f.ioc, f.s->bury(sc, tomb, 120000ms)));
+    CHECK(run(f.ioc, f.s->find_tombstone(sc)).tombstone == tomb);
+    CHECK(run(f.ioc, f.s->count_execution(sc, 5000ms)).count == 1);
+    CHECK(run(f.ioc, f.s->count_execution(sc, 5000ms)).count == 2);
+    f.clock.now += 6000ms; // the count expired
+    CHECK(run(f.ioc, f.s->count_execution(sc, 5000ms)).count == 1);
+    f.clock.now += 100000ms; // the record expired, the tombstone lives on
+    CHECK_FALSE(run(f.ioc, f.s->lookup(sc)).existing.has_value());
+    CHECK(run(f.ioc, f.s->find_tombstone(sc)).tombstone.has_value());
+    bool removed = false;
+    run(f.ioc, f.s->remove(sc, removed)); // an operator's remove takes the tombstone too
+    CHECK_FALSE(run(f.ioc, f.s->find_tombstone(sc)).tombstone.has_value());
+}

@@ -58,6 +58,10 @@ TEST_CASE("every refusal of the filter: its problem, status, outcome, key status
          quota_wait, false, true, false},
         {tenant_key_rate, 429, "tenant-quota-exceeded", outcome::throttled, key_status::released, quota_wait,
          false, true, false},
+        {not_replayable, 422, "answer-not-replayable", outcome::not_replayable, key_status::not_replayable,
+         none, false, true, false},
+        {record_expired, 422, "record-expired", outcome::expired, key_status::expired, none, false, true,
+         false},
     };
     static_assert(std::size(table) == refusal_count, "a test row per refusal");
     for (const auto& want : table) {

@@ -33,20 +33,20 @@ TEST_CASE("resolve_scope: the tenant, then a space and an HMAC (or '-') per cred
         {"no tenant, no credentials", "", false, {}, "", ""},
         {"header tenant", "acme", false, {}, "acme", ""},
         {"certificate tenant", "Acme 100%", true, {}, certificate_scope_tenant("Acme 100%"), ""},
-        {"one credential", "acme", false, {present}, "acme " + mac, mac.substr(0, 16)},
-        {"an absent credential is anonymous", "acme", false, {absent}, "acme -", "anonymous"},
-        {"the principal is the first present credential",
+        {"one credential", "acme", false, {present}, "acme " + mac, mac},
+        {"an absent credential is anonymous", "acme", false, {absent}, "acme -", "-"},
+        {"the principal names every credential, absent ones as -",
          "",
          false,
          {absent, present},
          " - " + mac,
-         mac.substr(0, 16)},
+         "-," + mac},
         {"certificate tenant and credentials",
          "a b",
          true,
          {present, absent},
          certificate_scope_tenant("a b") + " " + mac + " -",
-         mac.substr(0, 16)},
+         mac + ",-"},
     };
     for (const auto& r : table) {
         CAPTURE(r.name);
@@ -57,7 +57,33 @@ TEST_CASE("resolve_scope: the tenant, then a space and an HMAC (or '-') per cred
         auto resolved = resolve_scope(source, secret);
         CHECK(resolved.tenant == r.want_tenant);
         CHECK(resolved.principal == r.want_principal);
+        // The admin API's principal= names the same scope without the raw credentials.
+        scope_source by_principal;
+        by_principal.tenant = r.tenant;
+        by_principal.tenant_from_certificate = r.from_certificate;
+        CHECK(set_scope_parameter(by_principal, "principal", resolved.principal));
+        CHECK(resolve_scope(by_principal, "another secret").tenant == r.want_tenant);
     }
+}
+
+TEST_CASE("is_principal: what the access log writes, nothing that could leave the credential part")
+{
+    const std::string mac(64, 'a');
+    CHECK(is_principal(mac));
+    CHECK(is_principal("-"));
+    CHECK(is_principal("-," + mac + ",-"));
+    CHECK_FALSE(is_principal(""));
+    CHECK_FALSE(is_principal(mac.substr(0, 16)));
+    CHECK_FALSE(is_principal(std::string(64, 'A')));
+    CHECK_FALSE(is_principal(mac + " x"));
+    CHECK_FALSE(is_principal(mac + ","));
+    CHECK_FALSE(is_principal("-,\x02/r/"));
+    CHECK_FALSE(is_principal("anonymous"));
+    // An invalid principal adds nothing to the scope.
+    scope_source source;
+    source.tenant = "acme";
+    source.principal = "x y";
+    CHECK(resolve_scope(source, "s").tenant == "acme");
 }
 
 TEST_CASE("set_scope_parameter: the admin API's names build the scope the filter resolves")

@@ -4,6 +4,8 @@
 // connection knows about the client. Values only: no behaviour, no process or worker state.
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/system/error_code.hpp>
+#include <cstdint>
 #include <idemgate/gateway/decision.hpp>
 #include <memory>
 #include <string>
@@ -16,6 +18,7 @@ using request_type = http::request<http::string_body>;
 using response_type = http::response<http::string_body>;
 
 struct tier_entry; // idempotency/local_tier.hpp
+struct big_answer; // idempotency/big_answer.hpp
 
 // The answer to one request plus what the access log says about it.
 struct handled {
@@ -23,7 +26,7 @@ struct handled {
     outcome result = outcome::pass_through;
     std::string tenant;
     std::string key;
-    std::string principal; // credential scopes: the first 16 hex digits of the credentials' HMAC
+    std::string principal; // credential scopes: the credentials' HMACs (resolved_scope::principal)
     shadow_finding shadow = shadow_finding::none; // shadow-mode routes only
     // A replay from the local tier: written from these bytes; `response` then carries only the
     // status (for the access log).
@@ -44,6 +47,14 @@ struct handled {
     std::int64_t upstream_us = -1;
     std::string_view upstream_error;
     bool close_after = false;
+    // An upstream answer too large to record (limits.max_record_body): passed on as it arrives,
+    // or refused (502) over max_response_body; settle makes its status-only record.
+    std::shared_ptr<big_answer> big;
+    // The answer was written to the client as it arrived: the connection writes nothing more, and
+    // closes when `close_after`. `write_error`: how that ended; `body_bytes`: what was sent.
+    bool written = false;
+    boost::system::error_code write_error;
+    std::uint64_t body_bytes = 0;
 };
 
 // What the connection knows about the client, for X-Forwarded-* and the access log.

@@ -6,14 +6,18 @@
 
 namespace idemgate::gateway {
 
-http::response<http::string_body> make_problem(const problem& p, std::string_view detail, unsigned version,
-                                               bool keep_alive, std::string_view instance,
-                                               unsigned status_override,
+http::response<http::string_body> make_problem(std::string_view type_base, const problem& p,
+                                               std::string_view detail, unsigned version, bool keep_alive,
+                                               std::string_view instance, unsigned status_override,
                                                std::span<const problem_member> members)
 {
     unsigned status = status_override ? status_override : static_cast<unsigned>(p.status);
     boost::json::object body;
-    body["type"] = std::string("urn:idemgate:problem:") + std::string(p.slug);
+    std::string type;
+    type.reserve(type_base.size() + p.slug.size());
+    type += type_base;
+    type += p.slug;
+    body["type"] = std::move(type);
     body["title"] = p.title;
     body["status"] = status;
     body["detail"] = detail;

@@ -13,10 +13,11 @@ namespace idemgate::gateway {
 // An extension member of a problem document (RFC 9457 3.2), a string: e.g. "location".
 using problem_member = std::pair<std::string_view, std::string_view>;
 
-// Builds an application/problem+json response. `status_override` (e.g. 422 for a mismatch).
-http::response<http::string_body> make_problem(const problem& p, std::string_view detail, unsigned version,
-                                               bool keep_alive, std::string_view instance = {},
-                                               unsigned status_override = 0,
+// Builds an application/problem+json response whose `type` is `type_base` + the problem's slug
+// (problems.type_base() of the live configuration). `status_override` (e.g. 422 for a mismatch).
+http::response<http::string_body> make_problem(std::string_view type_base, const problem& p,
+                                               std::string_view detail, unsigned version, bool keep_alive,
+                                               std::string_view instance = {}, unsigned status_override = 0,
                                                std::span<const problem_member> members = {});
 
 } // namespace idemgate::gateway

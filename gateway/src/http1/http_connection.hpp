@@ -31,7 +31,7 @@ boost::asio::awaitable<void> serve_http1_over_tls(gateway_context& ctx, worker& 
 
 // Answers a plain HTTP request that arrived on the TLS port in plain HTTP (as nginx does, so a
 // curl with http:// says what is wrong), then closes.
-boost::asio::awaitable<void> refuse_plain_http(const config::timeouts_config& timeouts,
+boost::asio::awaitable<void> refuse_plain_http(const config::config& cfg,
                                                boost::beast::tcp_stream& tcp_layer);
 
 } // namespace idemgate::gateway::detail

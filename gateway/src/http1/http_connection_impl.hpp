@@ -7,6 +7,7 @@
 #include "core/problem.hpp"
 #include "http1/answer_fields.hpp"
 #include "http1/http_connection.hpp"
+#include "idempotency/big_answer.hpp"
 #include "idempotency/classify.hpp"
 #include "idempotency/idempotency_filter.hpp"
 #include "idempotency/local_tier.hpp"
@@ -113,7 +114,7 @@ private:
     asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version,
                                            const request_type* header = nullptr)
     {
-        auto res = make_problem(p, detail, version ? version : 11, false);
+        auto res = make_problem(cfg_->problems.type_base(), p, detail, version ? version : 11, false);
         // A request whose header could not be read still gets an ID, to match log and answer.
         if (ids_.request_id.empty() && !cfg_->request_id_header.empty())
             ids_.request_id = new_request_id();
@@ -318,8 +319,9 @@ private:
             trace = begin_request_trace(traceparent.count == 1 ? traceparent.value : std::string_view{},
                                         ctx_.boot.tracing.sample_ratio);
         }
-        handled h =
-            co_await handle_request(ctx_, worker_, *env, req, client_, scratch_, trace ? &*trace : nullptr);
+        streaming_sink sink(*this, client_keep_alive);
+        handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_,
+                                            trace ? &*trace : nullptr, &sink);
         // Draining is read after the request was handled: a request in flight when SIGTERM
         // arrived gets Connection: close on its answer.
         bool keep_alive =
@@ -328,7 +330,9 @@ private:
         // Every answer carries this request's own ID: an executed one, a replay (the recorded
         // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx; and what
         // became of its key, and Date (answer_fields.hpp).
-        if (h.prerendered) {
+        if (h.written) { // passed on as it arrived (too large to record), through `sink`
+            ec = h.write_error;
+        } else if (h.prerendered) {
             scratch_.clear();
             if (!ids_.request_id.empty())
                 scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
@@ -348,11 +352,45 @@ private:
         env->live->route_stats_of(h.route_index).count(req.method(), h.response.result_int());
         if (cfg_->access_log)
             log_request(access_sink(), req, h, client_, ids_, elapsed, ec,
-                        h.prerendered ? h.prerendered->body.size() : h.response.body().size());
+                        h.written       ? h.body_bytes
+                        : h.prerendered ? h.prerendered->body.size()
+                                        : h.response.body().size());
         if (trace && trace->sampled)
             finish_request_trace(*ctx_.tracer, *trace, req, h, client_, ctx_.boot.tracing, ec);
         co_return !ec && keep_alive;
     }
+
+    // Where an answer too large to record is written as it arrives (idempotency/big_answer.hpp).
+    class streaming_sink final : public answer_sink {
+    public:
+        streaming_sink(http_connection& c, bool client_keep_alive)
+            : c_(c), client_keep_alive_(client_keep_alive)
+        {
+        }
+        asio::awaitable<error_code> write_head(handled& h) override
+        {
+            h.response.keep_alive(client_keep_alive_ && !h.close_after &&
+                                  !c_.ctx_.draining.load(std::memory_order_relaxed));
+            if (!c_.ids_.request_id.empty())
+                h.response.set(c_.cfg_->request_id_header, c_.ids_.request_id);
+            auto buffers = answer_buffers(h.response, h, c_.scratch_);
+            co_return co_await c_.write_bounded(buffers);
+        }
+        asio::awaitable<error_code> write(const std::array<asio::const_buffer, 3>& parts) override
+        {
+            co_return co_await c_.write_bounded(parts);
+        }
+        void reset() noexcept override
+        {
+            error_code ignored;
+            c_.socket().set_option(asio::socket_base::linger(true, 0), ignored);
+            c_.socket().close(ignored);
+        }
+
+    private:
+        http_connection& c_;
+        bool client_keep_alive_;
+    };
 
     // A local-tier replay in one gather write: the bytes write_message would have produced for
     // the same replay (the Connection field as Beast's keep_alive() sets it).

@@ -22,10 +22,11 @@ namespace ssl = boost::asio::ssl;
 
 // Answers a plain HTTP request on the TLS port in plain HTTP (as nginx does, so a curl with
 // http:// says what is wrong), then closes once the client has read it or the deadline passed.
-asio::awaitable<void> refuse_plain_http(const config::timeouts_config& timeouts, beast::tcp_stream& tcp_layer)
+asio::awaitable<void> refuse_plain_http(const config::config& cfg, beast::tcp_stream& tcp_layer)
 {
-    auto res =
-        make_problem(problems::plain_http_to_tls, "this port serves HTTPS only: use https://", 11, false);
+    const auto& timeouts = cfg.timeouts;
+    auto res = make_problem(cfg.problems.type_base(), problems::plain_http_to_tls,
+                            "this port serves HTTPS only: use https://", 11, false);
     res.set(http::field::date, http_date_now());
     std::string scratch;
     auto ec = co_await write_message(tcp_layer, res, scratch, timeouts.client_write);

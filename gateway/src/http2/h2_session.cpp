@@ -219,7 +219,7 @@ void h2_session::reject(h2_stream& s, const problem& p, std::string_view detail)
 {
     const auto& cfg = s.env->cfg();
     s.h = handled{};
-    s.h.response = make_problem(p, detail, 11, false);
+    s.h.response = make_problem(cfg.problems.type_base(), p, detail, 11, false);
     s.h.result = outcome::rejected;
     if (s.headers_done) {
         s.h.status_header = status_header_for(cfg, s.req);

@@ -29,6 +29,51 @@ std::string_view status_header_for(const config::config& cfg, const request_type
 
 namespace {
 
+// The request's tenant under the route's policy: the certificate's common name, or the tenant
+// header's value and how many lines it has.
+void read_tenant(const config::idempotency_config& policy, const request_type& req, const client_info& client,
+                 request_facts& facts)
+{
+    if (policy.tenant_from == config::tenant_source::client_cert) {
+        facts.tenant_count = client.client_cert_cn.empty() ? 0 : 1;
+        facts.tenant = client.client_cert_cn;
+    } else if (!policy.tenant_header.empty()) {
+        auto tenant = find_header(req, policy.tenant_header);
+        facts.tenant_count = tenant.count;
+        facts.tenant = tenant.value;
+    }
+}
+
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+// RFC 3986 percent-decoding of a path segment ('+' is itself).
+bool percent_decode(std::string_view in, std::string& out)
+{
+    out.clear();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] != '%') {
+            out.push_back(in[i]);
+            continue;
+        }
+        int hi = i + 2 < in.size() ? hex_digit(in[i + 1]) : -1;
+        int lo = hi >= 0 ? hex_digit(in[i + 2]) : -1;
+        if (lo < 0)
+            return false;
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+    }
+    return true;
+}
+
 // What a request whose key should have come from its JSON body lacks.
 std::string missing_body_key_detail(const config::idempotency_config& policy, const json_key& found,
                                     std::string_view method)
@@ -86,19 +131,45 @@ std::optional<refused> classify_request(const config::route_config& route, const
             return refused{refusal::bad_connection_header, "the Connection header names " +
                                                                std::string(named) +
                                                                ", which the gateway needs end to end"};
-        if (policy.tenant_from == config::tenant_source::client_cert) {
-            facts.tenant_count = client.client_cert_cn.empty() ? 0 : 1;
-            facts.tenant = client.client_cert_cn;
-        } else if (!policy.tenant_header.empty()) {
-            auto tenant = find_header(req, policy.tenant_header);
-            facts.tenant_count = tenant.count;
-            facts.tenant = tenant.value;
-        }
+        read_tenant(policy, req, client, facts);
     } else if (!policy.status_header.empty()) {
         // Not guarded at all: only whether a key came matters, to tell the client it was ignored.
         facts.key_count = find_header(req, policy.key_header).count;
     }
     verdict = classify(policy, facts);
+    return refusal_for(policy, facts, verdict, body_key);
+}
+
+std::optional<refused> classify_lookup(const config::route_config& route, const request_type& req,
+                                       const client_info& client, std::string_view key_text,
+                                       request_facts& facts, std::string& path_storage,
+                                       std::string& key_storage)
+{
+    const auto& policy = route.idempotency;
+    if (!percent_decode(key_text, path_storage))
+        return refused{refusal::invalid_key, "the key in the lookup path is not valid percent-encoding"};
+    if (path_storage.empty())
+        return refused{refusal::invalid_key,
+                       "the lookup path needs the key after " + policy.client_lookup_path};
+    // Judged as the same key on a guarded request to the route: its syntax, its format, its tenant.
+    facts.method = policy.methods.front();
+    facts.key_count = 1;
+    auto parsed = parse_key_field(path_storage, key_storage);
+    facts.key = parsed.key;
+    facts.key_error = parsed.error;
+    facts.key_error_at = parsed.offset;
+    read_tenant(policy, req, client, facts);
+    auto verdict = classify(policy, facts);
+    if (auto rejection = refusal_for(policy, facts, verdict, json_key{}))
+        return rejection;
+    if (verdict != request_verdict::guard)
+        return refused{refusal::no_route};
+    return std::nullopt;
+}
+
+std::optional<refused> refusal_for(const config::idempotency_config& policy, const request_facts& facts,
+                                   request_verdict verdict, const json_key& body_key)
+{
     switch (verdict) {
     case request_verdict::pass_through:
     case request_verdict::guard: return std::nullopt;

@@ -6,6 +6,7 @@
 
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/decision.hpp>
+#include <idemgate/gateway/json_key.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,20 @@ const config::route_config* match_route(const config::config& cfg, std::string_v
 std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
                                         const client_info& client, request_facts& facts,
                                         request_verdict& verdict, std::string& key_storage);
+
+// A client lookup (GET <client_lookup_path><key_text>) judged as a guarded request to `route`
+// carrying that key would be: the key percent-decoded (into `path_storage`) and read like the key
+// field (a quoted key with escapes decoded into `key_storage`), its format, the tenant. Returns the
+// refusal, or nothing with `facts` filled.
+std::optional<refused> classify_lookup(const config::route_config& route, const request_type& req,
+                                       const client_info& client, std::string_view key_text,
+                                       request_facts& facts, std::string& path_storage,
+                                       std::string& key_storage);
+
+// The refusal of a request the decision rejected (`verdict`), worded from the route's policy; nothing
+// for guard and pass_through. `body_key`: what the JSON body gave, for a body key's absence.
+std::optional<refused> refusal_for(const config::idempotency_config& policy, const request_facts& facts,
+                                   request_verdict verdict, const json_key& body_key);
 
 // For an answer the connection gives before the filter runs (bad framing, a body over the
 // limit): the route's status_header when the request carried the route's key, else "".

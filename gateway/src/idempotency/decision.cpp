@@ -16,6 +16,8 @@ std::string_view to_string(outcome o) noexcept
     case outcome::released: return "released";
     case outcome::held: return "held";
     case outcome::throttled: return "throttled";
+    case outcome::not_replayable: return "not_replayable";
+    case outcome::expired: return "expired";
     }
     return "unknown";
 }
@@ -33,6 +35,8 @@ std::string_view to_string(key_status s) noexcept
     case key_status::rejected: return "rejected";
     case key_status::unavailable: return "unavailable";
     case key_status::ignored: return "ignored";
+    case key_status::not_replayable: return "not-replayable";
+    case key_status::expired: return "expired";
     }
     return "";
 }
@@ -130,10 +134,20 @@ reserve_action decide_on_record(const store::record& rec, std::string_view finge
         return reserve_action::replay;
     if (rec.state == store::record_state::outcome_unknown)
         return reserve_action::outcome_unknown;
+    if (rec.state == store::record_state::status_only)
+        return reserve_action::not_replayable;
+    if (rec.state == store::record_state::tombstone)
+        return reserve_action::record_expired;
     return reserve_action::in_flight_conflict;
 }
 
 } // namespace
+
+reserve_action decide_on_tombstone(const store::record& tombstone, std::string_view fingerprint) noexcept
+{
+    return tombstone.fingerprint != fingerprint ? reserve_action::fingerprint_mismatch
+                                                : reserve_action::record_expired;
+}
 
 reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
                                     config::failure_mode on_failure) noexcept
@@ -291,7 +305,9 @@ shadow_finding shadow_after_reserve(reserve_action a) noexcept
     case reserve_action::replay: return shadow_finding::would_replay;
     case reserve_action::in_flight_conflict:
     case reserve_action::released_conflict:
-    case reserve_action::outcome_unknown: return shadow_finding::would_conflict;
+    case reserve_action::outcome_unknown:
+    case reserve_action::not_replayable:
+    case reserve_action::record_expired: return shadow_finding::would_conflict;
     case reserve_action::fingerprint_mismatch: return shadow_finding::would_mismatch;
     case reserve_action::reject_store_failure: return shadow_finding::would_reject;
     }

@@ -1,5 +1,8 @@
 #include "idempotency/idempotency_filter.hpp"
 
+#include "core/problem.hpp"
+#include "idempotency/big_answer.hpp"
+#include "idempotency/own_paths.hpp"
 #include "idempotency/proxy.hpp"
 #include "idempotency/request_phases.hpp"
 
@@ -9,10 +12,24 @@ namespace idemgate::gateway::detail {
 // one place a request is forwarded.
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                                request_type& req, const client_info& client,
-                                               std::string& scratch, request_trace* trace)
+                                               std::string& scratch, request_trace* trace, answer_sink* sink)
 {
+    if (auto own = answer_own_path(env.cfg(), req)) {
+        handled h;
+        h.response = std::move(*own);
+        if (h.response.result_int() >= 400)
+            h.result = outcome::rejected;
+        co_return h;
+    }
     request_phases phases(ctx, w, env, req, client, trace);
     auto step = phases.classify();
+    if (phases.client_lookup_request()) {
+        if (step == phase_result::next)
+            step = phases.scope();
+        if (step == phase_result::next)
+            co_await phases.client_lookup();
+        co_return phases.respond();
+    }
     if (step == phase_result::next)
         step = phases.scope();
     if (step == phase_result::next)
@@ -25,10 +42,29 @@ boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, 
         // Unguarded, or as the key's owner, whose answer settle records.
         const bool owner = step == phase_result::next;
         phases.answer().result = owner ? outcome::executed : outcome::pass_through;
+        if (owner && phases.numbers_attempts())
+            co_await phases.number_attempt();
         bool answered =
             co_await forward(ctx, env, phases.route(), req, client, phases.answer(), scratch, trace);
+        auto& h = phases.answer();
+        if (h.big && h.big->rest) {
+            if (sink) {
+                phases.announce_big_answer();
+                std::unique_ptr<lock_keeper> keeper;
+                if (owner)
+                    keeper = phases.keep_lock();
+                co_await pass_on(*sink, h, *h.big, env.cfg());
+            } else {
+                // No codec to pass it on through: refused as if over max_response_body.
+                h.big->rest.reset();
+                h.response = make_problem(env.cfg().problems.type_base(), problems::bad_gateway,
+                                          "the answer is too large to record", req.version(), false);
+            }
+        }
         if (owner)
             co_await phases.settle(answered);
+        if (h.big && h.big->tail_pending)
+            co_await finish_pass_on(*sink, h, *h.big);
     }
     if (phases.routed()) {
         phases.answer().route = &phases.route().path_prefix;

@@ -14,8 +14,12 @@ namespace idemgate::gateway::detail {
 // `env`: the live configuration the request runs under, with this thread's upstream pools.
 // `trace`: the request's trace when tracing is on; store operations and the upstream exchange
 // become its client spans, and the upstream gets its traceparent.
+// `sink`: where an answer too large to record is written as it arrives (then h.written); without
+// one such an answer is refused with 502.
+class answer_sink;
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                                request_type& req, const client_info& client,
-                                               std::string& scratch, request_trace* trace = nullptr);
+                                               std::string& scratch, request_trace* trace = nullptr,
+                                               answer_sink* sink = nullptr);
 
 } // namespace idemgate::gateway::detail

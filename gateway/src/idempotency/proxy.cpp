@@ -1,9 +1,12 @@
 #include "idempotency/proxy.hpp"
 
 #include "core/problem.hpp"
+#include "idempotency/big_answer.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/record_headers.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 
 namespace idemgate::gateway::detail {
@@ -101,6 +104,20 @@ void log_upstream_failure(const config::route_config& route, const handled& h, b
 
 } // namespace
 
+store::stored_response recordable_head(const response_type& res, std::string_view request_id_header,
+                                       std::string_view status_header)
+{
+    store::stored_response out;
+    out.status = res.result_int();
+    out.reason = std::string(res.reason());
+    for (const auto& f : res)
+        if (!excluded_from_record(f.name_string()) &&
+            (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)) &&
+            (status_header.empty() || !boost::beast::iequals(f.name_string(), status_header)))
+            out.headers.push_back({std::string(f.name_string()), std::string(f.value())});
+    return out;
+}
+
 void reframe(response_type& res, bool head_request)
 {
     if (is_bodyless_status(res.result_int())) {
@@ -146,17 +163,36 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
                          result.ec || result.response.result_int() >= 500, std::move(attributes),
                          exchange_span);
     }
+    const auto& status_header = route.idempotency.status_header;
+    const auto& request_id_header = env.cfg().request_id_header;
+    if (result.ec && result.head_only) {
+        // The upstream ran and answered, over limits.max_response_body: nothing of it reaches the
+        // client, and the key keeps what is known (settle).
+        h.upstream_error = upstream_error_kind(result.ec);
+        auto big = std::make_shared<big_answer>();
+        big->head = recordable_head(result.response, request_id_header, status_header);
+        big->length = result.length;
+        h.big = std::move(big);
+        log::warn("upstream answer over limits.max_response_body: answered 502",
+                  {{"upstream", route.upstream},
+                   {"status", static_cast<std::int64_t>(result.response.result_int())},
+                   {"content_length", result.length ? static_cast<std::int64_t>(*result.length) : -1}});
+        h.response = make_problem(env.cfg().problems.type_base(), problems::bad_gateway,
+                                  "upstream \"" + route.upstream +
+                                      "\": the answer's body is over limits.max_response_body",
+                                  client_version, false);
+        co_return true;
+    }
     if (result.ec) {
         h.upstream_error = upstream_error_kind(result.ec);
-        const auto& id_header = env.cfg().request_id_header;
         std::string_view request_id;
-        if (!id_header.empty())
-            request_id = req[id_header];
+        if (!request_id_header.empty())
+            request_id = req[request_id_header];
         log_upstream_failure(route, h, result.sent, request_id);
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);
-        h.response =
-            make_problem(timed_out ? problems::gateway_timeout : problems::bad_gateway,
-                         "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version, true);
+        h.response = make_problem(
+            env.cfg().problems.type_base(), timed_out ? problems::gateway_timeout : problems::bad_gateway,
+            "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version, true);
         co_return false;
     }
     if (result.response.result_int() >= 500)
@@ -164,6 +200,15 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
     h.response = std::move(result.response);
     strip_hop_by_hop(h.response);
     h.response.version(client_version);
+    if (result.rest) {
+        // Too large to record: passed on as it arrives (pass_on), framed as the upstream framed it.
+        auto big = std::make_shared<big_answer>();
+        big->head = recordable_head(h.response, request_id_header, status_header);
+        big->rest = std::move(result.rest);
+        big->length = result.length;
+        h.big = std::move(big);
+        co_return true;
+    }
     reframe(h.response, head);
     co_return true;
 }

@@ -6,6 +6,7 @@
 #include "state/process.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <idemgate/store/store.hpp>
 
 namespace idemgate::gateway::detail {
 
@@ -13,8 +14,15 @@ namespace idemgate::gateway::detail {
 // statuses lose body and Content-Length; a HEAD answer keeps the upstream's Content-Length.
 void reframe(response_type& res, bool head_request);
 
+// An answer's status, reason and the fields a record keeps: not those of excluded_from_record,
+// the request ID's (it belongs to one request) or the status header's (a replay says it is one).
+store::stored_response recordable_head(const response_type& res, std::string_view request_id_header,
+                                       std::string_view status_header);
+
 // Forwards `req` to the route's upstream and fills h.response. Returns true when the upstream
-// answered (any status); false when the gateway answered 502/504 itself. With `trace` (tracing
+// answered (any status); false when the gateway answered 502/504 itself. An answer larger than
+// limits.max_record_body sets h.big: h.response then holds its head and first bytes (or the
+// 502 when it is over max_response_body; the upstream answered all the same). With `trace` (tracing
 // on), the upstream gets a traceparent naming the exchange's own span, and a sampled request
 // records that span.
 boost::asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env,

@@ -3,6 +3,10 @@
 #include "core/problem.hpp"
 
 #include <array>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <cstdio>
+#include <ctime>
 #include <idemgate/gateway/refusal.hpp>
 
 namespace idemgate::gateway {
@@ -70,6 +74,15 @@ constexpr std::array<refusal_rule, refusal_count> rules{{
      false, "the tenant has max_in_flight requests in flight already", false},
     {tenant_key_rate, problems::tenant_quota, outcome::throttled, key_status::released, quota_wait, false,
      "the tenant's new_keys_per_second is exhausted", false},
+    {not_replayable, problems::answer_not_replayable, outcome::not_replayable, key_status::not_replayable,
+     none, false,
+     "the first request with this key ran and its answer was passed on as it arrived, too large to "
+     "record (limits.max_record_body); it is not run again",
+     false},
+    {record_expired, problems::record_expired, outcome::expired, key_status::expired, none, false,
+     "the first request with this key ran; its answer is no longer kept (record_ttl), and it is not run "
+     "again while the key's tombstone lasts (tombstone_ttl)",
+     false},
 }};
 
 constexpr bool rows_in_order()
@@ -106,16 +119,45 @@ bool fits_link(std::string_view uri) noexcept
     return !uri.empty();
 }
 
+// Adds a number member to a serialized problem document (its members are strings).
+void add_number_member(std::string& document, std::string_view name, unsigned value)
+{
+    auto body = boost::json::parse(document).as_object();
+    body[name] = value;
+    document = boost::json::serialize(body);
+}
+
 } // namespace
 
-void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status)
+std::string rfc3339_utc(std::int64_t unix_ms)
+{
+    auto seconds = static_cast<std::time_t>(unix_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&seconds, &tm);
+    char text[64];
+    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unix_ms % 1000));
+    return text;
+}
+
+void render_refusal(handled& h, const refused& r, std::string_view type_base, unsigned version,
+                    unsigned route_status)
 {
     const auto& row = rule_for(r.reason);
     std::string_view detail = r.detail.empty() ? row.detail : std::string_view(r.detail);
-    std::array<problem_member, 1> location{{{"location", r.location}}};
-    h.response =
-        make_problem(row.type, detail, version, !row.close, {}, row.status_from_route ? route_status : 0,
-                     std::span<const problem_member>(location.data(), r.location.empty() ? 0 : 1));
+    std::array<problem_member, 2> members;
+    std::size_t count = 0;
+    if (!r.location.empty())
+        members[count++] = {"location", r.location};
+    if (!r.original_time.empty())
+        members[count++] = {"original_time", r.original_time};
+    h.response = make_problem(type_base, row.type, detail, version, !row.close, {},
+                              row.status_from_route ? route_status : 0,
+                              std::span<const problem_member>(members.data(), count));
+    if (r.original_status != 0) {
+        add_number_member(h.response.body(), "original_status", r.original_status);
+        h.response.prepare_payload();
+    }
     if (fits_link(r.location))
         h.response.set(http::field::link, "<" + r.location + ">; rel=\"original\"");
     switch (row.retry_after) {

@@ -15,11 +15,20 @@ struct refused {
     // The Location of the first answer for this key (a mismatch): the problem's "location" and a
     // Link with rel="original".
     std::string location;
+    // The first request's answer status and time (not_replayable, record_expired): the
+    // problem's "original_status" and "original_time".
+    unsigned original_status = 0;
+    std::string original_time;
 };
 
-// Fills `h` as the row of `r.reason` says: the problem document (status: the problem's, or
-// `route_status` for a row with status_from_route), Retry-After, the outcome, and whether the
-// connection closes; with a location, the problem's "location" member and the Link header.
-void render_refusal(handled& h, const refused& r, unsigned version, unsigned route_status);
+// A Unix time in milliseconds as RFC 3339 in UTC, with milliseconds: "2026-01-31T09:15:02.250Z".
+std::string rfc3339_utc(std::int64_t unix_ms);
+
+// Fills `h` as the row of `r.reason` says: the problem document (its type under `type_base`;
+// status: the problem's, or `route_status` for a row with status_from_route), Retry-After, the
+// outcome, and whether the connection closes; with a location, the problem's "location" member
+// and the Link header; with an original status and time, those members.
+void render_refusal(handled& h, const refused& r, std::string_view type_base, unsigned version,
+                    unsigned route_status);
 
 } // namespace idemgate::gateway::detail

@@ -1,7 +1,9 @@
 #include "idempotency/request_phases.hpp"
 
+#include "idempotency/big_answer.hpp"
 #include "idempotency/classify.hpp"
 #include "idempotency/local_tier.hpp"
+#include "idempotency/own_paths.hpp"
 #include "idempotency/proxy.hpp"
 #include "idempotency/scope.hpp"
 
@@ -63,12 +65,22 @@ boost::system::error_code request_phases::account(store_op op, clock_type::time_
 
 std::string original_location(const store::record& first)
 {
-    if (first.state != store::record_state::completed)
+    if (first.state != store::record_state::completed && first.state != store::record_state::status_only &&
+        first.state != store::record_state::tombstone)
         return {};
     for (const auto& h : first.response.headers)
         if (boost::beast::iequals(h.name, "Location"))
             return h.value;
     return {};
+}
+
+refused about_first(refusal reason, const store::record& first)
+{
+    refused r{reason};
+    r.location = original_location(first);
+    r.original_status = first.response.status;
+    r.original_time = rfc3339_utc(first.created_unix_ms);
+    return r;
 }
 
 phase_result request_phases::refuse(refused r)
@@ -79,6 +91,15 @@ phase_result request_phases::refuse(refused r)
 
 phase_result request_phases::classify()
 {
+    // A client lookup path wins over the routes; the lookup runs in its route's scope.
+    std::string_view lookup_key;
+    if ((route_ = lookup_route(env_.cfg(), req_.target(), lookup_key))) {
+        lookup_ = true;
+        if (auto rejection =
+                classify_lookup(*route_, req_, client_, lookup_key, facts_, lookup_path_key_, key_storage_))
+            return refuse(std::move(*rejection));
+        return phase_result::next;
+    }
     route_ = match_route(env_.cfg(), req_.target());
     if (!route_)
         return refuse({refusal::no_route});
@@ -161,8 +182,29 @@ asio::awaitable<phase_result> request_phases::reserve()
             co_return refuse({refusal::too_many_waiting});
         action = *waited;
     }
+    if (action == reserve_action::forward_and_record && policy().tombstone_ttl.count() > 0 && !shadow_) {
+        // The key was free: its record may have expired and left a tombstone.
+        auto found = co_await w_.store->find_tombstone(scope_);
+        if (found.ec)
+            log::coalesced(log::level::warn, "store could not look for a tombstone", found.ec.message(),
+                           {{"error", found.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
+        if (found.tombstone || (found.ec && ctx_.boot.store.on_failure == config::failure_mode::reject)) {
+            // Not executed: the key is freed again as it was.
+            auto t1 = clock_type::now();
+            auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
+            account(store_op::release, t1, ec);
+            if (!found.tombstone)
+                co_return refuse({refusal::store_unavailable});
+            action = decide_on_tombstone(*found.tombstone, in_flight_.fingerprint);
+            reserved.existing = std::move(found.tombstone);
+        }
+    }
     switch (action) {
     case reserve_action::replay: co_return replay(std::move(*reserved.existing));
+    case reserve_action::not_replayable:
+        co_return refuse(about_first(refusal::not_replayable, *reserved.existing));
+    case reserve_action::record_expired:
+        co_return refuse(about_first(refusal::record_expired, *reserved.existing));
     case reserve_action::in_flight_conflict: co_return refuse({refusal::in_flight});
     case reserve_action::released_conflict: co_return refuse({refusal::released});
     case reserve_action::outcome_unknown: co_return refuse({refusal::outcome_unknown});
@@ -254,10 +296,46 @@ asio::awaitable<phase_result> request_phases::admit()
                       static_cast<long long>(adm.retry_after.count())});
 }
 
+asio::awaitable<void> request_phases::number_attempt()
+{
+    const auto& header = policy().attempt_header;
+    req_.erase(header); // only the gateway says which execution this is
+    // Kept as long as a retry of this key could still execute after a release.
+    auto counted = co_await w_.store->count_execution(scope_, tenant_.lock_ttl + tenant_.record_ttl);
+    if (counted.ec) {
+        log::coalesced(log::level::warn,
+                       "store could not count the key's executions; forwarded without the attempt header",
+                       counted.ec.message(),
+                       {{"error", counted.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
+        co_return;
+    }
+    req_.set(header, std::to_string(counted.count));
+}
+
+void request_phases::announce_big_answer()
+{
+    if (!route_ || facts_.key_count == 0)
+        return;
+    if (h_.result == outcome::executed) {
+        auto completion = decide_after_upstream(true, h_.big->head.status, true, policy().on_unknown_outcome,
+                                                policy().on_status);
+        h_.key_state = status_after_settle(completion, true);
+    }
+    if (h_.key_state != key_status::none)
+        h_.status_header = policy().status_header;
+}
+
+std::unique_ptr<lock_keeper> request_phases::keep_lock()
+{
+    return std::make_unique<lock_keeper>(w_.ioc.get_executor(), *w_.store, scope_tenant_, h_.key,
+                                         in_flight_.owner_token, tenant_.lock_ttl);
+}
+
 handled&& request_phases::respond()
 {
     if (refusal_)
-        render_refusal(h_, *refusal_, version_, route_ ? policy().mismatch_status : 0);
+        render_refusal(h_, *refusal_, env_.cfg().problems.type_base(), version_,
+                       route_ ? policy().mismatch_status : 0);
     else if (shadow_)
         h_.key_state = key_status::ignored; // shadow mode changes nothing the client sees
     if (route_ && facts_.key_count > 0 && h_.key_state != key_status::none)

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <idemgate/gateway/decision.hpp>
 #include <idemgate/gateway/metrics.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,8 @@ enum class phase_result {
     pass_through, // forward unguarded: no key held, nothing recorded
     respond       // the answer is ready (a replay or a refusal): nothing goes upstream
 };
+
+class lock_keeper; // idempotency/big_answer.hpp
 
 class request_phases {
 public:
@@ -57,6 +60,18 @@ public:
     // After forwarding as the key's owner (`answered`: the upstream answered): records the answer
     // for replay, or releases or holds the key; then leaves the tenant's quota.
     boost::asio::awaitable<void> settle(bool answered);
+    // A client lookup (classify found the route by its client_lookup_path): what the store holds
+    // under the caller's scope, as JSON; nothing is reserved or executed.
+    bool client_lookup_request() const noexcept { return lookup_; }
+    boost::asio::awaitable<void> client_lookup();
+    // The route's attempt_header (set): the key's execution number, counted in the store, on the
+    // request about to be forwarded as the key's owner.
+    bool numbers_attempts() const noexcept { return !policy().attempt_header.empty(); }
+    boost::asio::awaitable<void> number_attempt();
+    // Before a big answer's head is written (h.big): what its status header will say.
+    void announce_big_answer();
+    // While a big answer is passed on by the key's owner: its lock kept past lock_ttl.
+    std::unique_ptr<lock_keeper> keep_lock();
     // The answer, with a refusal rendered from its row; moved out, so the last phase.
     handled&& respond();
 
@@ -87,6 +102,8 @@ private:
     bool shadow_ = false;
     request_facts facts_;
     std::string key_storage_; // a quoted key with escapes, decoded (facts_.key points into it)
+    bool lookup_ = false;
+    std::string lookup_path_key_; // a client lookup's key, percent-decoded
     request_verdict verdict_ = request_verdict::pass_through;
     handled h_;
     std::optional<refused> refusal_;
@@ -106,8 +123,13 @@ private:
 response_type replay_response(store::stored_response&& stored, unsigned version,
                               const std::vector<std::string>& drop);
 
-// The Location of a completed record's answer, or "" (none, or not completed).
+// The Location of a completed record's answer (or a status-only record's, or a tombstone's), or
+// "" (none, or no answer).
 std::string original_location(const store::record& first);
+
+// A refusal about the first request with a key (not_replayable, record_expired): its Location,
+// status and time.
+refused about_first(refusal reason, const store::record& first);
 
 // The bookkeeping of a finished store operation: its latency, and its failure if any.
 boost::system::error_code account(metrics& stats, store_op op, std::chrono::steady_clock::time_point started,

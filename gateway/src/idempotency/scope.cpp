@@ -10,19 +10,22 @@ resolved_scope resolve_scope(const scope_source& source, const std::string& key_
     resolved_scope out;
     out.tenant =
         source.tenant_from_certificate ? certificate_scope_tenant(source.tenant) : std::string(source.tenant);
-    if (!source.credentials.empty()) {
-        auto credentials_start = out.tenant.size();
-        for (const auto& credential : source.credentials) {
-            out.tenant.push_back(' ');
-            if (credential)
-                out.tenant += hmac_sha256_hex(key_secret, *credential);
-            else
-                out.tenant.push_back('-');
-        }
-        auto credentials = std::string_view(out.tenant).substr(credentials_start);
-        auto digits = credentials.find_first_not_of(" -");
-        out.principal =
-            digits == std::string_view::npos ? "anonymous" : std::string(credentials.substr(digits, 16));
+    // The credentials' hashes, or the hashes the admin API was given as a principal.
+    for (std::size_t i = 0; i < source.credentials.size(); ++i) {
+        if (i > 0)
+            out.principal.push_back(',');
+        if (source.credentials[i])
+            out.principal += hmac_sha256_hex(key_secret, *source.credentials[i]);
+        else
+            out.principal.push_back('-');
+    }
+    if (source.credentials.empty() && is_principal(source.principal))
+        out.principal = source.principal;
+    // In the store's scope each entry follows a space.
+    if (!out.principal.empty()) {
+        out.tenant.push_back(' ');
+        for (char c : out.principal)
+            out.tenant.push_back(c == ',' ? ' ' : c);
     }
     if (!source.route.empty()) {
         static constexpr char hex[] = "0123456789ABCDEF";
@@ -41,11 +44,32 @@ resolved_scope resolve_scope(const scope_source& source, const std::string& key_
     return out;
 }
 
+bool is_principal(std::string_view text) noexcept
+{
+    std::size_t entries = 0;
+    while (entries++ < 16) {
+        auto comma = text.find(',');
+        auto entry = text.substr(0, comma);
+        bool hex =
+            entry.size() == 64 && entry.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+        if (entry != "-" && !hex)
+            return false;
+        if (comma == std::string_view::npos)
+            return true;
+        text.remove_prefix(comma + 1);
+    }
+    return false;
+}
+
 bool set_scope_parameter(scope_source& source, std::string_view name, std::string_view value)
 {
     if (name == "tenant" || name == "cert_tenant") {
         source.tenant = value;
         source.tenant_from_certificate = name == "cert_tenant";
+        return true;
+    }
+    if (name == "principal") {
+        source.principal = value;
         return true;
     }
     if (name == "route") {

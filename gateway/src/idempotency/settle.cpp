@@ -1,10 +1,13 @@
 // The settle phase: the upstream answered (or did not) a request forwarded as its key's owner;
 // keep the answer for replay, or free or hold the key.
 #include "core/http_date.hpp"
+#include "idempotency/big_answer.hpp"
 #include "idempotency/local_tier.hpp"
+#include "idempotency/proxy.hpp"
 #include "idempotency/request_phases.hpp"
 
 #include <boost/beast/core/string.hpp>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 
@@ -15,6 +18,9 @@ using clock_type = request_phases::clock_type;
 
 // The record of a settled answer: the reservation's fingerprint, token and creation time, and
 // the answer's status, reason, recordable fields and body (moved out of the answer).
+// An answer too large to record (h_.big) keeps a status-only record instead: the upstream's
+// status, reason and fields, the body's length (the announced one when it was refused) and
+// SHA-256 (when it was read to its end).
 store::record request_phases::completed_record()
 {
     store::record done;
@@ -22,21 +28,40 @@ store::record request_phases::completed_record()
     done.fingerprint = std::move(in_flight_.fingerprint);
     done.owner_token = std::move(in_flight_.owner_token);
     done.created_unix_ms = in_flight_.created_unix_ms;
-    done.response.status = h_.response.result_int();
-    done.response.reason = std::string(h_.response.reason());
-    // The request ID belongs to one request, not to the answer: a replay carries its own (an
-    // upstream that echoes the ID would otherwise have it recorded).
-    // Nor is what the status header says: a replay says it is one.
-    const auto& request_id_header = env_.cfg().request_id_header;
-    const auto& status_header = policy().status_header;
-    for (const auto& f : h_.response)
-        if (!excluded_from_record(f.name_string()) &&
-            (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)) &&
-            (status_header.empty() || !boost::beast::iequals(f.name_string(), status_header)))
-            done.response.headers.push_back({std::string(f.name_string()), std::string(f.value())});
+    if (const auto* big = h_.big.get()) {
+        done.state = store::record_state::status_only;
+        done.response = big->head;
+        done.body_length = big->rest || big->passed > 0 || !big->length ? big->passed : *big->length;
+        done.body_sha256 = big->sha256;
+        return done;
+    }
+    done.response = recordable_head(h_.response, env_.cfg().request_id_header, policy().status_header);
     // Move the body into the record and back after complete: no copy of the body on the hot path.
     done.response.body = std::move(h_.response.body());
     return done;
+}
+
+// What outlives a record for tombstone_ttl: its fingerprint, time, status, Location and the
+// body's length and SHA-256.
+static store::record tombstone_of(const store::record& done)
+{
+    store::record tomb;
+    tomb.state = store::record_state::tombstone;
+    tomb.fingerprint = done.fingerprint;
+    tomb.created_unix_ms = done.created_unix_ms;
+    tomb.response.status = done.response.status;
+    tomb.response.reason = done.response.reason;
+    for (const auto& f : done.response.headers)
+        if (boost::beast::iequals(f.name, "Location"))
+            tomb.response.headers.push_back(f);
+    if (done.state == store::record_state::completed) {
+        tomb.body_length = done.response.body.size();
+        tomb.body_sha256 = sha256_hex(done.response.body);
+    } else {
+        tomb.body_length = done.body_length;
+        tomb.body_sha256 = done.body_sha256;
+    }
+    return tomb;
 }
 
 asio::awaitable<void> request_phases::settle(bool answered)
@@ -44,7 +69,12 @@ asio::awaitable<void> request_phases::settle(bool answered)
     const auto record_ttl = tenant_.record_ttl;
     // The quota is left with the reservation's token, which the record takes: keep a copy.
     std::string token = admitted_ ? in_flight_.owner_token : std::string();
-    const unsigned status = h_.response.result_int();
+    // A big answer is judged by the upstream's status (the client may have got a 502 instead);
+    // one whose body broke off after the upstream began answering is an unknown outcome.
+    const auto* big = h_.big.get();
+    const unsigned status = big ? big->head.status : h_.response.result_int();
+    if (big && big->upstream_broke)
+        answered = false;
     auto completion = decide_after_upstream(answered, status, h_.request_sent, policy().on_unknown_outcome,
                                             policy().on_status);
     if (answered)
@@ -90,16 +120,25 @@ asio::awaitable<void> request_phases::settle(bool answered)
         // The expiry header is part of the recorded answer, so every replay carries the same
         // value. The store's TTL starts at complete, a moment later: the header is never later
         // than the truth.
-        if (policy().expose_expiry)
+        if (policy().expose_expiry && !big)
             h_.response.set("Idempotency-Expires", http_date(log::now_unix_ms() + record_ttl.count()));
         store::record done = completed_record();
         auto t1 = clock_type::now();
         auto ec = co_await w_.store->complete(scope_, done, record_ttl);
         account(store_op::complete, t1, ec);
+        if (!ec && policy().tombstone_ttl.count() > 0) {
+            auto tomb = tombstone_of(done);
+            auto bury_ec = co_await w_.store->bury(scope_, tomb, record_ttl + policy().tombstone_ttl);
+            if (bury_ec)
+                log::coalesced(log::level::warn,
+                               "store could not keep a tombstone; a retry after record_ttl will execute",
+                               bury_ec.message(),
+                               {{"error", bury_ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
+        }
         // By default a record enters the tier only once a replay reads it from the store: most
         // keys are never retried, and copying every new record (rendering it, evicting an older
         // copy from cold memory) costs every first execution and pushes replayed copies out.
-        if (!ec && tier_ && ctx_.boot.store.local_tier.admit == config::tier_admission::complete) {
+        if (!ec && tier_ && !big && ctx_.boot.store.local_tier.admit == config::tier_admission::complete) {
             // A copy: the body goes back to the client's answer. The store's TTL starts a moment
             // after this: the copy expires first.
             auto now = clock_type::now();
@@ -108,14 +147,16 @@ asio::awaitable<void> request_phases::settle(bool answered)
                                           policy().replay_drop_headers),
                           now + record_ttl, now);
         }
-        h_.response.body() = std::move(done.response.body);
+        if (!big)
+            h_.response.body() = std::move(done.response.body);
         store_ok = !ec;
         if (ec) {
             ctx_.stats.records_lost.fetch_add(1, std::memory_order_relaxed);
             log::coalesced(log::level::warn, "store complete failed; the response was sent but not recorded",
                            ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}},
                            1000);
-            h_.response.erase("Idempotency-Expires"); // nothing will be replayed
+            if (!h_.written)
+                h_.response.erase("Idempotency-Expires"); // nothing will be replayed
         }
     }
     h_.key_state = status_after_settle(completion, store_ok);

@@ -76,7 +76,7 @@ asio::awaitable<void> serve_tls_client(gateway_context& ctx, worker& w, tcp::soc
     tls_stream stream(std::move(socket), *live->listen_tls);
     auto accepted = co_await accept_tls(ctx.stats, stream, client, live->cfg.timeouts.header_read);
     if (accepted == tls_accept::plain_http)
-        co_await refuse_plain_http(live->cfg.timeouts, beast::get_lowest_layer(stream));
+        co_await refuse_plain_http(live->cfg, beast::get_lowest_layer(stream));
     if (accepted != tls_accept::ok)
         co_return;
     // No protocol offered: HTTP/1.1, as before ALPN. Otherwise the server context selected one

@@ -107,6 +107,62 @@ bool has_body(unsigned status, bool head_request)
     return !head_request && status >= 200 && status != 204 && status != 304;
 }
 
+using body_parser = http::response_parser<http::buffer_body>;
+
+// Appends at most `most` more body bytes read through `p` to `out`.
+template<class Stream>
+asio::awaitable<error_code> read_body_piece(Stream& stream, beast::flat_buffer& buffer, body_parser& p,
+                                            std::string& out, std::size_t most)
+{
+    auto old = out.size();
+    out.resize(old + most);
+    p.get().body().data = out.data() + old;
+    p.get().body().size = most;
+    p.get().body().more = true;
+    auto [ec, n] = co_await http::async_read_some(stream, buffer, p, use_tuple);
+    out.resize(old + most - p.get().body().size);
+    if (ec == http::error::need_buffer)
+        ec = {};
+    co_return ec;
+}
+
+// The body of an answer too large to record, on its connection (closed when this goes).
+template<class Connection>
+class streamed_body final : public answer_body {
+public:
+    streamed_body(Connection conn, beast::flat_buffer&& buffer, std::unique_ptr<body_parser> parser)
+        : conn_(std::move(conn)), buffer_(std::move(buffer)), parser_(std::move(parser))
+    {
+    }
+    ~streamed_body() override
+    {
+        error_code ignored;
+        auto& tcp_layer = beast::get_lowest_layer(detail::stream_of(conn_));
+        tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
+        tcp_layer.socket().close(ignored);
+    }
+
+    asio::awaitable<error_code> read_some(std::string& out, bool& done,
+                                          std::chrono::milliseconds timeout) override
+    {
+        out.clear();
+        done = parser_->is_done();
+        if (done)
+            co_return error_code{};
+        auto& stream = detail::stream_of(conn_);
+        beast::get_lowest_layer(stream).expires_after(timeout);
+        auto ec = co_await read_body_piece(stream, buffer_, *parser_, out, piece_size);
+        done = !ec && parser_->is_done();
+        co_return ec;
+    }
+
+private:
+    static constexpr std::size_t piece_size = 64 * 1024;
+    Connection conn_;
+    beast::flat_buffer buffer_;
+    std::unique_ptr<body_parser> parser_;
+};
+
 } // namespace
 
 // Not a coroutine: it hands over the coroutine of the pool's stream type, so a plain exchange
@@ -176,9 +232,16 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
         response_violation refused = response_violation::none;
         std::size_t header_fields = 0;
         constexpr std::size_t header_limit = 64 * 1024;
+        // An answer up to limits.max_record_body is read whole; one whose length is unknown (chunked,
+        // or until the connection closes) or larger is read piece by piece (`by_piece`), and one
+        // over max_record_body is handed on with its connection to be passed on as it arrives.
+        bool by_piece = false;
+        bool announced_too_large = false;
+        const auto record_limit = config_.limits.max_record_body;
+        const auto response_limit = config_.limits.max_response_body;
         for (int interim = 0; interim < 8; ++interim) {
             auto& p = parser_storage.emplace();
-            p.body_limit(config_.limits.max_response_body);
+            p.body_limit(boost::none); // the sizes are checked here, with the answer's head at hand
             p.header_limit(header_limit);
             if (head_request)
                 p.skip(true);
@@ -200,9 +263,14 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
                     refused = check_response_framing(p.get());
                 if (refused != response_violation::none)
                     break;
-                if (!p.is_done()) {
+                auto announced = p.content_length();
+                if (!p.is_done() && announced && *announced > response_limit) {
+                    announced_too_large = true;
+                } else if (!p.is_done() && announced && *announced <= record_limit) {
                     auto [body_ec, body_read] = co_await http::async_read(stream, buffer, p, use_tuple);
                     rec = body_ec;
+                } else if (!p.is_done()) {
+                    by_piece = true;
                 }
             }
             if (rec || status >= 200)
@@ -244,8 +312,49 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
             }
             co_return result;
         }
-        result.response = parser.release();
-        drop_trailer_fields(result.response, header_fields);
+        if (announced_too_large || by_piece) {
+            if (auto announced = parser.content_length())
+                result.length = *announced;
+            auto bp = std::make_unique<body_parser>(std::move(parser));
+            std::string body;
+            if (result.length)
+                body.reserve(std::min<std::size_t>(*result.length, record_limit + 1));
+            // The first max_record_body + 1 bytes, still under the exchange's deadline: enough to
+            // tell an answer to record from one to pass on.
+            while (!announced_too_large && !bp->is_done() && body.size() <= record_limit) {
+                rec = co_await read_body_piece(
+                    stream, buffer, *bp, body,
+                    std::min<std::size_t>(64 * 1024, record_limit + 1 - body.size()));
+                if (rec)
+                    break;
+            }
+            if (rec) {
+                metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(rec == beast::error::timeout ? error::upstream_timeout
+                                                                         : error::upstream_protocol);
+                co_return result;
+            }
+            http::response_header<> head = bp->get().base(); // a copy: the parser may read on
+            result.response = http::response<http::string_body>(std::move(head));
+            drop_trailer_fields(result.response, header_fields);
+            if (announced_too_large || body.size() > response_limit) {
+                // Over max_response_body before any byte went to the client: refused with 502.
+                metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
+                result.ec = make_error_code(error::upstream_too_large);
+                result.head_only = true;
+                co_return result; // the connection closes with `conn`
+            }
+            result.response.body() = std::move(body);
+            if (!bp->is_done()) {
+                result.rest = std::make_unique<streamed_body<Connection>>(std::move(conn), std::move(buffer),
+                                                                          std::move(bp));
+                co_return result;
+            }
+            result.length.reset();
+        } else {
+            result.response = parser.release();
+            drop_trailer_fields(result.response, header_fields);
+        }
         if constexpr (!std::is_same_v<Connection, plain_connection>) {
             // The session to offer on the next connect: read now, since a TLS 1.3 server sends
             // its tickets after the handshake, and they were read with the answer.

@@ -1,5 +1,6 @@
 #pragma once
 // One I/O thread's keep-alive connections to one upstream, and the request/response exchange.
+#include "upstream/answer_body.hpp"
 #include "upstream/upstream_fleet.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -11,6 +12,7 @@
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,14 @@ struct upstream_result {
     bool sent = false;            // the whole request was written (an error after it: outcome unknown)
     std::string address;          // the address used, or the last one tried ("10.0.0.5:8443"); logs
     http::response<http::string_body> response;
+    // An answer larger than limits.max_record_body: `response` holds its head and first bytes,
+    // `rest` reads the others. Its framing: `length` (its Content-Length) or none (chunked, or
+    // until the connection closes).
+    std::unique_ptr<answer_body> rest;
+    std::optional<std::uint64_t> length;
+    // error::upstream_too_large with `response` holding the answer's head (no body): the upstream
+    // answered, over limits.max_response_body (announced by Content-Length when `length` is set).
+    bool head_only = false;
 };
 
 // Not thread-safe: owned by one I/O thread and used from its executor only. Plain HTTP, or

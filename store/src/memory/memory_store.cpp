@@ -59,6 +59,12 @@ public:
     boost::asio::awaitable<boost::system::error_code> release(scope s, std::string_view owner_token) override;
     boost::asio::awaitable<lookup_result> lookup(scope s) override;
     boost::asio::awaitable<boost::system::error_code> remove(scope s, bool& removed) override;
+    boost::asio::awaitable<boost::system::error_code> bury(scope s, const record& tombstone,
+                                                           duration ttl) override;
+    boost::asio::awaitable<boost::system::error_code> extend(scope s, std::string_view owner_token,
+                                                             duration lock_ttl) override;
+    boost::asio::awaitable<tombstone_result> find_tombstone(scope s) override;
+    boost::asio::awaitable<count_result> count_execution(scope s, duration ttl) override;
     boost::asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
                                                const tenant_limits& limits, duration lock_ttl) override;
     boost::asio::awaitable<boost::system::error_code> leave(std::string_view tenant,
@@ -132,6 +138,71 @@ public:
 
     detail::settle_notifier& notifier() noexcept { return notifier_; }
 
+    // What is kept beside a scope's record, under its map key + '\0' + a letter (a key is
+    // visible ASCII, so no record's map key reads alike): 't' its tombstone, 'n' its execution
+    // count (a record whose created_unix_ms is the count).
+    static std::string side_key(scope s, char which)
+    {
+        auto k = scope_map_key(s);
+        k.push_back('\0');
+        k.push_back(which);
+        return k;
+    }
+
+    boost::system::error_code extend(scope s, std::string_view owner_token, duration lock_ttl)
+    {
+        auto now = options_.now();
+        auto k = scope_map_key(s);
+        auto& sh = shards_[shard_of(k)];
+        std::lock_guard lock(sh.mutex);
+        auto it = sh.entries.find(k);
+        if (it == sh.entries.end() || it->second.expires <= now ||
+            it->second.rec.owner_token != owner_token || it->second.rec.state != record_state::in_flight)
+            return make_error_code(error::not_owner);
+        shards_.set_expiry(sh, it->second, now + lock_ttl);
+        return {};
+    }
+
+    boost::system::error_code bury(scope s, const record& tombstone, duration ttl)
+    {
+        auto now = options_.now();
+        auto k = side_key(s, 't');
+        std::size_t index = shard_of(k);
+        auto& sh = shards_[index];
+        std::lock_guard lock(sh.mutex);
+        return put_side(sh, index, std::move(k), tombstone, now, now + ttl);
+    }
+
+    std::optional<record> find_tombstone(scope s)
+    {
+        auto now = options_.now();
+        auto k = side_key(s, 't');
+        auto& sh = shards_[shard_of(k)];
+        std::lock_guard lock(sh.mutex);
+        auto it = sh.entries.find(k);
+        if (it == sh.entries.end() || it->second.expires <= now)
+            return std::nullopt;
+        return it->second.rec;
+    }
+
+    count_result count_execution(scope s, duration ttl)
+    {
+        auto now = options_.now();
+        auto k = side_key(s, 'n');
+        std::size_t index = shard_of(k);
+        auto& sh = shards_[index];
+        std::lock_guard lock(sh.mutex);
+        record count;
+        auto it = sh.entries.find(k);
+        if (it != sh.entries.end() && it->second.expires > now)
+            count.created_unix_ms = it->second.rec.created_unix_ms;
+        ++count.created_unix_ms;
+        count_result out;
+        out.ec = put_side(sh, index, std::move(k), count, now, now + ttl);
+        out.count = static_cast<std::uint64_t>(count.created_unix_ms);
+        return out;
+    }
+
     // Tenant quotas, in process (tenant_quotas.hpp).
     admit_result admit(std::string_view tenant, std::string_view owner_token, const tenant_limits& limits,
                        duration lock_ttl)
@@ -142,6 +213,25 @@ public:
     void leave(std::string_view tenant, std::string_view owner_token) { quotas_.leave(tenant, owner_token); }
 
 private:
+    // Stores `rec` under the side key `k` of shard `sh` (locked), replacing what it held.
+    boost::system::error_code put_side(detail::record_shards::shard& sh, std::size_t index, std::string k,
+                                       const record& rec, clock::time_point now, clock::time_point expires)
+    {
+        std::size_t charge = charged_bytes(k, rec);
+        if (auto it = sh.entries.find(k); it != sh.entries.end()) {
+            it->second.rec = rec;
+            shards_.recharge(it->second, charge);
+            shards_.set_expiry(sh, it->second, expires);
+            return {};
+        }
+        if (!shards_.admit(charge) && !shards_.make_room(index, now, charge, options_.reclaim_budget)) {
+            detail::record_shards::bump(sh.refused_full, 1);
+            return make_error_code(error::store_full);
+        }
+        shards_.insert(sh, std::move(k), rec, expires, charge);
+        return {};
+    }
+
     boost::system::error_code complete_locked(const std::string& k, const record& completed, duration ttl)
     {
         auto now = options_.now();
@@ -203,6 +293,14 @@ public:
             live = it->second.expires > now;
             shards_.erase(sh, it);
         }
+        // What is kept beside the record goes with it: an operator who removes a key frees it.
+        for (char which : {'t', 'n'}) {
+            auto side = side_key(s, which);
+            auto& side_shard = shards_[shard_of(side)];
+            std::lock_guard lock(side_shard.mutex);
+            if (auto it = side_shard.entries.find(side); it != side_shard.entries.end())
+                shards_.erase(side_shard, it);
+        }
         removed(record_id(s)); // the gateway's local tier forgets it too
         return live;
     }
@@ -243,6 +341,30 @@ boost::asio::awaitable<boost::system::error_code> memory_session::remove(scope s
 {
     removed = backend_->remove(s);
     co_return boost::system::error_code{};
+}
+
+boost::asio::awaitable<boost::system::error_code> memory_session::bury(scope s, const record& tombstone,
+                                                                       duration ttl)
+{
+    co_return backend_->bury(s, tombstone, ttl);
+}
+
+boost::asio::awaitable<boost::system::error_code>
+memory_session::extend(scope s, std::string_view owner_token, duration lock_ttl)
+{
+    co_return backend_->extend(s, owner_token, lock_ttl);
+}
+
+boost::asio::awaitable<tombstone_result> memory_session::find_tombstone(scope s)
+{
+    tombstone_result out;
+    out.tombstone = backend_->find_tombstone(s);
+    co_return out;
+}
+
+boost::asio::awaitable<count_result> memory_session::count_execution(scope s, duration ttl)
+{
+    co_return backend_->count_execution(s, ttl);
 }
 
 boost::asio::awaitable<admit_result> memory_session::admit(std::string_view tenant,

@@ -21,7 +21,36 @@ constexpr unsigned char fingerprint_raw = 0;
 constexpr unsigned char fingerprint_packed_hex = 1;
 constexpr std::size_t packed_hex_size = 32; // hex SHA-256: 64 chars -> 32 bytes
 
-// The response part (status, reason, headers, body) up to the end of `in`.
+// Records that carry a response part: a completed one, and the body-less status_only and
+// tombstone, whose part ends with the body's length and SHA-256.
+bool has_response(record_state state) noexcept
+{
+    return state == record_state::completed || state == record_state::status_only ||
+           state == record_state::tombstone;
+}
+
+bool decode_response(reader& in, stored_response& response);
+
+// The response part of `r` up to the end of `in`.
+bool decode_response_part(reader& in, record& r)
+{
+    if (r.state == record_state::completed)
+        return decode_response(in, r.response) && in.done();
+    if (!decode_response(in, r.response) || !r.response.body.empty())
+        return false;
+    std::string_view digest;
+    std::uint64_t digest_size = 0;
+    if (!in.varint(r.body_length) || !in.varint(digest_size) ||
+        (digest_size != 0 && digest_size != packed_hex_size) || !in.raw_checked(digest_size, digest))
+        return false;
+    if (digest_size == 0)
+        r.body_sha256.clear();
+    else
+        expand_hex(digest, r.body_sha256);
+    return in.done();
+}
+
+// The response part (status, reason, headers, body).
 bool decode_response(reader& in, stored_response& response)
 {
     std::uint64_t status_and_flag = 0;
@@ -46,9 +75,7 @@ bool decode_response(reader& in, stored_response& response)
     for (auto& h : response.headers)
         if (!in.header_name(h.name) || !in.bytes(h.value))
             return false;
-    if (!in.bytes(response.body))
-        return false;
-    return in.done();
+    return in.bytes(response.body);
 }
 
 // The authenticated data of a sealed response: the Redis key (or any binding the caller
@@ -79,9 +106,8 @@ bool decode_into(std::string_view bytes, record& r, const record_cipher& cipher,
     unsigned char state = 0;
     if (!in.byte(state))
         return false;
-    if (state != static_cast<unsigned char>(record_state::in_flight) &&
-        state != static_cast<unsigned char>(record_state::completed) &&
-        state != static_cast<unsigned char>(record_state::outcome_unknown))
+    if (state < static_cast<unsigned char>(record_state::in_flight) ||
+        state > static_cast<unsigned char>(record_state::tombstone))
         return false;
     r.state = static_cast<record_state>(state);
 
@@ -106,10 +132,10 @@ bool decode_into(std::string_view bytes, record& r, const record_cipher& cipher,
     }
 
     r.response = {};
-    if (r.state != record_state::completed)
+    if (!has_response(r.state))
         return version == record_codec_version && in.done(); // only responses are sealed
     if (version == record_codec_version)
-        return decode_response(in, r.response);
+        return decode_response_part(in, r);
 
     auto head = bytes.substr(0, bytes.size() - in.remaining());
     std::string_view sealed;
@@ -119,7 +145,7 @@ bool decode_into(std::string_view bytes, record& r, const record_cipher& cipher,
     if (cipher.open(sealed, aad.parts, plaintext, &fault))
         return false;
     reader inner(plaintext);
-    if (!decode_response(inner, r.response)) {
+    if (!decode_response_part(inner, r)) {
         fault = seal_fault::malformed; // authentic, so written by a broken encoder
         return false;
     }
@@ -136,6 +162,26 @@ void encode_head(const record& r, unsigned char version, std::string& out)
     if (r.fingerprint.size() != 2 * packed_hex_size || !try_put_packed_hex(out, r.fingerprint)) {
         out.back() = static_cast<char>(fingerprint_raw);
         put_bytes(out, r.fingerprint);
+    }
+}
+
+void encode_response(const stored_response& response, std::string& out);
+
+// The response part of `r` (has_response).
+void encode_response_part(const record& r, std::string& out)
+{
+    if (r.state == record_state::completed) {
+        encode_response(r.response, out);
+        return;
+    }
+    stored_response head{r.response.status, r.response.reason, r.response.headers, {}};
+    encode_response(head, out);
+    put_varint(out, r.body_length);
+    auto start = out.size();
+    put_varint(out, packed_hex_size);
+    if (r.body_sha256.size() != 2 * packed_hex_size || !try_put_packed_hex(out, r.body_sha256)) {
+        out.resize(start);
+        put_varint(out, 0);
     }
 }
 
@@ -157,8 +203,8 @@ void encode_response(const stored_response& response, std::string& out)
 std::size_t size_hint(const record& r)
 {
     std::size_t hint = 16 + r.owner_token.size() + r.fingerprint.size();
-    if (r.state == record_state::completed) {
-        hint += 16 + r.response.reason.size() + r.response.body.size();
+    if (has_response(r.state)) {
+        hint += 16 + 48 + r.response.reason.size() + r.response.body.size();
         for (const auto& h : r.response.headers)
             hint += 4 + h.name.size() + h.value.size();
     }
@@ -171,14 +217,14 @@ void encode_record(const record& r, std::string& out)
 {
     out.reserve(out.size() + size_hint(r));
     encode_head(r, record_codec_version, out);
-    if (r.state == record_state::completed)
-        encode_response(r.response, out);
+    if (has_response(r.state))
+        encode_response_part(r, out);
 }
 
 boost::system::error_code encode_record(const record& r, std::string& out, const record_cipher& cipher,
                                         std::string_view binding)
 {
-    if (r.state != record_state::completed || !cipher.seals()) {
+    if (!has_response(r.state) || !cipher.seals()) {
         encode_record(r, out);
         return {};
     }
@@ -188,7 +234,7 @@ boost::system::error_code encode_record(const record& r, std::string& out, const
     encode_head(r, record_codec_version_sealed, out);
     std::string plaintext;
     plaintext.reserve(hint);
-    encode_response(r.response, plaintext);
+    encode_response_part(r, plaintext);
     // `out` may hold other bytes before `start`; the head is what follows them.
     auto head = std::string(out, start);
     sealed_aad aad(binding, head);

@@ -12,6 +12,7 @@
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/store/record_codec.hpp>
 
 namespace idemgate::store::detail {
 
@@ -113,12 +114,21 @@ asio::awaitable<bool> complete_resender::attempt(const pending_record& p)
     auto px = std::to_string(left.count());
     std::array<std::string_view, 5> args{p.key, p.prefix, p.value, px, p.publish};
     auto r = co_await resend(args);
-    if (r.ec || !r.reply || r.reply->type != REDIS_REPLY_INTEGER)
+    if (r.ec || !r.reply)
         co_return false; // no primary yet (a failover under way): the next round
-    if (r.reply->integer != 1) {
-        drop(p, "another request's lock or record holds the key");
+    if (r.reply->type == REDIS_REPLY_STRING) {
+        // Another request's value. Its lock: that request was refused, or runs, or its gateway
+        // died; wait for it to complete, release or expire. Its record: it settled the key.
+        record other;
+        auto bad = decode_record(std::string_view(r.reply->str, r.reply->len), other, shared_->options.cipher,
+                                 p.key);
+        if (!bad && other.state == record_state::in_flight)
+            co_return false;
+        drop(p, "another request's record holds the key");
         co_return true;
     }
+    if (r.reply->type != REDIS_REPLY_INTEGER || r.reply->integer != 1)
+        co_return false;
     auto acked = co_await waiter_->acknowledged();
     if (acked < static_cast<long long>(shared_->cfg.min_replicas_ack)) {
         shared_->stats.completes_resent_again.fetch_add(1, std::memory_order_relaxed);

@@ -4,7 +4,9 @@
 // run again once its lock expired. Such records wait in a bounded per-thread queue and are
 // written again to whichever server is the primary now, owner-checked (never over another
 // owner's lock or record; also when the key is gone, as after a failover that lost the lock),
-// until the replicas acknowledge them. Private to the store library.
+// until the replicas acknowledge them. Another request's lock (a retry refused, running, or of a
+// gateway that died) is waited out; another request's record ends the attempt. Private to the
+// store library.
 #include "redis/client/redis_connection.hpp"
 #include "redis/client/replica_wait.hpp"
 

@@ -21,6 +21,21 @@ inline std::string removal_channel(std::string_view key_prefix)
 // (store.hash_keys), else redis_key.
 std::string redis_key_of(const redis_shared& shared, scope s);
 
+// The keys kept beside a record key: its tombstone (":t") and its execution count (":n"). A
+// record key never ends so: its key part has ':' percent-encoded, and a hashed key ends in '}'.
+inline std::string tombstone_key(std::string_view record_key)
+{
+    std::string out(record_key);
+    out += ":t";
+    return out;
+}
+inline std::string count_key(std::string_view record_key)
+{
+    std::string out(record_key);
+    out += ":n";
+    return out;
+}
+
 // A tenant as it may appear in this backend's Redis keys (per-tenant keys such as quotas):
 // store::redis_tenant_tag under options.key_hash_secret, so with store.hash_keys no raw tenant
 // reaches Redis.

@@ -30,14 +30,15 @@ constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1
 // consistency strict, a completed record written again after the primary did not take it or the
 // replicas did not acknowledge it (a failover may have lost it): as complete_script, but it also
 // writes when the key is gone (the lock was lost with the old primary, or expired); never over
-// another owner's lock or record. ARGV as complete_script.
+// another owner's lock or record, whose value it returns instead (the caller waits for a lock to
+// go, and gives up on a record). ARGV as complete_script.
 constexpr std::string_view resend_script = "local v = redis.call('GET', KEYS[1])\n"
                                            "if (not v) or string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
                                            "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
                                            "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
                                            "  return 1\n"
                                            "end\n"
-                                           "return 0\n";
+                                           "return v\n";
 
 // KEYS[1] key, ARGV[1] owner prefix, ARGV[2] PUBLISH, SPUBLISH or "" (as complete_script).
 constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
@@ -79,6 +80,19 @@ constexpr std::string_view admit_script =
     "end\n"
     "return {0, 0}\n";
 
+// KEYS[1] the key's execution count, ARGV[1] how long it is kept after this execution (ms).
+constexpr std::string_view count_script = "local n = redis.call('INCR', KEYS[1])\n"
+                                          "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+                                          "return n\n";
+
+// KEYS[1] key, ARGV[1] the owner prefix followed by the in-flight state byte, ARGV[2] lock_ttl ms.
+constexpr std::string_view extend_script = "local v = redis.call('GET', KEYS[1])\n"
+                                           "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
+                                           "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                           "  return 1\n"
+                                           "end\n"
+                                           "return 0\n";
+
 std::string sha1_hex(std::string_view text)
 {
     std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
@@ -111,6 +125,18 @@ const lua_script& release_lua()
 const lua_script& admit_lua()
 {
     static const lua_script s{admit_script, sha1_hex(admit_script)};
+    return s;
+}
+
+const lua_script& count_lua()
+{
+    static const lua_script s{count_script, sha1_hex(count_script)};
+    return s;
+}
+
+const lua_script& extend_lua()
+{
+    static const lua_script s{extend_script, sha1_hex(extend_script)};
     return s;
 }
 

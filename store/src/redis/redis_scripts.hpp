@@ -23,6 +23,10 @@ const lua_script& complete_lua();
 const lua_script& resend_lua();
 const lua_script& release_lua();
 const lua_script& admit_lua();
+// count: INCR a key's execution count and keep it for a TTL. extend: PEXPIRE a key whose value
+// starts with a prefix (an owner's in-flight record).
+const lua_script& count_lua();
+const lua_script& extend_lua();
 
 // A rate as the admit script reads it: plain decimal, enough digits for any configured value.
 std::string rate_text(double rate);

@@ -8,6 +8,7 @@
 #include "redis/redis_backend.hpp"
 #include "redis/redis_keys.hpp"
 #include "redis/redis_scripts.hpp"
+#include "redis/redis_side_keys.hpp"
 
 #include <array>
 #include <cstdio>
@@ -125,7 +126,7 @@ public:
                                                       std::move(publish), record_ttl);
             co_return settled;
         }
-        if (!ec && shared_->cfg.min_replicas_ack > 0 && completed.state == record_state::completed)
+        if (!ec && shared_->cfg.min_replicas_ack > 0 && completed.state != record_state::outcome_unknown)
             co_await detail::wait_after_complete(*router_, *shared_, key);
         co_return ec;
     }
@@ -136,6 +137,23 @@ public:
         auto prefix = owner_prefix(owner_token);
         std::array<std::string_view, 2> argv{prefix, publish_flag()};
         co_return co_await run_owned("release", release_lua(), key, argv);
+    }
+
+    asio::awaitable<error_code> extend(scope s, std::string_view token, duration lock_ttl) override
+    {
+        co_return co_await detail::extend_lock(*router_, *shared_, s, token, lock_ttl);
+    }
+    asio::awaitable<error_code> bury(scope s, const record& tomb, duration ttl) override
+    {
+        co_return co_await detail::bury(*router_, *shared_, s, tomb, ttl);
+    }
+    asio::awaitable<tombstone_result> find_tombstone(scope s) override
+    {
+        co_return co_await detail::find_tombstone(*router_, *shared_, s);
+    }
+    asio::awaitable<count_result> count_execution(scope s, duration ttl) override
+    {
+        co_return co_await detail::count_execution(*router_, *shared_, s, ttl);
     }
 
     asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
@@ -192,39 +210,7 @@ public:
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
     asio::awaitable<lookup_result> lookup(scope s) override
     {
-        auto key = detail::redis_key_of(*shared_, s);
-        lookup_result out;
-        std::array<std::string_view, 2> get{"GET", key};
-        auto r = co_await router_->execute(key, get);
-        if (r.ec) {
-            log_if_error_reply("lookup", "GET", r);
-            out.ec = r.ec;
-            co_return out;
-        }
-        if (r.reply->type == REDIS_REPLY_NIL)
-            co_return out;
-        record existing;
-        if (r.reply->type != REDIS_REPLY_STRING) {
-            shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
-            out.ec = make_error_code(error::store_protocol);
-            co_return out;
-        }
-        if (auto ec = decode(key, std::string_view(r.reply->str, r.reply->len), existing)) {
-            out.ec = ec;
-            co_return out;
-        }
-        std::array<std::string_view, 2> pttl{"PTTL", key};
-        auto t = co_await router_->execute(key, pttl);
-        if (t.ec) {
-            log_if_error_reply("lookup", "PTTL", t);
-            out.ec = t.ec;
-            co_return out;
-        }
-        if (t.reply->type != REDIS_REPLY_INTEGER || t.reply->integer < 0)
-            co_return out; // expired between the two commands
-        out.existing = std::move(existing);
-        out.expires_in_ms = t.reply->integer;
-        co_return out;
+        co_return co_await detail::lookup_record(*router_, *shared_, s);
     }
 
     asio::awaitable<error_code> remove(scope s, bool& removed) override
@@ -242,6 +228,7 @@ public:
             co_return make_error_code(error::store_protocol);
         }
         removed = r.reply->integer > 0;
+        co_await detail::remove_side_keys(*router_, *shared_, key);
         if (shared_->options.publish_removals) {
             // Every gateway's local tier forgets the record (this one's too, through its own
             // subscriber). A lost message leaves copies until their max_age: logged.
@@ -294,17 +281,9 @@ private:
         co_return r;
     }
 
-    // A stored value that does not decode, or is sealed and does not open (unknown key, altered,
-    // moved from another key), is never served: counted, logged (rate-limited), record_corrupt.
     error_code decode(std::string_view key, std::string_view bytes, record& out)
     {
-        seal_fault fault = seal_fault::none;
-        auto ec = decode_record(bytes, out, shared_->options.cipher, key, &fault);
-        if (ec) {
-            shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
-            shared_->log_corrupt_record(key, bytes.size(), to_string(fault));
-        }
-        return ec;
+        return detail::decode_logged(*shared_, key, bytes, out);
     }
 
     // run_script with one key, for the owner-checked scripts: 1 -> ok, 0 -> not_owner.

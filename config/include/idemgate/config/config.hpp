@@ -253,12 +253,21 @@ struct idempotency_config {
     // also carry a fresh Date instead of the recorded one.
     std::vector<std::string> replay_drop_headers{"Set-Cookie", "Retry-After", "X-RateLimit-*",
                                                  "RateLimit",  "RateLimit-*", "RateLimit-Policy"};
+    // > 0: after record_ttl a compact record (fingerprint, status, time, Location, body SHA-256)
+    // outlives the answer this long, and a retry is refused instead of executed. 0 = off.
+    duration tombstone_ttl{0};
+    // Sent upstream with the number of this execution of the key (1, then 2 after a release, ...).
+    // "" = off.
+    std::string attempt_header;
     key_format_config key_format;
     key_space_mode key_space = key_space_mode::tenant;
     key_source key_from = key_source::header;
     // With json / header_or_json: RFC 6901 pointers to the string or number that is the key
     // (key_json_pointer: one; key_json_pointers: several, joined into one composite key).
     std::vector<std::string> key_json_pointers;
+    // GET <client_lookup_path><key> on the client listener tells the caller what became of its key
+    // in this route's scope; starts with path_prefix ("" = off).
+    std::string client_lookup_path;
 };
 
 // Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway
@@ -280,7 +289,10 @@ struct route_config {
 
 struct limits_config {
     std::size_t max_request_body = 1024 * 1024;
-    std::size_t max_response_body = 8 * 1024 * 1024;
+    // An answer up to max_record_body is recorded for replay; a larger one is passed on as it
+    // arrives and leaves a status-only record; one over max_response_body is refused (502) or cut.
+    std::size_t max_record_body = 8 * 1024 * 1024;
+    std::size_t max_response_body = std::size_t{1024} * 1024 * 1024;
     std::size_t max_header_bytes = 16 * 1024; // 431 above it
     std::size_t max_connections = 10000;      // client connections, all threads
     std::size_t max_waiting = 10000;          // duplicates waiting at once (wait mode); 503 beyond
@@ -338,6 +350,20 @@ struct tracing_config {
 // The least severe application log line written (access lines are governed by access_log).
 enum class log_severity { debug, info, warn, error };
 
+// Where the gateway's own paths live on the client listener: its published contract, and the
+// pages documenting its problem types (when problems.base_uri is "").
+inline constexpr std::string_view well_known_path = "/.well-known/idempotency";
+inline constexpr std::string_view default_problem_base = "/.well-known/idempotency/problems/";
+
+// The `type` of the gateway's problem documents (RFC 9457): <base_uri><type>.
+struct problems_config {
+    std::string base_uri; // "" = the relative reference default_problem_base (pages the gateway serves)
+    std::string_view type_base() const noexcept
+    {
+        return base_uri.empty() ? default_problem_base : std::string_view(base_uri);
+    }
+};
+
 struct config {
     endpoint listen{"127.0.0.1", 8080};
     endpoint admin_listen{"127.0.0.1", 9090};
@@ -352,6 +378,7 @@ struct config {
     std::optional<listen_tls_config> tls; // absent = plain HTTP on `listen`
     http2_config http2;
     tracing_config tracing;
+    problems_config problems;
     std::vector<upstream_config> upstreams;
     std::vector<route_config> routes;
     limits_config limits;

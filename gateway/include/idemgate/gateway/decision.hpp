@@ -14,33 +14,37 @@ namespace idemgate::gateway {
 // The status code says the rest: a released 502 is the gateway's own answer, a released 503 the
 // upstream's.
 enum class outcome {
-    executed,     // first request for a key: forwarded and recorded
-    replayed,     // finished duplicate: answered from the record
-    conflict,     // duplicate while the first is still in flight (or held, or just released): 409
-    mismatch,     // same key, other fingerprint: 409 or 422
-    rejected,     // bad request answered by the gateway (4xx before the store)
-    store_error,  // store failed and on_failure: reject -> 503
-    pass_through, // not guarded (no key, method not listed) or store failed with pass_through
-    released,     // forwarded as the key's owner, not recorded, the key freed: a retry executes
-    held,         // forwarded as the key's owner, not recorded, the key held as outcome_unknown
-    throttled     // a new key beyond its tenant's quota: 429, upstream not called
+    executed,       // first request for a key: forwarded and recorded
+    replayed,       // finished duplicate: answered from the record
+    conflict,       // duplicate while the first is still in flight (or held, or just released): 409
+    mismatch,       // same key, other fingerprint: 409 or 422
+    rejected,       // bad request answered by the gateway (4xx before the store)
+    store_error,    // store failed and on_failure: reject -> 503
+    pass_through,   // not guarded (no key, method not listed) or store failed with pass_through
+    released,       // forwarded as the key's owner, not recorded, the key freed: a retry executes
+    held,           // forwarded as the key's owner, not recorded, the key held as outcome_unknown
+    throttled,      // a new key beyond its tenant's quota: 429, upstream not called
+    not_replayable, // the first answer was too big to record: 422, upstream not called
+    expired         // the record expired, its tombstone remains: 422, upstream not called
 };
 std::string_view to_string(outcome o) noexcept;
-inline constexpr int outcome_count = 10;
+inline constexpr int outcome_count = 12;
 
 // What the gateway tells the client about its key (routes[].idempotency.status_header), for
 // every answer to a request that carried one.
 enum class key_status {
-    none,        // no header: the request carried no key, or there is no route
-    executed,    // forwarded and recorded: a retry replays this answer
-    replayed,    // answered from the record
-    released,    // not recorded (or refused after the key was taken): a retry executes
-    held,        // the outcome is unknown: a retry gets 409 outcome-unknown
-    in_flight,   // the first request with this key is still running: retry later
-    mismatch,    // the key was used for another request
-    rejected,    // refused before the key was reserved: fix the request and retry
-    unavailable, // the store could not be asked: a retry may execute
-    ignored      // not guarded: a route or method without idempotency, or shadow mode
+    none,           // no header: the request carried no key, or there is no route
+    executed,       // forwarded and recorded: a retry replays this answer
+    replayed,       // answered from the record
+    released,       // not recorded (or refused after the key was taken): a retry executes
+    held,           // the outcome is unknown: a retry gets 409 outcome-unknown
+    in_flight,      // the first request with this key is still running: retry later
+    mismatch,       // the key was used for another request
+    rejected,       // refused before the key was reserved: fix the request and retry
+    unavailable,    // the store could not be asked: a retry may execute
+    ignored,        // not guarded: a route or method without idempotency, or shadow mode
+    not_replayable, // the first answer was too big to record: it is never executed again
+    expired         // the first answer's record expired (a tombstone remains): never executed again
 };
 std::string_view to_string(key_status s) noexcept;
 
@@ -85,20 +89,26 @@ request_verdict classify(const config::idempotency_config& policy, const request
 std::string invalid_key_detail(const config::idempotency_config& policy, const request_facts& facts);
 
 enum class reserve_action {
-    forward_and_record,        // we own the key: forward, then record or release
-    replay,                    // finished record with our fingerprint
-    in_flight_conflict,        // 409 + Retry-After
-    fingerprint_mismatch,      // 409 / 422
-    outcome_unknown,           // 409 outcome-unknown: sent before, no answer, held (never resent)
-    released_conflict,         // wait mode: the first request failed and its key was released
-                               // while we waited: 409 + Retry-After, so the client's retry runs it
-    reject_store_failure,      // 503, upstream not called
-    pass_through_store_failure // forward unprotected, counted
+    forward_and_record,         // we own the key: forward, then record or release
+    replay,                     // finished record with our fingerprint
+    in_flight_conflict,         // 409 + Retry-After
+    fingerprint_mismatch,       // 409 / 422
+    outcome_unknown,            // 409 outcome-unknown: sent before, no answer, held (never resent)
+    released_conflict,          // wait mode: the first request failed and its key was released
+                                // while we waited: 409 + Retry-After, so the client's retry runs it
+    reject_store_failure,       // 503, upstream not called
+    pass_through_store_failure, // forward unprotected, counted
+    not_replayable,             // 422: the first answer was too big to record (a status-only record)
+    record_expired              // 422: only the record's tombstone remains (tombstone_ttl)
 };
 
 // Phase 2: what the store said about the key.
 reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
                                     config::failure_mode on_failure) noexcept;
+
+// Phase 2 with tombstones: the key was reserved (its record had expired) and `tombstone` is
+// what outlived the record. Same fingerprint: record_expired; another: fingerprint_mismatch.
+reserve_action decide_on_tombstone(const store::record& tombstone, std::string_view fingerprint) noexcept;
 
 // Phase 2, wait mode (on_in_flight: wait): a duplicate of an in-flight request waited with
 // store::session::wait_settled. A store failure or the deadline answer 409 as reject mode would

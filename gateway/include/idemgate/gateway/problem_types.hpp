@@ -9,7 +9,8 @@ namespace idemgate::gateway {
 
 namespace http = boost::beast::http;
 
-// The problem types idemgate answers with; `type` is "urn:idemgate:problem:<slug>".
+// The problem types idemgate answers with; `type` is "<problems.base_uri><slug>", by default
+// "/.well-known/idempotency/problems/<slug>" (a page the gateway serves).
 struct problem {
     http::status status;
     std::string_view slug;
@@ -47,6 +48,11 @@ inline constexpr problem too_many_waiting{http::status::service_unavailable, "to
                                           "Too many duplicate requests are waiting"};
 inline constexpr problem mismatch{http::status::conflict, "idempotency-key-reused",
                                   "Idempotency-Key reused with a different request"};
+inline constexpr problem answer_not_replayable{
+    http::status::unprocessable_entity, "answer-not-replayable",
+    "The first answer for this key was too large to record and cannot be replayed"};
+inline constexpr problem record_expired{http::status::unprocessable_entity, "record-expired",
+                                        "The record of the first request with this key has expired"};
 inline constexpr problem body_too_large{http::status::payload_too_large, "body-too-large",
                                         "Request body too large"};
 inline constexpr problem header_too_large{http::status::request_header_fields_too_large, "header-too-large",

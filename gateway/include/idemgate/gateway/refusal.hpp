@@ -27,8 +27,10 @@ enum class refusal {
     quota_unavailable,          // the tenant quota cannot be checked and store.on_failure: reject
     tenant_in_flight_limit,     // the tenant has max_in_flight requests in flight
     tenant_key_rate,            // the tenant's new_keys_per_second is exhausted
+    not_replayable,             // the first answer was too big to record (a status-only record)
+    record_expired,             // the record expired; its tombstone remains (tombstone_ttl)
 };
-inline constexpr int refusal_count = 17;
+inline constexpr int refusal_count = 19;
 
 enum class retry_hint {
     none,

@@ -17,6 +17,9 @@ struct scope_source {
     // One per credential header of the route, in its order: the header's value (its lines
     // joined by '\n'), or nothing when the request did not carry it.
     std::vector<std::optional<std::string>> credentials;
+    // Instead of `credentials`: their hashes as the access log's `principal` shows them (see
+    // resolved_scope::principal); valid only where is_principal says so.
+    std::string_view principal;
     // The route's path_prefix on a route with key_space: route; "" = the tenant's key space,
     // shared by every route.
     std::string_view route;
@@ -32,16 +35,23 @@ struct resolved_scope {
     // space and no control character, so the first space starts the credentials, the only 0x02
     // starts the route, and no two scopes collide.
     std::string tenant;
-    // With credentials: the first 16 hex digits of the first present credential's HMAC, or
-    // "anonymous"; without: "". Raw credentials never leave resolve_scope.
+    // With credentials: the credential part of the scope as the access log shows it, one entry
+    // per credential header joined by ',': its HMAC in lower-case hex, or "-" when absent (so
+    // "-" is the anonymous scope of a one-header route); without: "". The admin API takes it back
+    // as principal=. Raw credentials never leave resolve_scope.
     std::string principal;
 };
 
 resolved_scope resolve_scope(const scope_source& source, const std::string& key_secret);
 
+// A principal as resolved_scope::principal writes one: 1 to 16 entries of 64 lower-case hex digits
+// or "-", joined by ','.
+bool is_principal(std::string_view text) noexcept;
+
 // The admin API's names for a scope's parts: tenant=<header tenant>, cert_tenant=<common name>,
 // credential=<value> (one per credential header of the route, in its order; empty: the header
-// was absent), route=<path_prefix> (a route with key_space: route). Sets the part `name` names and returns
+// was absent), principal=<the access log's principal> (instead of credential=),
+// route=<path_prefix> (a route with key_space: route). Sets the part `name` names and returns
 // true, or returns false for another name. `value` must outlive `source`.
 bool set_scope_parameter(scope_source& source, std::string_view name, std::string_view value);
 

@@ -29,6 +29,12 @@ inline constexpr const char* fail_once_header = "X-Fail-Once";
 // the first attempt still running.
 inline constexpr const char* provider_delay_header = "X-Provider-Delay-Ms";
 
+// The gateway's attempt_header as the demo configures it: which execution of its
+// Idempotency-Key a request is (1, then 2 after the gateway released the key, ...). Every POST
+// that carries it is logged ("attempt"), a re-execution at warn level, so the log shows when a
+// key ran twice and why.
+inline constexpr const char* attempt_header = "Idempotency-Attempt";
+
 // Routes and handles one request. Blocking (SQLite); never throws.
 //   POST /api/v1/orders                 {items:[{sku,qty,price_cents}], total_cents?} -> 201
 //   GET  /api/v1/orders/{id}                                                          -> 200 | 404

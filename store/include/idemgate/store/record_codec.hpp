@@ -12,12 +12,15 @@
 //   phrase of the status] | varint header_count
 //   | { name: varint(index << 1 | 1) into a table of common names, or varint(len << 1) + bytes;
 //       varint len + value } * header_count | varint len + body
+// and for a status_only or tombstone record the same response part with an empty body, then
+//   varint body_length | varint 32 + the packed SHA-256 of the body, or varint 0 (none)
 // The owner token comes right after the version byte, so the Lua scripts of complete/release
 // check ownership by comparing a prefix (owner_prefix) without decoding the rest. Packing the
 // token, fingerprint, reason and common header names keeps the per-record overhead small
 // (the budget: Redis memory per record <= response size + 200 bytes).
 //
-// Version 2 (store.encryption) is a completed record whose response part is sealed:
+// Version 2 (store.encryption) is a record with a response part (completed, status_only,
+// tombstone) whose response part is sealed:
 //   u8 version=2 | token | u8 state=2 | varint created_unix_ms | fingerprint   (as version 1: the head)
 //   | key id (4) | nonce (12) | AES-256-GCM(the version-1 response part) | tag (16)
 // The authenticated data is varint(len) + binding (the Redis key) + the head, so a ciphertext
@@ -43,7 +46,7 @@ void encode_record(const record& r, std::string& out);
 // The encoding of `r`.
 std::string encode_record(const record& r);
 
-// Appends the encoding of `r` to `out`: version 2 when `r` is completed and `cipher` has a
+// Appends the encoding of `r` to `out`: version 2 when `r` has a response part and `cipher` has a
 // current key (the response sealed and bound to `binding`), else version 1.
 // error::record_seal_failed when sealing fails (then `out` is unchanged).
 boost::system::error_code encode_record(const record& r, std::string& out, const record_cipher& cipher,

@@ -37,7 +37,18 @@ struct stored_response {
 
 // outcome_unknown: the request was sent upstream and no answer came (on_unknown_outcome: hold);
 // like in_flight it has no response, but it lives for record_ttl and is never executed again.
-enum class record_state : std::uint8_t { in_flight = 1, completed = 2, outcome_unknown = 3 };
+// status_only: the upstream answered with a body too big to record (limits.max_record_body);
+// the record keeps the status, reason and fields, the body's length and SHA-256, no body, and a
+// retry is refused (never executed) for record_ttl.
+// tombstone: what outlives an expired record for tombstone_ttl (session::bury): the
+// fingerprint, created time, status, Location (as its one field) and body SHA-256.
+enum class record_state : std::uint8_t {
+    in_flight = 1,
+    completed = 2,
+    outcome_unknown = 3,
+    status_only = 4,
+    tombstone = 5
+};
 
 // What a key holds. An in-flight record has no response.
 struct record {
@@ -45,8 +56,24 @@ struct record {
     std::string fingerprint; // hex SHA-256 of method \n path-with-query \n body
     std::string owner_token; // unique per reservation; complete/release compare it
     std::int64_t created_unix_ms = 0;
-    stored_response response; // meaningful only when state == completed
+    stored_response response; // completed; status_only and tombstone: without a body
+    // status_only and tombstone: the answer body's length and lower-case hex SHA-256 ("" when
+    // the body was not read to its end).
+    std::uint64_t body_length = 0;
+    std::string body_sha256;
     friend bool operator==(const record&, const record&) = default;
+};
+
+// The number of executions of a key (session::count_execution).
+struct count_result {
+    boost::system::error_code ec;
+    std::uint64_t count = 0;
+};
+
+// What outlives a key's record (session::find_tombstone).
+struct tombstone_result {
+    boost::system::error_code ec;
+    std::optional<record> tombstone; // state tombstone; nullopt: none
 };
 
 // Where a key lives: the tenant scope plus the client's key. Two scopes never collide.
@@ -130,8 +157,27 @@ public:
     // by polling.
     virtual boost::asio::awaitable<wait_result> wait_settled(scope s, duration timeout);
 
-    // Operator access (admin API), off the request path. The defaults answer store_unavailable
-    // for a backend that has not implemented them.
+    // The key still holds the in-flight record of owner_token: its lock_ttl starts again (an
+    // answer passed on to the client for longer than lock_ttl). error::not_owner otherwise; a
+    // completed record is never touched. The default answers store_unavailable.
+    virtual boost::asio::awaitable<boost::system::error_code> extend(scope s, std::string_view owner_token,
+                                                                     duration lock_ttl);
+
+    // Tombstones (routes[].idempotency.tombstone_ttl). Keeps `tombstone` (state tombstone) beside
+    // the key's record for `ttl` (record_ttl + tombstone_ttl), so it outlives the record; and
+    // reads it back. The defaults answer store_unavailable.
+    virtual boost::asio::awaitable<boost::system::error_code> bury(scope s, const record& tombstone,
+                                                                   duration ttl);
+    virtual boost::asio::awaitable<tombstone_result> find_tombstone(scope s);
+
+    // Attempts (routes[].idempotency.attempt_header). Counts one more execution of the key and
+    // returns the count (1 for its first); the count is kept `ttl` after the latest execution
+    // (lock_ttl + record_ttl: as long as a release could be followed by another execution that
+    // a client would see as a retry). The default answers store_unavailable.
+    virtual boost::asio::awaitable<count_result> count_execution(scope s, duration ttl);
+
+    // Operator access (admin API), and a client's lookup of its own key (lookup only). The
+    // defaults answer store_unavailable for a backend that has not implemented them.
     // The record a key holds and its remaining TTL.
     virtual boost::asio::awaitable<lookup_result> lookup(scope s);
     // Deletes the key whatever it holds (no owner check: an operator's decision). Sets `removed`.
