@@ -1,6 +1,6 @@
 // bench-client: the exact-count HTTP work that wrk cannot do, for bench/run.sh.
 //
-//   bench-client fill  --port P --prefix X --keys N [--connections C] [--path /p]
+//   bench-client fill  --port P --prefix X --keys N [--connections C] [--path /p] [--key-in body]
 //       POSTs keys X-0 .. X-(N-1) once each (pre-warming replays, creating N records).
 //   bench-client storm --port P --prefix X --keys K --repeats R [--connections C] [--path /p]
 //       Sends every key R times, the R copies of a key back to back so they race on different
@@ -53,6 +53,9 @@ struct options {
     int keys = 0;
     int repeats = 1;
     int connections = 16;
+    // "header": the key in Idempotency-Key; "body": the key as the body's "client_ref" member and
+    // no key header (a route with key_from: json, key_json_pointer: "/client_ref").
+    std::string key_in = "header";
 };
 
 // The answer every copy of a key must repeat.
@@ -81,8 +84,16 @@ std::string build_request(const options& opts, int key)
     std::string req;
     req.reserve(256);
     req += "POST " + opts.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+    const std::string name = opts.prefix + "-" + std::to_string(key);
+    if (opts.key_in == "body") {
+        std::string body = R"({"client_ref":")" + name + "\",";
+        body.append(request_body.substr(1));
+        req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+        req += body;
+        return req;
+    }
     req += "Content-Length: " + std::to_string(request_body.size()) + "\r\n";
-    req += "Idempotency-Key: " + opts.prefix + "-" + std::to_string(key) + "\r\n\r\n";
+    req += "Idempotency-Key: " + name + "\r\n\r\n";
     req += request_body;
     return req;
 }
@@ -183,6 +194,8 @@ options parse_options(int argc, char** argv)
             opts.repeats = std::stoi(value);
         else if (name == "--connections")
             opts.connections = std::stoi(value);
+        else if (name == "--key-in" && (value == "header" || value == "body"))
+            opts.key_in = value;
         else
             throw std::runtime_error("unknown option " + std::string(name));
     }

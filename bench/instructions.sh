@@ -15,6 +15,8 @@
 #   tier_replay   replays answered by the local tier (gateway-redis-tier.yaml)
 #   redis_replay  replays read from Redis (gateway-redis.yaml)
 #   memory_first  first executions over the memory store (gateway-memory.yaml)
+#   memory_first_json  the same with the key read from the JSON body (key_from: json,
+#                 key_json_pointer: /client_ref; bench-client --key-in body), beside memory_first
 #   redis_first   first executions over Redis (gateway-redis.yaml)
 #   proxy         the gateway as a plain proxy, no idempotency on the route (gateway-proxy.yaml)
 #   nginx_proxy   nginx's plain proxy (nginx-proxy.conf, one process, no master) under callgrind the
@@ -113,6 +115,7 @@ REQUESTS=${REQUESTS:-2000}
 WARMUP=${WARMUP:-200}
 ROUNDS=${ROUNDS:-2}
 PATHS=${PATHS:-tier_replay redis_replay memory_first redis_first proxy nginx_proxy}
+key_in=header # bench-client --key-in: where the measured requests carry their key
 REDIS_INSTRUCTIONS=${REDIS_INSTRUCTIONS:-1}
 RESULTS_DIR=${RESULTS_DIR:-$bench_dir/results}
 ((REQUESTS > 0 && WARMUP > 0 && ROUNDS > 0)) || die "REQUESTS, WARMUP and ROUNDS must be positive"
@@ -289,7 +292,7 @@ allocs_of() {
 }
 fill() { # port prefix keys -> bench-client's JSON line; fails the run unless it says ok
     local out
-    out=$("${pin[@]}" "$BENCH_CLIENT" fill --port "$1" --prefix "$2" --keys "$3" --connections 1) ||
+    out=$("${pin[@]}" "$BENCH_CLIENT" fill --port "$1" --prefix "$2" --keys "$3" --connections 1 --key-in "$key_in") ||
         die "bench-client fill --prefix $2 --keys $3 failed: $out"
     echo "$out"
 }
@@ -305,10 +308,12 @@ run_path() {
     case $path in
     tier_replay) template=gateway-redis-tier.yaml store=redis ;;
     redis_replay | redis_first) template=gateway-redis.yaml store=redis ;;
-    memory_first) template=gateway-memory.yaml store=memory ;;
+    memory_first | memory_first_json) template=gateway-memory.yaml store=memory ;;
     proxy) template=gateway-proxy.yaml store=redis ;;
-    *) die "unknown path $path (PATHS: tier_replay redis_replay memory_first redis_first proxy)" ;;
+    *) die "unknown path $path (PATHS: tier_replay redis_replay memory_first memory_first_json redis_first proxy nginx_proxy)" ;;
     esac
+    key_in=header
+    [[ $path = *_json ]] && key_in=body
     dir=$work/$path-$round
     mkdir -p "$dir"
     local redis_cg=0
@@ -334,6 +339,10 @@ run_path() {
         # every measured replay a tier hit; what a hit costs does not depend on max_age.
         sed -i -E 's/max_age: *[0-9]+s/max_age: 1h/' "$dir/gateway.yaml"
         grep -q 'max_age: 1h' "$dir/gateway.yaml" || die "could not raise local_tier max_age in $dir/gateway.yaml"
+    fi
+    if [[ $key_in = body ]]; then
+        sed -i -E 's/^( *)key_header: Idempotency-Key$/\1key_from: json\n\1key_json_pointer: "\/client_ref"/' "$dir/gateway.yaml"
+        grep -q 'key_from: json' "$dir/gateway.yaml" || die "could not set key_from: json in $dir/gateway.yaml"
     fi
     "$bin/idemgate" --config "$dir/gateway.yaml" --check >"$dir/check.log" 2>&1 ||
         { cat "$dir/check.log" >&2; die "$path: config rejected"; }
@@ -365,7 +374,7 @@ run_path() {
         expect_replayed=$REQUESTS
         [[ $path = tier_replay ]] && expect_tier=$REQUESTS
         ;;
-    memory_first | redis_first)
+    memory_first | memory_first_json | redis_first)
         fill "$port" w "$WARMUP" >"$dir/warmup.json"
         expect_executed=$REQUESTS
         ;;

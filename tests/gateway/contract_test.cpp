@@ -213,6 +213,7 @@ TEST_CASE("contract: --contract prints a valid OpenAPI 3.1 document, the one /.w
     auto& policy = post["x-idempotency"].as_object();
     CHECK(policy["lock_ttl"] == "PT30S");
     CHECK(policy["record_ttl"] == "PT86400S");
+    CHECK(policy["tombstone_ttl"] == "PT0S"); // off
     CHECK(policy["on_status"].as_object()["409"] == "release");
     CHECK(policy["on_status"].as_object()["5xx"] == "release");
     CHECK(doc["paths"].as_object().contains("/api/"));

@@ -120,6 +120,7 @@ json::object policy(const config::route_config& route)
     json::object out{{"path_prefix", route.path_prefix},
                      {"lock_ttl", iso_duration(idem.lock_ttl)},
                      {"record_ttl", iso_duration(idem.record_ttl)},
+                     {"tombstone_ttl", iso_duration(idem.tombstone_ttl)},
                      {"on_status", on_status(idem.on_status)},
                      {"on_unknown_outcome",
                       idem.on_unknown_outcome == config::unknown_outcome_mode::hold ? "hold" : "release"},
