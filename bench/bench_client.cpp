@@ -22,7 +22,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -146,7 +145,8 @@ asio::awaitable<void> worker(run_state& st, tcp::endpoint endpoint)
         beast::error_code read_ec = write_ec;
         if (!write_ec) {
             stream->expires_after(io_deadline);
-            auto [ec, n] = co_await http::async_read(*stream, buffer, res, asio::as_tuple(asio::use_awaitable));
+            auto [ec, n] =
+                co_await http::async_read(*stream, buffer, res, asio::as_tuple(asio::use_awaitable));
             read_ec = ec;
         }
         ++st.requests;
@@ -252,8 +252,8 @@ int main(int argc, char** argv)
             ok = ok && keys_executed_once == st.opts.keys && keys_executed_twice == 0;
         std::cout << "{\"mode\":\"" << st.opts.mode << "\",\"keys\":" << st.opts.keys
                   << ",\"repeats\":" << st.opts.repeats << ",\"connections\":" << st.opts.connections
-                  << ",\"requests\":" << st.requests << ",\"seconds\":" << seconds
-                  << ",\"status\":{" << statuses << "},\"in_flight_409\":" << st.in_flight_conflicts
+                  << ",\"requests\":" << st.requests << ",\"seconds\":" << seconds << ",\"status\":{"
+                  << statuses << "},\"in_flight_409\":" << st.in_flight_conflicts
                   << ",\"keys_executed_once\":" << keys_executed_once
                   << ",\"keys_executed_more_than_once\":" << keys_executed_twice
                   << ",\"keys_unanswered\":" << keys_unanswered << ",\"body_mismatches\":" << st.mismatches
