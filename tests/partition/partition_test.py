@@ -16,7 +16,8 @@ PAUSE WRITE, plus the switch-following check, asserting no key runs twice, no re
 another execution, and connections off the old primary within 0.5 s. PARTITION_LONG=1 (or --long)
 runs every fault for async, min_replicas_ack and strict with one and two replicas and prints the
 table for the docs (asserting only what strict mode and switch following promise).
-PARTITION_PLAN="strict:2:sigkill strict:2:pause" runs only those cells (setting:replicas:fault).
+PARTITION_PLAN="strict:2:sigkill strict:2:pause" runs only those cells (setting:replicas:fault;
+strictall: strict with min_replicas_ack equal to the number of replicas).
 
 usage: partition_test.py --bin DIR [--long]   (DIR holds idemgate and idemgate-test-upstream)
 """
@@ -158,7 +159,9 @@ class cluster:
         consistency = ""
         if setting in ("ack", "strict"):
             consistency += "    min_replicas_ack: 1\n"
-        if setting == "strict":
+        if setting == "strictall":  # strict, every replica acknowledging
+            consistency += f"    min_replicas_ack: {len(self.replicas)}\n"
+        if setting in ("strict", "strictall"):
             consistency += "    consistency: strict\n    wait_timeout: 50ms\n"
         yaml = (
             "listen: \"127.0.0.1:18080\"\nadmin_listen: \"127.0.0.1:18081\"\nthreads: 2\naccess_log: false\n"
@@ -360,9 +363,9 @@ def main():
         plan = []
         for item in chosen:
             setting, replicas, fault = item.split(":")
-            if setting not in ("async", "ack", "strict") or replicas not in ("1", "2") or fault not in FAULTS:
+            if setting not in ("async", "ack", "strict", "strictall") or replicas not in ("1", "2") or fault not in FAULTS:
                 print(f"partition_test: PARTITION_PLAN item {item!r} is not setting:replicas:fault "
-                      f"(settings async, ack, strict; replicas 1, 2; faults {', '.join(FAULTS)})")
+                      f"(settings async, ack, strict, strictall; replicas 1, 2; faults {', '.join(FAULTS)})")
                 return 2
             plan.append((setting, int(replicas), fault))
     elif long_mode:
@@ -381,9 +384,9 @@ def main():
             rows.append(r)
             print(json.dumps(r), flush=True)
             name = f"{setting}/{replicas} replica(s)/{fault}"
-            if setting == "strict" and r["twice"]:
+            if setting.startswith("strict") and r["twice"]:
                 failures.append(f"{name}: {r['twice']} keys ran twice, e.g. {r['twice_keys']}")
-            if setting == "strict" and r["wrong_answers"]:
+            if setting.startswith("strict") and r["wrong_answers"]:
                 failures.append(f"{name}: {r['wrong_answers']} keys answered by another execution")
             if fault == "partial":
                 if not r["switch_logged"]:
