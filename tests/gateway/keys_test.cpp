@@ -229,7 +229,10 @@ TEST_CASE("keys: mismatch_status 422 carries the Location too")
     auto reused = f.post("/api/orders", key, R"({"amount":2})");
     CHECK(is_problem(reused, 422));
     CHECK(member_of(reused, "location") == first.header("location"));
-    CHECK(reused.header("link") == "<" + first.header("location") + ">; rel=\"original\"");
+    std::string link = "<";
+    link += first.header("location");
+    link += ">; rel=\"original\"";
+    CHECK(reused.header("link") == link);
 }
 
 TEST_SUITE_END();

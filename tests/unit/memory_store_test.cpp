@@ -457,7 +457,11 @@ TEST_CASE("memory store: tenant new_keys_per_second is a token bucket with burst
     store::tenant_limits limits;
     limits.new_keys_per_second = 4;
     int token = 0;
-    auto admit = [&] { return run(f.ioc, f.s->admit("acme", "t" + std::to_string(++token), limits, 10s)); };
+    auto admit = [&] {
+        std::string owner = "t";
+        owner += std::to_string(++token);
+        return run(f.ioc, f.s->admit("acme", owner, limits, 10s));
+    };
     for (int i = 0; i < 4; ++i)
         CHECK(admit().verdict == store::admission::admitted);
     auto refused = admit();
