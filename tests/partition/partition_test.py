@@ -12,7 +12,8 @@ old primary.
 
 Needs root with CAP_NET_ADMIN, iptables and redis-server; otherwise it prints why and skips
 (exit 77). Default (CI): consistency strict, one replica, under SIGKILL, split-brain and CLIENT
-PAUSE WRITE, plus the switch-following check, asserting no key runs twice, no retry answered by
+PAUSE WRITE, two replicas under CLIENT PAUSE WRITE (a replica promoted while the old primary's
+other replica still acknowledges it), plus the switch-following check, asserting no key runs twice, no retry answered by
 another execution, and connections off the old primary within 0.5 s. PARTITION_LONG=1 (or --long)
 runs every fault for async, min_replicas_ack and strict with one and two replicas and prints the
 table for the docs (asserting only what strict mode and switch following promise).
@@ -371,7 +372,8 @@ def main():
     elif long_mode:
         plan = [(s, r, f) for r in (1, 2) for s in ("async", "ack", "strict") for f in FAULTS]
     else:
-        plan = [("strict", 1, "sigkill"), ("strict", 1, "split"), ("strict", 1, "pause"), ("async", 1, "partial")]
+        plan = [("strict", 1, "sigkill"), ("strict", 1, "split"), ("strict", 1, "pause"), ("strict", 2, "pause"),
+                ("async", 1, "partial")]
     work = tempfile.mkdtemp(prefix="idemgate-partition-")
     failures = []
     rows = []

@@ -62,8 +62,9 @@ asio::awaitable<boost::system::error_code> complete_resender::settle(boost::syst
         co_return ec; // the lock expired and another request holds the key: nothing to keep
     if (!ec) {
         // No co_await inside a condition: GCC 12 mishandles it.
+        const auto wanted = shared_->acks_wanted();
         long long acked = co_await waiter_->acknowledged();
-        if (acked >= static_cast<long long>(shared_->cfg.min_replicas_ack))
+        if (acked >= wanted)
             co_return ec;
         shared_->stats.records_unreplicated.fetch_add(1, std::memory_order_relaxed);
     }
@@ -129,8 +130,9 @@ asio::awaitable<bool> complete_resender::attempt(const pending_record& p)
     }
     if (r.reply->type != REDIS_REPLY_INTEGER || r.reply->integer != 1)
         co_return false;
+    const auto wanted = shared_->acks_wanted();
     auto acked = co_await waiter_->acknowledged();
-    if (acked < static_cast<long long>(shared_->cfg.min_replicas_ack)) {
+    if (acked < wanted) {
         shared_->stats.completes_resent_again.fetch_add(1, std::memory_order_relaxed);
         co_return false;
     }

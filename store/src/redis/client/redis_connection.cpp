@@ -367,6 +367,8 @@ void redis_connection::check_stall()
     if (connected_ && !pending_.empty() && clock::now() - pending_.front()->sent > limit) {
         log::coalesced(log::level::warn, "redis not answering; reconnecting", address_.to_string(),
                        {{"address", address_.to_string()}, {"pending", pending_.size()}});
+        if (!subscriber_)
+            shared_->primary_stalled();
         on_lost(generation_, "stalled", {});
     }
 }

@@ -92,6 +92,19 @@ struct redis_shared {
     std::atomic<std::uint64_t> primary_epoch{0};
     // consistency strict: the replica count last warned about (ROLE), so each change logs once.
     std::atomic<long long> replicas_warned{-1};
+    // consistency strict, sentinel mode: after the primary stalled (a write pause, a partition)
+    // the sentinels may have promoted one of its replicas that the gateway has not heard of yet,
+    // while its other replicas still acknowledge its writes. Until the sentinels name another
+    // primary, or `suspect_for` after the last stall, a write needs every replica the primary had
+    // when it stalled: an acknowledgement by a replica that was not promoted is not enough.
+    static constexpr std::chrono::seconds suspect_for{10};
+    std::atomic<long long> suspect_replicas{-1};
+    std::atomic<std::int64_t> suspect_until_ms{0}; // steady clock, milliseconds
+    // A stall of the primary's connection was seen (see suspect_replicas).
+    void primary_stalled() noexcept;
+    // How many replicas must acknowledge a strict write now: min_replicas_ack, or more while
+    // the primary is suspect.
+    long long acks_wanted() const noexcept;
 
     // Registers a connection that follows the primary (one per I/O thread, plus subscribers).
     void add_follower(const std::shared_ptr<redis_connection>& c);

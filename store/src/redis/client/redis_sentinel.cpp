@@ -208,8 +208,41 @@ void redis_shared::add_follower(const std::shared_ptr<redis_connection>& c)
     followers_.push_back(c);
 }
 
+namespace {
+
+std::int64_t steady_ms() noexcept
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+void redis_shared::primary_stalled() noexcept
+{
+    if (cfg.mode != config::redis_mode::sentinel || cfg.consistency != config::redis_consistency::strict)
+        return;
+    long long known = stats.connected_replicas.load(std::memory_order_relaxed);
+    if (suspect_until_ms.load(std::memory_order_relaxed) > steady_ms())
+        known = std::max(known, suspect_replicas.load(std::memory_order_relaxed));
+    suspect_replicas.store(known, std::memory_order_relaxed);
+    suspect_until_ms.store(steady_ms() + std::chrono::milliseconds(suspect_for).count(),
+                           std::memory_order_relaxed);
+}
+
+long long redis_shared::acks_wanted() const noexcept
+{
+    auto wanted = static_cast<long long>(cfg.min_replicas_ack);
+    if (suspect_until_ms.load(std::memory_order_relaxed) > steady_ms())
+        wanted = std::max(wanted, suspect_replicas.load(std::memory_order_relaxed));
+    return wanted;
+}
+
 void redis_shared::primary_switched()
 {
+    // Another primary: its replicas are what counts now.
+    suspect_until_ms.store(0, std::memory_order_relaxed);
     primary_epoch.fetch_add(1, std::memory_order_acq_rel);
     std::lock_guard lock(followers_mutex_);
     for (const auto& w : followers_)

@@ -28,7 +28,6 @@ replica_waiter::replica_waiter(asio::any_io_executor ex, std::shared_ptr<redis_s
                                std::shared_ptr<redis_connection> data, std::shared_ptr<redis_connection> conn)
     : ex_(std::move(ex)), shared_(std::move(shared)), data_(std::move(data)), conn_(std::move(conn)),
       barrier_key_(shared_->cfg.key_prefix + ":wait-barrier"),
-      wanted_(std::to_string(shared_->cfg.min_replicas_ack)),
       timeout_(std::to_string(std::max<std::int64_t>(shared_->cfg.wait_timeout.count(), 1)))
 {
 }
@@ -64,7 +63,8 @@ asio::awaitable<void> replica_waiter::flush(std::shared_ptr<replica_waiter>)
         next_.reset();
         b->at = conn_->address();
         std::array<std::string_view, 3> barrier{"SET", barrier_key_, "1"};
-        std::array<std::string_view, 3> wait{"WAIT", wanted_, timeout_};
+        const auto wanted = std::to_string(shared_->acks_wanted());
+        std::array<std::string_view, 3> wait{"WAIT", wanted, timeout_};
         auto [set, acked] = co_await conn_->execute_pair(barrier, wait);
         // A barrier that was refused (OOM, READONLY) moved nothing: its WAIT would count
         // replicas for older writes only.
@@ -85,7 +85,7 @@ log_throttle unreplicated_reservation_log;
 asio::awaitable<bool> reservation_replicated(replica_waiter& waiter, redis_shared& shared,
                                              std::string_view key)
 {
-    const auto wanted = static_cast<long long>(shared.cfg.min_replicas_ack);
+    const auto wanted = shared.acks_wanted();
     auto connected = shared.stats.connected_replicas.load(std::memory_order_relaxed);
     long long acked = -1;
     const bool too_few = connected >= 0 && connected < wanted;

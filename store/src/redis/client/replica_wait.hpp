@@ -38,7 +38,6 @@ private:
     std::shared_ptr<batch> next_; // the batch the next caller joins; null when none is open
     bool in_flight_ = false;      // a WAIT is out
     std::string barrier_key_;
-    std::string wanted_;  // min_replicas_ack
     std::string timeout_; // wait_timeout in ms
 };
 
