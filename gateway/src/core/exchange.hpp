@@ -7,6 +7,7 @@
 #include <boost/system/error_code.hpp>
 #include <cstdint>
 #include <idemgate/gateway/decision.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,8 +15,10 @@
 namespace idemgate::gateway::detail {
 
 namespace http = boost::beast::http;
-using request_type = http::request<http::string_body>;
-using response_type = http::response<http::string_body>;
+// Their fields come from the thread's recycled blocks (field_allocator.hpp).
+using fields_type = pooled_fields;
+using request_type = http::request<http::string_body, fields_type>;
+using response_type = http::response<http::string_body, fields_type>;
 
 struct tier_entry; // idempotency/local_tier.hpp
 struct big_answer; // idempotency/big_answer.hpp

@@ -6,10 +6,11 @@
 
 namespace idemgate::gateway {
 
-http::response<http::string_body> make_problem(std::string_view type_base, const problem& p,
-                                               std::string_view detail, unsigned version, bool keep_alive,
-                                               std::string_view instance, unsigned status_override,
-                                               std::span<const problem_member> members)
+http::response<http::string_body, pooled_fields> make_problem(std::string_view type_base, const problem& p,
+                                                              std::string_view detail, unsigned version,
+                                                              bool keep_alive, std::string_view instance,
+                                                              unsigned status_override,
+                                                              std::span<const problem_member> members)
 {
     unsigned status = status_override ? status_override : static_cast<unsigned>(p.status);
     boost::json::object body;
@@ -25,7 +26,7 @@ http::response<http::string_body> make_problem(std::string_view type_base, const
         body["instance"] = instance;
     for (const auto& [name, value] : members)
         body[name] = value;
-    http::response<http::string_body> res{http::int_to_status(status), version};
+    http::response<http::string_body, pooled_fields> res{http::int_to_status(status), version};
     res.set(http::field::content_type, "application/problem+json");
     res.set(http::field::cache_control, "no-store");
     res.body() = boost::json::serialize(body);

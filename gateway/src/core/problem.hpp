@@ -3,6 +3,7 @@
 // are in <idemgate/gateway/problem_types.hpp>.
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/problem_types.hpp>
 #include <span>
 #include <string_view>
@@ -15,9 +16,10 @@ using problem_member = std::pair<std::string_view, std::string_view>;
 
 // Builds an application/problem+json response whose `type` is `type_base` + the problem's slug
 // (problems.type_base() of the live configuration). `status_override` (e.g. 422 for a mismatch).
-http::response<http::string_body> make_problem(std::string_view type_base, const problem& p,
-                                               std::string_view detail, unsigned version, bool keep_alive,
-                                               std::string_view instance = {}, unsigned status_override = 0,
-                                               std::span<const problem_member> members = {});
+http::response<http::string_body, pooled_fields> make_problem(std::string_view type_base, const problem& p,
+                                                              std::string_view detail, unsigned version,
+                                                              bool keep_alive, std::string_view instance = {},
+                                                              unsigned status_override = 0,
+                                                              std::span<const problem_member> members = {});
 
 } // namespace idemgate::gateway

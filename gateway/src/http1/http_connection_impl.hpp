@@ -139,7 +139,8 @@ private:
     //   previous value, which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2
     //   allows a server to reject it; nginx does);
     // - empty lines before the request line are skipped (RFC 9112 2.2).
-    asio::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser)
+    asio::awaitable<error_code>
+    read_header(http::request_parser<http::string_body, field_allocator<char>>& parser)
     {
         std::size_t header_bytes = 0;
         bool line_start = false; // the last consumed byte ended a line
@@ -220,7 +221,8 @@ private:
         return false;
     }
 
-    asio::awaitable<error_code> read_body(http::request_parser<http::string_body>& parser)
+    asio::awaitable<error_code>
+    read_body(http::request_parser<http::string_body, field_allocator<char>>& parser)
     {
         beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), cfg_->timeouts.body_read);
@@ -237,7 +239,7 @@ private:
         // Each request runs under the configuration live when its first byte arrived (reload).
         env_ = worker_.current(ctx_);
         cfg_ = &env_->cfg();
-        http::request_parser<http::string_body> parser;
+        http::request_parser<http::string_body, field_allocator<char>> parser;
         parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
         parser.body_limit(cfg_->limits.max_request_body);
         ids_ = {};

@@ -1,5 +1,7 @@
 #include <boost/beast/core/string.hpp>
+#include <boost/container/small_vector.hpp>
 #include <idemgate/common/record_headers.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <iterator>
 #include <string>
@@ -51,8 +53,8 @@ std::string_view trim(std::string_view s)
 }
 
 // Calls `on_token` for every token of every Connection line (lines need not be adjacent).
-template<class F>
-void for_each_connection_token(const http::fields& fields, F&& on_token)
+template<class Allocator, class F>
+void for_each_connection_token(const http::basic_fields<Allocator>& fields, F&& on_token)
 {
     for (const auto& f : fields) {
         if (f.name() != http::field::connection)
@@ -167,7 +169,8 @@ request_target parse_request_target(std::string_view target, std::string_view me
     return out;
 }
 
-bool to_origin_form(http::request_header<>& header)
+template<class Fields>
+bool to_origin_form(http::request_header<Fields>& header)
 {
     auto target = header.target();
     if (target.empty() || target.front() == '/' || target == "*")
@@ -185,7 +188,9 @@ bool to_origin_form(http::request_header<>& header)
     return true;
 }
 
-std::string_view connection_names(const http::fields& fields, std::span<const std::string_view> names)
+template<class Allocator>
+std::string_view connection_names(const http::basic_fields<Allocator>& fields,
+                                  std::span<const std::string_view> names)
 {
     std::string_view found;
     for_each_connection_token(fields, [&](std::string_view token) {
@@ -200,8 +205,9 @@ std::string_view connection_names(const http::fields& fields, std::span<const st
     return found;
 }
 
-framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target,
-                                        std::string_view method)
+template<class Allocator>
+framing_violation check_request_framing(const http::basic_fields<Allocator>& fields, unsigned version,
+                                        std::string_view target, std::string_view method)
 {
     int content_length_lines = 0;
     int transfer_encoding_lines = 0;
@@ -254,17 +260,20 @@ framing_violation check_request_framing(const http::fields& fields, unsigned ver
     return framing_violation::none;
 }
 
-void strip_hop_by_hop(http::fields& fields, bool also_expect)
+template<class Allocator>
+void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect)
 {
     // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). Connection lines need not
-    // be adjacent (fields keep arrival order), so every line is read.
-    std::vector<std::string> named;
-    for_each_connection_token(fields, [&](std::string_view token) { named.emplace_back(token); });
+    // be adjacent (fields keep arrival order), so every line is read. The names are views into
+    // the Connection lines, which are therefore removed last.
+    boost::container::small_vector<std::string_view, 8> named;
+    for_each_connection_token(fields, [&](std::string_view token) { named.push_back(token); });
     // One pass: the fixed set is matched by field enum, named ones by name.
+    bool has_connection = false;
     for (auto it = fields.begin(); it != fields.end();) {
         bool drop = false;
         switch (it->name()) {
-        case http::field::connection:
+        case http::field::connection: has_connection = true; break;
         case http::field::keep_alive:
         case http::field::proxy_connection:
         case http::field::proxy_authorization:
@@ -283,9 +292,12 @@ void strip_hop_by_hop(http::fields& fields, bool also_expect)
         }
         it = drop ? fields.erase(it) : std::next(it);
     }
+    if (has_connection)
+        fields.erase(http::field::connection);
 }
 
-header_lookup find_header(const http::fields& fields, std::string_view name)
+template<class Allocator>
+header_lookup find_header(const http::basic_fields<Allocator>& fields, std::string_view name)
 {
     // One pass over the lines comparing lengths first: a request has a handful of fields, and
     // the ordered index's lookup compares whole names case-insensitively at every step.
@@ -304,5 +316,17 @@ bool excluded_from_record(std::string_view name) noexcept
 {
     return idemgate::excluded_from_record(name);
 }
+
+#define IDEMGATE_FIELDS_FUNCTIONS(A)                                                                         \
+    template bool to_origin_form(http::request_header<http::basic_fields<A>>&);                              \
+    template std::string_view connection_names(const http::basic_fields<A>&,                                 \
+                                               std::span<const std::string_view>);                           \
+    template framing_violation check_request_framing(const http::basic_fields<A>&, unsigned,                 \
+                                                     std::string_view, std::string_view);                    \
+    template void strip_hop_by_hop(http::basic_fields<A>&, bool);                                            \
+    template header_lookup find_header(const http::basic_fields<A>&, std::string_view);
+IDEMGATE_FIELDS_FUNCTIONS(std::allocator<char>)
+IDEMGATE_FIELDS_FUNCTIONS(field_allocator<char>)
+#undef IDEMGATE_FIELDS_FUNCTIONS
 
 } // namespace idemgate::gateway

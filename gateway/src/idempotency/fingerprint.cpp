@@ -4,6 +4,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <idemgate/common/digest.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <memory>
 #include <openssl/evp.h>
@@ -177,8 +178,10 @@ std::optional<std::string> canonical_json(std::string_view body, const std::vect
     return out;
 }
 
+template<class Allocator>
 std::string fingerprint(std::string_view method, std::string_view target, std::string_view body,
-                        const config::fingerprint_config& options, const boost::beast::http::fields& fields)
+                        const config::fingerprint_config& options,
+                        const boost::beast::http::basic_fields<Allocator>& fields)
 {
     auto describe = options.describe();
     if (describe.empty())
@@ -203,5 +206,10 @@ std::string fingerprint(std::string_view method, std::string_view target, std::s
     h.update_framed(canonical ? std::string_view(*canonical) : body);
     return h.hex();
 }
+
+template std::string fingerprint(std::string_view, std::string_view, std::string_view,
+                                 const config::fingerprint_config&, const boost::beast::http::fields&);
+template std::string fingerprint(std::string_view, std::string_view, std::string_view,
+                                 const config::fingerprint_config&, const pooled_fields&);
 
 } // namespace idemgate::gateway

@@ -1,4 +1,5 @@
 #include <idemgate/common/digest.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/request_id.hpp>
 #include <random>
@@ -63,7 +64,9 @@ std::string_view trace_id_of(std::string_view tp) noexcept
     return trace_id;
 }
 
-request_ids read_request_ids(const boost::beast::http::fields& fields, std::string_view header_name)
+template<class Allocator>
+request_ids read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
+                             std::string_view header_name)
 {
     request_ids ids;
     if (!header_name.empty()) {
@@ -80,5 +83,8 @@ request_ids read_request_ids(const boost::beast::http::fields& fields, std::stri
         ids.trace_id = std::string(trace_id_of(traceparent.value));
     return ids;
 }
+
+template request_ids read_request_ids(const boost::beast::http::fields&, std::string_view);
+template request_ids read_request_ids(const pooled_fields&, std::string_view);
 
 } // namespace idemgate::gateway

@@ -1,6 +1,7 @@
 #include "transport/wire.hpp"
 
 #include <charconv>
+#include <idemgate/gateway/field_allocator.hpp>
 
 namespace idemgate::gateway {
 
@@ -13,7 +14,8 @@ void append_version(unsigned version, std::string& out)
     out.append(version == 10 ? "HTTP/1.0" : "HTTP/1.1");
 }
 
-void append_fields(const http::fields& f, std::string& out)
+template<class Allocator>
+void append_fields(const http::basic_fields<Allocator>& f, std::string& out)
 {
     for (const auto& field : f) {
         out.append(field.name_string());
@@ -24,9 +26,8 @@ void append_fields(const http::fields& f, std::string& out)
     out.append("\r\n");
 }
 
-} // namespace
-
-void render_head(const http::request_header<>& h, std::string& out)
+template<class Fields>
+void render_request_head(const http::request_header<Fields>& h, std::string& out)
 {
     out.append(h.method_string());
     out.push_back(' ');
@@ -37,7 +38,8 @@ void render_head(const http::request_header<>& h, std::string& out)
     append_fields(h, out);
 }
 
-void render_head(const http::response_header<>& h, std::string& out)
+template<class Fields>
+void render_response_head(const http::response_header<Fields>& h, std::string& out)
 {
     append_version(h.version(), out);
     char code[8];
@@ -49,5 +51,21 @@ void render_head(const http::response_header<>& h, std::string& out)
     out.append("\r\n");
     append_fields(h, out);
 }
+
+} // namespace
+
+template<bool isRequest, class Fields>
+void render_head(const http::header<isRequest, Fields>& h, std::string& out)
+{
+    if constexpr (isRequest)
+        render_request_head(h, out);
+    else
+        render_response_head(h, out);
+}
+
+template void render_head(const http::request_header<http::fields>&, std::string&);
+template void render_head(const http::response_header<http::fields>&, std::string&);
+template void render_head(const http::request_header<pooled_fields>&, std::string&);
+template void render_head(const http::response_header<pooled_fields>&, std::string&);
 
 } // namespace idemgate::gateway

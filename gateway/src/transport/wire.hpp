@@ -20,19 +20,20 @@ namespace idemgate::gateway {
 
 namespace http = boost::beast::http;
 
-// Appends "METHOD target HTTP/x.y\r\n" + fields + "\r\n".
-void render_head(const http::request_header<>& h, std::string& out);
-// Appends "HTTP/x.y code reason\r\n" + fields + "\r\n".
-void render_head(const http::response_header<>& h, std::string& out);
+// Appends "METHOD target HTTP/x.y\r\n" + fields + "\r\n" (requests), or
+// "HTTP/x.y code reason\r\n" + fields + "\r\n" (answers). Defined for http::fields and
+// pooled_fields (field_allocator.hpp).
+template<bool isRequest, class Fields>
+void render_head(const http::header<isRequest, Fields>& h, std::string& out);
 
 // Writes head and body with a deadline. The message must already be framed (Content-Length
 // set, or no body). `scratch` is reused between calls to avoid an allocation per message.
 // Stream is beast::tcp_stream or a stream layered over one (TLS): the deadline is set on the
 // lowest layer.
 // The buffers of a message: head rendered into `scratch`, then the body.
-template<bool isRequest>
+template<bool isRequest, class Fields>
 std::array<boost::asio::const_buffer, 2>
-message_buffers(const http::message<isRequest, http::string_body>& msg, std::string& scratch,
+message_buffers(const http::message<isRequest, http::string_body, Fields>& msg, std::string& scratch,
                 bool send_body = true)
 {
     scratch.clear();
@@ -41,10 +42,10 @@ message_buffers(const http::message<isRequest, http::string_body>& msg, std::str
             boost::asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
 }
 
-template<class Stream, bool isRequest>
+template<class Stream, bool isRequest, class Fields>
 boost::asio::awaitable<boost::system::error_code>
-write_message(Stream& stream, const http::message<isRequest, http::string_body>& msg, std::string& scratch,
-              std::chrono::milliseconds timeout, bool send_body = true)
+write_message(Stream& stream, const http::message<isRequest, http::string_body, Fields>& msg,
+              std::string& scratch, std::chrono::milliseconds timeout, bool send_body = true)
 {
     auto buffers = message_buffers(msg, scratch, send_body);
     boost::beast::get_lowest_layer(stream).expires_after(timeout);

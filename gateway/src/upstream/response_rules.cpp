@@ -1,4 +1,5 @@
 #include <boost/beast/core/string.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/response_rules.hpp>
 
 namespace idemgate::gateway {
@@ -87,7 +88,8 @@ bool lacks_reason_separator(std::string_view head) noexcept
            is_digit(head[11]) && head.substr(reason_separator_at, 2) == "\r\n";
 }
 
-response_violation check_response_framing(const http::fields& fields)
+template<class Allocator>
+response_violation check_response_framing(const http::basic_fields<Allocator>& fields)
 {
     int content_length_lines = 0;
     int transfer_encoding_lines = 0;
@@ -111,5 +113,8 @@ response_violation check_response_framing(const http::fields& fields)
         return response_violation::conflicting_content_length;
     return response_violation::none;
 }
+
+template response_violation check_response_framing(const http::fields&);
+template response_violation check_response_framing(const pooled_fields&);
 
 } // namespace idemgate::gateway

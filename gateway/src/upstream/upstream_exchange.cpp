@@ -48,7 +48,7 @@ bool is_idempotent(http::verb v)
 // Beast 1.81 appends a chunked response's trailer fields to the header fields. Trailers are
 // dropped: never recorded, never replayed, never sent to the client (the gateway re-frames the
 // body with Content-Length, which has no trailer section) - nginx does the same by default.
-void drop_trailer_fields(http::response<http::string_body>& res, std::size_t header_fields)
+void drop_trailer_fields(http::response<http::string_body, pooled_fields>& res, std::size_t header_fields)
 {
     auto it = res.begin();
     for (std::size_t i = 0; i < header_fields && it != res.end(); ++i)
@@ -107,7 +107,7 @@ bool has_body(unsigned status, bool head_request)
     return !head_request && status >= 200 && status != 204 && status != 304;
 }
 
-using body_parser = http::response_parser<http::buffer_body>;
+using body_parser = http::response_parser<http::buffer_body, field_allocator<char>>;
 
 // Appends at most `most` more body bytes read through `p` to `out`.
 template<class Stream>
@@ -167,8 +167,9 @@ private:
 
 // Not a coroutine: it hands over the coroutine of the pool's stream type, so a plain exchange
 // costs no extra frame.
-asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<http::string_body>& req,
-                                                         bool head_request, std::string& scratch)
+asio::awaitable<upstream_result>
+upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
+                        std::string& scratch)
 {
     if (tls_)
         return exchange_over<tls_connection_ptr>(req, head_request, scratch);
@@ -176,8 +177,9 @@ asio::awaitable<upstream_result> upstream_pool::exchange(const http::request<htt
 }
 
 template<class Connection>
-asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::request<http::string_body>& req,
-                                                              bool head_request, std::string& scratch)
+asio::awaitable<upstream_result>
+upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req, bool head_request,
+                             std::string& scratch)
 {
     upstream_result result;
     // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
@@ -227,7 +229,7 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
         buffer.reserve(16 * 1024);
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
         // final (RFC 9110 15.2); the deadline covers them all.
-        std::optional<http::response_parser<http::string_body>> parser_storage;
+        std::optional<http::response_parser<http::string_body, field_allocator<char>>> parser_storage;
         error_code rec;
         response_violation refused = response_violation::none;
         std::size_t header_fields = 0;
@@ -334,8 +336,8 @@ asio::awaitable<upstream_result> upstream_pool::exchange_over(const http::reques
                                                                          : error::upstream_protocol);
                 co_return result;
             }
-            http::response_header<> head = bp->get().base(); // a copy: the parser may read on
-            result.response = http::response<http::string_body>(std::move(head));
+            http::response_header<pooled_fields> head = bp->get().base(); // a copy: the parser may read on
+            result.response = http::response<http::string_body, pooled_fields>(std::move(head));
             drop_trailer_fields(result.response, header_fields);
             if (announced_too_large || body.size() > response_limit) {
                 // Over max_response_body before any byte went to the client: refused with 502.

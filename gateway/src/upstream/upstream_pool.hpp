@@ -10,6 +10,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <memory>
 #include <optional>
@@ -38,7 +39,7 @@ struct upstream_result {
     boost::system::error_code ec; // error::upstream_connect / _timeout / _protocol / _too_large
     bool sent = false;            // the whole request was written (an error after it: outcome unknown)
     std::string address;          // the address used, or the last one tried ("10.0.0.5:8443"); logs
-    http::response<http::string_body> response;
+    http::response<http::string_body, pooled_fields> response;
     // An answer larger than limits.max_record_body: `response` holds its head and first bytes,
     // `rest` reads the others. Its framing: `length` (its Content-Length) or none (chunked, or
     // until the connection closes).
@@ -79,8 +80,9 @@ public:
     // idemgate_upstream_duration_seconds{upstream}: the caller times the whole exchange.
     void observe_exchange(std::chrono::steady_clock::duration took);
 
-    boost::asio::awaitable<upstream_result> exchange(const http::request<http::string_body>& req,
-                                                     bool head_request, std::string& scratch);
+    boost::asio::awaitable<upstream_result>
+    exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
+             std::string& scratch);
 
 private:
     using plain_connection = std::unique_ptr<boost::beast::tcp_stream>;
@@ -121,8 +123,9 @@ private:
     };
 
     template<class Connection>
-    boost::asio::awaitable<upstream_result> exchange_over(const http::request<http::string_body>& req,
-                                                          bool head_request, std::string& scratch);
+    boost::asio::awaitable<upstream_result>
+    exchange_over(const http::request<http::string_body, pooled_fields>& req, bool head_request,
+                  std::string& scratch);
     // An address (balance, health) and a connection to it: idle when `allow_idle`, else new.
     template<class Connection>
     boost::asio::awaitable<acquired<Connection>> acquire(bool allow_idle);

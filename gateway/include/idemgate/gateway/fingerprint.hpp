@@ -19,8 +19,11 @@ std::string fingerprint(std::string_view method, std::string_view target, std::s
 // exactly fingerprint(method, target, body), so records made before the options existed match.
 // A body that is not valid JSON under json: canonical is hashed as raw bytes: the upstream
 // decides what a malformed body means.
+// Defined for http::fields and pooled_fields (field_allocator.hpp).
+template<class Allocator>
 std::string fingerprint(std::string_view method, std::string_view target, std::string_view body,
-                        const config::fingerprint_config& options, const boost::beast::http::fields& fields);
+                        const config::fingerprint_config& options,
+                        const boost::beast::http::basic_fields<Allocator>& fields);
 
 // Canonical JSON (RFC 8785-like: object keys sorted by their bytes, no insignificant
 // whitespace, numbers and strings as Boost.JSON serialises them) after removing every field

@@ -34,8 +34,10 @@ std::string_view describe(framing_violation v) noexcept;
 // Checks the header as parsed. `version` is 10 or 11. `method` is the method as sent: methods
 // are case-sensitive (RFC 9110 9.1) but legacy upstreams often normalise them, so "post" could
 // run as POST while the gateway did not guard it; such spellings are refused (as nginx does).
-framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target,
-                                        std::string_view method = {});
+// The functions over fields are defined for http::fields and pooled_fields (field_allocator.hpp).
+template<class Allocator>
+framing_violation check_request_framing(const http::basic_fields<Allocator>& fields, unsigned version,
+                                        std::string_view target, std::string_view method = {});
 
 // The forms of request target the gateway accepts (RFC 9112 3.2); authority-form (CONNECT) is
 // refused.
@@ -57,24 +59,29 @@ request_target parse_request_target(std::string_view target, std::string_view me
 // For a request that passed check_request_framing: an absolute-form target becomes origin-form
 // (its path, "/" when empty, then its query) and its authority becomes Host when the request
 // had none (HTTP/1.0). Returns false (and changes nothing) for the other forms.
-bool to_origin_form(http::request_header<>& header);
+template<class Fields>
+bool to_origin_form(http::request_header<Fields>& header);
 
 // The first of `names` (case-insensitive; empty names ignored) that a Connection header lists,
 // or "" when none. Host is always checked by check_request_framing; the idempotency filter
 // checks the headers that form the scope (key, tenant).
-std::string_view connection_names(const http::fields& fields, std::span<const std::string_view> names);
+template<class Allocator>
+std::string_view connection_names(const http::basic_fields<Allocator>& fields,
+                                  std::span<const std::string_view> names);
 
 // Removes Connection and every header it names, and the fixed hop-by-hop set
 // (Keep-Alive, Proxy-Connection, Proxy-Authorization, TE, Trailer, Transfer-Encoding, Upgrade).
 // `also_expect` removes Expect too (the gateway answers 100-continue itself).
-void strip_hop_by_hop(http::fields& fields, bool also_expect = false);
+template<class Allocator>
+void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect = false);
 
 // Counts header lines named `name` and returns the first value.
 struct header_lookup {
     int count = 0;
     std::string_view value;
 };
-header_lookup find_header(const http::fields& fields, std::string_view name);
+template<class Allocator>
+header_lookup find_header(const http::basic_fields<Allocator>& fields, std::string_view name);
 
 // True for headers never kept in a replay record: hop-by-hop, framing and Set-Cookie.
 bool excluded_from_record(std::string_view name) noexcept;

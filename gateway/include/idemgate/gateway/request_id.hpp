@@ -30,6 +30,9 @@ std::string_view trace_id_of(std::string_view traceparent) noexcept;
 // Reads the request's IDs from its header: the ID under `header_name` when exactly one valid
 // line carries it (else a new one, with `generated` set), and the trace ID of exactly one
 // valid `traceparent`. An empty `header_name` turns request IDs off (the trace ID is still read).
-request_ids read_request_ids(const boost::beast::http::fields& fields, std::string_view header_name);
+// Defined for http::fields and pooled_fields (field_allocator.hpp).
+template<class Allocator>
+request_ids read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
+                             std::string_view header_name);
 
 } // namespace idemgate::gateway

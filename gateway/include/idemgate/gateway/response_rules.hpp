@@ -37,6 +37,8 @@ inline constexpr std::size_t reason_separator_at = 12; // after "HTTP/1.1 301"
 
 // Checks the parsed fields of a final answer whose body is read (not 1xx, 204, 304 or a HEAD
 // answer).
-response_violation check_response_framing(const http::fields& fields);
+// Defined for http::fields and pooled_fields (field_allocator.hpp).
+template<class Allocator>
+response_violation check_response_framing(const http::basic_fields<Allocator>& fields);
 
 } // namespace idemgate::gateway
