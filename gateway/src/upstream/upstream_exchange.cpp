@@ -223,10 +223,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
 
         result.sent = true;
         tcp_layer.expires_at(*deadline);
-        // Beast reads at most 512 bytes into an empty flat_buffer, so a typical JSON answer would
-        // take two reads; one reservation holds most answers in one read.
-        beast::flat_buffer buffer;
-        buffer.reserve(16 * 1024);
+        beast::flat_buffer buffer = take_buffer();
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
         // final (RFC 9110 15.2); the deadline covers them all.
         std::optional<http::response_parser<http::string_body, field_allocator<char>>> parser_storage;
@@ -378,6 +375,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
             tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
             tcp_layer.socket().close(ignored);
         }
+        give_back(std::move(buffer));
         co_return result;
     }
     // Both attempts failed on write: the upstream is not taking requests.

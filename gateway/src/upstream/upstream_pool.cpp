@@ -10,6 +10,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/container/small_vector.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <openssl/ssl.h>
@@ -105,8 +106,7 @@ void upstream_pool::update_addresses(std::shared_ptr<const address_set> set)
     slots_ = std::move(next);
 }
 
-std::shared_ptr<upstream_pool::address_slot>
-upstream_pool::pick(const std::vector<const address_slot*>& tried)
+std::shared_ptr<upstream_pool::address_slot> upstream_pool::pick(std::span<const address_slot* const> tried)
 {
     auto n = slots_.size();
     if (n == 0)
@@ -145,6 +145,32 @@ upstream_pool::pick(const std::vector<const address_slot*>& tried)
                          best->address->ejected_at.load(std::memory_order_relaxed))
             best = s;
     return best;
+}
+
+beast::flat_buffer upstream_pool::take_buffer()
+{
+    if (spare_buffers_.empty()) {
+        // Beast reads at most 512 bytes into an empty flat_buffer, so a typical JSON answer would
+        // take two reads; one reservation holds most answers in one read.
+        beast::flat_buffer buffer;
+        buffer.reserve(16 * 1024);
+        return buffer;
+    }
+    auto buffer = std::move(spare_buffers_.back());
+    spare_buffers_.pop_back();
+    return buffer;
+}
+
+void upstream_pool::give_back(beast::flat_buffer&& buffer)
+{
+    // A few spares (the exchanges one thread runs at once), none grown large by a big answer.
+    constexpr std::size_t max_spares = 8;
+    constexpr std::size_t max_capacity = 64 * 1024;
+    if (spare_buffers_.size() >= max_spares || buffer.capacity() < 16 * 1024 ||
+        buffer.capacity() > max_capacity)
+        return;
+    buffer.clear();
+    spare_buffers_.push_back(std::move(buffer));
 }
 
 template<class Connection>
@@ -252,7 +278,7 @@ asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool
     // One timeouts.upstream_connect for every address tried, so that lock_ttl's bound (two
     // connects + the exchange, config::warnings) holds however many addresses there are.
     auto deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_connect;
-    std::vector<const address_slot*> tried;
+    boost::container::small_vector<const address_slot*, 4> tried;
     out.ec = make_error_code(error::upstream_connect);
     for (;;) {
         auto slot = pick(tried);

@@ -5,6 +5,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -14,6 +15,7 @@
 #include <idemgate/gateway/metrics.hpp>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -137,7 +139,10 @@ private:
     template<class Connection>
     void put_idle(address_slot& slot, Connection conn);
     // The next address to try, skipping `tried`; nullptr when there is none left.
-    std::shared_ptr<address_slot> pick(const std::vector<const address_slot*>& tried);
+    std::shared_ptr<address_slot> pick(std::span<const address_slot* const> tried);
+    // A read buffer for one exchange: a spare one of an earlier exchange, or a new one.
+    boost::beast::flat_buffer take_buffer();
+    void give_back(boost::beast::flat_buffer&& buffer);
 
     boost::asio::any_io_executor executor_;
     std::shared_ptr<upstream_fleet> fleet_;
@@ -148,6 +153,7 @@ private:
     std::vector<std::shared_ptr<address_slot>> slots_;
     std::size_t idle_total_ = 0; // idle connections over every slot (max_idle_connections)
     std::size_t cursor_ = 0;     // round robin position (this thread)
+    std::vector<boost::beast::flat_buffer> spare_buffers_; // emptied read buffers, reused
 };
 
 } // namespace idemgate::gateway
