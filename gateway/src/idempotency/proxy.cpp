@@ -8,6 +8,7 @@
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/record_headers.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <iterator>
 
 namespace idemgate::gateway::detail {
 
@@ -110,6 +111,7 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
     store::stored_response out;
     out.status = res.result_int();
     out.reason = std::string(res.reason());
+    out.headers.reserve(static_cast<std::size_t>(std::distance(res.begin(), res.end())));
     for (const auto& f : res)
         if (!excluded_from_record(f.name_string()) &&
             (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)) &&
