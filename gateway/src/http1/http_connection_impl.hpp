@@ -117,7 +117,7 @@ private:
         auto res = make_problem(cfg_->problems.type_base(), p, detail, version ? version : 11, false);
         // A request whose header could not be read still gets an ID, to match log and answer.
         if (ids_.request_id.empty() && !cfg_->request_id_header.empty())
-            ids_.request_id = new_request_id();
+            new_request_id(ids_.request_id);
         if (!ids_.request_id.empty())
             res.set(cfg_->request_id_header, ids_.request_id);
         if (auto name = header ? status_header_for(*cfg_, *header) : std::string_view(); !name.empty())
@@ -242,7 +242,10 @@ private:
         http::request_parser<http::string_body, field_allocator<char>> parser;
         parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
         parser.body_limit(cfg_->limits.max_request_body);
-        ids_ = {};
+        // Cleared, not replaced: the ID strings keep their storage from request to request.
+        ids_.request_id.clear();
+        ids_.generated = false;
+        ids_.trace_id.clear();
         if (auto ec = co_await read_header(parser)) {
             if (ec == http::error::header_limit)
                 co_await answer_and_close(problems::header_too_large,
@@ -263,7 +266,7 @@ private:
         auto started = clock_type::now();
         auto& header = parser.get();
         unsigned version = header.version();
-        ids_ = read_request_ids(header, cfg_->request_id_header);
+        read_request_ids(header, cfg_->request_id_header, ids_);
 
         auto violation = check_request_framing(header, version, header.target(), header.method_string());
         if (violation != framing_violation::none) {

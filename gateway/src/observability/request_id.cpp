@@ -16,7 +16,7 @@ bool valid_request_id(std::string_view id) noexcept
     return true;
 }
 
-std::string new_request_id()
+void new_request_id(std::string& out)
 {
     // Seeded from the OS once per thread; afterwards pure computation.
     thread_local std::mt19937_64 rng{[] {
@@ -24,10 +24,16 @@ std::string new_request_id()
         std::seed_seq seq{rd(), rd(), rd(), rd()};
         return std::mt19937_64(seq);
     }()};
+    out.clear();
+    out.reserve(32);
+    append_hex_bits(out, rng());
+    append_hex_bits(out, rng());
+}
+
+std::string new_request_id()
+{
     std::string id;
-    id.reserve(32);
-    append_hex_bits(id, rng());
-    append_hex_bits(id, rng());
+    new_request_id(id);
     return id;
 }
 
@@ -65,26 +71,38 @@ std::string_view trace_id_of(std::string_view tp) noexcept
 }
 
 template<class Allocator>
-request_ids read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
-                             std::string_view header_name)
+void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields, std::string_view header_name,
+                      request_ids& ids)
 {
-    request_ids ids;
+    ids.request_id.clear();
+    ids.generated = false;
+    ids.trace_id.clear();
     if (!header_name.empty()) {
         auto incoming = find_header(fields, header_name);
         if (incoming.count == 1 && valid_request_id(incoming.value)) {
-            ids.request_id = std::string(incoming.value);
+            ids.request_id.assign(incoming.value);
         } else {
-            ids.request_id = new_request_id();
+            new_request_id(ids.request_id);
             ids.generated = true;
         }
     }
     auto traceparent = find_header(fields, "traceparent");
     if (traceparent.count == 1)
-        ids.trace_id = std::string(trace_id_of(traceparent.value));
+        ids.trace_id.assign(trace_id_of(traceparent.value));
+}
+
+template<class Allocator>
+request_ids read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
+                             std::string_view header_name)
+{
+    request_ids ids;
+    read_request_ids(fields, header_name, ids);
     return ids;
 }
 
 template request_ids read_request_ids(const boost::beast::http::fields&, std::string_view);
 template request_ids read_request_ids(const pooled_fields&, std::string_view);
+template void read_request_ids(const boost::beast::http::fields&, std::string_view, request_ids&);
+template void read_request_ids(const pooled_fields&, std::string_view, request_ids&);
 
 } // namespace idemgate::gateway

@@ -22,6 +22,8 @@ bool valid_request_id(std::string_view id) noexcept;
 // 128 random bits as 32 lower-case hex digits, from a per-thread generator seeded once per
 // thread (no system call per request). Unique, not secret.
 std::string new_request_id();
+// The same into `out` (replacing what it held; its storage is reused).
+void new_request_id(std::string& out);
 
 // The trace-id of a traceparent `00-<32 hex>-<16 hex>-<2 hex>` (lower-case hex; neither the
 // trace-id nor the parent-id all zeros), else "".
@@ -34,5 +36,10 @@ std::string_view trace_id_of(std::string_view traceparent) noexcept;
 template<class Allocator>
 request_ids read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
                              std::string_view header_name);
+// The same into `ids` (replacing what it held; its strings' storage is reused, so a connection's
+// requests one after another do not allocate for their IDs).
+template<class Allocator>
+void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields, std::string_view header_name,
+                      request_ids& ids);
 
 } // namespace idemgate::gateway
