@@ -18,9 +18,20 @@ template<class Allocator>
 void append_fields(const http::basic_fields<Allocator>& f, std::string& out)
 {
     for (const auto& field : f) {
-        out.append(field.name_string());
+        auto name = field.name_string();
+        auto value = field.value();
+        // Beast keeps a field as the line "name: value\r\n" in one block: appended in one piece
+        // when laid out so, else part by part.
+        const char* line = name.data();
+        const char* value_end = value.data() + value.size();
+        if (value.data() == line + name.size() + 2 && line[name.size()] == ':' &&
+            line[name.size() + 1] == ' ' && value_end[0] == '\r' && value_end[1] == '\n') {
+            out.append(line, static_cast<std::size_t>(value_end + 2 - line));
+            continue;
+        }
+        out.append(name);
         out.append(": ");
-        out.append(field.value());
+        out.append(value);
         out.append("\r\n");
     }
     out.append("\r\n");
