@@ -19,6 +19,20 @@ inline constexpr std::size_t granule = 64;     // size classes of 64, 128, ..., 
 inline constexpr std::size_t classes = 8;      // larger blocks go to the allocator directly
 inline constexpr std::uint32_t max_kept = 128; // blocks kept per class and thread
 
+// Under AddressSanitizer every block goes to the allocator, so that a field used after it was
+// freed is still reported.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool pooling = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool pooling = false;
+#else
+inline constexpr bool pooling = true;
+#endif
+#else
+inline constexpr bool pooling = true;
+#endif
+
 struct free_block {
     free_block* next;
 };
@@ -64,7 +78,7 @@ inline std::size_t class_of(std::size_t bytes) noexcept
 inline void* allocate(std::size_t bytes)
 {
     auto k = class_of(bytes);
-    if (k >= classes)
+    if (!pooling || k >= classes)
         return ::operator new(bytes);
     auto& c = this_thread;
     if (auto* b = c.head[k]) {
@@ -78,7 +92,7 @@ inline void* allocate(std::size_t bytes)
 inline void deallocate(void* p, std::size_t bytes) noexcept
 {
     auto k = class_of(bytes);
-    if (k >= classes) {
+    if (!pooling || k >= classes) {
         ::operator delete(p, bytes);
         return;
     }
