@@ -33,6 +33,16 @@ inline constexpr bool pooling = true;
 inline constexpr bool pooling = true;
 #endif
 
+// Sized when the compiler offers sized deallocation (clang leaves it off by default).
+inline void give_back(void* p, [[maybe_unused]] std::size_t bytes) noexcept
+{
+#if defined(__cpp_sized_deallocation)
+    ::operator delete(p, bytes);
+#else
+    ::operator delete(p);
+#endif
+}
+
 struct free_block {
     free_block* next;
 };
@@ -55,7 +65,7 @@ struct release {
         for (std::size_t k = 0; k < classes; ++k) {
             while (auto* b = c.head[k]) {
                 c.head[k] = b->next;
-                ::operator delete(static_cast<void*>(b), (k + 1) * granule);
+                give_back(b, (k + 1) * granule);
             }
             c.kept[k] = 0;
         }
@@ -93,12 +103,12 @@ inline void deallocate(void* p, std::size_t bytes) noexcept
 {
     auto k = class_of(bytes);
     if (!pooling || k >= classes) {
-        ::operator delete(p, bytes);
+        give_back(p, bytes);
         return;
     }
     auto& c = this_thread;
     if (c.closed || c.kept[k] >= max_kept) {
-        ::operator delete(p, (k + 1) * granule);
+        give_back(p, (k + 1) * granule);
         return;
     }
     if (!c.registered)
