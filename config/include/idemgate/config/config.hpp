@@ -177,6 +177,20 @@ private:
     std::array<status_action, 500> actions_;
     std::array<status_action, 5> classes_;
 };
+// Resolving held keys by asking the upstream (routes[].idempotency.reconcile). The path's
+// placeholders {key}, {tenant} and {json:<JSON Pointer>} (a field of the held request's body)
+// are filled, percent-encoded, when the key is held.
+struct reconcile_config {
+    std::string path; // "" = off
+    std::string method = "GET";
+    duration after{2000};           // the first probe, this long after the key was held
+    duration every{10000};          // then again this often
+    duration give_up_after{600000}; // then the key stays held until record_ttl
+    std::vector<unsigned> found{200};
+    std::vector<unsigned> not_found{404};
+    bool enabled() const noexcept { return !path.empty(); }
+};
+
 // Where the tenant of a guarded request comes from: the tenant_header (or none when it is
 // empty), or the common name of the client certificate verified by the TLS listener.
 enum class tenant_source { header, client_cert };
@@ -268,6 +282,7 @@ struct idempotency_config {
     // GET <client_lookup_path><key> on the client listener tells the caller what became of its key
     // in this route's scope; starts with path_prefix ("" = off).
     std::string client_lookup_path;
+    reconcile_config reconcile;
 };
 
 // Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway
