@@ -62,6 +62,8 @@ double metric_reaching(gateway_fixture& f, const std::string& series, double wan
 
 } // namespace
 
+TEST_SUITE_BEGIN("reconcile");
+
 TEST_CASE("reconcile found: a held key completes with the probe's answer, and the retry replays it")
 {
     gateway_fixture f(reconciling("/__lookup/200/{key}"));
@@ -159,3 +161,5 @@ TEST_CASE("reconcile: two gateways on one store probe a held key once per interv
     double other = metric(second->admin_port(), R"(idemgate_reconcile_probes_total{result="other"})");
     CHECK(first + other == static_cast<double>(asked));
 }
+
+TEST_SUITE_END();

@@ -360,7 +360,9 @@ boost::asio::awaitable<boost::system::error_code> memory_session::schedule_probe
 boost::asio::awaitable<probe_claim> memory_session::claim_probes(std::int64_t now_unix_ms, duration lease,
                                                                  std::size_t limit)
 {
-    co_return probe_claim{{}, backend_->probes.claim(now_unix_ms, lease.count(), limit)};
+    probe_claim out;
+    out.entries = backend_->probes.claim(now_unix_ms, lease.count(), limit);
+    co_return out;
 }
 
 boost::asio::awaitable<boost::system::error_code> memory_session::unschedule_probe(std::string_view entry)
