@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/config/reconcile_config.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -177,20 +178,6 @@ private:
     std::array<status_action, 500> actions_;
     std::array<status_action, 5> classes_;
 };
-// Resolving held keys by asking the upstream (routes[].idempotency.reconcile). The path's
-// placeholders {key}, {tenant} and {json:<JSON Pointer>} (a field of the held request's body)
-// are filled, percent-encoded, when the key is held.
-struct reconcile_config {
-    std::string path; // "" = off
-    std::string method = "GET";
-    duration after{2000};           // the first probe, this long after the key was held
-    duration every{10000};          // then again this often
-    duration give_up_after{600000}; // then the key stays held until record_ttl
-    std::vector<unsigned> found{200};
-    std::vector<unsigned> not_found{404};
-    bool enabled() const noexcept { return !path.empty(); }
-};
-
 // Where the tenant of a guarded request comes from: the tenant_header (or none when it is
 // empty), or the common name of the client certificate verified by the TLS listener.
 enum class tenant_source { header, client_cert };
