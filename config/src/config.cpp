@@ -260,6 +260,13 @@ std::vector<std::string> warnings(const config& cfg)
             std::to_string(needed.count()) +
             "ms): the lock can expire while the first request still runs, and a duplicate would execute too");
     }
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i)
+        if (cfg.store.type == store_type::redis && cfg.store.hash_keys &&
+            cfg.routes[i].idempotency.reconcile.enabled())
+            out.push_back(
+                "routes[" + std::to_string(i) +
+                "].idempotency.reconcile.path: with store.hash_keys a held key's probe still keeps its "
+                "key and tenant in Redis unhashed, while the key is held");
     route_cover_warnings(cfg, out);
     return out;
 }

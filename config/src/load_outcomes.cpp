@@ -1,7 +1,8 @@
-// What a route does with each upstream answer: routes[].idempotency.on_status and
-// replay_drop_headers.
+// What a route does with each upstream answer: routes[].idempotency.on_status,
+// replay_drop_headers and reconcile.
 #include "loader.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace idemgate::config::detail {
@@ -25,7 +26,109 @@ status_key parse_status_key(std::string_view text)
     return {static_cast<unsigned>((text[0] - '0') * 100 + (text[1] - '0') * 10 + (text[2] - '0')), 0};
 }
 
+// The problem with a reconcile path's placeholders, or "" when it is usable: it starts with '/',
+// has at least one placeholder, and each is {key}, {tenant} or {json:<pointer to a field>}.
+std::string reconcile_path_problem(std::string_view path)
+{
+    if (path.empty() || path.front() != '/')
+        return "must start with '/'";
+    bool any = false;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        auto c = static_cast<unsigned char>(path[i]);
+        if (c <= 0x20 || c >= 0x7f || c == '#')
+            return "must be visible ASCII without '#'";
+        if (c == '}')
+            return "has a '}' that closes no placeholder";
+        if (c != '{')
+            continue;
+        auto end = path.find('}', i);
+        if (end == std::string_view::npos)
+            return "has a '{' that is never closed";
+        auto name = path.substr(i + 1, end - i - 1);
+        if (name.find('{') != std::string_view::npos)
+            return "has a '{' inside a placeholder";
+        if (name.starts_with("json:")) {
+            if (!is_field_pointer(name.substr(5)))
+                return "placeholder {" + std::string(name) +
+                       "} does not name a JSON Pointer to a field (e.g. {json:/client_ref})";
+        } else if (name != "key" && name != "tenant") {
+            return "unknown placeholder {" + std::string(name) +
+                   "} (use {key}, {tenant} or {json:<JSON Pointer>})";
+        }
+        any = true;
+        i = end;
+    }
+    if (!any)
+        return "has no placeholder: every held key would probe the same resource (use {key}, {tenant} or "
+               "{json:<JSON Pointer>})";
+    return {};
+}
+
 } // namespace
+
+// A list of status codes 100-599, without duplicates.
+void loader::load_status_list(const map_view& map, std::string_view key, std::vector<unsigned>& out)
+{
+    const auto* node = map.find(key);
+    if (!node)
+        return;
+    auto path = map.path_of(key);
+    if (!node->IsSequence() || node->size() == 0) {
+        problem(path, node->IsSequence() ? std::string("must not be empty")
+                                         : std::string("expected a list, got ") + kind_name(*node));
+        return;
+    }
+    std::vector<unsigned> codes;
+    for (std::size_t i = 0; i < node->size(); ++i) {
+        auto item_path = path + "[" + std::to_string(i) + "]";
+        auto text = scalar((*node)[i], item_path, "a status code");
+        if (!text)
+            return;
+        auto parsed = parse_status_key(*text);
+        if (parsed.code == 0) {
+            problem(item_path, quote(*text) + " is not a status code (100-599)");
+            return;
+        }
+        if (std::find(codes.begin(), codes.end(), parsed.code) != codes.end()) {
+            problem(item_path, quote(*text) + " is listed twice");
+            return;
+        }
+        codes.push_back(parsed.code);
+    }
+    out = std::move(codes);
+}
+
+void loader::load_reconcile(const YAML::Node& node, const std::string& path, const idempotency_config& idem,
+                            reconcile_config& out)
+{
+    map_view map(*this, node, path,
+                 {"path", "method", "after", "every", "give_up_after", "found", "not_found"});
+    read_string(map, "path", out.path);
+    if (auto text = scalar(map, "method", "an HTTP method")) {
+        if (!is_token(*text))
+            problem(map.path_of("method"), quote(*text) + " is not an HTTP method");
+        else
+            out.method = std::move(*text);
+    }
+    read_duration(map, "after", out.after, true);
+    read_duration(map, "every", out.every);
+    read_duration(map, "give_up_after", out.give_up_after);
+    load_status_list(map, "found", out.found);
+    load_status_list(map, "not_found", out.not_found);
+    if (out.path.empty())
+        return;
+    if (auto why = reconcile_path_problem(out.path); !why.empty())
+        problem(map.path_of("path"), quote(out.path) + " " + why);
+    for (auto code : out.found)
+        if (std::find(out.not_found.begin(), out.not_found.end(), code) != out.not_found.end())
+            problem(map.path_of("not_found"), std::to_string(code) + " is also in found");
+    bool can_hold = idem.on_unknown_outcome == unknown_outcome_mode::hold;
+    for (unsigned status = 100; status < 600 && !can_hold; ++status)
+        can_hold = idem.on_status.action_for(status) == status_action::hold;
+    if (!can_hold)
+        problem(map.path_of("path"), "nothing on this route holds a key (set on_unknown_outcome: hold or an "
+                                     "on_status entry to hold)");
+}
 
 // Entries over the defaults: "5xx": hold changes the class and keeps "429": release, since a
 // code beats its class.

@@ -87,7 +87,8 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
                   "key_from",
                   "key_json_pointer",
                   "key_json_pointers",
-                  "client_lookup_path"});
+                  "client_lookup_path",
+                  "reconcile"});
     idem.enabled = true;
 
     if (const auto* methods = map.find("methods"))
@@ -130,6 +131,8 @@ void loader::load_idempotency(const YAML::Node& node, const std::string& path, i
                 {{"tenant", key_space_mode::tenant}, {"route", key_space_mode::route}}, idem.key_space);
     load_key_source(map, idem);
     read_string(map, "client_lookup_path", idem.client_lookup_path);
+    if (const auto* reconcile = map.find("reconcile"))
+        load_reconcile(*reconcile, map.path_of("reconcile"), idem, idem.reconcile);
 
     if (auto text = scalar(map, "mismatch_status", "an integer")) {
         if (*text == "409")
@@ -199,8 +202,6 @@ void loader::load_key_format(const YAML::Node& node, const std::string& path, ke
     format.pattern = std::move(*text);
 }
 
-namespace {
-
 // RFC 6901: "" (the whole document) is not a field; every other pointer starts with '/', and '~'
 // is only followed by 0 or 1.
 bool is_field_pointer(std::string_view text)
@@ -211,8 +212,6 @@ bool is_field_pointer(std::string_view text)
             ok = k + 1 < text.size() && (text[k + 1] == '0' || text[k + 1] == '1');
     return ok;
 }
-
-} // namespace
 
 void loader::load_key_source(const map_view& map, idempotency_config& idem)
 {

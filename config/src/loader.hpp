@@ -24,6 +24,8 @@ bool is_digit(char c);
 bool is_tenant_name(std::string_view text);
 std::optional<double> parse_rate(std::string_view text);
 bool is_token(std::string_view text);
+// An RFC 6901 pointer to a field of a JSON document (not "", the whole document).
+bool is_field_pointer(std::string_view text);
 bool is_host_name_char(char c);
 bool is_ipv6_char(char c);
 
@@ -332,6 +334,9 @@ private:
     void load_methods(const YAML::Node& node, const std::string& path, std::vector<std::string>& out);
     // load_outcomes.cpp
     void load_on_status(const YAML::Node& node, const std::string& path, status_policy& out);
+    void load_reconcile(const YAML::Node& node, const std::string& path, const idempotency_config& idem,
+                        reconcile_config& out);
+    void load_status_list(const map_view& map, std::string_view key, std::vector<unsigned>& out);
     void load_header_patterns(const YAML::Node& node, const std::string& path, std::vector<std::string>& out);
 
     std::string source_; // names the whole document when a problem has no key path

@@ -100,6 +100,13 @@ void idempotency(YAML::Emitter& out, const idempotency_config& i)
     }
     key(out, "client_lookup_path");
     out << YAML::DoubleQuoted << i.client_lookup_path;
+    const auto& r = i.reconcile;
+    out << YAML::Key << "reconcile" << YAML::Value << YAML::BeginMap << YAML::Key << "path" << YAML::Value
+        << YAML::DoubleQuoted << r.path << YAML::Key << "method" << YAML::Value << r.method << YAML::Key
+        << "after" << YAML::Value << duration_text(r.after) << YAML::Key << "every" << YAML::Value
+        << duration_text(r.every) << YAML::Key << "give_up_after" << YAML::Value
+        << duration_text(r.give_up_after) << YAML::Key << "found" << YAML::Value << YAML::Flow << r.found
+        << YAML::Key << "not_found" << YAML::Value << YAML::Flow << r.not_found << YAML::EndMap;
     out << YAML::EndMap;
 }
 

@@ -55,6 +55,23 @@ boost::asio::awaitable<count_result> session::count_execution(scope, duration)
     co_return out;
 }
 
+boost::asio::awaitable<boost::system::error_code> session::schedule_probe(std::string_view, std::int64_t)
+{
+    co_return make_error_code(error::store_unavailable);
+}
+
+boost::asio::awaitable<probe_claim> session::claim_probes(std::int64_t, duration, std::size_t)
+{
+    probe_claim out;
+    out.ec = make_error_code(error::store_unavailable);
+    co_return out;
+}
+
+boost::asio::awaitable<boost::system::error_code> session::unschedule_probe(std::string_view)
+{
+    co_return make_error_code(error::store_unavailable);
+}
+
 boost::asio::awaitable<wait_result> session::wait_settled(scope, duration)
 {
     wait_result out;

@@ -409,7 +409,8 @@ std::vector<reloadable_row> reloadable_rows()
                         std::this_thread::sleep_for(1300ms); // past record_ttl
                         auto late = f.post("/api/orders", key, "{}");
                         CHECK(is_problem(late, 422));
-                        CHECK(parse_object(late.body)["type"] == "/.well-known/idempotency/problems/record-expired");
+                        CHECK(parse_object(late.body)["type"] ==
+                              "/.well-known/idempotency/problems/record-expired");
                         CHECK(f.executions() == 1);
                     }});
     rows.push_back({"routes[].idempotency.attempt_header",
@@ -421,6 +422,26 @@ std::vector<reloadable_row> reloadable_rows()
                         auto& seen = echo["headers"].as_object();
                         CHECK(seen["x-attempt-b"] == "1");
                         CHECK_FALSE(seen.contains("x-attempt-a"));
+                    }});
+    rows.push_back({"routes[].idempotency.reconcile",
+                    [](auto& o) {
+                        o.idempotency_extra =
+                            "      on_status: { \"500\": hold }\n"
+                            "      reconcile: { path: \"/__lookup/404/{key}\", after: 0s }\n";
+                    },
+                    text_edit("/__lookup/404/{key}", "/__lookup/200/{key}"),
+                    [](auto& f) {
+                        const auto key = unique_key("reload-reconcile");
+                        REQUIRE(f.post("/api/orders", key, "{}", {{"X-Test-Status", "500"}}).status == 500);
+                        auto deadline = std::chrono::steady_clock::now() + 5s;
+                        auto res = f.post("/api/orders", key, "{}");
+                        while (res.status == 409 && std::chrono::steady_clock::now() < deadline) {
+                            std::this_thread::sleep_for(50ms);
+                            res = f.post("/api/orders", key, "{}");
+                        }
+                        CHECK(res.status == 200); // found: the reloaded path was probed
+                        CHECK(res.header("idempotency-status") == "reconciled");
+                        CHECK(f.executions() == 1);
                     }});
     rows.push_back(
         {"routes[].idempotency.key_format",

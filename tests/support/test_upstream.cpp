@@ -15,6 +15,9 @@
 //   GET  /__keys        {"<Idempotency-Key>":[execution numbers],...}: which executions each key
 //                       got (a key that ran twice lists two)
 //   POST /__reset       zeroes the counter (and forgets the keys)
+//   ANY  /__lookup/N/... a lookup (a reconcile probe), not counted: answers status N with
+//                       {"lookup":"<target>"} and X-Lookup: 1
+//   GET  /__lookups     {"<lookup target>":["<Idempotency-Key> <X-Tenant>",...]}: each lookup
 //   any other request   increments the counter, then answers per these request headers:
 //     X-Test-Status: N      status (default 201)
 //     X-Test-Delay-Ms: N    wait N ms (asynchronous timer) before answering
@@ -65,6 +68,7 @@ namespace {
 std::atomic<long> executions{0};
 std::mutex keys_mutex;
 boost::json::object executions_by_key; // Idempotency-Key -> [execution numbers]
+boost::json::object lookups;           // lookup target -> ["<Idempotency-Key> <X-Tenant>", ...]
 std::string instance_name;             // --name
 
 long header_number(const http::request<http::string_body>& req, std::string_view name, long fallback)
@@ -101,10 +105,29 @@ http::response<http::string_body> control_answer(const http::request<http::strin
     } else if (req.target() == "/__keys" && req.method() == http::verb::get) {
         std::lock_guard lock(keys_mutex);
         res.body() = boost::json::serialize(executions_by_key);
+    } else if (req.target().starts_with("/__lookup/")) {
+        auto target = std::string(req.target());
+        std::string seen = std::string(req["Idempotency-Key"]) + " " + std::string(req["X-Tenant"]);
+        {
+            std::lock_guard lock(keys_mutex);
+            auto& list = lookups[target];
+            if (!list.is_array())
+                list = boost::json::array{};
+            list.as_array().push_back(boost::json::string(seen));
+        }
+        unsigned status = 0;
+        std::from_chars(target.data() + 10, target.data() + target.size(), status);
+        res.result(status >= 200 && status < 600 ? status : 500);
+        res.set("X-Lookup", "1");
+        res.body() = boost::json::serialize(boost::json::object{{"lookup", target}});
+    } else if (req.target() == "/__lookups" && req.method() == http::verb::get) {
+        std::lock_guard lock(keys_mutex);
+        res.body() = boost::json::serialize(lookups);
     } else if (req.target() == "/__reset" && req.method() == http::verb::post) {
         executions = 0;
         std::lock_guard lock(keys_mutex);
         executions_by_key.clear();
+        lookups.clear();
         res.body() = R"({"executions":0})";
     } else {
         res.result(http::status::not_found);

@@ -164,6 +164,8 @@ TEST_CASE("decide_on_tombstone: the same request is refused as expired, another 
     CHECK(to_string(outcome::not_replayable) == "not_replayable");
     CHECK(to_string(outcome::expired) == "expired");
     CHECK(to_string(key_status::not_replayable) == "not-replayable");
+    CHECK(to_string(outcome::reconciled) == "reconciled");
+    CHECK(to_string(key_status::reconciled) == "reconciled");
     CHECK(to_string(key_status::expired) == "expired");
 }
 

@@ -18,6 +18,7 @@ std::string_view to_string(outcome o) noexcept
     case outcome::throttled: return "throttled";
     case outcome::not_replayable: return "not_replayable";
     case outcome::expired: return "expired";
+    case outcome::reconciled: return "reconciled";
     }
     return "unknown";
 }
@@ -37,6 +38,7 @@ std::string_view to_string(key_status s) noexcept
     case key_status::ignored: return "ignored";
     case key_status::not_replayable: return "not-replayable";
     case key_status::expired: return "expired";
+    case key_status::reconciled: return "reconciled";
     }
     return "";
 }

@@ -2,6 +2,7 @@
 
 #include "core/problem.hpp"
 #include "idempotency/big_answer.hpp"
+#include "idempotency/reconcile.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <idemgate/common/error.hpp>
@@ -21,9 +22,8 @@ bool is_bodyless_status(unsigned status)
     return (status >= 100 && status < 200) || status == 204 || status == 304;
 }
 
-// The Host an upstream gets for a request that had none (HTTP/1.0): the upstream's name as
-// configured (its TLS server_name when set) and its port unless the scheme's default, as nginx
-// sends $proxy_host.
+} // namespace
+
 std::string upstream_authority(const config::upstream_config& upstream)
 {
     const auto& u = upstream.tls;
@@ -33,6 +33,8 @@ std::string upstream_authority(const config::upstream_config& upstream)
         out.append(":").append(std::to_string(upstream.address.port));
     return out;
 }
+
+namespace {
 
 // Rewrites the client's request for the upstream: hop-by-hop out, X-Forwarded-* in, HTTP/1.1
 // with a Host, Content-Length framing.
@@ -115,7 +117,8 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
     for (const auto& f : res)
         if (!excluded_from_record(f.name_string()) &&
             (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)) &&
-            (status_header.empty() || !boost::beast::iequals(f.name_string(), status_header)))
+            (status_header.empty() || !boost::beast::iequals(f.name_string(), status_header)) &&
+            !boost::beast::iequals(f.name_string(), reconciled_field))
             out.headers.push_back({std::string(f.name_string()), std::string(f.value())});
     return out;
 }

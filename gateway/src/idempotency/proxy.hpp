@@ -14,6 +14,11 @@ namespace idemgate::gateway::detail {
 // statuses lose body and Content-Length; a HEAD answer keeps the upstream's Content-Length.
 void reframe(response_type& res, bool head_request);
 
+// The Host an upstream gets for a request that had none (HTTP/1.0): the upstream's name as
+// configured (its TLS server_name when set) and its port unless the scheme's default, as nginx
+// sends $proxy_host.
+std::string upstream_authority(const config::upstream_config& upstream);
+
 // An answer's status, reason and the fields a record keeps: not those of excluded_from_record,
 // the request ID's (it belongs to one request) or the status header's (a replay says it is one).
 store::stored_response recordable_head(const response_type& res, std::string_view request_id_header,

@@ -5,8 +5,10 @@
 #include "idempotency/local_tier.hpp"
 #include "idempotency/own_paths.hpp"
 #include "idempotency/proxy.hpp"
+#include "idempotency/reconcile.hpp"
 #include "idempotency/scope.hpp"
 
+#include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
@@ -256,10 +258,17 @@ request_phases::wait_for_first(std::optional<store::record>& existing)
 // local tier, which a replay read from the store is what admits.
 phase_result request_phases::replay(store::record&& existing)
 {
+    // A record a probe completed (reconcile) is replayed as reconciled, and only from the store.
+    auto& fields = existing.response.headers;
+    auto marker = std::find_if(fields.begin(), fields.end(),
+                               [](const store::header_field& f) { return f.name == reconciled_field; });
+    bool reconciled = marker != fields.end();
+    if (reconciled)
+        fields.erase(marker);
     h_.response = replay_response(std::move(existing.response), version_, policy().replay_drop_headers);
-    h_.result = outcome::replayed;
-    h_.key_state = key_status::replayed;
-    if (tier_) {
+    h_.result = reconciled ? outcome::reconciled : outcome::replayed;
+    h_.key_state = reconciled ? key_status::reconciled : key_status::replayed;
+    if (tier_ && !reconciled) {
         // The store's TTL started when the record was completed, after it was created.
         auto now = clock_type::now();
         auto left = std::chrono::milliseconds(existing.created_unix_ms + tenant_.record_ttl.count() -

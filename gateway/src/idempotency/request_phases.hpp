@@ -89,6 +89,8 @@ private:
     wait_for_first(std::optional<store::record>& existing);
     phase_result replay(store::record&& existing);
     store::record completed_record();
+    // A key just held on a route that reconciles: its probe goes on the store's schedule.
+    boost::asio::awaitable<void> schedule_probe(std::chrono::milliseconds record_ttl);
 
     gateway_context& ctx_;
     worker& w_;

@@ -4,6 +4,7 @@
 #include "idempotency/big_answer.hpp"
 #include "idempotency/local_tier.hpp"
 #include "idempotency/proxy.hpp"
+#include "idempotency/reconcile.hpp"
 #include "idempotency/request_phases.hpp"
 
 #include <boost/beast/core/string.hpp>
@@ -64,6 +65,31 @@ static store::record tombstone_of(const store::record& done)
     return tomb;
 }
 
+asio::awaitable<void> request_phases::schedule_probe(std::chrono::milliseconds record_ttl)
+{
+    const auto& rc = policy().reconcile;
+    auto target = render_probe_target(rc.path, h_.key, h_.tenant, req_.body());
+    if (!target) {
+        log::warn("reconcile: the held request's body has no field the probe's path names; not probed",
+                  {{"tenant", h_.tenant}, {"key", h_.key}, {"path", rc.path}});
+        co_return;
+    }
+    probe_entry p{route_->path_prefix,
+                  h_.tenant,
+                  scope_tenant_,
+                  h_.key,
+                  in_flight_.owner_token,
+                  in_flight_.fingerprint,
+                  in_flight_.created_unix_ms,
+                  log::now_unix_ms(),
+                  record_ttl.count(),
+                  std::move(*target)};
+    auto ec = co_await w_.store->schedule_probe(encode_probe(p), p.held_unix_ms + rc.after.count());
+    if (ec)
+        log::coalesced(log::level::warn, "reconcile: store could not schedule a held key's probe",
+                       ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
+}
+
 asio::awaitable<void> request_phases::settle(bool answered)
 {
     const auto record_ttl = tenant_.record_ttl;
@@ -91,6 +117,8 @@ asio::awaitable<void> request_phases::settle(bool answered)
         auto ec = co_await w_.store->complete(scope_, in_flight_, record_ttl);
         account(store_op::complete, t1, ec);
         store_ok = !ec;
+        if (!ec && policy().reconcile.enabled())
+            co_await schedule_probe(record_ttl);
         if (ec) {
             log::coalesced(log::level::warn,
                            "store could not hold a key whose outcome is unknown; it is released by lock_ttl",

@@ -1,6 +1,7 @@
 #include "runtime/listener.hpp"
 
 #include "idempotency/local_tier.hpp"
+#include "idempotency/reconcile.hpp"
 #include "runtime/client_connection.hpp"
 #include "runtime/service_notify.hpp"
 #include "transport/tls.hpp"
@@ -150,8 +151,8 @@ void listener::begin_drain(const char* why)
     ctx_.draining.store(true);
     notify_service("STOPPING=1\nSTATUS=draining");
     log::lifecycle("draining", {{"reason", why},
-                           {"in_flight", ctx_.stats.requests_in_flight.load()},
-                           {"drain_timeout_ms", static_cast<std::int64_t>(drain_timeout().count())}});
+                                {"in_flight", ctx_.stats.requests_in_flight.load()},
+                                {"drain_timeout_ms", static_cast<std::int64_t>(drain_timeout().count())}});
     for (auto& w : workers_) {
         asio::post(w->ioc, [wp = w.get()] {
             error_code ignored;
@@ -209,6 +210,9 @@ void listener::run(const std::function<void()>& on_started, std::function<void()
         w->accepting.store(true);
         asio::co_spawn(w->ioc, accept_loop(*w), asio::detached);
     }
+    // Held keys' probes (reconcile) go out from one thread; it idles while no route reconciles.
+    if (!workers_.empty())
+        asio::co_spawn(workers_.front()->ioc, reconcile_loop(ctx_, *workers_.front()), asio::detached);
     for (const auto& f : ctx_.live()->fleets)
         f->start(control_); // re-resolution (resolve_every), once per process
     signals_ = std::make_unique<asio::signal_set>(control_, SIGINT, SIGTERM, SIGHUP);

@@ -2,6 +2,7 @@
 // record_shards (record_shards.hpp), settlement notifications for waiting duplicates and tenant
 // quotas in process; one backend shared by every I/O thread, a session per thread.
 #include "memory/memory_backend.hpp"
+#include "memory/probe_book.hpp"
 #include "memory/record_shards.hpp"
 #include "memory/tenant_quotas.hpp"
 #include "settle_notifier.hpp"
@@ -70,6 +71,11 @@ public:
     boost::asio::awaitable<boost::system::error_code> leave(std::string_view tenant,
                                                             std::string_view owner_token) override;
     boost::asio::awaitable<wait_result> wait_settled(scope s, duration timeout) override;
+    boost::asio::awaitable<boost::system::error_code> schedule_probe(std::string_view entry,
+                                                                     std::int64_t due_unix_ms) override;
+    boost::asio::awaitable<probe_claim> claim_probes(std::int64_t now_unix_ms, duration lease,
+                                                     std::size_t limit) override;
+    boost::asio::awaitable<boost::system::error_code> unschedule_probe(std::string_view entry) override;
 
 private:
     std::shared_ptr<memory_backend> backend_;
@@ -91,6 +97,7 @@ public:
     }
     bool ready() const override { return true; }
     std::string_view kind() const noexcept override { return "memory"; }
+    detail::probe_book probes;
     void render_metrics(std::string& out) const override { detail::render_memory_metrics(stats(), out); }
 
     reserve_result reserve(scope s, const record& in_flight, duration ttl)
@@ -340,6 +347,27 @@ boost::asio::awaitable<lookup_result> memory_session::lookup(scope s)
 boost::asio::awaitable<boost::system::error_code> memory_session::remove(scope s, bool& removed)
 {
     removed = backend_->remove(s);
+    co_return boost::system::error_code{};
+}
+
+boost::asio::awaitable<boost::system::error_code> memory_session::schedule_probe(std::string_view entry,
+                                                                                 std::int64_t due_unix_ms)
+{
+    backend_->probes.schedule(entry, due_unix_ms);
+    co_return boost::system::error_code{};
+}
+
+boost::asio::awaitable<probe_claim> memory_session::claim_probes(std::int64_t now_unix_ms, duration lease,
+                                                                 std::size_t limit)
+{
+    probe_claim out;
+    out.entries = backend_->probes.claim(now_unix_ms, lease.count(), limit);
+    co_return out;
+}
+
+boost::asio::awaitable<boost::system::error_code> memory_session::unschedule_probe(std::string_view entry)
+{
+    backend_->probes.unschedule(entry);
     co_return boost::system::error_code{};
 }
 

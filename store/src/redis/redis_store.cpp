@@ -7,6 +7,7 @@
 #include "redis/complete_resend.hpp"
 #include "redis/redis_backend.hpp"
 #include "redis/redis_keys.hpp"
+#include "redis/redis_probes.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/redis_side_keys.hpp"
 
@@ -154,6 +155,18 @@ public:
     asio::awaitable<count_result> count_execution(scope s, duration ttl) override
     {
         co_return co_await detail::count_execution(*router_, *shared_, s, ttl);
+    }
+    asio::awaitable<error_code> schedule_probe(std::string_view entry, std::int64_t due) override
+    {
+        co_return co_await detail::schedule_probe(*router_, *shared_, entry, due);
+    }
+    asio::awaitable<probe_claim> claim_probes(std::int64_t now, duration lease, std::size_t limit) override
+    {
+        co_return co_await detail::claim_probes(*router_, *shared_, now, lease, limit);
+    }
+    asio::awaitable<error_code> unschedule_probe(std::string_view entry) override
+    {
+        co_return co_await detail::unschedule_probe(*router_, *shared_, entry);
     }
 
     asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/config/reconcile_config.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -268,6 +269,7 @@ struct idempotency_config {
     // GET <client_lookup_path><key> on the client listener tells the caller what became of its key
     // in this route's scope; starts with path_prefix ("" = off).
     std::string client_lookup_path;
+    reconcile_config reconcile;
 };
 
 // Limits and TTLs of one tenant (the tenant header's value), enforced across every gateway

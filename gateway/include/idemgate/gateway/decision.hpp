@@ -25,10 +25,11 @@ enum class outcome {
     held,           // forwarded as the key's owner, not recorded, the key held as outcome_unknown
     throttled,      // a new key beyond its tenant's quota: 429, upstream not called
     not_replayable, // the first answer was too big to record: 422, upstream not called
-    expired         // the record expired, its tombstone remains: 422, upstream not called
+    expired,        // the record expired, its tombstone remains: 422, upstream not called
+    reconciled      // a held key resolved by a probe (reconcile): its answer replayed
 };
 std::string_view to_string(outcome o) noexcept;
-inline constexpr int outcome_count = 12;
+inline constexpr int outcome_count = 13;
 
 // What the gateway tells the client about its key (routes[].idempotency.status_header), for
 // every answer to a request that carried one.
@@ -44,7 +45,8 @@ enum class key_status {
     unavailable,    // the store could not be asked: a retry may execute
     ignored,        // not guarded: a route or method without idempotency, or shadow mode
     not_replayable, // the first answer was too big to record: it is never executed again
-    expired         // the first answer's record expired (a tombstone remains): never executed again
+    expired,        // the first answer's record expired (a tombstone remains): never executed again
+    reconciled      // a held key's outcome was found by a probe (reconcile): its answer replayed
 };
 std::string_view to_string(key_status s) noexcept;
 

@@ -76,6 +76,12 @@ struct tombstone_result {
     std::optional<record> tombstone; // state tombstone; nullopt: none
 };
 
+// Held keys' probes claimed for sending (session::claim_probes).
+struct probe_claim {
+    boost::system::error_code ec;
+    std::vector<std::string> entries;
+};
+
 // Where a key lives: the tenant scope plus the client's key. Two scopes never collide.
 struct scope {
     std::string_view tenant; // "" = the default scope
@@ -175,6 +181,19 @@ public:
     // (lock_ttl + record_ttl: as long as a release could be followed by another execution that
     // a client would see as a retry). The default answers store_unavailable.
     virtual boost::asio::awaitable<count_result> count_execution(scope s, duration ttl);
+
+    // Reconciliation (routes[].idempotency.reconcile): a schedule of held keys' probes, shared by
+    // every gateway on the store, so none has to scan the keys for held ones. An entry is the
+    // gateway's own description of a probe (opaque here), due at a Unix time in milliseconds.
+    // Adds the entry, or moves it, to be due at due_unix_ms.
+    virtual boost::asio::awaitable<boost::system::error_code> schedule_probe(std::string_view entry,
+                                                                             std::int64_t due_unix_ms);
+    // Claims up to `limit` entries due at now_unix_ms, each for one gateway only: a claimed entry
+    // is due again at now_unix_ms + lease (it comes back if the claimant never reschedules it).
+    virtual boost::asio::awaitable<probe_claim> claim_probes(std::int64_t now_unix_ms, duration lease,
+                                                             std::size_t limit);
+    // Takes the entry off the schedule (the key was resolved, or given up).
+    virtual boost::asio::awaitable<boost::system::error_code> unschedule_probe(std::string_view entry);
 
     // Operator access (admin API), and a client's lookup of its own key (lookup only). The
     // defaults answer store_unavailable for a backend that has not implemented them.
