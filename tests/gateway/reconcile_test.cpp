@@ -93,7 +93,7 @@ TEST_CASE("reconcile found: a held key completes with the probe's answer, and th
         return o["key"] == boost::json::string_view(key) && o["outcome"] == "reconciled";
     });
     CHECK(line.has_value());
-    CHECK(metric_reaching(f, R"(idemgate_reconcile_probes_total{result="found"})", 1) == 1);
+    CHECK(metric_reaching(f, R"(idemgate_reconcile_total{result="found"})", 1) == 1);
 }
 
 TEST_CASE("reconcile not_found: the held key is released and the retry executes")
@@ -107,7 +107,7 @@ TEST_CASE("reconcile not_found: the held key is released and the retry executes"
     CHECK(retry.header("idempotency-status") == "executed");
     CHECK(f.executions() == 2);
     CHECK(lookup_count(f, "/__lookup/404/" + key) == 1);
-    CHECK(metric_reaching(f, R"(idemgate_reconcile_probes_total{result="not_found"})", 1) == 1);
+    CHECK(metric_reaching(f, R"(idemgate_reconcile_total{result="not_found"})", 1) == 1);
 }
 
 TEST_CASE("reconcile: an answer neither found nor not_found is asked again every `every` until "
@@ -116,12 +116,12 @@ TEST_CASE("reconcile: an answer neither found nor not_found is asked again every
     gateway_fixture f(reconciling("/__lookup/503/{key}", "200ms", "1s"));
     const auto key = unique_key("unsure");
     CHECK(f.post("/api/orders", key, "{}", {{"X-Test-Status", "500"}}).status == 500);
-    CHECK(metric_reaching(f, R"(idemgate_reconcile_probes_total{result="gave_up"})", 1) == 1);
+    CHECK(metric_reaching(f, R"(idemgate_reconcile_total{result="gave_up"})", 1) == 1);
     auto asked = lookup_count(f, "/__lookup/503/" + key);
     // Due at 100ms, then every 200ms before 1s: 5 probes (one late tick may cost one).
     CHECK(asked >= 4);
     CHECK(asked <= 6);
-    CHECK(metric(f.gateway->admin_port(), R"(idemgate_reconcile_probes_total{result="other"})") == asked);
+    CHECK(metric(f.gateway->admin_port(), R"(idemgate_reconcile_total{result="retry"})") == asked);
     std::this_thread::sleep_for(500ms);
     CHECK(lookup_count(f, "/__lookup/503/" + key) == asked); // given up: no more probes
     auto retry = f.post("/api/orders", key, "{}");
@@ -157,8 +157,8 @@ TEST_CASE("reconcile: two gateways on one store probe a held key once per interv
     auto asked = lookup_count(f, "/__lookup/503/" + key);
     CHECK(asked >= 4);
     CHECK(asked <= 7);
-    double first = metric(f.gateway->admin_port(), R"(idemgate_reconcile_probes_total{result="other"})");
-    double other = metric(second->admin_port(), R"(idemgate_reconcile_probes_total{result="other"})");
+    double first = metric(f.gateway->admin_port(), R"(idemgate_reconcile_total{result="retry"})");
+    double other = metric(second->admin_port(), R"(idemgate_reconcile_total{result="retry"})");
     CHECK(first + other == static_cast<double>(asked));
 }
 

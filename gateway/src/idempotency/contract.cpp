@@ -193,10 +193,10 @@ json::object operation(const config::config& cfg, const config::route_config& ro
     if (!idem.status_header.empty())
         headers[idem.status_header] =
             header("What the gateway did with the key",
-                   json::object{
-                       {"type", "string"},
-                       {"enum", json::array{"executed", "replayed", "released", "held", "reconciled",
-                                            "in-flight", "mismatch", "rejected", "unavailable", "ignored"}}});
+                   json::object{{"type", "string"},
+                                {"enum", json::array{"executed", "replayed", "released", "held", "reconciled",
+                                                     "not-replayable", "expired", "in-flight", "mismatch",
+                                                     "rejected", "unavailable", "ignored"}}});
     auto responses = problem_responses(cfg, idem);
     responses["default"] =
         json::object{{"description", "The upstream's answer, recorded for replay as on_status says"},

@@ -20,7 +20,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-enum class probe_result { found, not_found, other, error, gave_up };
+enum class probe_result { found, not_found, retry, error, gave_up };
 
 // Probes claimed at once; the rest stay due for the next tick.
 constexpr std::size_t claim_batch = 32;
@@ -138,7 +138,7 @@ asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std
     log::info("reconcile: the probe's answer is neither found nor not_found; asked again later",
               std::move(fields));
     co_await w.store->schedule_probe(text, next_due);
-    co_return probe_result::other;
+    co_return probe_result::retry;
 }
 
 } // namespace

@@ -72,8 +72,8 @@ inline constexpr labels<h2_limit_count> h2_limit_labels{"limit=\"stream_resets\"
 
 std::string outcome_label(std::size_t index); // outcome="<to_string(outcome)>"
 // By reconcile_result: what a probe of a held key found.
-inline constexpr labels<5> reconcile_result_labels{"result=\"found\"", "result=\"not_found\"", "result=\"other\"",
-                                                   "result=\"error\"", "result=\"gave_up\""};
+inline constexpr labels<5> reconcile_result_labels{
+    "result=\"found\"", "result=\"not_found\"", "result=\"retry\"", "result=\"error\"", "result=\"gave_up\""};
 // By upstream_outcome_index: action="record|release|hold",code="1xx|...|5xx".
 std::string upstream_outcome_label(std::size_t index);
 std::string shadow_label(std::size_t index); // would="replay" ...; none is left out
@@ -91,7 +91,7 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
     FAMILY("idemgate_upstream_outcomes_total", "counter",                                                   \
            "Upstream answers to keyed requests by what became of the key (on_status) and status class.")    \
     MEMBER(metric::counters<upstream_outcome_count>, upstream_outcomes, metric::upstream_outcome_label)     \
-    FAMILY("idemgate_reconcile_probes_total", "counter",                                                    \
+    FAMILY("idemgate_reconcile_total", "counter",                                                    \
            "Probes of held keys (reconcile) by result; gave_up: given up after give_up_after.")             \
     MEMBER(metric::counters<5>, reconcile_probes, metric::reconcile_result_labels)                          \
     FAMILY("idemgate_request_duration_seconds", "histogram", "Time from request header to response sent.")  \
