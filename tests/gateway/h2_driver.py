@@ -11,6 +11,10 @@ python3-hpack, which python3-h2 is built on). It talks prior-knowledge HTTP/2 to
       {"statuses":{status:count}, "resets":n, "goaway":code|null}
   cancel PORT PATH KEY [name:value ...]
       a keyed POST reset (CANCEL) 100 ms after it was sent; prints {"reset":true}
+  big PORT PATH KEY RESET_AFTER [name:value ...]
+      a keyed POST whose answer is read frame by frame, its windows opened as DATA arrive; with
+      RESET_AFTER > 0 the client resets the stream (CANCEL) once it has that many body bytes:
+      {"status":..,"bytes":n,"ended":bool,"reset":code|null,"cancelled":bool}
   drain PORT PATH
       a POST held by the upstream; prints {"sent":true}, then waits for the GOAWAY and the
       answer: {"goaway":code,"last_stream":id,"status":..}
@@ -218,6 +222,44 @@ def cmd_cancel(port, path, key, *rest):
     c.send(RstStreamFrame(1, error_code=8))
     time.sleep(0.05)
     print(json.dumps({"reset": True}), flush=True)
+
+
+def cmd_big(port, path, key, reset_after, *rest):
+    extra, _, _ = parse_extra(rest)
+    reset_after = int(reset_after)
+    c = Conn(port, timeout=20.0)
+    body = b"{}"
+    fields = request_fields("POST", path, extra, port) + [("idempotency-key", key),
+                                                          ("content-length", str(len(body)))]
+    c.send(c.headers(1, fields, end_stream=False), DataFrame(1, data=body, flags=["END_STREAM"]))
+    deadline = time.monotonic() + 20.0
+    status, got, ended, reset, cancelled = None, 0, False, None, False
+    while not ended and reset is None and not cancelled:
+        f = c.frame(deadline)
+        if f is None:
+            break
+        if f.stream_id != 1:
+            continue
+        if isinstance(f, HeadersFrame):
+            for n, v in c.dec.decode(f.data):
+                n = n.decode() if isinstance(n, bytes) else n
+                if n == ":status":
+                    status = int(v)
+            ended = "END_STREAM" in f.flags
+        elif isinstance(f, DataFrame):
+            got += len(f.data)
+            ended = "END_STREAM" in f.flags
+            if reset_after and got >= reset_after and not ended:
+                c.send(RstStreamFrame(1, error_code=8))
+                cancelled = True
+                time.sleep(0.05)
+            elif f.data:
+                c.send(WindowUpdateFrame(0, window_increment=len(f.data)),
+                       WindowUpdateFrame(1, window_increment=len(f.data)))
+        elif isinstance(f, RstStreamFrame):
+            reset = ERRORS.get(f.error_code, f.error_code)
+    print(json.dumps({"status": status, "bytes": got, "ended": ended, "reset": reset, "cancelled": cancelled}),
+          flush=True)
 
 
 def cmd_drain(port, path):
@@ -473,7 +515,7 @@ def cmd_conformance(port, only=None):
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     port = int(args[0])
-    {"request": cmd_request, "concurrent": cmd_concurrent, "cancel": cmd_cancel, "drain": cmd_drain,
+    {"request": cmd_request, "concurrent": cmd_concurrent, "cancel": cmd_cancel, "big": cmd_big, "drain": cmd_drain,
      "settings": cmd_settings, "stall": cmd_stall, "httpx": cmd_httpx, "idle": cmd_idle, "conformance": cmd_conformance}[cmd](port, *args[1:])
 
 

@@ -3,6 +3,7 @@
 // answer, names in lower case, without the connection-specific ones (RFC 9113 8.2.2).
 #include "core/http_date.hpp"
 #include "http2/h2_session.hpp"
+#include "http2/h2_sink.hpp"
 #include "idempotency/local_tier.hpp"
 
 #include <array>
@@ -68,6 +69,15 @@ void for_each_field(std::string_view fields, F&& f)
     }
 }
 
+ssize_t read_streamed(nghttp2_session* session, std::int32_t id, std::uint8_t* buf, std::size_t length,
+                      std::uint32_t* flags, nghttp2_data_source*, void*)
+{
+    auto* s = static_cast<h2_stream*>(nghttp2_session_get_stream_user_data(session, id));
+    if (!s || !s->sink)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; // resets the stream: the answer is cut
+    return s->sink->take(buf, length, flags);
+}
+
 ssize_t read_body(nghttp2_session* session, std::int32_t id, std::uint8_t* buf, std::size_t length,
                   std::uint32_t* flags, nghttp2_data_source*, void*)
 {
@@ -82,14 +92,10 @@ ssize_t read_body(nghttp2_session* session, std::int32_t id, std::uint8_t* buf, 
     return static_cast<ssize_t>(n);
 }
 
-} // namespace
-
-void h2_session::submit(h2_stream& s)
+// The header block of an answer: the fields the HTTP/1.1 connection writes for it.
+unsigned answer_headers(header_block& block, const config::config& cfg, const h2_stream& s, const handled& h)
 {
-    const auto& cfg = s.env->cfg();
-    const auto& h = s.h;
     unsigned status = h.prerendered ? h.prerendered->status : h.response.result_int();
-    header_block block;
     block.add(":status", std::to_string(status));
     bool has_date = false;
     auto field = [&](std::string_view name, std::string_view value) {
@@ -101,11 +107,9 @@ void h2_session::submit(h2_stream& s)
     };
     if (h.prerendered) {
         for_each_field(h.prerendered->fields, field);
-        s.body = h.prerendered->body;
     } else {
         for (const auto& f : h.response)
             field(f.name_string(), f.value());
-        s.body = h.response.body();
     }
     if (!s.ids.request_id.empty())
         block.add(cfg.request_id_header, s.ids.request_id);
@@ -113,6 +117,18 @@ void h2_session::submit(h2_stream& s)
         block.add(h.status_header, to_string(h.key_state));
     if (!has_date)
         block.add("date", http_date_now());
+    return status;
+}
+
+} // namespace
+
+void h2_session::submit(h2_stream& s)
+{
+    const auto& cfg = s.env->cfg();
+    const auto& h = s.h;
+    header_block block;
+    unsigned status = answer_headers(block, cfg, s, h);
+    s.body = h.prerendered ? std::string_view(h.prerendered->body) : std::string_view(h.response.body());
     if (s.req.method() == http::verb::head || bodyless(status))
         s.body = {};
     s.state = h2_stream::phase::responding;
@@ -122,6 +138,18 @@ void h2_session::submit(h2_stream& s)
     provider.read_callback = &read_body;
     nghttp2_submit_response(session_, s.id, block.data(), block.size(), s.body.empty() ? nullptr : &provider);
     wake();
+}
+
+bool h2_session::submit_streamed(h2_stream& s, const handled& h)
+{
+    header_block block;
+    answer_headers(block, s.env->cfg(), s, h);
+    nghttp2_session_set_stream_user_data(session_, s.id, &s);
+    nghttp2_data_provider provider{};
+    provider.read_callback = &read_streamed;
+    int rv = nghttp2_submit_response(session_, s.id, block.data(), block.size(), &provider);
+    wake();
+    return rv == 0;
 }
 
 } // namespace idemgate::gateway::detail

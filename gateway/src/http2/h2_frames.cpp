@@ -1,6 +1,7 @@
 // The receiving side of an HTTP/2 connection: nghttp2's callbacks, turning frames into request
 // streams (RFC 9113 8.3 pseudo-header mapping) and counting the frames a flood is made of.
 #include "http2/h2_session.hpp"
+#include "http2/h2_sink.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -140,6 +141,8 @@ struct h2_callbacks {
         auto s = std::move(it->second);
         ses.streams_.erase(it);
         s->closed = true;
+        if (s->sink)
+            s->sink->gone(); // a reset mid-answer: the filter stops passing it on, and settles
         if (s->state == h2_stream::phase::responding)
             ses.finish(*s, error_code);
         // A running stream is finished by its coroutine, which still records the answer.

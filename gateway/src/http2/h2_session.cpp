@@ -1,5 +1,6 @@
 #include "http2/h2_session.hpp"
 
+#include "http2/h2_sink.hpp"
 #include "idempotency/classify.hpp"
 #include "idempotency/idempotency_filter.hpp"
 #include "observability/access_log.hpp"
@@ -154,6 +155,8 @@ void h2_session::detach()
     wake_ = nullptr;
     for (auto& [id, s] : streams_) {
         s->closed = true;
+        if (s->sink)
+            s->sink->gone();
         if (s->state == h2_stream::phase::responding)
             finish(*s, NGHTTP2_CANCEL);
     }
@@ -203,9 +206,16 @@ asio::awaitable<void> h2_session::run_stream(std::shared_ptr<h2_stream> s)
 {
     auto keep = shared_from_this();
     std::string scratch;
+    h2_stream_sink sink(*this, *s);
     s->h = co_await handle_request(ctx_, worker_, *s->env, s->req, client_, scratch,
-                                   s->trace ? &*s->trace : nullptr);
+                                   s->trace ? &*s->trace : nullptr, &sink);
     --running_;
+    if (s->h.written) {
+        // Passed on as it arrived (too large to record): the sink ended the stream, or reset it.
+        s->sent = s->h.body_bytes;
+        finish(*s, s->h.write_error ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
+        co_return;
+    }
     if (s->closed || detached_) {
         // Reset by the client or the connection is gone: the request ran (and recorded) all
         // the same, as for an HTTP/1.1 client that went away.

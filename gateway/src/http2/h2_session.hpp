@@ -32,6 +32,8 @@ struct nghttp2_session_callbacks;
 
 namespace idemgate::gateway::detail {
 
+class h2_stream_sink;
+
 enum class h2_limit { stream_resets, control_frames, header_list, protocol, stall };
 
 // One request stream, from its HEADERS to its close.
@@ -60,6 +62,8 @@ struct h2_stream {
     std::string_view body;
     std::size_t sent = 0;
     bool head = false;
+    // While the filter runs: where an answer too large to record goes (h2_sink.hpp).
+    h2_stream_sink* sink = nullptr;
 };
 
 // Registers the receiving side's callbacks (h2_frames.cpp).
@@ -91,15 +95,22 @@ public:
     void on_output(std::function<void()> wake) { wake_ = std::move(wake); }
     // The connection is gone: no more output; running streams finish and record without answer.
     void detach();
+    // What the limits bound: open streams, and requests still in the filter (reset ones too).
+    std::size_t open_streams() const { return streams_.size(); }
+    std::size_t running_requests() const { return running_; }
 
 private:
     friend struct h2_callbacks;
     friend struct h2_answers;
+    friend class h2_stream_sink;
 
     h2_stream* stream(std::int32_t id);
     void dispatch(h2_stream& s);
     boost::asio::awaitable<void> run_stream(std::shared_ptr<h2_stream> s);
     void submit(h2_stream& s);
+    // Submits the head of an answer passed on as it arrives; its DATA come from s.sink. False
+    // if nghttp2 refused it.
+    bool submit_streamed(h2_stream& s, const handled& h);
     void reject(h2_stream& s, const problem& p, std::string_view detail);
     void finish(h2_stream& s, std::uint32_t error_code);
     void hit(h2_limit limit, std::string_view detail);

@@ -50,7 +50,11 @@ asio::awaitable<error_code> write_piece(answer_sink& sink, handled& h, std::stri
     std::array<asio::const_buffer, 3> parts{asio::buffer(size_line, static_cast<std::size_t>(n)),
                                             asio::buffer(piece.data(), piece.size()),
                                             asio::buffer(end.data(), end.size())};
-    auto ec = co_await sink.write(parts);
+    error_code ec;
+    if (last)
+        ec = co_await sink.write_last(parts);
+    else
+        ec = co_await sink.write(parts);
     if (!ec)
         h.body_bytes += piece.size();
     co_return ec;
@@ -107,12 +111,12 @@ asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big, co
     res.body().clear();
     res.erase(http::field::content_length);
     res.erase(http::field::transfer_encoding);
-    const bool chunked = !big.length && res.version() >= 11;
+    const bool chunked = !big.length && res.version() >= 11 && !sink.frames_body();
     if (big.length)
         res.content_length(*big.length);
     else if (chunked)
         res.set(http::field::transfer_encoding, "chunked");
-    else
+    else if (!sink.frames_body())
         h.close_after = true; // HTTP/1.0: the end of the body is the end of the connection
     big.chunked = chunked;
     h.written = true;

@@ -30,6 +30,15 @@ public:
     // Writes body bytes (empty buffers are skipped) under timeouts.client_write.
     virtual boost::asio::awaitable<boost::system::error_code>
     write(const std::array<boost::asio::const_buffer, 3>& parts) = 0;
+    // Writes the body's last bytes: write() unless the codec marks the end itself.
+    virtual boost::asio::awaitable<boost::system::error_code>
+    write_last(const std::array<boost::asio::const_buffer, 3>& parts)
+    {
+        co_return co_await write(parts);
+    }
+    // True when the codec frames the body itself (HTTP/2's DATA frames and END_STREAM): no
+    // chunked coding, and no closed connection to mark the end of a body of unknown length.
+    virtual bool frames_body() const noexcept { return false; }
     // Resets the connection (RST): the client must not take a cut answer for a whole one.
     virtual void reset() noexcept = 0;
 };
@@ -71,7 +80,8 @@ private:
 };
 
 // Passes on h.response (its head and first bytes) and the rest of `big` to the client: the
-// upstream's Content-Length kept, else chunked (HTTP/1.0: until the connection closes). Every
+// upstream's Content-Length kept, else chunked (HTTP/1.0: until the connection closes; a codec
+// that frames the body itself: as it frames it). Every
 // read of the upstream waits at most timeouts.upstream_response, every write
 // timeouts.client_write. Fills h.written, write_error, body_bytes, close_after. The body's last
 // bytes are kept back (big.tail) for finish_pass_on, after the key has settled.
