@@ -55,7 +55,9 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
   # TLS to Redis: the OpenSSL stream's lifetime across reconnects is worth a sanitizer.
   "$asan_dir/bin/redis_tls_tests"
   # TLS on both HTTP hops runs above, inside gateway_tests and
-  # gateway_tests_redis_store (suite "tls").
+  # gateway_tests_redis_store (suite "tls"), and so does HTTP/2 (suite "http2": the codec, its
+  # floods and conformance cases, answers passed on over a stream). ThreadSanitizer is opt-in:
+  # scripts/tsan.sh.
   echo "test.sh: sanitizer pass done after $((SECONDS - started)) s"
 fi
 
