@@ -40,6 +40,11 @@
 #   ONLY=tls: only the TLS rows and their plain counterparts (nginx-proxy, nginx-cache and
 #   idemgate-redis replay_one / first_execution); no warm keys, system calls, storm, Redis memory or
 #   Redis modes; prints its tables, writes nothing (about 2.5 minutes at the defaults).
+#   ONLY=h2: only the HTTP/2 rows (bench/lib/h2.sh): idemgate over TLS with h2 by ALPN beside nginx
+#   "listen ... ssl http2", replay (h2load) and first execution (bench-h2-load), -c H2_CONNECTIONS=16
+#   with -m H2_STREAMS=32 and -m 1, H2_DURATION=5 s per run, CPU per request; prints its table and
+#   writes bench/results/h2-latest.md (about 4 minutes at the defaults). Needs h2load
+#   (nghttp2-client).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -61,7 +66,8 @@ TLS_DURATION=${TLS_DURATION:-2}
 TLS_SUITE=${TLS_SUITE:-TLS_AES_128_GCM_SHA256}
 TLS_GROUP=${TLS_GROUP:-X25519}
 TLS_RESUMPTION=${TLS_RESUMPTION:-0}
-[[ -z $ONLY || $ONLY = memory || $ONLY = tls ]] || { echo "bench: ONLY must be empty, 'memory' or 'tls', not '$ONLY'" >&2; exit 2; }
+[[ -z $ONLY || $ONLY = memory || $ONLY = tls || $ONLY = h2 ]] ||
+    { echo "bench: ONLY must be empty, 'memory', 'tls' or 'h2', not '$ONLY'" >&2; exit 2; }
 if [[ $ONLY = tls ]]; then
     TLS_TARGETS=1 REDIS_MODES="" SYSCALLS=0
 fi
@@ -84,12 +90,15 @@ source "$bench_dir/lib/memory.sh"   # Redis memory per record
 source "$bench_dir/lib/ratios.sh"   # the ratios against the anchors and the goals
 # shellcheck source=lib/results.sh
 source "$bench_dir/lib/results.sh"  # the results JSON
+# shellcheck source=lib/h2.sh
+source "$bench_dir/lib/h2.sh"       # the HTTP/2 rows (ONLY=h2)
 
 # ---------------------------------------------------------------- install and build
 install_packages() {
     bash "$root/scripts/install-deps.sh"
     local missing=() p wanted=(nginx-light)
     [[ $ONLY = memory ]] || wanted+=(wrk haproxy gnuplot-nox jq) # jq: bench/report.sh reads the results JSON
+    [[ $ONLY != h2 ]] || wanted+=(nghttp2-client)                # h2load
     [[ -n $ONLY || ${SYSCALLS:-1} = 0 ]] || wanted+=(strace) # the system calls per request table
     for p in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -105,7 +114,11 @@ install_packages() {
 }
 
 [[ ${SKIP_INSTALL:-0} = 1 ]] || install_packages
-if [[ ${SKIP_BUILD:-0} != 1 && $ONLY = memory ]]; then
+if [[ ${SKIP_BUILD:-0} != 1 && $ONLY = h2 ]]; then
+    say "building idemgate and bench-h2-load into $BUILD_DIR"
+    [[ -f $BUILD_DIR/CMakeCache.txt ]] || cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$BUILD_DIR" -j "${JOBS:-2}" --target idemgate bench-h2-load
+elif [[ ${SKIP_BUILD:-0} != 1 && $ONLY = memory ]]; then
     say "building idemgate and bench-client into $BUILD_DIR"
     [[ -f $BUILD_DIR/CMakeCache.txt ]] || cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$BUILD_DIR" -j "${JOBS:-2}" --target idemgate bench-client
@@ -142,7 +155,11 @@ if [[ $IO_URING = 1 && -z $ONLY ]]; then
     fi
 fi
 tools=(nginx redis-server redis-cli curl)
-[[ $ONLY = memory ]] || tools+=(wrk haproxy jq) # jq: bench/report.sh
+case $ONLY in
+memory) ;;
+h2) tools+=(jq h2load) ;;
+*) tools+=(wrk haproxy jq) ;; # jq: bench/report.sh
+esac
 for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null || [[ -x /usr/sbin/$tool ]] || die "$tool not found"
 done
@@ -150,6 +167,7 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 bench_binaries=(bench-client)
 [[ $ONLY = memory ]] && bench_binaries+=(idemgate) || bench_binaries+=(bare-beast)
+[[ $ONLY = h2 ]] && bench_binaries=(idemgate bench-h2-load)
 for b in "${bench_binaries[@]}"; do
     [[ -x $bin/$b ]] || die "$bin/$b missing (build failed?)"
 done
@@ -167,6 +185,22 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 run_id=$(date -u +%Y%m%d%H%M%S)-$$
 
+if [[ $ONLY = h2 ]]; then
+    say "work dir $work; only the HTTP/2 rows"
+    load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+    start_h2_targets
+    run_h2_rows
+    mkdir -p "$RESULTS_DIR"
+    {
+        echo "HTTP/2 over TLS ($(h2load --version | head -1), $("$NGINX" -v 2>&1 | sed 's/.*: //'), idemgate" \
+            "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)), $ROUNDS rounds of ${H2_DURATION}s," \
+            "THREADS=$THREADS, load average $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end:"
+        echo
+        h2_table
+    } >"$RESULTS_DIR/h2-latest.md"
+    cat "$RESULTS_DIR/h2-latest.md"
+    exit 0
+fi
 if [[ $ONLY = memory ]]; then
     say "work dir $work; only the Redis memory per record ($RECORDS records per body size: $MEMORY_BODIES)"
     measure_redis_memory

@@ -95,13 +95,14 @@ render() {
 nginx_user_line=""
 [[ $(id -u) -eq 0 ]] && nginx_user_line="user www-data;"
 
-# A fifth argument "tls" terminates TLS (nginx-tls.inc, the bench certificate from make_tls_files).
+# A fifth argument "tls" terminates TLS (nginx-tls.inc, the bench certificate from make_tls_files);
+# "h2" does too and offers HTTP/2 by ALPN ("listen ... ssl http2", nginx 1.22).
 start_nginx() {
     local name=$1 template=$2 port=$3 upstream_port=${4:-0} tls=${5:-}
     local dir=$work/$name listen_ssl="" tls_include="" scheme=http resumption
     mkdir -p "$dir"
     render nginx-common.inc "$dir/nginx-common.inc" "DIR=$dir"
-    if [[ $tls = tls ]]; then
+    if [[ $tls = tls || $tls = h2 ]]; then
         if [[ $TLS_RESUMPTION = 1 ]]; then
             resumption="ssl_session_tickets on; ssl_session_cache shared:bench_tls:10m;"
         else
@@ -110,6 +111,7 @@ start_nginx() {
         render nginx-tls.inc "$dir/nginx-tls.inc" "CERT_FILE=$tls_dir/server.crt" "KEY_FILE=$tls_dir/server.key" \
             "TLS_SUITE=$TLS_SUITE" "TLS_GROUP=$TLS_GROUP" "RESUMPTION=$resumption"
         listen_ssl=" ssl" tls_include="include $dir/nginx-tls.inc;" scheme=https
+        [[ $tls = h2 ]] && listen_ssl=" ssl http2"
     fi
     render "$template" "$dir/nginx.conf" "DIR=$dir" "PORT=$port" "UPSTREAM_PORT=$upstream_port" \
         "WORKERS=$THREADS" "USER_LINE=$nginx_user_line" "LISTEN_SSL=$listen_ssl" "TLS_INCLUDE=$tls_include"
