@@ -12,6 +12,7 @@
 #include "runtime/reload.hpp"
 #include "state/worker.hpp"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
