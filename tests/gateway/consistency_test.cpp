@@ -212,12 +212,16 @@ TEST_CASE(
     // waited out (it may be a retry that is refused and releases), its record ends the attempt.
     // `replica_sleep` seconds of replica sleep make each record wait.
     auto pending_record_of = [&](const std::string& k, int replica_sleep) {
+        // Counted before the request starts: it may reach the upstream at once.
+        const auto before = upstream.executions();
         std::thread c([&] {
             gateway_request(gateway.port(), "POST", "/api/orders",
                             {{"Idempotency-Key", k}, {"X-Test-Delay-Ms", "800"}}, "{}");
         });
-        auto before = upstream.executions();
-        REQUIRE(eventually([&] { return upstream.executions() == before + 1; }, 5s));
+        if (!eventually([&] { return upstream.executions() == before + 1; }, 5s)) {
+            c.join();
+            FAIL("the request never reached the upstream");
+        }
         std::thread s([&, replica_sleep] {
             try {
                 redis_command(replica.port(), {"DEBUG", "SLEEP", std::to_string(replica_sleep)}, 10s);
