@@ -10,6 +10,9 @@
       advice of the page the gateway serves for it (gateway/src/core/problem_pages.cpp).
   check_reference.py cli      SOURCE_DIR   docs/reference/cli.md: every option of idemgate's and
       idemgate-loadtest's --help text, and no option that is in neither.
+  check_reference.py man      SOURCE_DIR   the man pages packaging/man/make_man.py and pandoc make
+      from docs/reference/cli.md: each has its NAME and SYNOPSIS and every option of its --help
+      (exit 77, skipped, without pandoc).
 
 Each problem is printed with what to change; exit 1 if there is any.
 """
@@ -257,11 +260,51 @@ def check_cli(root):
     return problems, "%d options" % total
 
 
+def usage_flags(root, source):
+    text = open(os.path.join(root, source), encoding="utf-8").read()
+    usage = re.search(r'R"\((.*?)\)"', text, re.S).group(1)
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])", usage))
+
+
+def check_man(root):
+    import shutil
+    pandoc = shutil.which("pandoc")
+    if not pandoc:
+        print("man: pandoc is not installed (scripts/install-deps.sh installs it); skipped")
+        sys.exit(77)
+    problems = []
+    for program, source in (("idemgate", "gateway/main.cpp"), ("idemgate-loadtest", "loadtest/src/usage.cpp")):
+        md = subprocess.run([sys.executable, os.path.join(root, "packaging/man/make_man.py"),
+                             os.path.join(root, "docs/reference/cli.md"), program, "0"],
+                            capture_output=True, text=True, timeout=30)
+        if md.returncode != 0:
+            problems.append("make_man.py %s: %s" % (program, md.stderr.strip()))
+            continue
+        roff = subprocess.run([pandoc, "--standalone", "--from", "markdown", "--to", "man"], input=md.stdout,
+                              capture_output=True, text=True, timeout=60)
+        if roff.returncode != 0:
+            problems.append("pandoc %s: %s" % (program, roff.stderr.strip()))
+            continue
+        page = roff.stdout
+        if ".TH \"%s\" \"1\"" % program.upper() not in page:
+            problems.append("%s(1): no .TH line naming %s(1)" % (program, program.upper()))
+        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS"):
+            if ".SH %s" % section not in page:
+                problems.append("%s(1): no %s section" % (program, section))
+        if "%s \\- " % program.replace("-", "\\-") not in page and "%s - " % program not in page:
+            problems.append("%s(1): the NAME line is not '%s - ...'" % (program, program))
+        for flag in sorted(usage_flags(root, source)):
+            if flag not in page and flag.replace("-", "\\-") not in page:
+                problems.append("%s(1): %s (in its --help) is not in the page" % (program, flag))
+    return problems, "2 man pages"
+
+
 def main():
     what, root = sys.argv[1], os.path.abspath(sys.argv[2])
     bin_dir = sys.argv[sys.argv.index("--bin") + 1] if "--bin" in sys.argv else None
     problems, summary = {"config": lambda: check_config(root, bin_dir), "problems": lambda: check_problems(root),
-                         "cli": lambda: check_cli(root)}[what]()
+                         "cli": lambda: check_cli(root),
+                         "man": lambda: check_man(root)}[what]()
     for p in problems:
         print(p)
     print("%s: %s, %d problems" % (what, summary, len(problems)))
