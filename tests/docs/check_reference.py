@@ -181,7 +181,7 @@ def check_config(root, bin_dir):
                             "restart_only::keys() makes it %s" % (number, key, reload[:40], want))
     if bin_dir:
         binary = os.path.join(bin_dir, "idemgate")
-        for example in ("config/idemgate.example.yaml", "config/docker.yaml", "config/demo.yaml"):
+        for example in ("config/idemgate.example.yaml", "config/docker.yaml"):
             for key in sorted(printed_keys(binary, os.path.join(root, example))):
                 if not covered(key):
                     problems.append("docs/reference/configuration.md: %s (idemgate --print-config over %s) "
