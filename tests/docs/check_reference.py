@@ -10,6 +10,9 @@
       advice of the page the gateway serves for it (gateway/src/core/problem_pages.cpp).
   check_reference.py cli      SOURCE_DIR   docs/reference/cli.md: every option of idemgate's and
       idemgate-loadtest's --help text, and no option that is in neither.
+  check_reference.py examples SOURCE_DIR --bin DIR   every YAML configuration in README.md and docs/
+      (```yaml blocks, and the quick start's heredoc) passes `idemgate --check`: a fragment is
+      completed with one upstream and one route; a block that names files (*_file: /...) is skipped.
   check_reference.py man      SOURCE_DIR   the man pages packaging/man/make_man.py and pandoc make
       from docs/reference/cli.md: each has its NAME and SYNOPSIS and every option of its --help
       (exit 77, skipped, without pandoc).
@@ -266,6 +269,56 @@ def usage_flags(root, source):
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])(?![\w-])", usage))
 
 
+EXAMPLE_BASE = {"upstreams": {"orders": {"address": "127.0.0.1:8081"}},
+                "routes": [{"path_prefix": "/api/", "upstream": "orders"}]}
+EXAMPLE_ENV = {"IDEMGATE_KEY_SECRET": "k" * 32, "IDEMGATE_RECORD_KEY": "ab" * 32,
+               "IDEMGATE_REDIS_PASSWORD": "password", "IDEMGATE_ADMIN_TOKEN": "t" * 32}
+
+
+def check_examples(root, bin_dir):
+    import tempfile
+    import yaml
+    if not bin_dir:
+        raise SystemExit("examples: needs --bin DIR (the directory of the idemgate binary)")
+    problems, checked, skipped = [], 0, 0
+    pages = [os.path.join(root, "README.md")]
+    for dirpath, _, names in os.walk(os.path.join(root, "docs")):
+        pages += [os.path.join(dirpath, n) for n in sorted(names) if n.endswith(".md")]
+    with tempfile.TemporaryDirectory() as tmp:
+        for page in pages:
+            text = open(page, encoding="utf-8").read()
+            blocks = [(m.start(), m.group(1)) for m in re.finditer(r"```yaml\n(.*?)```", text, re.S)]
+            blocks += [(m.start(), m.group(1)) for m in re.finditer(r"<<'YAML'\n(.*?)\nYAML\n", text, re.S)]
+            for start, block in blocks:
+                where = "%s:%d" % (os.path.relpath(page, root), text.count("\n", 0, start) + 1)
+                if re.search(r"_file:\s*/", block):
+                    skipped += 1
+                    continue
+                try:
+                    doc = yaml.safe_load(block)
+                except yaml.YAMLError as e:
+                    problems.append("%s: not YAML: %s" % (where, e))
+                    continue
+                if not isinstance(doc, dict):
+                    continue
+                own_upstreams = "upstreams" in doc
+                for key, value in EXAMPLE_BASE.items():
+                    doc.setdefault(key, value)
+                for route in doc.get("routes") or []:  # a fragment's routes get the upstreams they name
+                    if not own_upstreams and isinstance(route, dict) and route.get("upstream") not in doc["upstreams"]:
+                        doc["upstreams"][route.get("upstream")] = {"address": "127.0.0.1:8081"}
+                path = os.path.join(tmp, "example.yaml")
+                with open(path, "w", encoding="utf-8") as f:
+                    yaml.safe_dump(doc, f)
+                out = subprocess.run([os.path.join(bin_dir, "idemgate"), "-c", path, "--check"], capture_output=True,
+                                     text=True, timeout=30, env=dict(os.environ, **EXAMPLE_ENV))
+                checked += 1
+                if out.returncode != 0:
+                    problems.append("%s: idemgate --check refuses this example: %s" %
+                                    (where, " | ".join(out.stderr.strip().split("\n")[1:])))
+    return problems, "%d examples checked, %d naming files skipped" % (checked, skipped)
+
+
 def check_man(root):
     import shutil
     pandoc = shutil.which("pandoc")
@@ -304,7 +357,8 @@ def main():
     bin_dir = sys.argv[sys.argv.index("--bin") + 1] if "--bin" in sys.argv else None
     problems, summary = {"config": lambda: check_config(root, bin_dir), "problems": lambda: check_problems(root),
                          "cli": lambda: check_cli(root),
-                         "man": lambda: check_man(root)}[what]()
+                         "man": lambda: check_man(root),
+                         "examples": lambda: check_examples(root, bin_dir)}[what]()
     for p in problems:
         print(p)
     print("%s: %s, %d problems" % (what, summary, len(problems)))
