@@ -3,8 +3,9 @@
 
   check_reference.py config   SOURCE_DIR [--bin DIR]  docs/reference/configuration.md: every key the
       loader accepts (the key list of each map_view in config/src/*.cpp) has a row, every row is a
-      key the loader accepts, every key `idemgate --print-config` prints has a row (with --bin),
-      and each row's reload column agrees with restart_only::keys() (gateway/src/state/process.cpp).
+      key the loader accepts, every key `idemgate --print-config` prints has a row and each row's
+      default is the one it prints over a minimal file (with --bin), and each row's reload column
+      agrees with restart_only::keys() (gateway/src/state/process.cpp).
   check_reference.py problems SOURCE_DIR   docs/reference/problems.md: one row per problem type of
       gateway/include/idemgate/gateway/problem_types.hpp with its slug, status and title, and the
       advice of the page the gateway serves for it (gateway/src/core/problem_pages.cpp).
@@ -149,6 +150,59 @@ def printed_keys(binary, example):
     return found
 
 
+# A configuration that sets nothing but what must be set: --print-config over it prints the defaults.
+MINIMAL = """upstreams:
+  orders: { address: "127.0.0.1:8081" }
+routes:
+  - { path_prefix: "/api/", upstream: orders, idempotency: {} }
+tenants:
+  default: {}
+"""
+UNITS = {"ms": 1, "s": 1000, "m": 60000, "h": 3600000, "d": 86400000,
+         "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def normal(value, text=False):
+    """A default (the table's text, or a value --print-config printed) in comparable form:
+    durations in ms, sizes in bytes."""
+    import yaml
+    if text:
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+    if isinstance(value, list):
+        return [normal(v) for v in value]
+    if isinstance(value, str):
+        m = re.fullmatch(r"(\d+)(ms|s|m|h|d|B|KiB|MiB|GiB)", value)
+        if m:
+            return int(m.group(1)) * UNITS[m.group(2)]
+    return value
+
+
+def printed_defaults(binary):
+    import tempfile
+    import yaml
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(MINIMAL)
+        f.flush()
+        out = subprocess.run([binary, "-c", f.name, "--print-config"], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise SystemExit("idemgate --print-config failed: %s" % out.stderr)
+    found = {}
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, generic((path + "." if path else "") + str(k)))
+        elif isinstance(node, list) and node and all(isinstance(x, dict) for x in node):
+            walk(node[0], path + "[]")
+        else:
+            found[path] = node
+    walk(yaml.safe_load(out.stdout), "")
+    return found
+
+
 def check_config(root, bin_dir):
     problems = []
     ref = os.path.join(root, "docs", "reference", "configuration.md")
@@ -184,6 +238,15 @@ def check_config(root, bin_dir):
                             "restart_only::keys() makes it %s" % (number, key, reload[:40], want))
     if bin_dir:
         binary = os.path.join(bin_dir, "idemgate")
+        # The default column against the defaults --print-config fills in.
+        defaults = printed_defaults(binary)
+        for key, (number, cells) in sorted(rows.items()):
+            m = re.fullmatch(r"`([^`]*)`", cells[2]) if len(cells) > 2 else None
+            if not m or key not in defaults:
+                continue  # a default in words (the route's, absent), or a key printed only when set
+            if normal(m.group(1), text=True) != normal(defaults[key]):
+                problems.append("docs/reference/configuration.md:%d: %s: default %s, idemgate --print-config "
+                                "says %r" % (number, key, cells[2], defaults[key]))
         for example in ("config/idemgate.example.yaml", "config/docker.yaml"):
             for key in sorted(printed_keys(binary, os.path.join(root, example))):
                 if not covered(key):
