@@ -102,6 +102,9 @@ def table_rows(path, first_cell=re.compile(r"^\|\s*`([^`]+)`\s*\|")):
     return rows
 
 
+DUPLICATES = []
+
+
 def reference_keys(path):
     """The configuration table: the rows between '## Every key' and the next '## '."""
     rows, inside, fence = {}, False, False
@@ -115,6 +118,9 @@ def reference_keys(path):
             continue
         m = re.match(r"^\|\s*`([^`]+)`\s*\|", line) if inside else None
         if m:
+            if m.group(1) in rows:
+                DUPLICATES.append("docs/reference/configuration.md:%d: %s has a row already (line %d)" %
+                                  (number, m.group(1), rows[m.group(1)][0]))
             rows[m.group(1)] = (number, cells_of(line))
     return rows
 
@@ -208,6 +214,7 @@ def check_config(root, bin_dir):
     ref = os.path.join(root, "docs", "reference", "configuration.md")
     accepted = loader_keys(root, problems)
     rows = reference_keys(ref)
+    problems += DUPLICATES
     if not rows:
         problems.append("%s: no '## Every key' table" % ref)
     documented = set(rows)
