@@ -34,6 +34,7 @@ COMPUTED_PATHS = {
     "min_length": ["routes[].idempotency.key_format"],
     "query": ["routes[].idempotency.fingerprint"],
     "max_in_flight": ["tenants.<name>"],
+    "path": ["routes[].idempotency.reconcile"],
     "enabled": ["upstreams.<name>.tls", "store.redis.tls"],  # load_client_tls
 }
 # Maps whose keys are names the user chooses: the reference writes them as <name> or <status>.
