@@ -28,7 +28,8 @@ build_pkgs=(
   clang libclang-rt-14-dev  # libFuzzer + its ASan/UBSan runtimes (scripts/fuzz.sh, run by the tests)
   liburing-dev          # the io_uring build (-DIDEMGATE_IO_URING=ON), built and tested by the tests
   podman buildah mmdebstrap  # scripts/container-check.sh: builds and runs the image, no daemon or registry
-  dpkg-dev file help2man     # scripts/package.sh: the Debian package (dpkg-shlibdeps), its man pages
+  dpkg-dev file              # scripts/package.sh: the Debian package (dpkg-shlibdeps)
+  pandoc                     # the man pages idemgate(1), idemgate-loadtest(1), made from docs/reference/cli.md
   prometheus                 # promtool: the alert rules' checks and unit tests (tests/deploy)
   python3 iptables iproute2  # tests/partition: network namespaces, DROP rules, the test's driver
   nghttp2-client python3-h2 python3-httpx  # HTTP/2 tests: h2load and nghttp, a raw-frame client, a second h2 client

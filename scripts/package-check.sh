@@ -34,7 +34,7 @@ contents=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/idemgate ./usr/bin/idemgate-loadtest ./etc/idemgate/idemgate.yaml \
   ./lib/systemd/system/idemgate.service ./usr/share/man/man1/idemgate.1.gz \
   ./usr/share/man/man1/idemgate-loadtest.1.gz ./usr/share/doc/idemgate/copyright \
-  ./usr/share/doc/idemgate/README.md; do
+  ./usr/share/doc/idemgate/README.md ./usr/share/doc/idemgate/docs/reference/configuration.md; do
   grep -q " $f\$" <<<"$contents" || fail "$f is not in the package"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
@@ -42,6 +42,10 @@ for lib in libhiredis0.14 libyaml-cpp0.7 libssl3; do
   [[ $depends == *"$lib"* ]] || fail "Depends lacks $lib: $depends"
 done
 [[ $(dpkg-deb -I "$deb" conffiles) == /etc/idemgate/idemgate.yaml ]] || fail "conffiles"
+# The man pages are the command-line reference's: an option of each page's table is in them.
+man_page() { dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/share/man/man1/$1.1.gz" | zcat; }
+man_page idemgate | grep -q -- '--print-config' || fail "idemgate(1) lacks --print-config"
+man_page idemgate-loadtest | grep -q -- '--max-unexpected' || fail "idemgate-loadtest(1) lacks --max-unexpected"
 
 # --- 2. a Debian 12 root ---
 work=$(mktemp -d -t idemgate-package-XXXXXX)

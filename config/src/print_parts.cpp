@@ -145,6 +145,10 @@ void store(YAML::Emitter& out, const store_config& s)
     out << duration_text(r.eviction_check_interval);
     key(out, "min_replicas_ack");
     out << r.min_replicas_ack;
+    key(out, "consistency");
+    out << (r.consistency == redis_consistency::strict ? "strict" : "async");
+    key(out, "wait_timeout");
+    out << duration_text(r.wait_timeout);
     client_tls(out, r.tls);
     out << YAML::EndMap;
     key(out, "memory");

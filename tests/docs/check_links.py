@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Every relative link in the project's Markdown (README.md, CONTRIBUTING.md, CHANGELOG.md, docs/,
 bench/, deploy/, order_service/) points at a file that exists, and every #anchor at a heading of
-that file (GitHub's anchor rule: lower case, punctuation dropped, spaces to hyphens).
+that file (GitHub's anchor rule: lower case, punctuation dropped, spaces to hyphens), and every
+page under docs/ is linked from the index, docs/README.md.
 
   check_links.py SOURCE_DIR
 """
@@ -73,6 +74,16 @@ def main():
                         problems.append("%s: %s: no such file" % (where, target))
                     elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
                         problems.append("%s: %s: no heading with that anchor" % (where, target))
+    index = os.path.join(root, "docs", "README.md")
+    if os.path.exists(index):
+        linked = set()
+        for target in LINK.findall(open(index, encoding="utf-8").read()):
+            linked.add(os.path.normpath(os.path.join(os.path.dirname(index), target.partition("#")[0])))
+        for dirpath, _, names in os.walk(os.path.join(root, "docs")):
+            for n in sorted(names):
+                page = os.path.normpath(os.path.join(dirpath, n))
+                if n.endswith(".md") and page != index and page not in linked:
+                    problems.append("docs/README.md: %s is not linked from the index" % os.path.relpath(page, root))
     for p in problems:
         print(p)
     print("%d relative links checked, %d broken" % (links, len(problems)))

@@ -192,8 +192,8 @@ TEST_CASE("a killed primary: readyz 503 until its replica is promoted, then keys
     options.breaks_store = true;
     options.lock_ttl = "40s";
     // The record must survive the failover: asynchronous replication may lose a write the
-    // primary acknowledged (README: min_replicas_ack). A WAIT from the test's own connection
-    // would prove nothing: WAIT counts replicas that have *that connection's* last write.
+    // primary acknowledged (docs/operations/failover.md: min_replicas_ack). A WAIT from the test's own
+    // connection would prove nothing: WAIT counts replicas that have *that connection's* last write.
     options.redis_extra =
         "    min_replicas_ack: 1\n    command_timeout: 2s\n    reconnect_backoff_max: 200ms\n";
     gateway_fixture f(options);

@@ -2,7 +2,8 @@
 // running gateway's file, SIGHUP applied, and the new value must show on the next request or
 // connection; each restart-only key is changed too, and the log must name it while the running
 // value stays. A row fails when a part of the gateway keeps reading the value it started with.
-// README, "Configuration reference", marks the same keys.
+// docs/reference/configuration.md ("Configuration reference: what a reload changes") marks the
+// same keys.
 #include "h2_support.hpp"
 #include "reload_support.hpp"
 

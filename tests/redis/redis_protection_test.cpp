@@ -447,7 +447,7 @@ TEST_SUITE("redis protection: gateway")
     {
         redis_server redis;
         test_upstream_process upstream;
-        // README, "Redis: encryption, hashed keys, ACL user": the commands the store sends.
+        // docs/operations/redis.md, "Redis: encryption, hashed keys, ACL user": the commands the store sends.
         REQUIRE(redis.command({"ACL", "SETUSER", "idemgate", "on", ">gw-password", "~gw:*", "resetchannels",
                                "-@all", "+get", "+set", "+del", "+pttl", "+evalsha", "+eval", "+ping"}) ==
                 "+OK\r\n");

@@ -65,6 +65,8 @@ listen: "[::1]:8080"
     CHECK(text.find("\"429\": release") != std::string::npos); // a default code beats the class
     CHECK(text.find("\"500\": hold") != std::string::npos);
     CHECK(text.find("\"501\"") == std::string::npos); // as its class
+    CHECK(text.find("consistency: async") != std::string::npos);
+    CHECK(text.find("wait_timeout: 50ms") != std::string::npos);
     CHECK(cfg::print_config(cfg::parse(text, no_env)) == text);
 }
 
