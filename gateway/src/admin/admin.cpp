@@ -153,17 +153,6 @@ asio::awaitable<void> admin::session(tcp::socket socket)
 
 namespace {
 
-int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // application/x-www-form-urlencoded query parameters, in order (names may repeat).
 std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std::string_view target)
 {
@@ -178,8 +167,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std
             } else if (in[i] == '%') {
                 if (i + 2 >= in.size())
                     return false;
-                int hi = hex_value(in[i + 1]);
-                int lo = hex_value(in[i + 2]);
+                int hi = idemgate::hex_value(in[i + 1]);
+                int lo = idemgate::hex_value(in[i + 2]);
                 if (hi < 0 || lo < 0)
                     return false;
                 to.push_back(static_cast<char>(hi * 16 + lo));

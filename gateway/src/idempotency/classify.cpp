@@ -2,6 +2,7 @@
 
 #include <array>
 #include <boost/beast/core/string.hpp>
+#include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/json_key.hpp>
 
@@ -44,17 +45,6 @@ void read_tenant(const config::idempotency_config& policy, const request_type& r
     }
 }
 
-int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // RFC 3986 percent-decoding of a path segment ('+' is itself).
 bool percent_decode(std::string_view in, std::string& out)
 {
@@ -64,8 +54,8 @@ bool percent_decode(std::string_view in, std::string& out)
             out.push_back(in[i]);
             continue;
         }
-        int hi = i + 2 < in.size() ? hex_digit(in[i + 1]) : -1;
-        int lo = hi >= 0 ? hex_digit(in[i + 2]) : -1;
+        int hi = i + 2 < in.size() ? idemgate::hex_value(in[i + 1]) : -1;
+        int lo = hi >= 0 ? idemgate::hex_value(in[i + 2]) : -1;
         if (lo < 0)
             return false;
         out.push_back(static_cast<char>(hi * 16 + lo));

@@ -31,15 +31,6 @@ void append_encoded(std::string& out, std::string_view part)
     }
 }
 
-int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 // The scope's tenant part may hold any bytes: kept as hex, since JSON strings are UTF-8.
 std::optional<std::string> from_hex(std::string_view hex)
 {
@@ -47,8 +38,8 @@ std::optional<std::string> from_hex(std::string_view hex)
         return std::nullopt;
     std::string out;
     for (std::size_t i = 0; i < hex.size(); i += 2) {
-        int hi = hex_value(hex[i]);
-        int lo = hex_value(hex[i + 1]);
+        int hi = idemgate::lower_hex_value(hex[i]);
+        int lo = idemgate::lower_hex_value(hex[i + 1]);
         if (hi < 0 || lo < 0)
             return std::nullopt;
         out.push_back(static_cast<char>(hi << 4 | lo));

@@ -12,15 +12,6 @@ namespace json = boost::json;
 
 namespace {
 
-int hex_digit(char c) noexcept
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1; // upper case is invalid in traceparent
-}
-
 template<std::size_t N>
 bool parse_hex(std::string_view text, std::array<std::uint8_t, N>& out) noexcept
 {
@@ -28,7 +19,7 @@ bool parse_hex(std::string_view text, std::array<std::uint8_t, N>& out) noexcept
         return false;
     bool any = false;
     for (std::size_t i = 0; i < N; ++i) {
-        int hi = hex_digit(text[2 * i]), lo = hex_digit(text[2 * i + 1]);
+        int hi = idemgate::lower_hex_value(text[2 * i]), lo = idemgate::lower_hex_value(text[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return false;
         out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
@@ -106,7 +97,7 @@ std::optional<parent_context> parse_traceparent(std::string_view v) noexcept
     std::array<std::uint8_t, 1> flags{};
     if (!parse_hex(v.substr(3, 32), p.trace) || !parse_hex(v.substr(36, 16), p.span))
         return std::nullopt;
-    int hi = hex_digit(v[53]), lo = hex_digit(v[54]);
+    int hi = idemgate::lower_hex_value(v[53]), lo = idemgate::lower_hex_value(v[54]);
     if (hi < 0 || lo < 0)
         return std::nullopt;
     flags[0] = static_cast<std::uint8_t>(hi * 16 + lo);

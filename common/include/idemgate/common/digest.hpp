@@ -12,6 +12,24 @@ namespace idemgate {
 
 inline constexpr char hex_digits[] = "0123456789abcdef";
 
+// The value of a hex digit of either case, or -1.
+inline constexpr int hex_value(char c) noexcept
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+// The value of a lower-case hex digit (as to_hex writes them), or -1.
+inline constexpr int lower_hex_value(char c) noexcept
+{
+    return c >= 'A' && c <= 'F' ? -1 : hex_value(c);
+}
+
 // Appends the lower-case hex of `n` bytes at `data` to `out`.
 inline void append_hex(std::string& out, const unsigned char* data, std::size_t n)
 {
