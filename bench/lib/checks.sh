@@ -19,7 +19,7 @@ check_replay() { # target port replay_header_regex
     local target=$1 port=$2 marker=$3 first second key="sanity-$run_id"
     first=$(post "$port" "$key")
     second=$(post "$port" "$key")
-    if ! grep -q '^HTTP/1.1 201' <<<"$first"; then
+    if ! grep -qE '^HTTP/(1.1|2) 201' <<<"$first"; then
         sanity[$target]="first answer not 201: $(head -1 <<<"$first")"
     elif ! grep -qiE "$marker" <<<"$second"; then
         sanity[$target]="second answer is not a replay (no $marker)"
