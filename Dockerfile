@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Multi-stage build: compile on debian:bookworm with the same install script CI uses (only its
 # compiler and -dev packages), then a small runtime image with the binaries, a default config and
 # a non-root user. scripts/container-check.sh builds and runs it (with podman, no daemon).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bare-beast: the physical limit for a Beast/Asio coroutine server on this machine.
 //
 // It answers every request with the same 201 and small JSON body as the bench's nginx upstream,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench-client: the exact-count HTTP work that wrk cannot do, for bench/run.sh.
 //
 //   bench-client fill  --port P --prefix X --keys N [--connections C] [--path /p] [--key-in body]

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Shared by the bench's wrk scripts: the request every target receives and the result line
 -- bench/run.sh parses. Loaded with dofile() from the script's own directory.
 bench = {}

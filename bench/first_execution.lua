@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- A new Idempotency-Key on every request: every request is a first execution.
 -- Keys are BENCH_PREFIX-<thread>-<n>; BENCH_PREFIX must differ between runs.
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"

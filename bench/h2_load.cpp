@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench-h2-load: HTTP/2 over TLS load with a new Idempotency-Key on every request, the one thing
 // h2load cannot send (its header fields are fixed), for bench/run.sh's h2 first-execution rows.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/instructions.sh: instructions per request of each gateway path, counted by valgrind's
 # callgrind, a yardstick that does not drift with the machine's load the way wall-clock and CPU
 # time do (those move 10-25 % between runs here; these counts repeat to well under 1 %).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench-key-cost: the key field's parse and format check, N times, for callgrind: the
 // instructions of a run with N calls minus those of a run with 0 calls, divided by N, are what
 // one request pays for its key (bench/README.md, "The key's parse and format check").

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 90 % replays of BENCH_KEYS warm keys (BENCH_WARM_PREFIX-i), 10 % new keys (BENCH_PREFIX-...).
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "common.lua")

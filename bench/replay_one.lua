@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Every request the same POST with the same Idempotency-Key: after the first, all replays.
 -- No request() hook, so wrk sends one pre-built request at full speed.
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Replays spread over BENCH_KEYS warm keys BENCH_PREFIX-0 .. -(N-1) (pre-warmed by run.sh):
 -- each thread walks the whole set from its own offset. Requests are built once in init().
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/report.sh: the tables and the chart of one bench run, from its results JSON alone.
 #
 #   bash bench/report.sh bench/results/<UTC date>.json [OUT_DIR]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck source-path=SCRIPTDIR
 # bench/run.sh: idemgate's replay and first-execution throughput beside the proxies users already
 # run, all measured in one run on this machine (absolute figures drift 10-25 % between runs on a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Redis memory of what tombstone_ttl and max_record_body add: a tombstone (beside its record)
 # and a status-only record (in place of a record), as INFO memory used_memory deltas over
 # RECORDS new keys written through the gateway into an empty private redis-server, plus

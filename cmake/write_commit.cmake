@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT (a header defining IDEMGATE_COMMIT) from `git describe` of SOURCE_DIR, rewriting it
 # only when the commit changed, so a build recompiles the one file that prints it only then.
 # Outside a git checkout (a source tarball) the commit is "unknown".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // idemgate: a reverse-proxy idempotency gateway. Thin entry point over idemgate::gateway.
 #include "idemgate_commit.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // idemgate-loadtest: load-tests an idempotency gateway and checks every replay (see --help).
 #include <boost/json/serialize.hpp>
 #include <idemgate/loadtest/options.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // order-service: the sample upstream behind idemgate, with the domain payment guard and the
 // message inbox (the seed's second and third layers). See order_service/README.md.
 #include <boost/asio/io_context.hpp>

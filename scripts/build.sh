@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds idemgate into build/ (binaries in build/bin/). Extra args go to cmake.
 set -euo pipefail
 cd "$(dirname "$0")/.."

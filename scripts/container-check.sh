@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Dockerfile with podman and runs the image it makes, on this machine, without a
 # container daemon and without a registry:
 #   1. base images: the Dockerfile's FROM images (debian:bookworm, debian:bookworm-slim). If they

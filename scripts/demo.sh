@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The demo: installs what is missing, builds, then starts Redis (on a free port, never 6379),
 # the sample order-service and the idemgate gateway in front of it, and runs the curl lines
 # that show the three idempotency layers (see order_service/README.md):

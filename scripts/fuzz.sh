@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets of tests/fuzz with clang + ASan/UBSan into build-fuzz/ and runs
 # each for the given number of seconds (a small parser's target at most its cap), starting from
 # the seeds in tests/fuzz/corpus/<target>/.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian 12 package idemgate needs to build, test and run its demo.
 # The one list of dependencies: README, .ci/run and the Dockerfile all call this script.
 #   (none)      everything: building, every test, fuzzing, the container and package checks

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian package into a fresh Debian 12 root and uses it as an operator would:
 #   1. builds the package (scripts/package.sh) and checks its contents (binaries, conffile,
 #      unit, man pages, docs) and the Depends dpkg-shlibdeps computed;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Debian package of idemgate (CPack's DEB generator, packaging/CMakeLists.txt) from
 # the Release build in $BUILD_DIR (default build/, configured for /usr) and prints its path:
 #   build/idemgate_<version>_amd64.deb

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds, and runs every test (unit, integration with real
 # redis-server and the real binaries), then the unit and gateway tests again under
 # ASan+UBSan, then each libFuzzer target briefly, then the container check (the Dockerfile built

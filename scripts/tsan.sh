@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Opt-in ThreadSanitizer pass (not part of scripts/test.sh): builds the gateway and its gateway
 # tests with -DIDEMGATE_SANITIZE=thread into build-tsan/ and runs the suites where work crosses
 # threads: HTTP/2 streams (each stream's request runs in its own coroutine while the connection

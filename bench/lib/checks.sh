@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/checks.sh: correctness before speed. Before the timed runs each target answers and
 # each cache or gateway replays (sanity), the https targets negotiate the pinned TLS, the replay

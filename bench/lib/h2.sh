@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/h2.sh: the HTTP/2 rows (ONLY=h2): idemgate terminating TLS with h2 by ALPN beside
 # nginx 1.22 listening "ssl http2" (Debian 12's nginx has no "http2 on"), the same certificate and

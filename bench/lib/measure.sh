@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/measure.sh: what bench/run.sh measures on running targets: one timed wrk run (req/s,
 # latency, server and Redis CPU per request from /proc, the upstream's request count, TLS

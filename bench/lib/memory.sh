@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/memory.sh: Redis memory per record, the step ONLY=memory runs alone and the full run
 # runs last. Sourced by run.sh after bench/lib/servers.sh.

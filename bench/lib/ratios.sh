@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/ratios.sh: the ratios against the anchors and the goals, computed from the medians
 # ($summary), the Redis memory figures ($work/memory.tsv) and, for the TLS rows, what ran

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/results.sh: the results JSON of a run, the one file bench/report.sh turns into
 # latest.md and latest.svg. It holds everything those show: the settings, the medians and every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/servers.sh: the processes bench/run.sh owns and starts. Sourced by run.sh (at its top
 # level, so the declarations below are globals); reads run.sh's settings (THREADS, TLS_*, ...) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The precompiled header (IDEMGATE_PCH, see the top-level CMakeLists.txt): the Asio, Beast,
 // Boost.JSON and OpenSSL headers most translation units parse, compiled once per build directory
 // and reused by every target with the same flags. Only third-party and standard headers: a

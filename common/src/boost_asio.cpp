@@ -1,2 +1,3 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one translation unit that compiles Asio (BOOST_ASIO_SEPARATE_COMPILATION).
 #include <boost/asio/impl/src.hpp>

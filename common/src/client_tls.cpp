@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <boost/asio/ip/address.hpp>
 #include <idemgate/common/client_tls.hpp>
 #include <idemgate/common/openssl_error.hpp>

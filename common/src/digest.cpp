@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <idemgate/common/digest.hpp>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

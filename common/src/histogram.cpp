@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <cstdio>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/common/prometheus.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <idemgate/common/io_backend.hpp>
 
 #ifdef IDEMGATE_IO_URING

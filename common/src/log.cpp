@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <atomic>
 #include <boost/json/serialize.hpp>
 #include <cerrno>

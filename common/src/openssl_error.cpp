@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <idemgate/common/openssl_error.hpp>
 #include <openssl/err.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The standard process_* families (the names Prometheus' client libraries use), from /proc/self.
 #include <cstdio>
 #include <cstdlib>

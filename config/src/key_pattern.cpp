@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "idemgate/config/key_pattern.hpp"
 
 namespace idemgate::config {

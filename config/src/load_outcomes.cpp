@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a route does with each upstream answer: routes[].idempotency.on_status,
 // replay_drop_headers and reconcile.
 #include "loader.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store.redis section (the Redis backend's own settings).
 #include "loader.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Private to the config library: the value checks parse_values.cpp defines and the loader, the
 // YAML walk behind parse, load_file and load_text. The loader's section methods are defined by
 // topic: loader.cpp (the top level and the small sections), load_store.cpp (with each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The effective configuration as YAML (idemgate --print-config): every key the loader knows,
 // with defaults filled in, in the order config/idemgate.example.yaml uses; secrets never
 // printed, only where they come from. Parsing the output gives the same configuration.

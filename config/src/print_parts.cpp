@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The value spellings and the store block of --print-config (print_parts.hpp).
 #include "print_parts.hpp"
 

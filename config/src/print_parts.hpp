@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The pieces --print-config is written with (print_config.cpp): value spellings the loader reads
 // back, and the store block.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <charconv>
 #include <idemgate/loadtest/expectations.hpp>
 #include <idemgate/loadtest/options.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <idemgate/loadtest/request_template.hpp>
 
 #ifndef IDEMGATE_VERSION

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The --help text.
 #include <idemgate/loadtest/options.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verdict of a run: every check that failed, one line each, the loudest first.
 #include <cstdio>
 #include <idemgate/loadtest/expectations.hpp>

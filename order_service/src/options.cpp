@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <charconv>
 #include <idemgate/order_service/options.hpp>
 #include <string_view>

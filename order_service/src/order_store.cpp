@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <boost/json.hpp>
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <idemgate/order_service/sqlite.hpp>
 #include <sqlite3.h>
 #include <stdexcept>

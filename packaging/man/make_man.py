@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The Markdown source of one man page, from docs/reference/cli.md, for pandoc (-s -t man).
 
   make_man.py CLI_MD PROGRAM VERSION > PROGRAM.1.md

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "backend_table.hpp"
 #include "memory/memory_backend.hpp"
 #include "redis/redis_backend.hpp"

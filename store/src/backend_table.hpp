@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The backends make_backend can build, as rows of one table (backend_factory.cpp), and what each
 // backend's factory receives. Private to the store library.

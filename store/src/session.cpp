@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Defaults of store::session's operator operations and of store::backend's optional parts, for
 // backends that do not offer them.
 #include <idemgate/common/error.hpp>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the README's first command as its users see it (scripts/demo.sh, without installing or
 # building: the binaries of this build) and checks that each step shows what it says it shows.
 #   check_demo.sh SOURCE_DIR BUILD_DIR

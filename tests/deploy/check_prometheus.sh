@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The alert rules as Prometheus reads them: `promtool check rules` (syntax, templates) and
 # `promtool test rules` (each alert fires on the series that should fire it and stays silent on a
 # healthy gateway's). That every metric they name is exported is checked against the running

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A real Prometheus scraping two real gateways (one over the memory store, one over Redis) while
 traffic runs, then:
   - every exported metric family is used by some Grafana dashboard query;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every relative link in the project's Markdown (README.md, CONTRIBUTING.md, CHANGELOG.md, docs/,
 bench/, deploy/, order_service/) points at a file that exists, and every #anchor at a heading of
 that file (GitHub's anchor rule: lower case, punctuation dropped, spaces to hyphens), and every

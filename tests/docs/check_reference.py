@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The reference pages against the code they describe, in both directions:
 
   check_reference.py config   SOURCE_DIR [--bin DIR]  docs/reference/configuration.md: every key the

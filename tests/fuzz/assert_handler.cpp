@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BOOST_ASSERT in the fuzz build (BOOST_ENABLE_ASSERT_HANDLER, see CMakeLists.txt): the build
 // keeps Boost's and Beast's own assertions on, and a failed one aborts so libFuzzer keeps the
 // input, except the assertions listed here, known to be wrong in Boost 1.81 and harmless in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: a client's bytes on an HTTP/2 connection, after the connection preface, fed
 // to the gateway's session (nghttp2 with the gateway's callbacks, budgets and limits) in pieces
 // whose sizes follow the input, the way the connection reads them. Every request stream it

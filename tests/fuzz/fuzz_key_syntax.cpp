@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: any bytes as the value of an idempotency key field. The parser must accept
 // exactly what an independent reading of the grammar (a regular expression of RFC 8941's String
 // and parameters) accepts; a bare value is the key untouched; a decoded quoted key is non-empty,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: any bytes through the store's record decoder (what a Redis GET or a Lua
 // script reply hands back). Garbage must end as record_corrupt without touching the output;
 // a decoded record must re-encode to a canonical form that decodes to the same record, and

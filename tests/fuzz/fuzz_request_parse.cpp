@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: a client's bytes through Beast's request parser the way the gateway reads
 // them (header first with limits.max_header_bytes / max_request_body, framing checks, then the
 // body, trailers refused), then the rules the gateway applies to a parsed request: key and

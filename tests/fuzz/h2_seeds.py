@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the seeds of fuzz_h2_input (tests/fuzz/corpus/fuzz_h2_input/): the bytes each
 connection of the HTTP/2 conformance set and of a few well-formed exchanges
 (tests/gateway/h2_driver.py) sends, without the connection preface, one file per connection

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of fuzz_record_decode with the real encoder:
 //   ninja -C build-fuzz fuzz_record_seeds
 //   build-fuzz/bin/fuzz_record_seeds tests/fuzz/corpus/fuzz_record_decode

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The batched access log: every line of a clean stop is written, and a sink
 // slower than the traffic drops (and counts) lines instead of slowing requests down.
 #include "gateway_fixture.hpp"

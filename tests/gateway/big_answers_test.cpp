@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Answers too large to record (limits.max_record_body), tombstones (tombstone_ttl) and the
 // attempt header: real idemgate, real test upstream, over each store.
 #include "gateway_fixture.hpp"

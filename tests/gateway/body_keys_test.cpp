@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keys from a JSON body (key_from: json | header_or_json): a legacy client protected without a
 // header, against the real binary over both stores.
 #include "gateway_fixture.hpp"

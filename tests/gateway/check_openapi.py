@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Validates an OpenAPI 3.1 document (JSON) against the OpenAPI Initiative's document schema
 (tests/gateway/data/openapi-3.1-schema.yaml) with jsonschema's Draft 2020-12 validator, and checks
 that every local $ref resolves. Exit 0: valid; 1: invalid (each error printed); 2: usage."""

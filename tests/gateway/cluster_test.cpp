@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cluster: the gateway over a real Redis Cluster (3 primaries + 3 replicas) while slots
 // move and primaries fail. Runs in the gateway_tests_redis_cluster entry
 // (IDEMGATE_TEST_STORE=cluster); elsewhere each case says so and returns.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // store.redis.consistency strict: a reservation reaches min_replicas_ack replicas before the
 // upstream runs, or it is released and the request refused with 503 (the retry is then safe).
 // Real primary and replica; the replica is put to sleep (DEBUG SLEEP) or detached. Runs in

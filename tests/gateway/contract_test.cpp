@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the gateway publishes and answers itself on the client listener: the client lookup of a
 // key in the caller's own scope, the OpenAPI contract (--contract and /.well-known/idempotency),
 // and the pages of its problem types. Against the real binary over both stores.

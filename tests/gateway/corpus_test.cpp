@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request-parsing corpus (tests/corpus/*.case, format in tests/corpus/README.md): each file's
 // bytes go over a fresh connection to one real gateway, and the answers, the connection's fate and
 // what the upstream executed are checked against the file's expectation.

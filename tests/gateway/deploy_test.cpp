@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The deployment files against the gateway they deploy: every YAML and JSON file under
 // deploy/ parses; the Kubernetes probes, ports, grace period and secrets match the ConfigMap's
 // configuration, which `idemgate --check` accepts; the systemd unit outlasts the drain; and every

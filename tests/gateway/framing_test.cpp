@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict request framing (request smuggling shapes) and size limits: rejected before anything
 // is reserved or forwarded.
 #include "gateway_fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One gateway in front of one test upstream, over the store chosen by IDEMGATE_TEST_STORE
 // (memory by default, "redis" starts a private redis-server), so every test in this folder

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A raw-frame HTTP/2 client for tests/gateway/http2_test.cpp (Debian's python3-hyperframe and
 python3-hpack, which python3-h2 is built on). It talks prior-knowledge HTTP/2 to a gateway on
 127.0.0.1 and prints one JSON object per result line on stdout, so the C++ test can check it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Runs the raw-frame HTTP/2 client tests/gateway/h2_driver.py (Debian's python3-hyperframe and
 // python3-hpack) against a gateway and returns what it printed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hardening, each defect found as the behaviour that must hold now: 408 delivered, header limit
 // whatever its shape, one upstream deadline, Connection cannot strip the scope, method case,
 // UTF-8 access log, SIGHUP survives, Connection: close during the drain, trailers dropped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Answers too large to record (limits.max_record_body) over HTTP/2: passed on as they arrive in
 // DATA frames under the client's flow control, leaving a status-only record, as over HTTP/1.1
 // (big_answers_test.cpp). Real clients: curl --http2 by ALPN, and the raw-frame driver for

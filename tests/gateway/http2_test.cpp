@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/2 to clients: real clients (curl, the raw-frame driver h2_driver.py) against the real
 // binary over the store under test. A keyed request over h2 goes through the same filter as over
 // HTTP/1.1: the same replay, the same single execution under concurrency, the same recording of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The idempotency contract, end to end: real idemgate, real test upstream, sockets.
 #include "gateway_fixture.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The key as clients send it (RFC 8941 String or bare), the route's key format, per-route key
 // spaces, and conflicts that point to the original answer: against the real binary over both
 // stores.

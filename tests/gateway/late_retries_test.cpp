@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Late retries and re-executions: tombstones (routes[].idempotency.tombstone_ttl) refuse a retry
 // after record_ttl; attempt_header tells the upstream which execution of a key it runs. Real
 // idemgate, real test upstream, over each store.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process lifecycle: client disconnects mid-request, SIGTERM drain, command line and config errors.
 #include "gateway_fixture.hpp"
 

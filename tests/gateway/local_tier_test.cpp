@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The local tier (store.local_tier): finished records answered from the gateway
 // process without a store round trip, byte for byte as the store path answers them, never past
 // the record's TTL or max_age, dropped everywhere when an operator removes the record, bounded.

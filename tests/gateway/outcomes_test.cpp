@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the gateway does with each upstream answer (routes[].idempotency.on_status), what it tells
 // the client (status_header), and what a replay carries (replay_drop_headers, a fresh Date):
 // real idemgate, real test upstream, over each store.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What users expect of any reverse proxy: keep-alive, hop-by-hop stripping, forwarding
 // headers, admin endpoints, the access log.
 #include "gateway_fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reconciliation of held keys (routes[].idempotency.reconcile): the gateway asks the upstream
 // whether a held request took effect, and completes or releases the key: real idemgate, real
 // test upstream (its /__lookup/<status>/... answers), over each store.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every configuration key against a reload, as a table: each reloadable key is changed in the
 // running gateway's file, SIGHUP applied, and the new value must show on the next request or
 // connection; each restart-only key is changed too, and the log must name it while the running

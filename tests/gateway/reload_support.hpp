@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the reload tests share: editing the running gateway's file and waiting for its log.
 #include "gateway_fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Configuration reload: SIGHUP and POST /admin/v1/reload read the file again; a valid
 // file becomes live for new requests without dropping a connection, a broken one changes nothing
 // and every problem is logged with its key path, and the settings a running process cannot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // min_replicas_ack: after each complete the gateway WAITs for that many replicas; the
 // client gets its answer either way, and a record fewer replicas acknowledged is counted.
 #include "gateway_fixture.hpp"

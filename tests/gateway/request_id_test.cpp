@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request IDs: generated when absent, kept when valid, replaced when not; seen by the
 // upstream, returned on every answer (a replay with its own ID), written to the access log with
 // the trace ID of a valid traceparent.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failure paths: TTLs, store failures, slow or stalled clients, oversized upstream answers.
 #include "gateway_fixture.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credential scopes, fingerprint options, shadow mode and Idempotency-Expires,
 // against the real binary over both stores.
 #include "gateway_fixture.hpp"

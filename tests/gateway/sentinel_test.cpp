@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sentinel: the gateway finds the primary through real sentinels (one primary, one
 // replica, three sentinels) and follows it when the primary is killed. Runs in the
 // gateway_tests_redis_store entry (IDEMGATE_TEST_STORE=redis); elsewhere it says so and returns.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service manager's readiness protocol through the real binary: a NOTIFY_SOCKET this test
 // owns (an AF_UNIX datagram socket, as systemd gives a Type=notify unit) receives READY=1 once
 // the listeners and the store answer, WATCHDOG=1 every half WATCHDOG_USEC, RELOADING=1 (with

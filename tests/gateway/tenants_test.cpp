@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tenant quotas and per-tenant TTLs, and wait mode, against the real binary
 // over both stores (the Redis run also shares one quota between two gateway instances).
 #include "gateway_fixture.hpp"

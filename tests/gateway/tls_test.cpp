@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS on both HTTP hops: HTTPS clients through the real gateway binary (keyed
 // requests, replays, client certificates, versions, ALPN, resumption, plain HTTP on the TLS
 // port, drain), HTTPS upstreams (verification, names, client certificates, session reuse) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OpenTelemetry traces through the real binary: an OTLP/HTTP receiver in this test (a socket
 // that takes POSTs and keeps their JSON bodies, as a collector's OTLP/HTTP receiver would) gets
 // a server span per sampled request and client spans for the store operations and the upstream

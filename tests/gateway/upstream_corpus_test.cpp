@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The upstream-answer corpus (tests/corpus/upstream/*.case, format in its README.md): a raw TCP
 // upstream sends each file's bytes back as the answer to a keyed POST through one real gateway;
 // the client's status and body and whether the key was recorded (a retry replays, or executes

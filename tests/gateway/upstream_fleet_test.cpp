@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Upstream fleets: several addresses per upstream (and every address a name resolves
 // to), round_robin and least_pending, passive ejection after consecutive connect failures, the
 // panic rule when every address is ejected, re-resolution on a timer, TLS names per address,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real idemgate-loadtest binary against the real gateway (memory store) in front of the test
 // upstream, and once straight at the upstream, where its replay check must fail.
 #include <boost/json.hpp>

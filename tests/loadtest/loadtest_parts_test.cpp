@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parts of idemgate-loadtest that need no socket: the histogram, the command line and the
 // answer checks on hand-made responses.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The three layers composed, with real processes: the idemgate gateway (API layer) in front of
 // the order-service (domain guard + inbox), Redis as the gateway's store and the payment stream.
 #include "fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The domain layer: the payment guard (the seed's MarkPaid) as a pure rule and against the
 // SQLite store, including the race the seed says a unique constraint must back.
 #include "idemgate/test/harness.hpp"

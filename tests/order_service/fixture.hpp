@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Shared pieces of the order service tests: the real order-service process, JSON calls over
 // real sockets, and small readers for /stats.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The message layer: the inbox dedupes by message ID, in the same transaction as the effect.
 #include "idemgate/test/harness.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order-service command line.
 #include <doctest/doctest.h>
 #include <idemgate/order_service/options.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order service over real sockets: its HTTP API and the domain guard behind every door.
 #include "fixture.hpp"
 

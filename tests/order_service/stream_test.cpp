@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The message layer end to end: the real order-service consuming a real Redis Stream.
 #include "fixture.hpp"
 

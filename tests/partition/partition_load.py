@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The partition test's load client, run inside the gateway's network namespace:
 partition_load.py SECONDS WORKERS TAG. Each worker sends new keys (TAG-worker-n) to the gateway on
 127.0.0.1:18080, retrying each until a 2xx and once more after it; then, once the run has settled,

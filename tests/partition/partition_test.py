@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Failover under partitions: real redis-server (one primary, one or two replicas), three
 sentinels, the real idemgate binary and the counting test upstream, each group in its own network
 namespace on a bridge; faults by iptables DROP rules, SIGKILL, SIGSTOP and CLIENT PAUSE WRITE.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real idemgate binary over a real Redis: shared state between instances and
 // across restarts, fail-closed when Redis dies, and locks left by a killed gateway.
 #include "redis_test_support.hpp"

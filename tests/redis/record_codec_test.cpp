@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis record encoding: any bytes round-trip; broken input is record_corrupt, never a crash.
 #include <doctest/doctest.h>
 #include <idemgate/common/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Records at rest: the sealed codec version round-trips, every altered byte, a wrong
 // key or a record moved to another Redis key is record_corrupt, the previous key still opens old
 // records; and hashed Redis keys hold neither the key nor the tenant.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the Redis store checks and reports about its server: the eviction policy at start-up,
 // on every reconnect and periodically; the Redis version; error replies in the log.
 #include "redis_store_fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Redis Cluster routing pieces: key slots, redirect parsing, and the slot map read from a real
 // cluster's CLUSTER SHARDS.
 #include "redis/client/redis_cluster.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis store against a fake server, for the faults a real one cannot be made to show: a
 // reply after the command timeout, garbage, a reply of the wrong type, a server that stops
 // answering, a connection dropped during the handshake.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Record protection against a real redis-server: records encrypted at rest, hashed keys, key rotation,
 // and an ACL user, first through the store, then through the real idemgate binary.
 #include "redis_test_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the Redis store test files share: a backend with one session on its own I/O thread, a
 // RESP integer, the healthy answers a fake server scripts its fault around, the start-up checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis store against a real redis-server (harness): reserve, complete and release with
 // their owner checks, TTLs, tenants, NOSCRIPT, pipelining, a killed server, AUTH, SELECT, error
 // replies, corrupt values, the cost of a record. Faults a real server cannot show:

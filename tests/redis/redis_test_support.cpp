@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "redis_test_support.hpp"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Helpers for the Redis store tests: an I/O thread to run sessions on, bounded waits, and a
 // fake Redis for the faults a real one cannot show (late replies, garbage).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TLS to Redis: the store and the real idemgate binary against a TLS-only
 // redis-server, with certificates made by the openssl CLI for each test. Verification failures
 // (wrong CA, wrong name, a plain server, a missing client certificate) must leave the gateway

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The structure rules of docs/architecture.md, checked against the tree:
 #  1. inside gateway/src, a room includes only rooms below it (or itself); rooms on the same
 #     level do not include each other;
 #  2. the libraries under the gateway (common, config, store) never include the gateway;
 #  3. no product source file is longer than the limit (a file that grows past it is split by
-#     role, not by line count).
+#     role, not by line count);
+#  4. every source file (C++, shell, Python, CMake, Lua, JavaScript) names its license with an
+#     SPDX line near its top.
 # Prints every breach and exits 1 if there is one. Run by ctest (test "structure").
 set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -54,8 +57,22 @@ while read -r lines file; do
   ((lines > max_lines)) && breach "$file: $lines lines (limit $max_lines): split it by role"
 done < <(find gateway store config common loadtest order_service -name '*.[ch]pp' -print0 | xargs -0 wc -l)
 
+while IFS= read -r file; do
+  case "$file" in
+  tests/gateway/data/* | tests/fuzz/corpus/* | tests/fuzz/crashes/*) continue ;;
+  esac
+  head -n 3 "$file" | grep -q 'SPDX-License-Identifier: Apache-2.0' ||
+    breach "$file: no SPDX-License-Identifier line in its first three lines"
+done < <(
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -- '*.cpp' '*.hpp' '*.inc' '*.sh' '*.py' '*.lua' '*.js' '*.cmake' '*CMakeLists.txt' .ci/run
+  else
+    find . -path ./build -prune -o \( -name '*.[ch]pp' -o -name '*.sh' -o -name '*.py' -o -name CMakeLists.txt \) -print | sed 's|^\./||'
+  fi
+)
+
 if ((breaches > 0)); then
   echo "structure: $breaches breach(es)"
   exit 1
 fi
-echo "structure: rooms, includes and file sizes as docs/architecture.md says"
+echo "structure: rooms, includes, file sizes and license lines as docs/architecture.md says"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Self-test of the harness: the real redis-server and the test upstream start, answer and stop.
 #include "idemgate/test/harness.hpp"
 

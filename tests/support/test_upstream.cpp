@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // idemgate-test-upstream: an HTTP/1.1 server whose answers are scripted by request headers, so
 // integration tests can see exactly what the gateway forwarded and how often.
 //

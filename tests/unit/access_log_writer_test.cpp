@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <condition_variable>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config of what the gateway publishes: client lookup paths, problems.base_uri, and the warnings
 // for routes that cover the gateway's own paths.
 #include "config_test_support.hpp"

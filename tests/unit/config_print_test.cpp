@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --print-config: the effective configuration as YAML. It reads back as the same configuration,
 // and it carries every key the shipped example (which shows every key) sets.
 #include "config_test_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config problems: one case per kind, checking the exact message and key path an operator
 // sees; every problem at once; missing, unreadable and malformed files.
 #include "config_test_support.hpp"

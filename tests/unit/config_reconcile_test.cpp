@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config of reconciliation (routes[].idempotency.reconcile): defaults, parsing, and --check's
 // problems naming the key path.
 #include "config_test_support.hpp"

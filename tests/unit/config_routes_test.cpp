@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config of routes: lock_ttl warnings, scopes and fingerprints, client-certificate tenants,
 // tenant limits and wait mode.
 #include "config_test_support.hpp"

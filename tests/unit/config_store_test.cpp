@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config of the store: Redis modes (cluster, sentinel), hashed keys, records encrypted at rest,
 // the ACL user, and the memory store's warning.
 #include "config_test_support.hpp"

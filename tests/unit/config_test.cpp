@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config loading: a full file, the documented defaults, the shipped example.
 #include "config_test_support.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the config_*_test.cpp files: the smallest valid file, fake environments, and the
 // problems a refused file reports.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config of upstream fleets: addresses, balance, re-resolution, ejection, and their problems.
 #include "config_test_support.hpp"
 

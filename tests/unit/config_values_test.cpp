@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config value parsers as tables: durations, sizes, endpoints.
 #include "config_test_support.hpp"
 

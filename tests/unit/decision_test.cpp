@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <array>
 #include <doctest/doctest.h>
 #include <idemgate/common/error.hpp>

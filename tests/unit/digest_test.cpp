@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The digest and hex helpers against published test vectors (FIPS 180-2, RFC 4231).
 #include <doctest/doctest.h>
 #include <idemgate/common/digest.hpp>

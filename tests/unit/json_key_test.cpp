@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keys from a JSON body, as a table.
 #include <doctest/doctest.h>
 #include <idemgate/gateway/json_key.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The key field (RFC 8941 String or legacy bare key) and the route's key format, as tables.
 #include <doctest/doctest.h>
 #include <idemgate/config/key_pattern.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The application log's level threshold, its lifecycle lines and the coalescing of repeated
 // lines, observed through a line sink (the hook the access log's writer uses).
 #include <boost/json/parse.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // store.redis.tls: defaults, what loads, and each problem with its key path. That the
 // files hold certificates and a matching key is checked by OpenSSL in the store (redis_tls_test).
 #include "idemgate/config/config.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request target (RFC 9112 3.2): which forms are accepted, which bytes, and how an
 // absolute-form target becomes the origin-form the upstream, the routes and the fingerprint see.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks on an upstream's answer that Beast 1.81 does not make: framing the gateway cannot
 // delimit exactly is refused (502), a status line without a reason phrase is read.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracing without I/O: traceparent parsing and formatting, the parent-based ratio sampler, IDs,
 // and the OTLP/HTTP JSON encoding of spans.
 #include <boost/json/parse.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The admin listener (GET /healthz, /readyz, /metrics) and the store-readiness watcher. Runs
 // on the control io_context, apart from the I/O threads. The admin API grows here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The values one request travels in, shared by every room of the request path: the request and
 // response types, the filter's answer with what the access log says about it, and what the

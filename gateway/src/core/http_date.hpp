@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The Date of HTTP answers (RFC 9110 5.6.7, IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT").
 #include <cstdint>

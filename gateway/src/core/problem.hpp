@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // RFC 9457 problem documents for every error the gateway itself produces; the problem types
 // are in <idemgate/gateway/problem_types.hpp>.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <array>
 #include <idemgate/gateway/problem_pages.hpp>
 

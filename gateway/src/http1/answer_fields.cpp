@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "http1/answer_fields.hpp"
 
 #include "core/http_date.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The fields the connection adds to every answer as it writes it: what the gateway did with the
 // request's key (the route's status_header; one the upstream sent is replaced) and Date when

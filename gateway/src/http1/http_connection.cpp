@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain HTTP client connections: the one instantiation of http_connection over beast::tcp_stream
 // (see http_connection_impl.hpp for why each stream type has its own file).
 #include "http1/http_connection_impl.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One client connection's HTTP/1.1 loop: read each request under limits and deadlines, check
 // its framing, answer 100-continue, hand it to the idempotency filter, write the answer, keep

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The HTTP/1.1 loop of one client connection, generic over the stream (see http_connection.hpp).
 // Included by exactly one file per stream type: http_connection.cpp (beast::tcp_stream) and
@@ -6,6 +7,7 @@
 #include "core/http_date.hpp"
 #include "core/problem.hpp"
 #include "http1/answer_fields.hpp"
+#include "http1/connection_support.hpp"
 #include "http1/http_connection.hpp"
 #include "idempotency/big_answer.hpp"
 #include "idempotency/classify.hpp"
@@ -17,7 +19,6 @@
 #include "transport/wire.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -41,22 +42,6 @@ using clock_type = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
-
-// Counts a request as in flight from header read to response written (drain waits on it).
-struct in_flight_guard {
-    metrics& m;
-    explicit in_flight_guard(metrics& mm) : m(mm) { m.requests_in_flight.fetch_add(1); }
-    ~in_flight_guard() { m.requests_in_flight.fetch_sub(1); }
-};
-
-// The client went away (or broke its TLS session): nothing can be answered.
-bool is_quiet_close(const error_code& ec)
-{
-    return ec == http::error::end_of_stream || ec == asio::error::eof ||
-           ec == asio::error::connection_reset || ec == http::error::partial_message ||
-           ec.category() == asio::error::get_ssl_category() ||
-           ec.category() == asio::ssl::error::get_stream_category();
-}
 
 template<class Stream>
 class http_connection {

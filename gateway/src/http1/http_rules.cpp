@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <boost/beast/core/string.hpp>
 #include <boost/container/small_vector.hpp>
 #include <idemgate/common/record_headers.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/1.1 over an established TLS stream: the one instantiation of http_connection over
 // tls_stream (see http_connection_impl.hpp for why it is not in http_connection.cpp), and the
 // plain-HTTP answer on the TLS port. The handshake and the choice of protocol are the runtime's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sending side of an HTTP/2 stream: the filter's answer (or a local-tier copy, or a refusal)
 // as a HEADERS frame and DATA. The fields are those the HTTP/1.1 connection writes for the same
 // answer, names in lower case, without the connection-specific ones (RFC 9113 8.2.2).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One client connection speaking HTTP/2 (RFC 9113): negotiated by ALPN ("h2") on the TLS
 // listener, or with prior knowledge on a plain listener (http2.cleartext). The connection reads

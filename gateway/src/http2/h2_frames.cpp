@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The receiving side of an HTTP/2 connection: nghttp2's callbacks, turning frames into request
 // streams (RFC 9113 8.3 pseudo-header mapping) and counting the frames a flood is made of.
 #include "http2/h2_session.hpp"

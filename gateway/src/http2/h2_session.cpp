@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "http2/h2_session.hpp"
 
 #include "http2/h2_sink.hpp"

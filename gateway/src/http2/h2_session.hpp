@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One HTTP/2 connection's protocol state: an nghttp2 server session fed with the bytes the
 // connection reads and drained of the bytes it writes (h2_connection.hpp does the I/O). Each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // An answer too large to record, passed on over its HTTP/2 stream as it arrives
 // (idempotency/big_answer.hpp): a HEADERS frame, then DATA frames fed from the upstream as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Answers too large to record (limits.max_record_body): passed on to the client as they arrive,
 // through the connection's answer_sink, while the key stays in flight; settle then keeps a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The classify phase of the idempotency filter: which route a request takes, whether it is
 // guarded, and whether its key, tenant and Connection header are well-formed. No store, no I/O.

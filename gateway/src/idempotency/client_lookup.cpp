@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client lookup phase: GET <client_lookup_path><key> answered from the store in the caller's
 // own scope (classify and scope resolved it exactly as for a request to the route).
 #include "idempotency/refusal.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The published contract: an OpenAPI 3.1 document built from the configuration alone, so
 // `idemgate --contract` and GET /.well-known/idempotency give the same text.
 #include <boost/json/array.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "idempotency/idempotency_filter.hpp"
 
 #include "core/problem.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The idempotency filter: the phases of request_phases.hpp (classify -> scope -> tier_lookup ->
 // reserve -> admit -> forward -> settle -> respond). The only code that talks to the store and

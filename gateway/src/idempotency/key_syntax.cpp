@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The idempotency key field (RFC 8941 String or the legacy bare key) and the route's key format.
 #include <idemgate/config/key_pattern.hpp>
 #include <idemgate/gateway/key_syntax.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "idempotency/local_tier.hpp"
 
 #include "transport/wire.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The local tier (store.local_tier): finished records kept in the gateway process, one tier per
 // I/O thread (no lock, no sharing), as pre-rendered response bytes, so a replay is answered

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The gateway's own paths on the client listener, which win over every route: the published
 // contract (/.well-known/idempotency), the pages of its problem types (under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Proxying: rewrites a client request for the upstream (hop-by-hop, X-Forwarded-*, framing),
 // exchanges it through the thread's upstream_pool, and rewrites the answer for the client.

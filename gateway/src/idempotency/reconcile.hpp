@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reconciliation of held keys (routes[].idempotency.reconcile): a key held because its outcome
 // is unknown gets a probe, kept on the store's schedule, that asks the upstream whether the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The prober: claims due probes of held keys from the store's schedule and sends them to the
 // route's upstream, on one I/O thread of each gateway. The claim makes each probe one gateway's
 // at a time, so a fleet sends each once per `every`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The answer a refusal of <idemgate/gateway/refusal.hpp> gives: its row, rendered.
 #include "core/exchange.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "idempotency/request_phases.hpp"
 
 #include "idempotency/big_answer.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One request through the idempotency filter, as named phases of one per-request object:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "idempotency/scope.hpp"
 
 #include <idemgate/common/digest.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The filter's side of the scope resolver (<idemgate/gateway/scope.hpp>): what a guarded request
 // presents for its scope under its route's policy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The settle phase: the upstream answered (or did not) a request forwarded as its key's owner;
 // keep the answer for replay, or free or hold the key.
 #include "core/http_date.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The access log: one JSON line per request. Every line is valid UTF-8 JSON whatever the
 // client sent: bytes outside printable ASCII in the target or method are percent-encoded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/access_log_writer.hpp>

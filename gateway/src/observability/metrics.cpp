@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <idemgate/common/prometheus.hpp>
 #include <idemgate/gateway/metrics.hpp>
 

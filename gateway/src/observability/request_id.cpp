@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/http_rules.hpp>

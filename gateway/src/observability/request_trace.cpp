@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "observability/request_trace.hpp"
 
 #include "observability/span_exporter.hpp"

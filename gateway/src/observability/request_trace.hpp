@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One request's part in a trace (OpenTelemetry): the server span's identity and parent, whether
 // it is recorded (sampled), and the client spans finished while it ran: each store operation

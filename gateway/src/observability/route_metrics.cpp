@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "observability/route_metrics.hpp"
 
 #include <idemgate/common/prometheus.hpp>

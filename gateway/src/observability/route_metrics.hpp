@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Requests by route, method and status class: idemgate_route_requests_total. The counters of a
 // route outlive reloads (keyed by its path_prefix); each configuration generation holds pointers

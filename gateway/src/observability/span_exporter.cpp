@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "observability/span_exporter.hpp"
 
 #include <boost/asio/as_tuple.hpp>

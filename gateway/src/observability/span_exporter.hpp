@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Sends finished spans to an OTLP/HTTP collector (JSON, POST <otlp_endpoint>) from a thread of
 // its own: request threads only move a span into a bounded queue (a full queue drops it and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runtime/client_connection.hpp"
 
 #include "http1/http_connection.hpp"

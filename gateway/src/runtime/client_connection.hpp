@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A client connection from accept to close: the protocol it speaks, chosen by ALPN on TLS
 // (plain connections speak HTTP/1.1), and the codec that serves it. The codec table is the one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The listener: one worker (io_context + thread) per I/O thread with SO_REUSEPORT acceptors,
 // the connection limit, signals (SIGTERM/SIGINT drain, SIGHUP), and the drain itself.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Configuration generations: the first one, made from the boot configuration, and every one a
 // reload (SIGHUP, POST /admin/v1/reload) makes from the file. Control thread only.

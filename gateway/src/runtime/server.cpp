@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Assembles the gateway: the listener (I/O threads, acceptors, signals, drain), the admin
 // listener, and the shared context. The request path is http_connection -> idempotency_filter
 // -> proxy -> upstream_pool.

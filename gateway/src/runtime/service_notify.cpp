@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runtime/service_notify.hpp"
 
 #include "state/process.hpp"

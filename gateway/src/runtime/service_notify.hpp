@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The service manager's readiness protocol (sd_notify(3)): READY=1 once the listeners are bound
 // and the store first answers, RELOADING=1 / READY=1 around a reload, STOPPING=1 when the drain

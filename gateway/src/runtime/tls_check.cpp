@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // check_tls_config: the TLS files of both hops, as --check and start-up read them.
 #include "runtime/client_connection.hpp"
 #include "transport/tls.hpp"

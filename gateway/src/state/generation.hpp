@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A configuration generation: one loaded configuration with what it needs at run time. A reload
 // (SIGHUP, admin API) builds a new one and swaps it in whole; requests keep the one they started

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Process-wide state, shared by every thread (fields are immutable or atomic): the store
 // backend, the metrics, the drain flag and the live configuration generation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One I/O thread's own resources: its io_context and acceptor, its store session, its share of
 // the live configuration (upstream pools), its local tier and access-log batch. Only touched

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The lazy per-phase deadline of a client connection (http_connection_impl.hpp).
 #include <algorithm>

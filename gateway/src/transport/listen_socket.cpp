@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "transport/listen_socket.hpp"
 
 #include <sstream>

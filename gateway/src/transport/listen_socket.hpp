@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Listening sockets: what the client listener and the admin listener share.
 #include <boost/asio/io_context.hpp>

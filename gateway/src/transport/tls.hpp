@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TLS on the client hop: the listener's server context (certificate, TLS 1.2/1.3, client
 // certificates, ALPN, session cache and tickets), the handshake of an accepted connection and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The start of an HTTPS client connection: the first byte, the handshake and its accounting.
 #include "transport/tls.hpp"
 

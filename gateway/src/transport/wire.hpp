@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Writing messages on the hot path. Beast's generic serializer walks nested buffer-sequence
 // views, a large share of a first execution's instructions; the gateway's messages are always Content-Length

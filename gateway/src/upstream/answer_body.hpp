@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The rest of an upstream answer too large to record (limits.max_record_body), still on its
 // connection: read piece by piece as the client is written to (idempotency/big_answer.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <boost/beast/core/string.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/response_rules.hpp>

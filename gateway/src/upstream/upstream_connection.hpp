@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What upstream_pool.cpp (the pool) and upstream_exchange.cpp (one request and its answer)
 // share about a pooled connection: the TLS connection type and the stream under either kind.

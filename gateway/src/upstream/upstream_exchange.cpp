@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One request's exchange with the upstream over a pooled connection (upstream_pool.cpp): write,
 // read the answer past interim 1xx, hand the connection back, and the one retry a reused
 // connection allows.

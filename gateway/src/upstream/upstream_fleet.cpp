@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "upstream/upstream_fleet.hpp"
 
 #include "upstream/upstream_pool.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One upstream's addresses: every address its names resolve to,
 // each address's passive health (consecutive connect failures, ejection) and requests in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One I/O thread's keep-alive pool for one upstream: which address (balance, health), idle
 // connections and the liveness peek before reuse, and connecting (with TLS, the handshake and
 // session resumption). One request's exchange over a pooled connection: upstream_exchange.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One I/O thread's keep-alive connections to one upstream, and the request/response exchange.
 #include "upstream/answer_body.hpp"

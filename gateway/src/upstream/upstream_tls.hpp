@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TLS on the upstream hop: one client context per HTTPS upstream (CA, SNI and name
 // verification, client certificate), and what a pooled connection asks of it.

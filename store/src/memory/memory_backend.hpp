@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The memory store's entry points for the backend table (backend_table.hpp). Private to the
 // store library.

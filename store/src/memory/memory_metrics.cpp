@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "memory/memory_backend.hpp"
 
 #include <idemgate/common/prometheus.hpp>

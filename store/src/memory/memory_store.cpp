@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-process store (store.type: memory): reserve, complete, release, lookup and remove on
 // record_shards (record_shards.hpp), settlement notifications for waiting duplicates and tenant
 // quotas in process; one backend shared by every I/O thread, a session per thread.

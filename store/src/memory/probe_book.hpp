@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The memory store's schedule of held keys' probes (session::schedule_probe and claim_probes):
 // entries ordered by due time, one lock. Held keys are rare, so one lock for all is enough.

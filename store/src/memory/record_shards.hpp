@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The memory store's records: memory_store_shards maps, each under its own mutex with an index
 // of its entries by expiry, bounded together by max_entries and max_bytes (global counters, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The memory store's tenant quotas: per tenant, the reservations in flight by owner
 // token with their lock expiry (max_in_flight) and a token bucket (new_keys_per_second). One

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/record_cipher.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A record as the store holds it: the clear head (version, owner token, state, created time,
 // fingerprint), then the response (status, reason, headers, body), optionally sealed with
 // record_cipher; and the owner prefix the Redis scripts compare. The primitives it is written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The record format's primitives (record_codec.cpp lays a record out with them): varints,
 // length-prefixed bytes, lower-case hex packed to bytes, owner tokens, the dictionary of common

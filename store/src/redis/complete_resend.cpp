@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "redis/complete_resend.hpp"
 
 #include "redis/redis_scripts.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // consistency strict: a completed record the primary did not take (the connection failed) or the
 // replicas did not acknowledge (WAIT) may be lost by the next failover, and the key would then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How scopes, tenants and quotas are named in Redis: the record key (escaped, or an HMAC with
 // store.hash_keys), the tenant tag and the quota keys, all inside one hash tag per tenant so a
 // Redis Cluster keeps a tenant's keys in one slot.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How the Redis store names what it keeps, given one backend's settings (redis_keys.cpp).
 // Private to the store library.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "redis/redis_backend.hpp"
 
 #include <idemgate/common/prometheus.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The Redis store's schedule of held keys' probes (session::schedule_probe, claim_probes,
 // unschedule_probe): one sorted set, entry -> due time, shared by every gateway on the store.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Lua scripts of the Redis store (complete, release, admit) and the argument encodings they
 // read; each script's SHA1 is computed once, for EVALSHA.
 #include "redis/redis_scripts.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis store's Lua scripts, run by EVALSHA (their text is sent again after a NOSCRIPT).
 #pragma once
 

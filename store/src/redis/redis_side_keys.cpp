@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis store's record lookup (admin API), and the tombstone, execution count and lock
 // extension of a record key. Each uses single-key commands: no script spans two keys, which a
 // Redis Cluster could place in two slots (record keys have no hash tag unless store.hash_keys).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The Redis store's record lookup (admin API) and what it keeps beside a record key (redis_keys.hpp names
 // them): the tombstone that outlives the record (tombstone_ttl) and the key's execution count

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "redis/client/redis_cluster.hpp"
 #include "redis/client/redis_connection.hpp"
 #include "redis/client/redis_sentinel.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Blocking HTTP/1.1 client for tests: one TCP connection, raw bytes in and out, timeouts on
 // every socket call (SO_RCVTIMEO / SO_SNDTIMEO).
 #include "idemgate/test/harness.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process-level pieces of the harness: binaries, ports, temp dirs and captured child processes.
 #include "idemgate/test/harness.hpp"
 

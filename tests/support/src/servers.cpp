@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real servers the integration tests run: redis-server, idemgate, idemgate-test-upstream.
 #include "idemgate/test/harness.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test certificates from the openssl CLI and a TLS-only redis-server (see tls.hpp).
 #include "idemgate/test/tls.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What both TLS client hops (HTTPS upstreams, Redis over TLS) build alike, and the certificate
 // loading the listener shares: TLS 1.2 at least, verification on or off, the CA from a file or

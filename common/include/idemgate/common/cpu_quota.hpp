@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How many CPUs this process may really use: in a container, std::thread::hardware_concurrency()
 // reports the host's cores while the cgroup CPU quota (docker --cpus, Kubernetes limits.cpu) allows

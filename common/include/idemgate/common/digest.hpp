@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Hex encoding and the SHA-256 digests the project takes of small texts (configuration files,
 // credentials, keys, tokens), in one place. The request fingerprint keeps its own per-thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // idemgate's own error codes for the data path (error_code, no exceptions).
 #include <boost/system/error_code.hpp>

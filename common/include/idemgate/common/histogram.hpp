@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A fixed-bucket latency histogram in seconds, lock-free, rendered as Prometheus text. Shared by
 // the gateway's request/store metrics and the Redis store's command latency.

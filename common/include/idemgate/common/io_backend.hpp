@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Which Asio reactor this binary was built with (epoll by default, io_uring with
 // -DIDEMGATE_IO_URING=ON), and a start-up probe for the latter: Asio's io_uring backend has no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One JSON object per line on stdout (structured logs and the access log).
 #include <boost/json/object.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Prometheus text exposition: the lines every /metrics writer (the gateway, the store backends,
 // histograms) appends.

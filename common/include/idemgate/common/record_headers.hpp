@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The response header fields a recorded answer leaves out: hop-by-hop fields (RFC 9110 7.6.1 and
 // the proxy-* ones), the framing the gateway sets again, cookies (one client's session must not

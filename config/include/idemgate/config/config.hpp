@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // idemgate's configuration: YAML in, typed aggregates out. Every default documented here is
 // the value used when the key is absent; config/idemgate.example.yaml shows every key.
@@ -6,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <idemgate/config/reconcile_config.hpp>
+#include <idemgate/config/store_config.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,103 +17,6 @@
 #include <vector>
 
 namespace idemgate::config {
-
-using duration = std::chrono::milliseconds;
-
-// host:port. Port 0 means "any free port" (tests); the bound port is logged at start-up.
-struct endpoint {
-    std::string host;
-    std::uint16_t port = 0;
-    std::string to_string() const { return host + ":" + std::to_string(port); }
-};
-
-enum class store_type { memory, redis };
-enum class failure_mode { reject, pass_through };
-
-// TLS from the gateway as a client: to Redis (store.redis.tls, managed Redis) and to an
-// upstream (upstreams.<name>.tls). Off by default; every other key needs
-// `enabled: true`.
-struct client_tls_config {
-    bool enabled = false;
-    std::string ca_file;     // PEM CA bundle the server is verified against ("" = system store)
-    std::string cert_file;   // client certificate chain (PEM) for mutual TLS; needs key_file
-    std::string key_file;    // its private key (PEM); needs cert_file
-    std::string server_name; // SNI and the name verified ("" = the host connected to)
-    bool verify = true;      // false: no certificate or name check (testing only; warned)
-};
-using redis_tls_config = client_tls_config;
-using upstream_tls_config = client_tls_config;
-enum class redis_mode { standalone, cluster, sentinel };
-
-// What a reservation must reach before the upstream runs. async: the primary only (Redis
-// replicates afterwards); strict: also min_replicas_ack replicas (WAIT), or the request is
-// refused with 503 and the reservation released.
-enum class redis_consistency { async, strict };
-
-struct redis_config {
-    redis_mode mode = redis_mode::standalone;
-    endpoint address{"127.0.0.1", 6379}; // standalone
-    std::vector<endpoint> nodes;         // cluster: seed nodes; sentinel: the sentinels
-    std::string sentinel_master_name = "mymaster";
-    std::string sentinel_password_env;   // for the sentinels, if they require AUTH
-    std::string sentinel_password;       // resolved from sentinel_password_env
-    duration topology_refresh{2000};     // cluster: re-read the slot map this often (and on redirects)
-    std::string password_env;            // name of the env var holding the password ("" = no AUTH)
-    std::string password;                // resolved from password_env at load time, never from YAML
-    std::string username;                // ACL user: AUTH username password ("" = AUTH password)
-    int db = 0;                          // SELECT db
-    std::string key_prefix = "idemgate"; // keys are <prefix>:<tenant>:<key> (escaped) or hashed
-    duration command_timeout{250};       // per command; a timeout means "outcome unknown"
-    duration connect_timeout{1000};
-    duration reconnect_backoff_max{2000};    // reconnect with exponential backoff up to this
-    duration eviction_check_interval{30000}; // re-read maxmemory-policy; 0 = on (re)connect only
-    unsigned min_replicas_ack = 0;           // > 0: WAIT for that many replicas after each complete
-    redis_consistency consistency = redis_consistency::async;
-    duration wait_timeout{50}; // strict: how long WAIT waits for the replicas after a reservation
-    redis_tls_config tls;
-};
-
-struct memory_config {
-    std::size_t max_entries = 100000;          // bound on keys; expired entries are evicted first
-    std::size_t max_bytes = 256 * 1024 * 1024; // bound on stored bytes (keys, records, bodies)
-};
-
-// Finished records kept in the gateway process (per I/O thread), so replays skip the store.
-// When a finished record enters a thread's local tier.
-enum class tier_admission {
-    replay,  // when a replay reads it from the store (a key retried at least once; default)
-    complete // also when this gateway completes it (a retry on the same thread skips the store)
-};
-
-struct local_tier_config {
-    std::size_t max_bytes = 0; // all threads together; 0 = off
-    duration max_age{10000};   // a copy never outlives this, nor its record's TTL
-    tier_admission admit = tier_admission::replay;
-};
-
-// Records at rest: the response part of a completed record is AES-256-GCM encrypted.
-struct encryption_config {
-    std::string key_env;          // env var: 64 hex digits (32 bytes); new records ("" = written in clear)
-    std::string previous_key_env; // env var: an older key, only decrypts (rotation; "" = none)
-    std::string key;              // 32 raw bytes, resolved from key_env at load time, never from YAML
-    std::string previous_key;     // 32 raw bytes, resolved from previous_key_env
-    bool enabled() const noexcept { return !key.empty() || !previous_key.empty(); }
-};
-
-struct store_config {
-    store_type type = store_type::memory;
-    std::string key_secret_env; // env var with a secret (>= 32 bytes): credential scopes, hash_keys
-    std::string key_secret;     // resolved from key_secret_env at load time, never from YAML
-    // Redis keys are <prefix>:{hex HMAC-SHA256(key_secret, tenant \0 key)}: no raw key or tenant.
-    bool hash_keys = false;
-    encryption_config encryption;
-    // Each backend's own section: the store library hands a backend only its section (and the
-    // store-wide settings above), see store/src/backend_table.hpp.
-    redis_config redis;
-    memory_config memory;
-    local_tier_config local_tier;
-    failure_mode on_failure = failure_mode::reject;
-};
 
 // How a request picks one of an upstream's addresses.
 enum class balance_mode {

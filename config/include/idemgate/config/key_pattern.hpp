@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // routes[].idempotency.key_format.pattern compiled: an ECMAScript regular expression the whole
 // key must match. Compiled once when the configuration is loaded; matching runs in time

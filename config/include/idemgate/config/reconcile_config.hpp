@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Resolving held keys by asking the upstream (routes[].idempotency.reconcile).
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The access log's write path: each I/O thread formats its lines into its own
 // batch buffer (no lock per line); a full or old batch is handed to one background writer thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The idempotency contract the gateway publishes (idemgate --contract, GET
 // /.well-known/idempotency): an OpenAPI 3.1 document, meant to be merged into the API's own, with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The idempotency decision: pure functions, no I/O. The session coroutine asks them what to do
 // at each step (classify -> reserve -> forward -> record/release) and carries the answer out.

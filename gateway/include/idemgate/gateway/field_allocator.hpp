@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The allocator of the header fields the gateway holds. Beast allocates one block per field
 // line, so every request and answer cost one allocation per field; this allocator keeps the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Request fingerprint: SHA-256 over `method \n path-with-query \n decoded-body`, lower-case hex,
 // or, under a route's fingerprint options, over what those options select.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HTTP/1.1 rules the gateway enforces itself: strict request framing (Beast 1.81's parser lets
 // some smuggling shapes through) and hop-by-hop header removal (RFC 9110 7.6.1).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A key taken from a JSON request body (routes[].idempotency.key_from: json or header_or_json).
 // A pure function, no I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The idempotency key as clients send it, and the route's key format. Pure functions, no I/O.
 //

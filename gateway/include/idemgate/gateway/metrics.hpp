@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Process-wide counters and histograms, exposed as Prometheus text on the admin port.
 #include <array>

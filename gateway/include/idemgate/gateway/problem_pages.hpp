@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The documentation of the gateway's problem types (RFC 9457 3.1.1): every type the gateway
 // answers with, what it means and what a client should do, served as a short HTML page at

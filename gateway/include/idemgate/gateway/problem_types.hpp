@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The RFC 9457 problem types of every error the gateway itself produces: values only (the
 // documents are built by make_problem in the gateway). Public so that pure tables naming them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Every answer the idempotency filter gives instead of forwarding a request, in one table: its
 // problem type (and so its status), the access log's outcome, what the status header says about

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Request IDs: one ID per request, kept from the client when it is usable, else made
 // here; forwarded upstream, returned on every answer and written to the access log. And the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HTTP/1.1 rules the gateway enforces on an upstream's answer before it reads the body: an
 // answer it cannot delimit exactly, or whose framing fields a strict parser would read otherwise,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The scope a record is stored under, resolved in one place for the filter (from a request) and
 // for the admin API (from its query parameters), so both name the same record. A new scope

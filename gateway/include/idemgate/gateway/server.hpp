@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The gateway process: N I/O threads (one io_context each, SO_REUSEPORT listeners), an admin
 // listener and signal handling on the control thread, graceful drain on SIGTERM/SIGINT.

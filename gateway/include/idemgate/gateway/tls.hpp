@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TLS on both HTTP hops: what --check and start-up verify with OpenSSL itself.
 #include <idemgate/config/config.hpp>

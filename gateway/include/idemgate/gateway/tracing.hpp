@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // OpenTelemetry tracing, the parts without I/O: W3C Trace Context (traceparent), the sampling
 // decision, the span model and its OTLP/HTTP JSON encoding (opentelemetry-proto's JSON mapping:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The idempotency checks: each key's first recorded answer, and every later answer for that key
 // compared with it (status, reason, body, end-to-end headers) and required to carry

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Which answers a run expects, and what to tell the user about the ones it does not: a load test
 // that measures thousands of refusals per second must say so loudly, not print a rate and PASS.

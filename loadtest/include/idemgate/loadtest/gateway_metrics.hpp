@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The gateway's own count of what it did, read from its admin /metrics (Prometheus text):
 // idemgate_requests_total{outcome="..."}, summed over every --metrics URL (instances of a fleet).

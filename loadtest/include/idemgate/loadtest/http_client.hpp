@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One keep-alive HTTP/1.1 client connection for the load tester: connects on demand (TLS with
 // SNI and certificate checks for https://), writes pre-rendered request bytes, reads one answer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A log-bucketed latency histogram in the manner of HdrHistogram: 128 linear sub-buckets per
 // power of two (relative error below 0.8 %), nanoseconds up to 2^40 (about 18 minutes; longer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // idemgate-loadtest's command line, parsed into one plain struct. Every error names the flag.
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The end-of-run summary: a text report for people, one JSON object for CI (--json).
 #include <boost/json/object.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The request every exchange sends, pre-split at each {key} so rendering one is a few appends.
 #include <idemgate/loadtest/options.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Runs a load test: probe, metrics before, warm-up (replay, mixed), the timed phase (closed or
 // open loop) over one io_context per thread, metrics after, and the verdict.

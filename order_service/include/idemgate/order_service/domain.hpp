@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The order domain: states, payments, and the payment guard as a pure function (no I/O),
 // so the rule the seed calls MarkPaid can be read and tested on its own.

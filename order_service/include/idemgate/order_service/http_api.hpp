@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The order service's HTTP API: a blocking request -> response function (runs on the database
 // thread pool) and the Beast/Asio coroutine server that carries requests to it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Orders, payments, the message inbox and the execution counters, persisted in SQLite.
 // Every method blocks (SQLite is synchronous): call them from a thread that may block,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A thin RAII layer over the SQLite C API: one connection per thread at a time, prepared
 // statements, and SQLite result codes as boost::system::error_code (no exceptions on the data path).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The message layer: payment events read from a Redis Stream with a consumer group, applied
 // through the inbox (message ID dedupe) and the domain guard, acknowledged after commit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Picks the store backend named by the configuration.
 #include <idemgate/config/config.hpp>

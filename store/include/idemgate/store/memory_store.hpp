@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The embedded store: one process, TTLs, bounded size. Keys are spread over shards, each with
 // its own mutex, map and expiry index, so threads working on different keys rarely wait for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // AES-256-GCM for the response part of stored records (store.encryption).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The versioned binary encoding of a store record, as kept in Redis.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The Redis store: one pipelined connection per I/O thread (session), hiredis' reply parser,
 // Asio for the socket.

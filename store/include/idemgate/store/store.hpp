@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The idempotency store interface: reserve / complete / release with owner tokens.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A redis_connection's start on each (re)connect: connect (TCP, TLS), the handshake (AUTH,
 // SELECT, PING, ROLE in Sentinel mode), and the checks that run beside the traffic: the server's
 // version and its maxmemory-policy.

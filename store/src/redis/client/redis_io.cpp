@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A redis_connection's two I/O loops for one connection (generation `gen`): the reader hands
 // each reply to the oldest pending command (or to the subscriber hooks, for a push) and the
 // writer sends whatever commands piled up as one batch.

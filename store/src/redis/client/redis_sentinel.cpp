@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "redis/client/redis_sentinel.hpp"
 
 #include <boost/asio/as_tuple.hpp>

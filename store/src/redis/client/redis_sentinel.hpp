@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Redis Sentinel, private to the store library: which server is the primary now.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redis_shared's logging (error replies, unreplicated records, corrupt records, the eviction
 // policy), throttled so a failing server logs one line per interval; and the text helpers every
 // Redis source uses to quote a reply in a log line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The byte stream under one Redis connection: plain TCP, or TLS over TCP (managed
 // Redis). Private to the store library; redis_connection reads and writes through it without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Wait mode over Redis: one subscriber connection per process (not per waiter) that SUBSCRIBEs
 // to the channel of each key somebody waits for, and turns the messages the complete/release

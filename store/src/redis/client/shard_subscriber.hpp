@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Wait mode over Redis Cluster: sharded pub/sub. Private to the store library.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Test harness shared by every integration test: real processes, real sockets, free ports,
 // readiness by waiting on the event (a log line, a successful PING), never by sleeping.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TLS for the integration tests: certificates made at test time with the openssl CLI
 // (EC P-256, which keeps it fast), and a TLS-only redis-server.
