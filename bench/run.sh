@@ -52,8 +52,9 @@
 #   skips them.
 #   ONLY=node: only the Node peer rows and their anchors (bare Beast, nginx proxy, nginx cache,
 #   idemgate-redis replay_one / first_execution, idemgate-proxy), the storms; no warm keys, system
-#   calls, Redis memory, Redis modes or TLS rows; writes the results JSON and latest.md like a full
-#   run (about 3 minutes at ROUNDS=2 DURATION=3).
+#   calls, Redis memory, Redis modes or TLS rows; writes bench/results/node-<UTC date>.json and
+#   bench/results/node-latest.md (the full run's latest.md stays; about 3 minutes at ROUNDS=2
+#   DURATION=3).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -364,6 +365,15 @@ tls_summary=$work/tls-summary.tsv # target scenario new_connections_per_request(
 if ((${#https_targets[@]})); then summarize_tls_runs; fi
 compute_ratios
 json=$RESULTS_DIR/$stamp.json
+if [[ $ONLY = node ]]; then # beside the full runs: node-<date>.json and node-latest.md
+    json=$RESULTS_DIR/node-$stamp.json
+    write_results_json "$json"
+    bash "$bench_dir/report.sh" "$json" "$work/report"
+    cp "$work/report/latest.md" "$RESULTS_DIR/node-latest.md"
+    cat "$RESULTS_DIR/node-latest.md"
+    say "wrote $RESULTS_DIR/node-latest.md and $json"
+    exit 0
+fi
 write_results_json "$json"
 bash "$bench_dir/report.sh" "$json" "$RESULTS_DIR"
 

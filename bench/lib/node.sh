@@ -29,12 +29,12 @@ node_install() {
 
 # start_node_peer NAME UPSTREAM_PORT REDIS_DB [WORKERS]: sets port_<name>.
 start_node_peer() {
-    local name=$1 upstream=$2 db=$3 workers=${4:-0} port
-    pick_port port
-    NODE_ENV=production start "$name" node "$node_dir/server.js" --port "$port" --upstream-port "$upstream" \
+    local name=$1 upstream=$2 db=$3 workers=${4:-0} peer_port # not "port": pick_port has a local of that name
+    pick_port peer_port
+    NODE_ENV=production start "$name" node "$node_dir/server.js" --port "$peer_port" --upstream-port "$upstream" \
         --redis-port "$redis_port" --redis-db "$db" --workers "$workers"
     wait_for_log "$name" '^listening on ' >/dev/null
-    eval "port_${name//-/_}=$port"
+    eval "port_${name//-/_}=$peer_port"
 }
 
 start_node_targets() {
@@ -50,7 +50,7 @@ start_node_targets() {
 # express-idempotency marks no replay on the answer: a replay is an identical 201 that did not
 # reach the upstream (its request count moves by one over the two POSTs).
 check_node_replay() {
-    local target=$1 port first second before after key="sanity-$run_id"
+    local target=$1 port=$2 first second before after key="sanity-$run_id"
     before=$(upstream_served)
     first=$(post "$port" "$key")
     second=$(post "$port" "$key")

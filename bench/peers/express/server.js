@@ -52,6 +52,7 @@ if (workers > 0 && cluster.isPrimary) {
 }
 
 function serve() {
+    const http = require('node:http');
     const express = require('express');
     const proxy = require('express-http-proxy');
     const { idempotency, getSharedIdempotencyService } = require('express-idempotency');
@@ -69,8 +70,24 @@ function serve() {
     });
     app.use(idempotency({ dataAdapter: adapter }));
     const service = getSharedIdempotencyService();
+    // express-http-proxy's defaults send "Connection: close" upstream (a new upstream connection
+    // per request) and copy the upstream's hop-by-hop headers into the answer, "Connection: close"
+    // among them, which makes Node close the client's connection too. A pooled keep-alive agent
+    // and the hop-by-hop headers dropped give it the keep-alive the other bench targets have.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+    const hopByHop = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade'];
+    // No "timeout" option: it adds a listener to the socket on every request, and on pooled
+    // sockets those pile up (MaxListenersExceededWarning within seconds under load).
     const upstream = proxy(`127.0.0.1:${upstreamPort}`, {
-        timeout: 5000,
+        proxyReqOptDecorator: (opts) => {
+            opts.headers.connection = 'keep-alive';
+            opts.agent = agent;
+            return opts;
+        },
+        userResHeaderDecorator: (headers) => {
+            for (const h of hopByHop) delete headers[h];
+            return headers;
+        },
         // A decorator turns off streaming, so the answer reaches res.send() (as a Buffer).
         userResDecorator: (_proxyRes, data) => data,
     });
@@ -80,7 +97,7 @@ function serve() {
         // record as JSON: a Buffer would come back as {"type":"Buffer","data":[...]} in the
         // replay's body. Text survives.
         const recordingSend = res.send;
-        res.send = (body) => recordingSend(Buffer.isBuffer(body) ? body.toString('utf8') : body);
+        res.send = (body) => recordingSend.call(res, Buffer.isBuffer(body) ? body.toString("utf8") : body);
         upstream(req, res, next);
     });
     // next(err) from the middleware (409 in progress, 417 key reused for another request) or the
