@@ -273,6 +273,7 @@ fi
 for t in "${node_targets[@]}"; do
     plan+=("$t:replay_one:replay_one" "$t:first_execution:first_execution")
 done
+((${#node_targets[@]})) && plan+=("express-node-proxy:proxy:first_execution")
 # TLS termination, the same work as the plain rows above: keep-alive (64 handshakes amortised over
 # the run) and Connection: close (one connection, so one handshake, per request). The plain
 # replay_one_close rows give a new connection's cost without TLS (TCP accept and close).

@@ -3,7 +3,8 @@
 # express-idempotency, records in the same redis-server as idemgate-redis (through
 # express-idempotency-redis-adapter) and express-http-proxy in front of the same upstream
 # (bench/peers/express/). Two targets: express-node (one Node process) and express-node-cluster
-# (a node:cluster primary with THREADS workers). NODE_PEER=0 skips them.
+# (a node:cluster primary with THREADS workers), and express-node-proxy (one process, the
+# middleware left out: Express and the proxy alone). NODE_PEER=0 skips them.
 # Sourced by run.sh after bench/lib/servers.sh and bench/lib/checks.sh.
 # shellcheck disable=SC2154,SC2004 # settings, ports and PIDs are assigned by run.sh and servers.sh;
 # sanity is checks.sh's associative array
@@ -27,12 +28,13 @@ node_install() {
     fi
 }
 
-# start_node_peer NAME UPSTREAM_PORT REDIS_DB [WORKERS]: sets port_<name>.
+# start_node_peer NAME UPSTREAM_PORT REDIS_DB [WORKERS [MORE ARGUMENTS]]: sets port_<name>.
 start_node_peer() {
     local name=$1 upstream=$2 db=$3 workers=${4:-0} peer_port # not "port": pick_port has a local of that name
+    shift $(($# < 4 ? $# : 4))
     pick_port peer_port
     NODE_ENV=production start "$name" node "$node_dir/server.js" --port "$peer_port" --upstream-port "$upstream" \
-        --redis-port "$redis_port" --redis-db "$db" --workers "$workers"
+        --redis-port "$redis_port" --redis-db "$db" --workers "$workers" "$@"
     wait_for_log "$name" '^listening on ' >/dev/null
     eval "port_${name//-/_}=$peer_port"
 }
@@ -43,6 +45,8 @@ start_node_targets() {
     # A database of its own per target: the adapter's keys are the bare Idempotency-Key.
     start_node_peer express-node "$upstream_port" 1
     start_node_peer express-node-cluster "$upstream_port" 2 "$THREADS"
+    # The same process without the idempotency middleware: what Express and the proxy cost alone.
+    start_node_peer express-node-proxy "$upstream_port" 1 0 --no-idempotency
     node_targets=(express-node express-node-cluster)
     say "Node peer: express-node $(port_of express-node), express-node-cluster $(port_of express-node-cluster) ($THREADS workers)"
 }
@@ -70,6 +74,10 @@ check_node_replay() {
 
 run_node_sanity_checks() {
     local t
+    if ((${#node_targets[@]})); then
+        grep -q '^HTTP/1.1 201' <<<"$(post "$(port_of express-node-proxy)" "sanity-$run_id")" &&
+            sanity[express-node-proxy]=ok || sanity[express-node-proxy]="no 201"
+    fi
     for t in "${node_targets[@]}"; do
         check_node_replay "$t" "$(port_of "$t")"
         say "sanity $t: ${sanity[$t]}"
@@ -121,4 +129,12 @@ node_ratios() {
         add_ratio "$t CPU (Node + Redis) per first execution / nginx proxy CPU per request" \
             "$(cpu_ratio "$(cpu_of "$t" first_execution)" "$(cpu_of nginx-proxy proxy)")" "(info: lower is cheaper)" "-"
     done
+    ((${#node_targets[@]})) || return 0
+    add_ratio "express-node-proxy (no idempotency) / nginx proxy" "$(ratio "$(ok_rps express-node-proxy proxy)" "$(ok_rps nginx-proxy proxy)")" "(info)" "-"
+    add_ratio "express-node-proxy CPU per request / nginx proxy CPU per request" \
+        "$(cpu_ratio "$(cpu_of express-node-proxy proxy)" "$(cpu_of nginx-proxy proxy)")" "(info: lower is cheaper)" "-"
+    local a b
+    a=$(cpu_of express-node first_execution) b=$(cpu_of express-node-proxy proxy)
+    add_ratio "express-idempotency's CPU per first execution (µs): express-node (Node + Redis) − express-node-proxy" \
+        "$([[ -n $a && -n $b ]] && awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a - b }' || echo n/a)" "(info)" "-"
 }

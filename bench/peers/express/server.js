@@ -4,6 +4,7 @@
 // express-idempotency-redis-adapter) and express-http-proxy as the route handler.
 //
 //   node server.js --port N --upstream-port N --redis-port N [--redis-db N] [--workers N]
+//                  [--no-idempotency]
 //
 // --workers 0 (the default): one Node process. --workers N: a node:cluster primary with N
 // workers sharing the listening port. Prints "listening on 127.0.0.1:N" once every process
@@ -29,6 +30,7 @@ const upstreamPort = arg('upstream-port');
 const redisPort = arg('redis-port');
 const redisDb = arg('redis-db', 1);
 const workers = arg('workers', 0);
+const plain = process.argv.includes('--no-idempotency'); // the same app without the middleware
 
 if (workers > 0 && cluster.isPrimary) {
     let ready = 0;
@@ -68,8 +70,8 @@ function serve() {
         delete req.headers['x-hit'];
         next();
     });
-    app.use(idempotency({ dataAdapter: adapter }));
-    const service = getSharedIdempotencyService();
+    if (!plain) app.use(idempotency({ dataAdapter: adapter }));
+    const service = plain ? { isHit: () => false } : getSharedIdempotencyService();
     // express-http-proxy's defaults send "Connection: close" upstream (a new upstream connection
     // per request) and copy the upstream's hop-by-hop headers into the answer, "Connection: close"
     // among them, which makes Node close the client's connection too. A pooled keep-alive agent
