@@ -10,10 +10,10 @@
 // workers sharing the listening port. Prints "listening on 127.0.0.1:N" once every process
 // serves (the Redis connection open).
 //
-// express-http-proxy buffers the upstream answer and hands it to res.send(), the call
-// express-idempotency hooks to record an answer; a streaming proxy (http-proxy-middleware) never
-// calls it, so no record would ever complete. The middleware calls next() on a replay too: the
-// handler must ask isHit() and stop there, as its README shows.
+// express-idempotency records an answer by hooking res.send(). express-http-proxy streams the
+// upstream answer past it unless a userResDecorator is set (so is http-proxy-middleware's
+// default): without one no record would ever complete. The middleware calls next() on a replay
+// too: the handler must ask isHit() and stop there, as its README shows.
 const cluster = require('node:cluster');
 
 function arg(name, fallback) {
@@ -99,7 +99,7 @@ function serve() {
         // record as JSON: a Buffer would come back as {"type":"Buffer","data":[...]} in the
         // replay's body. Text survives.
         const recordingSend = res.send;
-        res.send = (body) => recordingSend.call(res, Buffer.isBuffer(body) ? body.toString("utf8") : body);
+        res.send = (body) => recordingSend.call(res, Buffer.isBuffer(body) ? body.toString('utf8') : body);
         upstream(req, res, next);
     });
     // next(err) from the middleware (409 in progress, 417 key reused for another request) or the
