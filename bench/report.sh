@@ -81,7 +81,7 @@ md=$out_dir/latest.md
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
     echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
     while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
-        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-redis-traced || $t = idemgate-uring || $t = idemgate-cluster || $t = idemgate-tls || $t = idemgate-https ]] || rcpu=""
+        [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-redis-traced || $t = idemgate-uring || $t = idemgate-cluster || $t = idemgate-tls || $t = idemgate-https || $t = express-node* ]] || rcpu=""
         if [[ $v = ok ]]; then
             echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
         else

@@ -46,6 +46,16 @@
 #   with -m H2_STREAMS=32 and -m 1, H2_DURATION=5 s per run, CPU per request; prints its table and
 #   writes bench/results/h2-latest.md (about 4 minutes at the defaults). Needs h2load
 #   (nghttp2-client).
+#   NODE_PEER=1: the Node peer rows (bench/lib/node.sh): Express + express-idempotency (Redis
+#   adapter, the same redis-server) + express-http-proxy, one process (express-node) and a
+#   node:cluster of THREADS workers (express-node-cluster), replay_one and first_execution, and its
+#   duplicate storm; installs nodejs and npm if missing and runs npm ci in bench/peers/express; 0
+#   skips them.
+#   ONLY=node: only the Node peer rows and their anchors (bare Beast, nginx proxy, nginx cache,
+#   idemgate-redis replay_one / first_execution, idemgate-proxy), the storms; no warm keys, system
+#   calls, Redis memory, Redis modes or TLS rows; writes bench/results/node-<UTC date>.json and
+#   bench/results/node-latest.md (the full run's latest.md stays; about 3 minutes at ROUNDS=2
+#   DURATION=3).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,10 +77,16 @@ TLS_DURATION=${TLS_DURATION:-2}
 TLS_SUITE=${TLS_SUITE:-TLS_AES_128_GCM_SHA256}
 TLS_GROUP=${TLS_GROUP:-X25519}
 TLS_RESUMPTION=${TLS_RESUMPTION:-0}
-[[ -z $ONLY || $ONLY = memory || $ONLY = tls || $ONLY = h2 ]] ||
-    { echo "bench: ONLY must be empty, 'memory', 'tls' or 'h2', not '$ONLY'" >&2; exit 2; }
+[[ -z $ONLY || $ONLY = memory || $ONLY = tls || $ONLY = h2 || $ONLY = node ]] ||
+    { echo "bench: ONLY must be empty, 'memory', 'tls', 'h2' or 'node', not '$ONLY'" >&2; exit 2; }
 if [[ $ONLY = tls ]]; then
     TLS_TARGETS=1 REDIS_MODES="" SYSCALLS=0
+fi
+NODE_PEER=${NODE_PEER:-1}
+if [[ $ONLY = node ]]; then
+    NODE_PEER=1 TLS_TARGETS=0 REDIS_MODES="" SYSCALLS=0
+elif [[ -n $ONLY ]]; then
+    NODE_PEER=0
 fi
 STORM_KEYS=${STORM_KEYS:-200}
 STORM_REPEATS=${STORM_REPEATS:-8}
@@ -93,6 +109,8 @@ source "$bench_dir/lib/ratios.sh"   # the ratios against the anchors and the goa
 source "$bench_dir/lib/results.sh"  # the results JSON
 # shellcheck source=lib/h2.sh
 source "$bench_dir/lib/h2.sh"       # the HTTP/2 rows (ONLY=h2)
+# shellcheck source=lib/node.sh
+source "$bench_dir/lib/node.sh"     # the Node peer (Express + express-idempotency)
 
 # ---------------------------------------------------------------- install and build
 install_packages() {
@@ -101,6 +119,8 @@ install_packages() {
     [[ $ONLY = memory ]] || wanted+=(wrk haproxy gnuplot-nox jq) # jq: bench/report.sh reads the results JSON
     [[ $ONLY != h2 ]] || wanted+=(nghttp2-client)                # h2load
     [[ -n $ONLY || ${SYSCALLS:-1} = 0 ]] || wanted+=(strace) # the system calls per request table
+    # Node and npm by command: a nodejs from another repository carries its own npm.
+    if [[ $NODE_PEER = 1 ]] && ! { command -v node && command -v npm; } >/dev/null; then wanted+=(nodejs npm); fi
     for p in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
     done
@@ -217,7 +237,9 @@ fi
 say "work dir $work"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 start_targets
+start_node_targets
 run_sanity_checks
+run_node_sanity_checks
 warm_prefix="warm-$run_id"
 warm_keys
 
@@ -249,6 +271,11 @@ if ((have_gateway)); then
     # Many connections: first executions at 512 connections beside nginx at 512.
     plan+=("idemgate-redis:first_execution_512:first_execution:512" "nginx-proxy:proxy_512:first_execution:512")
 fi
+# The Node replays before its first executions: a request Node still has queued when wrk stops
+# reaches the upstream after the row, and must not land in a replay row's count.
+for t in "${node_targets[@]}"; do plan+=("$t:replay_one:replay_one"); done
+for t in "${node_targets[@]}"; do plan+=("$t:first_execution:first_execution"); done
+((${#node_targets[@]})) && plan+=("express-node-proxy:proxy:first_execution")
 # TLS termination, the same work as the plain rows above: keep-alive (64 handshakes amortised over
 # the run) and Connection: close (one connection, so one handshake, per request). The plain
 # replay_one_close rows give a new connection's cost without TLS (TCP accept and close).
@@ -271,6 +298,16 @@ if [[ $ONLY = tls ]]; then # the TLS rows and the same work without TLS
     for entry in "${plan[@]}"; do
         case $entry in
         *-https:* | *:replay_one_close:* | nginx-cache:replay_one:* | nginx-proxy:proxy:* | idemgate-redis:replay_one:* | idemgate-redis:first_execution:*) kept+=("$entry") ;;
+        esac
+    done
+    plan=("${kept[@]}")
+fi
+if [[ $ONLY = node ]]; then # the Node rows and their anchors
+    kept=()
+    for entry in "${plan[@]}"; do
+        case $entry in
+        express-node*:* | bare-beast:* | nginx-proxy:proxy:* | nginx-cache:replay_one:* | idemgate-proxy:proxy:* | \
+            idemgate-redis:replay_one:* | idemgate-redis:first_execution:*) kept+=("$entry") ;;
         esac
     done
     plan=("${kept[@]}")
@@ -313,7 +350,7 @@ if ((have_gateway && have_counter)) && [[ $ONLY != tls ]]; then
     run_storm
 fi
 mem_json="null"
-if ((have_gateway)) && [[ $ONLY != tls ]]; then
+if ((have_gateway)) && [[ $ONLY != tls && $ONLY != node ]]; then
     measure_redis_memory
     mem_json=$(memory_json)
 fi
@@ -331,6 +368,15 @@ tls_summary=$work/tls-summary.tsv # target scenario new_connections_per_request(
 if ((${#https_targets[@]})); then summarize_tls_runs; fi
 compute_ratios
 json=$RESULTS_DIR/$stamp.json
+if [[ $ONLY = node ]]; then # beside the full runs: node-<date>.json and node-latest.md
+    json=$RESULTS_DIR/node-$stamp.json
+    write_results_json "$json"
+    bash "$bench_dir/report.sh" "$json" "$work/report"
+    cp "$work/report/latest.md" "$RESULTS_DIR/node-latest.md"
+    cat "$RESULTS_DIR/node-latest.md"
+    say "wrote $RESULTS_DIR/node-latest.md and $json"
+    exit 0
+fi
 write_results_json "$json"
 bash "$bench_dir/report.sh" "$json" "$RESULTS_DIR"
 

@@ -109,7 +109,7 @@ warm_keys() {
     warm_targets=(nginx-cache)
     ((have_gateway)) && warm_targets+=(idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-redis-traced idemgate-memory "${extra_gateways[@]}")
     for t in "${warm_targets[@]}"; do
-        if [[ $ONLY = tls ]]; then # no replay_10k rows
+        if [[ $ONLY = tls || $ONLY = node ]]; then # no replay_10k rows
             post "$(port_of "$t")" bench-replay-one >/dev/null
             continue
         fi
@@ -121,7 +121,7 @@ warm_keys() {
     for t in nginx-cache-https idemgate-https; do # replay_one only (bench-client speaks plain HTTP)
         if [[ -n ${sanity[$t]:-} ]]; then post "$(port_of "$t")" bench-replay-one >/dev/null; fi
     done
-    if ((have_gateway)) && [[ $ONLY != tls ]]; then
+    if ((have_gateway)) && [[ $ONLY != tls && $ONLY != node ]]; then
         for t in idemgate-redis idemgate-redis-tier idemgate-redis-log idemgate-redis-traced idemgate-memory "${extra_gateways[@]}"; do
             out=$("$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" --connections 32 || true)
             grep -q '"keys_executed_once":0,' <<<"$out" || sanity[$t]="second pass over warm keys was not all replays: $out"
@@ -160,4 +160,5 @@ run_storm() {
         storm_results+=("${t/storm-/idemgate-}"$'\t'"$verdict"$'\t'"$ran"$'\t'"$detail")
         say "storm ${t/storm-/idemgate-}: $verdict (upstream executions $ran, client $detail)"
     done
+    run_node_storm "$counter_port" # bench/lib/node.sh
 }

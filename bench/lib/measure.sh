@@ -61,7 +61,7 @@ timed_run() {
     idemgate-redis | idemgate-redis-tier | idemgate-redis-log | idemgate-redis-traced | idemgate-uring) redis_pid=("$(pid_of redis)") ;;
     idemgate-cluster) redis_pid=("${cluster_pids[@]}") ;;
     idemgate-tls) redis_pid=("$(pid_of redis-tls)") ;;
-    idemgate-https) redis_pid=("$(pid_of redis)") ;;
+    idemgate-https | express-node*) redis_pid=("$(pid_of redis)") ;;
     esac
     tls0="" tls1=""
     if ((${#wrk_env[@]})); then tls0=$(tls_connections "$target"); fi

@@ -34,7 +34,7 @@ compute_ratios() {
     cache10k=$(ok_rps nginx-cache replay_10k)
     nproxy=$(ok_rps nginx-proxy proxy)
     hproxy=$(ok_rps haproxy proxy)
-    if ((have_gateway)) && [[ $ONLY != tls ]]; then # ONLY=tls: the TLS figures below only
+    if ((have_gateway)) && [[ $ONLY != tls && $ONLY != node ]]; then # ONLY=tls: the TLS figures below only
         # The goals: the Redis store with the local tier (replay >= 0.95x bare Beast and
         # >= 1.3x an nginx cache hit, CPU per replay <= 1.05x bare Beast's) and without it (replay >=
         # 0.85x bare Beast, first execution >= 0.65x nginx proxy at <= 2.1x its CPU); p99 at 64
@@ -124,6 +124,7 @@ compute_ratios() {
             done <"$work/memory.tsv"
         fi
     fi
+    node_ratios # bench/lib/node.sh
     # TLS termination (TLS_TARGETS): idemgate-https beside nginx with TLS on the same work, with
     # keep-alive and with a new connection per request; then what TLS adds to each side.
     if ((${#https_targets[@]})); then

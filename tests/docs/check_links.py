@@ -47,7 +47,9 @@ def markdown_files(root):
         if os.path.exists(os.path.join(root, top)):
             yield os.path.join(root, top)
     for sub in ("docs", "bench", "deploy", "order_service", "packaging"):
-        for dirpath, _, names in os.walk(os.path.join(root, sub)):
+        for dirpath, dirs, names in os.walk(os.path.join(root, sub)):
+            # Installed third-party packages (the bench's Node peer) are not our documents.
+            dirs[:] = [d for d in dirs if d != "node_modules"]
             for n in sorted(names):
                 if n.endswith(".md"):
                     yield os.path.join(dirpath, n)
