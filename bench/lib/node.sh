@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # bench/lib/node.sh: the Node peer, what a Node team would run instead of idemgate: Express with
 # express-idempotency, records in the same redis-server as idemgate-redis (through

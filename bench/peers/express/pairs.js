@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 'use strict';
 // Concurrent duplicates, one pair at a time: N times, two POSTs with the same new Idempotency-Key
 // sent in the same tick over two open keep-alive connections, to a target in front of

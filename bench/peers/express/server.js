@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 'use strict';
 // bench/run.sh's Express peer: what a Node team would put in front of an upstream instead of
 // idemgate. Express with express-idempotency (records in Redis through
