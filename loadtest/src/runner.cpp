@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "preflight.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -331,58 +333,6 @@ phase_stats run_phase(phase_plan& plan, std::ostream* progress, std::string_view
     return total;
 }
 
-tcp::resolver::results_type resolve(const target_url& url)
-{
-    asio::io_context ioc;
-    tcp::resolver resolver(ioc);
-    boost::system::error_code ec;
-    auto results = resolver.resolve(url.host, url.port, ec);
-    if (ec)
-        throw run_error("cannot resolve " + url.host + ": " + ec.message());
-    return results;
-}
-
-// One connection before the run: a target that refuses is a usage problem, not a failed check.
-void probe(const options& o, const tcp::resolver::results_type& endpoints, asio::ssl::context* tls)
-{
-    exchange_error result{asio::error::timed_out, exchange_stage::connect};
-    asio::io_context ioc(1);
-    asio::co_spawn(
-        ioc,
-        [&]() -> asio::awaitable<void> {
-            auto executor = co_await asio::this_coro::executor;
-            http_client_connection conn(executor, endpoints, o.timeout, tls, o.url.host);
-            result = co_await conn.connect();
-            conn.close();
-        },
-        [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
-    ioc.run_for(o.timeout + std::chrono::seconds(1));
-    if (result)
-        throw run_error("cannot connect to " + o.url.host_header + ": " + result.ec.message());
-}
-
-// Reads the metrics after the run. The gateway counts a request after writing its answer, so
-// the last answers can reach us before they are counted: read until the gateway has counted at
-// least as many requests as we received answers (bounded).
-std::optional<gateway_counters> settled_metrics(const options& o, const gateway_counters& before,
-                                                std::uint64_t answers, std::string& error)
-{
-    auto deadline = clock_type::now() + std::chrono::seconds(3);
-    std::optional<gateway_counters> after;
-    for (;;) {
-        error.clear();
-        after = scrape_gateway_metrics(o.metrics, o.timeout, error);
-        if (!after)
-            return after;
-        if (after->total() - before.total() >= static_cast<double>(answers) || clock_type::now() >= deadline)
-            return after;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-}
-
 } // namespace
 
 run_result run(const options& opts, std::ostream* progress)
@@ -390,7 +340,7 @@ run_result run(const options& opts, std::ostream* progress)
     run_result r;
     r.opts = opts;
     r.key_prefix = opts.key_prefix.empty() ? random_prefix() : opts.key_prefix;
-    auto endpoints = resolve(opts.url);
+    auto endpoints = detail::resolve(opts.url);
     std::optional<asio::ssl::context> tls;
     if (opts.url.tls) {
         std::string error;
@@ -399,7 +349,7 @@ run_result run(const options& opts, std::ostream* progress)
             throw run_error(error);
     }
     asio::ssl::context* tls_ptr = tls ? &*tls : nullptr;
-    probe(opts, endpoints, tls_ptr);
+    detail::probe(opts, endpoints, tls_ptr);
     if (!opts.metrics.empty()) {
         std::string error;
         r.metrics_before = scrape_gateway_metrics(opts.metrics, opts.timeout, error);
@@ -436,7 +386,8 @@ run_result run(const options& opts, std::ostream* progress)
     r.expected_executions = r.checks.keys_executed + r.checks.new_keys_executed;
     if (r.metrics_before) {
         std::string error;
-        r.metrics_after = settled_metrics(opts, *r.metrics_before, r.warmup.answers + r.timed.answers, error);
+        r.metrics_after =
+            detail::settled_metrics(opts, *r.metrics_before, r.warmup.answers + r.timed.answers, error);
         if (!r.metrics_after)
             r.failures.push_back("--metrics after the run: " + error);
     }
