@@ -3,7 +3,14 @@
 // is reserved or forwarded.
 #include "gateway_fixture.hpp"
 
+#include <arpa/inet.h>
+#include <cerrno>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace idemgate::test;
 
@@ -129,6 +136,110 @@ TEST_CASE("oversize body gets 413 before anything is reserved")
     CHECK(ok.status == 201);
     CHECK(ok.header("idempotent-replayed") != "true");
     CHECK(f.executions() == 1);
+}
+
+namespace {
+
+// What a client that goes on sending after the gateway answered sees: the answer's bytes, whether
+// its later sends were accepted, and how the connection ended (0: an orderly close; otherwise the
+// errno of the failed read).
+struct cut_short_result {
+    std::string received;
+    int send_errno = -1; // of the last send after the answer arrived (0: accepted)
+    int end_errno = -1;
+};
+
+cut_short_result send_cut_short(std::uint16_t port, const std::string& head, std::size_t body_bytes)
+{
+    cut_short_result result;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string bytes = head + std::string(body_bytes, 'b');
+    REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+    // Read until the answer is complete (its Content-Length) or the connection ends.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    auto answered = [&] {
+        auto end = result.received.find("\r\n\r\n");
+        auto cl = result.received.find("Content-Length: ");
+        if (end == std::string::npos || cl == std::string::npos)
+            return false;
+        return result.received.size() >= end + 4 + std::stoul(result.received.substr(cl + 16));
+    };
+    char buf[4096];
+    while (!answered() && std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 200) <= 0)
+            continue;
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0)
+            break;
+        result.received.append(buf, static_cast<std::size_t>(n));
+    }
+    // The client is still sending its body when the answer arrives: these bytes reach a gateway
+    // that will not read them as a request. Had it closed the socket, the kernel would answer them
+    // with a reset, and the next send fails with ECONNRESET or EPIPE.
+    std::string more(16 * 1024, 'm');
+    for (int i = 0; i < 2; ++i) {
+        result.send_errno = ::send(fd, more.data(), more.size(), MSG_NOSIGNAL) < 0 ? errno : 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ::shutdown(fd, SHUT_WR);
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 3000) <= 0) {
+            result.end_errno = ETIMEDOUT;
+            break;
+        }
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            result.received.append(buf, static_cast<std::size_t>(n));
+            continue;
+        }
+        result.end_errno = n == 0 ? 0 : errno;
+        break;
+    }
+    ::close(fd);
+    return result;
+}
+
+} // namespace
+
+TEST_CASE("an answer to a request read only in part ends with an orderly close, not a reset")
+{
+    // Closing over unread request bytes would make the kernel reset the connection, which can
+    // destroy the answer before the client reads it: the gateway half-closes and drains instead.
+    gateway_options options;
+    options.limits = "  max_request_body: 1KiB\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("cut-short");
+    SUBCASE("413: the declared body is over the limit, part of it already sent")
+    {
+        auto r = send_cut_short(f.port(),
+                                "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                                    "\r\nContent-Length: 100000\r\n\r\n",
+                                32 * 1024);
+        INFO("received: ", r.received);
+        CHECK(r.received.rfind("HTTP/1.1 413 ", 0) == 0);
+        CHECK(r.send_errno == 0);
+        CHECK(r.end_errno == 0);
+    }
+    SUBCASE("400: a smuggling shape followed by more bytes")
+    {
+        auto r = send_cut_short(f.port(),
+                                "POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " + key +
+                                    "\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+                                32 * 1024);
+        INFO("received: ", r.received);
+        CHECK(r.received.rfind("HTTP/1.1 400 ", 0) == 0);
+        CHECK(r.send_errno == 0);
+        CHECK(r.end_errno == 0);
+    }
+    CHECK(f.executions() == 0);
 }
 
 TEST_CASE("big header gets 431 before anything is reserved")

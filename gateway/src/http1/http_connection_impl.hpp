@@ -15,6 +15,7 @@
 #include "idempotency/local_tier.hpp"
 #include "observability/access_log.hpp"
 #include "transport/connection_deadline.hpp"
+#include "transport/lingering_close.hpp"
 #include "transport/tls.hpp"
 #include "transport/wire.hpp"
 
@@ -62,7 +63,13 @@ public:
         }
         // GCC 12 miscompiled this coroutine when the loop above was its last statement (with or
         // without a co_return): the first resume of the frame crashed. Keep a statement here.
-        if (!keep_open_) {
+        if (!keep_open_ && unread_input_) {
+            // An answer to a request that was not read to its end: the client may still be
+            // sending, and closing over unread bytes would reset the connection under the answer.
+            co_await lingering_close(
+                beast::get_lowest_layer(stream_),
+                {std::min(cfg_->timeouts.client_write, std::chrono::milliseconds(2000))});
+        } else if (!keep_open_) {
             auto& socket = beast::get_lowest_layer(stream_).socket();
             error_code ignored;
             socket.shutdown(tcp::socket::shutdown_send, ignored);
@@ -109,6 +116,7 @@ private:
             res.set(name, to_string(key_status::rejected));
         res.set(http::field::date, http_date_now());
         auto ec = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
+        unread_input_ = !ec;
         ctx_.stats.count(outcome::rejected);
         env_->live->route_stats_of(-1).count(header ? header->method() : http::verb::unknown,
                                              res.result_int());
@@ -426,6 +434,7 @@ private:
     deadline deadline_;
     request_ids ids_; // the current request's
     bool keep_open_ = false;
+    bool unread_input_ = false; // an answer went out before the request was read to its end
     beast::flat_buffer buffer_;
     std::string scratch_; // rendered message heads, reused for every message on this connection
 };

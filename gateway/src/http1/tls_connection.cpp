@@ -5,6 +5,7 @@
 // (runtime/client_connection.cpp).
 #include "core/problem.hpp"
 #include "http1/http_connection_impl.hpp"
+#include "transport/lingering_close.hpp"
 #include "transport/tls.hpp"
 #include "transport/wire.hpp"
 
@@ -31,20 +32,14 @@ asio::awaitable<void> refuse_plain_http(const config::config& cfg, beast::tcp_st
     res.set(http::field::date, http_date_now());
     std::string scratch;
     auto ec = co_await write_message(tcp_layer, res, scratch, timeouts.client_write);
-    error_code ignored;
     if (!ec) {
-        // Closing with unread request bytes would send a reset that can destroy the answer in
-        // flight: half-close and read what is left (bounded) until the client closes.
-        tcp_layer.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        tcp_layer.expires_after(std::min(timeouts.client_write, std::chrono::milliseconds(2000)));
-        std::array<char, 1024> sink;
-        for (int i = 0; i < 64; ++i) {
-            auto [rec, n] = co_await tcp_layer.async_read_some(asio::buffer(sink), use_tuple);
-            if (rec)
-                break;
-        }
+        // Unread request bytes would turn the close into a reset that can destroy the answer.
+        co_await lingering_close(
+            tcp_layer, {std::min(timeouts.client_write, std::chrono::milliseconds(2000)), 64 * 1024});
+    } else {
+        error_code ignored;
+        tcp_layer.socket().close(ignored);
     }
-    tcp_layer.socket().close(ignored);
 }
 
 asio::awaitable<void> serve_http1_over_tls(gateway_context& ctx, worker& w, tls_stream& stream,

@@ -3,6 +3,7 @@
 
 #include "http2/h2_session.hpp"
 #include "transport/connection_deadline.hpp"
+#include "transport/lingering_close.hpp"
 
 #include <array>
 #include <boost/asio/as_tuple.hpp>
@@ -161,18 +162,9 @@ asio::awaitable<void> serve_h2_plain(gateway_context& ctx, worker& w, tcp::socke
     beast::tcp_stream stream(std::move(socket));
     h2_connection<beast::tcp_stream> connection(ctx, w, stream, std::move(client));
     co_await connection.run();
-    // A lingering close: a client still sending when the GOAWAY went out would otherwise get a
-    // reset that can destroy the GOAWAY before it reads it. Bounded in time and bytes.
-    error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream.expires_after(std::chrono::seconds(1));
-    std::array<char, 16 * 1024> sink;
-    for (int i = 0; i < 64; ++i) {
-        auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), use_tuple);
-        if (ec)
-            break;
-    }
-    stream.socket().close(ignored);
+    // A client still sending when the GOAWAY went out would otherwise get a reset that can
+    // destroy the GOAWAY before it reads it.
+    co_await lingering_close(stream, {std::chrono::seconds(1), 1024 * 1024});
 }
 
 asio::awaitable<void> serve_h2_over_tls(gateway_context& ctx, worker& w, tls_stream& stream,
