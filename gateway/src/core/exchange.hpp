@@ -32,8 +32,8 @@ struct handled {
     std::string key;
     std::string principal; // credential scopes: the credentials' HMACs (resolved_scope::principal)
     shadow_finding shadow = shadow_finding::none; // shadow-mode routes only
-    // A replay from the local tier: written from these bytes; `response` then carries only the
-    // status (for the access log).
+    // A replay from the local tier: written from this copy (its record, or its HTTP/1.1
+    // rendering); `response` then carries only the status (for the access log).
     std::shared_ptr<const tier_entry> prerendered;
     bool request_sent = false; // the request was written upstream (set by forward)
     // What the answer tells the client about its key, in the field `status_header` (the route's

@@ -351,7 +351,7 @@ private:
         if (cfg_->access_log)
             log_request(access_sink(), req, h, client_, ids_, elapsed, ec,
                         h.written       ? h.body_bytes
-                        : h.prerendered ? h.prerendered->body.size()
+                        : h.prerendered ? h.prerendered->record.body.size()
                                         : h.response.body().size());
         if (trace && trace->sampled)
             finish_request_trace(*ctx_.tracer, *trace, req, h, client_, ctx_.boot.tracing, ec);
@@ -403,12 +403,12 @@ private:
         else if (version != 10 && !keep_alive)
             connection = "Connection: close\r\n";
         std::array<asio::const_buffer, 7> buffers{asio::buffer(proto.data(), proto.size()),
-                                                  asio::buffer(e.status_line),
-                                                  asio::buffer(e.fields),
+                                                  asio::buffer(e.http1.status_line),
+                                                  asio::buffer(e.http1.fields),
                                                   asio::buffer(connection.data(), connection.size()),
                                                   asio::buffer(extra.data(), extra.size()),
                                                   asio::buffer("\r\n", 2),
-                                                  asio::buffer(e.body)};
+                                                  asio::buffer(e.record.body)};
         return buffers;
     }
 

@@ -52,24 +52,6 @@ private:
     std::vector<nghttp2_nv> nv_;
 };
 
-// Calls f(name, value) for each "Name: value\r\n" line of a local-tier copy.
-template<class F>
-void for_each_field(std::string_view fields, F&& f)
-{
-    while (!fields.empty()) {
-        auto eol = fields.find("\r\n");
-        auto line = fields.substr(0, eol);
-        fields.remove_prefix(eol == std::string_view::npos ? fields.size() : eol + 2);
-        auto colon = line.find(':');
-        if (colon == std::string_view::npos)
-            continue;
-        auto value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-            value.remove_prefix(1);
-        f(line.substr(0, colon), value);
-    }
-}
-
 ssize_t read_streamed(nghttp2_session* session, std::int32_t id, std::uint8_t* buf, std::size_t length,
                       std::uint32_t* flags, nghttp2_data_source*, void*)
 {
@@ -96,7 +78,7 @@ ssize_t read_body(nghttp2_session* session, std::int32_t id, std::uint8_t* buf, 
 // The header block of an answer: the fields the HTTP/1.1 connection writes for it.
 unsigned answer_headers(header_block& block, const config::config& cfg, const h2_stream& s, const handled& h)
 {
-    unsigned status = h.prerendered ? h.prerendered->status : h.response.result_int();
+    unsigned status = h.prerendered ? h.prerendered->record.status : h.response.result_int();
     block.add(":status", std::to_string(status));
     bool has_date = false;
     auto field = [&](std::string_view name, std::string_view value) {
@@ -107,7 +89,9 @@ unsigned answer_headers(header_block& block, const config::config& cfg, const h2
         block.add(name, value);
     };
     if (h.prerendered) {
-        for_each_field(h.prerendered->fields, field);
+        const auto& record = h.prerendered->record;
+        for (const auto& f : record.fields)
+            field(record.name(f), record.value(f));
     } else {
         for (const auto& f : h.response)
             field(f.name_string(), f.value());
@@ -129,7 +113,8 @@ void h2_session::submit(h2_stream& s)
     const auto& h = s.h;
     header_block block;
     unsigned status = answer_headers(block, cfg, s, h);
-    s.body = h.prerendered ? std::string_view(h.prerendered->body) : std::string_view(h.response.body());
+    s.body =
+        h.prerendered ? std::string_view(h.prerendered->record.body) : std::string_view(h.response.body());
     if (s.req.method() == http::verb::head || bodyless(status))
         s.body = {};
     s.state = h2_stream::phase::responding;

@@ -5,10 +5,42 @@
 
 namespace idemgate::gateway::detail {
 
+namespace {
+
+// The response's fields into the record: names and values back to back in one string. False when
+// they do not fit the record's 32-bit offsets.
+bool copy_fields(const response_type& response, tier_record& r)
+{
+    std::size_t count = 0;
+    std::size_t size = 0;
+    for (const auto& f : response) {
+        ++count;
+        size += f.name_string().size() + f.value().size();
+    }
+    if (size > UINT32_MAX)
+        return false;
+    r.fields.reserve(count);
+    r.field_text.reserve(size);
+    for (const auto& f : response) {
+        auto name = f.name_string();
+        auto value = f.value();
+        r.fields.push_back({static_cast<std::uint32_t>(r.field_text.size()),
+                            static_cast<std::uint32_t>(name.size()),
+                            static_cast<std::uint32_t>(value.size())});
+        r.field_text.append(name).append(value);
+    }
+    return true;
+}
+
+} // namespace
+
 std::size_t tier_entry::bytes() const noexcept
 {
-    // The strings plus the entry, its list node, its index slot and the shared_ptr block.
-    return id.size() + fingerprint.size() + status_line.size() + fields.size() + body.size() + 256;
+    // The strings and the field table, plus the entry, its list node, its index slot and the
+    // shared_ptr block.
+    return id.size() + fingerprint.size() + record.reason.size() + record.field_text.size() +
+           record.fields.size() * sizeof(tier_record::field) + record.body.size() + http1.status_line.size() +
+           http1.fields.size() + 256;
 }
 
 local_tier::local_tier(std::size_t max_bytes, std::chrono::milliseconds max_age, metrics& stats)
@@ -56,16 +88,21 @@ void local_tier::insert_with_body(std::string id, std::string fingerprint, const
     auto entry = std::make_shared<tier_entry>();
     entry->id = std::move(id);
     entry->fingerprint = std::move(fingerprint);
-    entry->status = response.result_int();
     entry->expires = expires;
-    // The same bytes write_message renders, split where the version and Connection go.
+    auto& record = entry->record;
+    record.status = response.result_int();
+    record.reason = response.reason();
+    if (!copy_fields(response, record))
+        return;
+    record.body = std::move(body);
+    // The HTTP/1.1 rendering: the bytes write_message renders, split where the version and
+    // Connection go.
     std::string head;
     render_head(response.base(), head);
     auto first_line = head.find("\r\n");
     auto space = head.find(' ');
-    entry->status_line = head.substr(space, first_line + 2 - space);
-    entry->fields = head.substr(first_line + 2, head.size() - first_line - 4); // without the final CRLF
-    entry->body = std::move(body);
+    entry->http1.status_line = head.substr(space, first_line + 2 - space);
+    entry->http1.fields = head.substr(first_line + 2, head.size() - first_line - 4); // without the final CRLF
     auto size = entry->bytes();
     if (size > max_bytes_)
         return;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The local tier (store.local_tier): finished records kept in the gateway process, one tier per
-// I/O thread (no lock, no sharing), as pre-rendered response bytes, so a replay is answered
-// without a store round trip and without rebuilding its header fields.
+// I/O thread (no lock, no sharing), so a replay is answered without a store round trip. A copy is
+// the answer as a protocol-neutral record (status, reason, fields, body) with its HTTP/1.1
+// rendering made once beside it: an HTTP/1.x replay writes those bytes as they are, an HTTP/2
+// replay builds its header block from the record's fields; neither rebuilds nor re-parses text.
 //
 // Correctness rules:
 // - only completed records enter; in-flight, held and absent keys always ask the store;
@@ -24,17 +26,47 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace idemgate::gateway::detail {
 
-// One finished record, ready to write: "HTTP/1.x" + status_line + fields + connection + CRLF + body.
+// A finished answer, bound to no protocol: its status, reason, fields in their order and body.
+// The fields' names and values lie back to back in one string, found by offsets: one allocation
+// for all of them.
+struct tier_record {
+    struct field {
+        std::uint32_t offset; // of the name in `field_text`; the value follows it
+        std::uint32_t name_size;
+        std::uint32_t value_size;
+    };
+
+    unsigned status = 0;
+    std::string reason; // "Created"
+    std::string field_text;
+    std::vector<field> fields; // every field of the replay, Content-Length included
+    std::string body;
+
+    std::string_view name(const field& f) const noexcept
+    {
+        return {field_text.data() + f.offset, f.name_size};
+    }
+    std::string_view value(const field& f) const noexcept
+    {
+        return {field_text.data() + f.offset + f.name_size, f.value_size};
+    }
+};
+
+// One copy in the tier: the record and its HTTP/1.1 rendering, the bytes write_message would
+// produce for it, split where the version and the Connection field go:
+// "HTTP/1.x" + status_line + fields + Connection + CRLF + record.body.
 struct tier_entry {
     std::string id;          // store::backend::record_id
     std::string fingerprint; // the first request's; another fingerprint asks the store
-    std::string status_line; // " 201 Created\r\n"
-    std::string fields;      // every field line of the replay, Content-Length included
-    std::string body;
-    unsigned status = 0;
+    tier_record record;
+    struct {
+        std::string status_line; // " 201 Created\r\n"
+        std::string fields;      // every field line of the record, Content-Length included
+    } http1;
     std::chrono::steady_clock::time_point expires;
 
     std::size_t bytes() const noexcept;

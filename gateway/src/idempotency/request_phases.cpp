@@ -147,7 +147,7 @@ phase_result request_phases::tier_lookup()
     auto copy = tier_->find(record_id_, clock_type::now());
     if (!copy || copy->fingerprint != in_flight_.fingerprint)
         return phase_result::next;
-    h_.response.result(copy->status); // for the access log; the bytes come from the copy
+    h_.response.result(copy->record.status); // for the access log; the bytes come from the copy
     h_.prerendered = std::move(copy);
     h_.result = outcome::replayed;
     h_.key_state = key_status::replayed;
