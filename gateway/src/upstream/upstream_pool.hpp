@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One I/O thread's keep-alive connections to one upstream, and the request/response exchange.
+#include "transport/head_splice.hpp"
 #include "upstream/answer_body.hpp"
 #include "upstream/upstream_fleet.hpp"
 
@@ -83,6 +84,12 @@ public:
     // idemgate_upstream_duration_seconds{upstream}: the caller times the whole exchange.
     void observe_exchange(std::chrono::steady_clock::duration took);
 
+    // `buffers`: the request's head and body as written (head_splice.hpp); `req` says its
+    // method. They must live until the exchange ends.
+    boost::asio::awaitable<upstream_result>
+    exchange(const http::request<http::string_body, pooled_fields>& req, const request_buffers& buffers,
+             bool head_request);
+    // The same for a request written as its parsed fields render (rendered into `scratch`).
     boost::asio::awaitable<upstream_result>
     exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
              std::string& scratch);
@@ -127,8 +134,8 @@ private:
 
     template<class Connection>
     boost::asio::awaitable<upstream_result>
-    exchange_over(const http::request<http::string_body, pooled_fields>& req, bool head_request,
-                  std::string& scratch);
+    exchange_over(const http::request<http::string_body, pooled_fields>& req, const request_buffers& buffers,
+                  bool head_request);
     // An address (balance, health) and a connection to it: idle when `allow_idle`, else new.
     template<class Connection>
     boost::asio::awaitable<acquired<Connection>> acquire(bool allow_idle);
