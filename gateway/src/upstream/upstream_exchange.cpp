@@ -22,7 +22,6 @@
 #include <iterator>
 #include <openssl/ssl.h>
 #include <optional>
-#include <span>
 #include <type_traits>
 
 namespace idemgate::gateway {
@@ -183,8 +182,7 @@ asio::awaitable<upstream_result>
 upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
                         std::string& scratch)
 {
-    auto message = message_buffers(req, scratch);
-    request_buffers buffers(message.begin(), message.end());
+    auto buffers = message_buffers(req, scratch);
     co_return co_await exchange(req, buffers, head_request);
 }
 
@@ -194,20 +192,6 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
                              const request_buffers& buffers, bool head_request)
 {
     upstream_result result;
-    // A TLS stream writes one record per buffer: a head in pieces is joined first.
-    std::string joined;
-    request_buffers tls_buffers;
-    if constexpr (!std::is_same_v<Connection, plain_connection>) {
-        const bool has_body = req.body().size() > 0;
-        if (buffers.size() > (has_body ? 2 : 1)) {
-            for (std::size_t i = 0; i + (has_body ? 1 : 0) < buffers.size(); ++i)
-                joined.append(static_cast<const char*>(buffers[i].data()), buffers[i].size());
-            tls_buffers.push_back(asio::buffer(joined));
-            if (has_body)
-                tls_buffers.push_back(buffers.back());
-        }
-    }
-    const request_buffers& to_write = tls_buffers.empty() ? buffers : tls_buffers;
     // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
     // answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
     // the end. Connecting has its own deadline and is not counted.
@@ -233,9 +217,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
         auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
             *deadline - std::chrono::steady_clock::now());
         tcp_layer.expires_after(std::max(remaining, std::chrono::milliseconds(1)));
-        // A view: the write operation copies its buffer sequence.
-        std::span<const asio::const_buffer> pieces(to_write.data(), to_write.size());
-        auto [wec, written] = co_await asio::async_write(stream, pieces, use_tuple);
+        auto [wec, written] = co_await asio::async_write(stream, buffers, use_tuple);
         if (wec) {
             if (reused)
                 continue;

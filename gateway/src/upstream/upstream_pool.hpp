@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One I/O thread's keep-alive connections to one upstream, and the request/response exchange.
-#include "transport/head_splice.hpp"
 #include "upstream/answer_body.hpp"
 #include "upstream/upstream_fleet.hpp"
 
+#include <array>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -59,6 +60,9 @@ struct upstream_result {
 // handshake counts as connecting, and each address's last TLS session is offered again on
 // reconnect. The addresses come from the upstream's fleet (shared by every thread): each
 // request picks one (balance), idle connections are kept per address.
+// A request as written upstream: its head, then its body.
+using request_buffers = std::array<boost::asio::const_buffer, 2>;
+
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
     upstream_pool(boost::asio::any_io_executor ex, std::shared_ptr<upstream_fleet> fleet,
@@ -84,8 +88,8 @@ public:
     // idemgate_upstream_duration_seconds{upstream}: the caller times the whole exchange.
     void observe_exchange(std::chrono::steady_clock::duration took);
 
-    // `buffers`: the request's head and body as written (head_splice.hpp); `req` says its
-    // method. They must live until the exchange ends.
+    // `buffers`: the request's head and body as written (the head made by head_splice.hpp);
+    // `req` says its method. They must live until the exchange ends.
     boost::asio::awaitable<upstream_result>
     exchange(const http::request<http::string_body, pooled_fields>& req, const request_buffers& buffers,
              bool head_request);
