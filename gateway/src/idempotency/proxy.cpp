@@ -4,7 +4,7 @@
 #include "core/problem.hpp"
 #include "idempotency/big_answer.hpp"
 #include "idempotency/reconcile.hpp"
-#include "transport/head_splice.hpp"
+#include <idemgate/gateway/head_splice.hpp>
 
 #include <array>
 #include <boost/beast/core/string.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "transport/head_splice.hpp"
+#include <idemgate/gateway/head_splice.hpp>
 
 #include <cstring>
 
