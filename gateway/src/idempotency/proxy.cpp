@@ -4,7 +4,6 @@
 #include "core/problem.hpp"
 #include "idempotency/big_answer.hpp"
 #include "idempotency/reconcile.hpp"
-#include <idemgate/gateway/head_splice.hpp>
 
 #include <array>
 #include <boost/beast/core/string.hpp>
@@ -12,6 +11,7 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/record_headers.hpp>
+#include <idemgate/gateway/head_splice.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <iterator>
 

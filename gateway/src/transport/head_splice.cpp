@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <idemgate/gateway/head_splice.hpp>
-
 #include <cstring>
+#include <idemgate/gateway/head_splice.hpp>
 
 namespace idemgate::gateway {
 
