@@ -33,6 +33,8 @@
 //                           X-Test-Chunked), send its first N bytes, then close the connection
 //     X-Test-Echo-Request-Id: 1  answers with the request's X-Request-Id header (as many apps do)
 //     X-Test-Header: Name: value  adds that field to the answer (repeatable: one field a line)
+//     X-Test-Echo-Head: 1   the body is the request's head as received, byte for byte
+//                           (request line through the empty line), as text/plain
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
 //   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
 //   The default body echoes {"execution","method","target","body","headers"}.
@@ -234,6 +236,20 @@ asio::awaitable<void> serve(Stream& stream)
         parser.header_limit(256 * 1024);
         parser.body_limit(64 * 1024 * 1024);
         beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+        // The head's bytes as they arrived, for X-Test-Echo-Head (the parser reads them after).
+        std::string head;
+        while (buffer.size() <= 256 * 1024) {
+            std::string_view pending(static_cast<const char*>(buffer.data().data()), buffer.size());
+            if (auto end = pending.find("\r\n\r\n"); end != std::string_view::npos) {
+                head = pending.substr(0, end + 4);
+                break;
+            }
+            auto [some_ec, some_n] = co_await stream.async_read_some(buffer.prepare(16 * 1024),
+                                                                     asio::as_tuple(asio::use_awaitable));
+            if (some_ec)
+                break; // the read below reports it
+            buffer.commit(some_n);
+        }
         auto [read_ec, read_n] =
             co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
         if (read_ec)
@@ -246,6 +262,11 @@ asio::awaitable<void> serve(Stream& stream)
             res.keep_alive(req.keep_alive());
         } else {
             res = co_await scripted_answer(req);
+            if (header_is_one(req, "X-Test-Echo-Head")) {
+                res.body() = head;
+                res.set(http::field::content_type, "text/plain");
+                res.prepare_payload();
+            }
         }
         // The request ran but its answer is lost: what a crash after commit looks like.
         if (!control && header_is_one(req, "X-Test-Abort"))

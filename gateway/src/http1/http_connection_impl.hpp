@@ -32,7 +32,6 @@
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/request_id.hpp>
 #include <iterator>
-#include <type_traits>
 
 namespace idemgate::gateway::detail {
 
@@ -95,10 +94,9 @@ private:
         deadline_.arm(socket(), cfg_->timeouts.idle);
         auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), use_tuple);
         deadline_.disarm();
-        if (ec)
-            co_return false;
-        buffer_.commit(n);
-        co_return true;
+        if (!ec)
+            buffer_.commit(n);
+        co_return !ec;
     }
 
     // Answers a request the gateway could not read, then the connection closes. `header`: the
@@ -162,8 +160,8 @@ private:
                 }
                 error_code pec;
                 auto used = parser.put(buffer_.data(), pec);
-                if (used > 0)
-                    line_start = pending[used - 1] == '\n';
+                line_start = used > 0 ? pending[used - 1] == '\n' : line_start;
+                received_.append(pending.data(), used); // forwarded as received (head_splice.hpp)
                 buffer_.consume(used);
                 header_bytes += used;
                 if (header_bytes > cfg_->limits.max_header_bytes) {
@@ -239,6 +237,7 @@ private:
         ids_.request_id.clear();
         ids_.generated = false;
         ids_.trace_id.clear();
+        received_.clear();
         if (auto ec = co_await read_header(parser)) {
             if (ec == http::error::header_limit)
                 co_await answer_and_close(problems::header_too_large,
@@ -319,7 +318,7 @@ private:
         }
         streaming_sink sink(*this, client_keep_alive);
         handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_,
-                                            trace ? &*trace : nullptr, &sink);
+                                            trace ? &*trace : nullptr, &sink, received_);
         // Draining is read after the request was handled: a request in flight when SIGTERM
         // arrived gets Connection: close on its answer.
         bool keep_alive =
@@ -436,7 +435,8 @@ private:
     bool keep_open_ = false;
     bool unread_input_ = false; // an answer went out before the request was read to its end
     beast::flat_buffer buffer_;
-    std::string scratch_; // rendered message heads, reused for every message on this connection
+    std::string scratch_;  // rendered message heads, reused for every message on this connection
+    std::string received_; // the current request's head as received
 };
 
 } // namespace

@@ -262,36 +262,48 @@ framing_violation check_request_framing(const http::basic_fields<Allocator>& fie
 }
 
 template<class Allocator>
-void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect)
+hop_by_hop_filter::hop_by_hop_filter(const http::basic_fields<Allocator>& fields, bool also_expect)
+    : also_expect_(also_expect)
 {
     // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). Connection lines need not
-    // be adjacent (fields keep arrival order), so every line is read. The names are views into
-    // the Connection lines, which are therefore removed last.
-    boost::container::small_vector<std::string_view, 8> named;
-    for_each_connection_token(fields, [&](std::string_view token) { named.push_back(token); });
-    // One pass: the fixed set is matched by field enum, named ones by name.
+    // be adjacent (fields keep arrival order), so every line is read.
+    for_each_connection_token(fields, [&](std::string_view token) { named_.push_back(token); });
+}
+
+bool hop_by_hop_filter::drops(http::field name, std::string_view name_string) const
+{
+    // The fixed set is matched by field enum, named ones by name.
+    switch (name) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::proxy_authorization:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade: return true;
+    case http::field::expect: return also_expect_;
+    default:
+        for (const auto& n : named_)
+            if (n.size() == name_string.size() && beast::iequals(name_string, n))
+                return true;
+        return false;
+    }
+}
+
+template<class Allocator>
+void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect)
+{
+    // The filter's names are views into the Connection lines, which are therefore removed last.
+    hop_by_hop_filter filter(fields, also_expect);
     bool has_connection = false;
     for (auto it = fields.begin(); it != fields.end();) {
-        bool drop = false;
-        switch (it->name()) {
-        case http::field::connection: has_connection = true; break;
-        case http::field::keep_alive:
-        case http::field::proxy_connection:
-        case http::field::proxy_authorization:
-        case http::field::te:
-        case http::field::trailer:
-        case http::field::transfer_encoding:
-        case http::field::upgrade: drop = true; break;
-        case http::field::expect: drop = also_expect; break;
-        default:
-            for (const auto& n : named)
-                if (beast::iequals(it->name_string(), n)) {
-                    drop = true;
-                    break;
-                }
-            break;
+        if (it->name() == http::field::connection) {
+            has_connection = true;
+            ++it;
+            continue;
         }
-        it = drop ? fields.erase(it) : std::next(it);
+        it = filter.drops(it->name(), it->name_string()) ? fields.erase(it) : std::next(it);
     }
     if (has_connection)
         fields.erase(http::field::connection);
@@ -325,6 +337,7 @@ bool excluded_from_record(std::string_view name) noexcept
     template framing_violation check_request_framing(const http::basic_fields<A>&, unsigned,                 \
                                                      std::string_view, std::string_view);                    \
     template void strip_hop_by_hop(http::basic_fields<A>&, bool);                                            \
+    template hop_by_hop_filter::hop_by_hop_filter(const http::basic_fields<A>&, bool);                       \
     template header_lookup find_header(const http::basic_fields<A>&, std::string_view);
 IDEMGATE_FIELDS_FUNCTIONS(std::allocator<char>)
 IDEMGATE_FIELDS_FUNCTIONS(field_allocator<char>)

@@ -13,7 +13,8 @@ namespace idemgate::gateway::detail {
 // one place a request is forwarded.
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                                request_type& req, const client_info& client,
-                                               std::string& scratch, request_trace* trace, answer_sink* sink)
+                                               std::string& scratch, request_trace* trace, answer_sink* sink,
+                                               std::string_view received)
 {
     if (auto own = answer_own_path(env.cfg(), req)) {
         handled h;
@@ -45,8 +46,8 @@ boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, 
         phases.answer().result = owner ? outcome::executed : outcome::pass_through;
         if (owner && phases.numbers_attempts())
             co_await phases.number_attempt();
-        bool answered =
-            co_await forward(ctx, env, phases.route(), req, client, phases.answer(), scratch, trace);
+        bool answered = co_await forward(ctx, env, phases.route(), req, client, phases.answer(), scratch,
+                                         trace, received);
         auto& h = phases.answer();
         if (h.big && h.big->rest) {
             if (sink) {

@@ -17,10 +17,12 @@ namespace idemgate::gateway::detail {
 // become its client spans, and the upstream gets its traceparent.
 // `sink`: where an answer too large to record is written as it arrives (then h.written); without
 // one such an answer is refused with 502.
+// `received`: the request's head as the client sent it (HTTP/1.1), forwarded with the edits
+// spliced in (<idemgate/gateway/head_splice.hpp>); "" renders the head from the parsed fields.
 class answer_sink;
 boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                                request_type& req, const client_info& client,
                                                std::string& scratch, request_trace* trace = nullptr,
-                                               answer_sink* sink = nullptr);
+                                               answer_sink* sink = nullptr, std::string_view received = {});
 
 } // namespace idemgate::gateway::detail

@@ -5,10 +5,13 @@
 #include "idempotency/big_answer.hpp"
 #include "idempotency/reconcile.hpp"
 
+#include <array>
 #include <boost/beast/core/string.hpp>
+#include <charconv>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/record_headers.hpp>
+#include <idemgate/gateway/head_splice.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <iterator>
 
@@ -37,28 +40,108 @@ std::string upstream_authority(const config::upstream_config& upstream)
 
 namespace {
 
-// Rewrites the client's request for the upstream: hop-by-hop out, X-Forwarded-* in, HTTP/1.1
-// with a Host, Content-Length framing.
-void rewrite_request(request_type& req, const client_info& client, const config::upstream_config& upstream)
+bool named(std::string_view name, std::string_view expected)
 {
-    strip_hop_by_hop(req, true);
-    auto xff = find_header(req, "X-Forwarded-For");
-    if (xff.count > 0) {
-        std::string joined = std::string(xff.value) + ", " + client.ip;
-        req.set("X-Forwarded-For", joined);
-    } else {
-        req.set("X-Forwarded-For", client.ip);
+    return name.size() == expected.size() && boost::beast::iequals(name, expected);
+}
+
+// The client's request as the upstream gets it, in the order the client sent it: hop-by-hop
+// lines out, X-Forwarded-* replaced, HTTP/1.1 with a Host, Content-Length framing, and with
+// tracing on the exchange's traceparent. Lines that stay are written from `received` where it
+// holds them (head_splice); the replaced and new lines follow them.
+request_buffers splice_request(const request_type& req, std::string_view received, const client_info& client,
+                               const config::upstream_config& upstream, std::string_view traceparent,
+                               std::string& scratch)
+{
+    head_splice out(received, scratch);
+    out.request_line(req.method_string(), req.target());
+    const hop_by_hop_filter hop_by_hop(req, true);
+    bool has_host = false; // usually the first line: cheaper than the index's lookup
+    for (const auto& f : req)
+        if (f.name() == http::field::host) {
+            has_host = true;
+            break;
+        }
+    const bool framed = !req.body().empty() || req.method() == http::verb::post ||
+                        req.method() == http::verb::put || req.method() == http::verb::patch;
+    char length_digits[24];
+    auto length_end =
+        std::to_chars(length_digits, length_digits + sizeof length_digits, req.body().size()).ptr;
+    const std::string_view length(length_digits, static_cast<std::size_t>(length_end - length_digits));
+    bool length_kept = false;
+    bool forwarded_for_seen = false;
+    std::string_view forwarded_for; // the first X-Forwarded-For value
+    std::string_view host;
+    for (const auto& f : req) {
+        const auto name = f.name_string();
+        const auto value = f.value();
+        bool drop = hop_by_hop.drops(f.name(), name);
+        if (!drop) {
+            switch (f.name()) {
+            case http::field::host:
+                if (host.data() == nullptr)
+                    host = value;
+                break;
+            case http::field::content_length:
+                // Kept in its place when it already says the body's length.
+                if (framed) {
+                    drop = length_kept || value != length;
+                    length_kept = !drop;
+                }
+                break;
+            case http::field::unknown:
+                if (named(name, "X-Forwarded-For")) {
+                    if (!forwarded_for_seen)
+                        forwarded_for = value;
+                    forwarded_for_seen = true;
+                    drop = true;
+                } else {
+                    drop = named(name, "X-Forwarded-Proto") ||
+                           (has_host && named(name, "X-Forwarded-Host")) ||
+                           (!traceparent.empty() && named(name, "traceparent"));
+                }
+                break;
+            default: break;
+            }
+        }
+        if (drop)
+            out.skip(name, value);
+        else
+            out.keep(name, value);
     }
-    req.set("X-Forwarded-Proto", client.tls ? "https" : "http");
-    auto host = find_header(req, "Host");
-    if (host.count > 0)
-        req.set("X-Forwarded-Host", std::string(host.value));
-    else
-        req.set(http::field::host, upstream_authority(upstream));
-    req.version(11);
-    if (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put ||
-        req.method() == http::verb::patch)
-        req.content_length(req.body().size());
+    // The new lines, copied in one go.
+    std::array<std::string_view, 16> added;
+    std::size_t n = 0;
+    added[n++] = "X-Forwarded-For: ";
+    if (forwarded_for_seen) {
+        added[n++] = forwarded_for;
+        added[n++] = ", ";
+    }
+    added[n++] = client.ip;
+    added[n++] = client.tls ? "\r\nX-Forwarded-Proto: https\r\n" : "\r\nX-Forwarded-Proto: http\r\n";
+    std::string authority;
+    if (has_host) {
+        added[n++] = "X-Forwarded-Host: ";
+        added[n++] = host;
+    } else {
+        authority = upstream_authority(upstream);
+        added[n++] = "Host: ";
+        added[n++] = authority;
+    }
+    added[n++] = "\r\n";
+    if (framed && !length_kept) {
+        added[n++] = "Content-Length: ";
+        added[n++] = length;
+        added[n++] = "\r\n";
+    }
+    if (!traceparent.empty()) {
+        added[n++] = "traceparent: ";
+        added[n++] = traceparent;
+        added[n++] = "\r\n";
+    }
+    out.add(std::span(added.data(), n));
+    auto head = out.finish();
+    return {asio::buffer(head.data(), head.size()), asio::buffer(req.body().data(), req.body().size())};
 }
 
 // The access log's word for why an exchange failed.
@@ -137,22 +220,23 @@ void reframe(response_type& res, bool head_request)
 }
 
 asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
-                              request_type& req, const client_info& client, handled& h, std::string& scratch,
-                              request_trace* trace)
+                              const request_type& req, const client_info& client, handled& h,
+                              std::string& scratch, request_trace* trace, std::string_view received)
 {
     unsigned client_version = req.version();
     bool head = req.method() == http::verb::head;
-    rewrite_request(req, client, env.cfg().upstreams[route.upstream_index]);
     // The upstream continues the trace from the exchange's own span (W3C Trace Context: a
     // participant forwards its span ID, not its caller's); tracestate passes on unchanged.
     tracing::span_id exchange_span{};
     auto started = std::chrono::steady_clock::now();
+    std::string traceparent;
     if (trace) {
         exchange_span = tracing::new_span_id();
-        req.set("traceparent", tracing::format_traceparent(trace->trace, exchange_span, trace->sampled));
+        traceparent = tracing::format_traceparent(trace->trace, exchange_span, trace->sampled);
     }
-
-    upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, head, scratch);
+    auto buffers = splice_request(req, received, client, env.cfg().upstreams[route.upstream_index],
+                                  traceparent, scratch);
+    upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, buffers, head);
     h.request_sent = result.sent;
     h.upstream_address = std::move(result.address);
     auto took = std::chrono::steady_clock::now() - started;

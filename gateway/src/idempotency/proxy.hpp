@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Proxying: rewrites a client request for the upstream (hop-by-hop, X-Forwarded-*, framing),
+// Proxying: writes a client request for the upstream (hop-by-hop out, X-Forwarded-*, framing),
 // exchanges it through the thread's upstream_pool, and rewrites the answer for the client.
 #include "core/exchange.hpp"
 #include "observability/request_trace.hpp"
@@ -30,10 +30,11 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
 // limits.max_record_body sets h.big: h.response then holds its head and first bytes (or the
 // 502 when it is over max_response_body; the upstream answered all the same). With `trace` (tracing
 // on), the upstream gets a traceparent naming the exchange's own span, and a sampled request
-// records that span.
+// records that span. `req` is left as the client sent it: the upstream's head is written from
+// `received` (the client's head as received, or "") with the edits spliced in.
 boost::asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env,
-                                     const config::route_config& route, request_type& req,
+                                     const config::route_config& route, const request_type& req,
                                      const client_info& client, handled& h, std::string& scratch,
-                                     request_trace* trace = nullptr);
+                                     request_trace* trace = nullptr, std::string_view received = {});
 
 } // namespace idemgate::gateway::detail

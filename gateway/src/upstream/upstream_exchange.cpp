@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -169,18 +170,26 @@ private:
 // Not a coroutine: it hands over the coroutine of the pool's stream type, so a plain exchange
 // costs no extra frame.
 asio::awaitable<upstream_result>
+upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
+                        const request_buffers& buffers, bool head_request)
+{
+    if (tls_)
+        return exchange_over<tls_connection_ptr>(req, buffers, head_request);
+    return exchange_over<plain_connection>(req, buffers, head_request);
+}
+
+asio::awaitable<upstream_result>
 upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
                         std::string& scratch)
 {
-    if (tls_)
-        return exchange_over<tls_connection_ptr>(req, head_request, scratch);
-    return exchange_over<plain_connection>(req, head_request, scratch);
+    auto buffers = message_buffers(req, scratch);
+    co_return co_await exchange(req, buffers, head_request);
 }
 
 template<class Connection>
 asio::awaitable<upstream_result>
-upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req, bool head_request,
-                             std::string& scratch)
+upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req,
+                             const request_buffers& buffers, bool head_request)
 {
     upstream_result result;
     // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
@@ -207,8 +216,8 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
             deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_response;
         auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
             *deadline - std::chrono::steady_clock::now());
-        auto wec =
-            co_await write_message(stream, req, scratch, std::max(remaining, std::chrono::milliseconds(1)));
+        tcp_layer.expires_after(std::max(remaining, std::chrono::milliseconds(1)));
+        auto [wec, written] = co_await asio::async_write(stream, buffers, use_tuple);
         if (wec) {
             if (reused)
                 continue;

@@ -4,7 +4,9 @@
 #include "upstream/answer_body.hpp"
 #include "upstream/upstream_fleet.hpp"
 
+#include <array>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -58,6 +60,9 @@ struct upstream_result {
 // handshake counts as connecting, and each address's last TLS session is offered again on
 // reconnect. The addresses come from the upstream's fleet (shared by every thread): each
 // request picks one (balance), idle connections are kept per address.
+// A request as written upstream: its head, then its body.
+using request_buffers = std::array<boost::asio::const_buffer, 2>;
+
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
     upstream_pool(boost::asio::any_io_executor ex, std::shared_ptr<upstream_fleet> fleet,
@@ -83,6 +88,12 @@ public:
     // idemgate_upstream_duration_seconds{upstream}: the caller times the whole exchange.
     void observe_exchange(std::chrono::steady_clock::duration took);
 
+    // `buffers`: the request's head and body as written (the head made by head_splice.hpp);
+    // `req` says its method. They must live until the exchange ends.
+    boost::asio::awaitable<upstream_result>
+    exchange(const http::request<http::string_body, pooled_fields>& req, const request_buffers& buffers,
+             bool head_request);
+    // The same for a request written as its parsed fields render (rendered into `scratch`).
     boost::asio::awaitable<upstream_result>
     exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
              std::string& scratch);
@@ -127,8 +138,8 @@ private:
 
     template<class Connection>
     boost::asio::awaitable<upstream_result>
-    exchange_over(const http::request<http::string_body, pooled_fields>& req, bool head_request,
-                  std::string& scratch);
+    exchange_over(const http::request<http::string_body, pooled_fields>& req, const request_buffers& buffers,
+                  bool head_request);
     // An address (balance, health) and a connection to it: idle when `allow_idle`, else new.
     template<class Connection>
     boost::asio::awaitable<acquired<Connection>> acquire(bool allow_idle);

@@ -4,6 +4,7 @@
 // some smuggling shapes through) and hop-by-hop header removal (RFC 9110 7.6.1).
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/container/small_vector.hpp>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -75,6 +76,19 @@ std::string_view connection_names(const http::basic_fields<Allocator>& fields,
 // `also_expect` removes Expect too (the gateway answers 100-continue itself).
 template<class Allocator>
 void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect = false);
+
+// The lines strip_hop_by_hop removes, asked line by line without changing the fields (the
+// forwarded head is written from the received lines). Holds views into the Connection lines.
+class hop_by_hop_filter {
+public:
+    template<class Allocator>
+    hop_by_hop_filter(const http::basic_fields<Allocator>& fields, bool also_expect);
+    bool drops(http::field name, std::string_view name_string) const;
+
+private:
+    boost::container::small_vector<std::string_view, 8> named_;
+    bool also_expect_;
+};
 
 // Counts header lines named `name` and returns the first value.
 struct header_lookup {
