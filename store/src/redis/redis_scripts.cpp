@@ -23,9 +23,13 @@ namespace {
 // script reads the token's extent from the record instead of being sent the owner prefix.
 constexpr std::string_view complete_script =
     "local r = ARGV[1]\n"
-    "local n, m, k, b = 0, 1, 2\n"
-    "repeat b = string.byte(r, k); n = n + b % 128 * m; m = m * 128; k = k + 1 until b < 128\n"
-    "k = k - 1 + math.floor(n / 2)\n"
+    "local t = string.byte(r, 2)\n"
+    "local k = 2 + (t - t % 2) / 2\n"
+    "if t > 127 then\n"
+    "  local n, m, i = 0, 1, 2\n"
+    "  repeat t = string.byte(r, i); n = n + t % 128 * m; m = m * 128; i = i + 1 until t < 128\n"
+    "  k = i - 1 + (n - n % 2) / 2\n"
+    "end\n"
     "local v = redis.call('GET', KEYS[1])\n"
     "if v and string.byte(v) == 1 and string.sub(v, 2, k) == string.sub(r, 2, k) then\n"
     "  redis.call('SET', KEYS[1], r, 'PX', ARGV[2])\n"
