@@ -15,24 +15,35 @@ namespace idemgate::store::detail {
 
 namespace {
 
-// KEYS[1] key, ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed record,
-// ARGV[3] record_ttl in ms, ARGV[4] the command that announces the settlement on the key's
-// channel (wait mode): PUBLISH, SPUBLISH (Redis Cluster: sharded pub/sub; the channel is the key,
-// so it is in the script's slot) or "" for none. The owner token sits right after the version
-// byte of every encoding, so ownership is a prefix comparison.
-constexpr std::string_view complete_script = "local v = redis.call('GET', KEYS[1])\n"
-                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
-                                             "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
-                                             "  if ARGV[4] ~= '' then redis.call(ARGV[4], KEYS[1], 'c') end\n"
-                                             "  return 1\n"
-                                             "end\n"
-                                             "return 0\n";
+// KEYS[1] key, ARGV[1] completed record, ARGV[2] record_ttl in ms, ARGV[3] (absent for none) the
+// command that announces the settlement on the key's channel (wait mode): PUBLISH, or SPUBLISH
+// (Redis Cluster: sharded pub/sub; the channel is the key, so it is in the script's slot).
+// The record names its owner: its token follows the version byte as varint(n << 1 | packed) and n
+// bytes, and the owner's in-flight record starts with version 1 and the same token bytes, so the
+// script reads the token's extent from the record instead of being sent the owner prefix.
+constexpr std::string_view complete_script =
+    "local r = ARGV[1]\n"
+    "local t = string.byte(r, 2)\n"
+    "local k = 2 + (t - t % 2) / 2\n"
+    "if t > 127 then\n"
+    "  local n, m, i = 0, 1, 2\n"
+    "  repeat t = string.byte(r, i); n = n + t % 128 * m; m = m * 128; i = i + 1 until t < 128\n"
+    "  k = i - 1 + (n - n % 2) / 2\n"
+    "end\n"
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v and string.byte(v) == 1 and string.sub(v, 2, k) == string.sub(r, 2, k) then\n"
+    "  redis.call('SET', KEYS[1], r, 'PX', ARGV[2])\n"
+    "  if ARGV[3] then redis.call(ARGV[3], KEYS[1], 'c') end\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
 
 // consistency strict, a completed record written again after the primary did not take it or the
 // replicas did not acknowledge it (a failover may have lost it): as complete_script, but it also
 // writes when the key is gone (the lock was lost with the old primary, or expired); never over
 // another owner's lock or record, whose value it returns instead (the caller waits for a lock to
-// go, and gives up on a record). ARGV as complete_script.
+// go, and gives up on a record). ARGV[1] owner prefix (record_codec owner_prefix), ARGV[2] completed
+// record, ARGV[3] record_ttl in ms, ARGV[4] PUBLISH, SPUBLISH or "" for none.
 constexpr std::string_view resend_script = "local v = redis.call('GET', KEYS[1])\n"
                                            "if (not v) or string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
                                            "  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
@@ -41,11 +52,11 @@ constexpr std::string_view resend_script = "local v = redis.call('GET', KEYS[1])
                                            "end\n"
                                            "return v\n";
 
-// KEYS[1] key, ARGV[1] owner prefix, ARGV[2] PUBLISH, SPUBLISH or "" (as complete_script).
+// KEYS[1] key, ARGV[1] owner prefix, ARGV[2] (absent for none) PUBLISH or SPUBLISH (as complete_script).
 constexpr std::string_view release_script = "local v = redis.call('GET', KEYS[1])\n"
                                             "if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then\n"
                                             "  redis.call('DEL', KEYS[1])\n"
-                                            "  if ARGV[2] ~= '' then redis.call(ARGV[2], KEYS[1], 'r') end\n"
+                                            "  if ARGV[2] then redis.call(ARGV[2], KEYS[1], 'r') end\n"
                                             "  return 1\n"
                                             "end\n"
                                             "return 0\n";
@@ -152,6 +163,18 @@ std::string rate_text(double rate)
 std::string ttl_ms(duration ttl)
 {
     return std::to_string(std::max<duration::rep>(ttl.count(), 1)); // PX 0 is an error
+}
+
+expiry expiry_of(duration ttl)
+{
+    if (ttl.count() >= 1000 && ttl.count() % 1000 == 0)
+        return {"EX", std::to_string(ttl.count() / 1000)};
+    return {"PX", ttl_ms(ttl)};
+}
+
+std::span<const std::string_view> script_args(std::span<const std::string_view> args) noexcept
+{
+    return !args.empty() && args.back().empty() ? args.first(args.size() - 1) : args;
 }
 
 bool is_noscript(const detail::command_result& r)

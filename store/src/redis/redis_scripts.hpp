@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Redis store's Lua scripts, run by EVALSHA (their text is sent again after a NOSCRIPT).
+// The Redis store's Lua scripts, run by EVALSHA (their text is sent again after a NOSCRIPT), and
+// the compact argument encodings they and SET read.
 #pragma once
 
 #include "redis/client/redis_connection.hpp"
 
 #include <idemgate/store/store.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -33,6 +35,15 @@ const lua_script& extend_lua();
 std::string rate_text(double rate);
 // A TTL in milliseconds for PX, at least 1 (PX 0 is an error).
 std::string ttl_ms(duration ttl);
+// A TTL as SET's expiry option: EX and whole seconds when it is a whole number of seconds (three
+// bytes fewer than PX and milliseconds), else PX and ttl_ms.
+struct expiry {
+    std::string_view option;
+    std::string value;
+};
+expiry expiry_of(duration ttl);
+// A script's arguments with the publish command last: without it when it is "" (none).
+std::span<const std::string_view> script_args(std::span<const std::string_view> args) noexcept;
 // The server does not have the script cached (a restart, a failover, SCRIPT FLUSH).
 bool is_noscript(const command_result& r);
 

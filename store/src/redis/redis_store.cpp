@@ -33,6 +33,7 @@ using detail::is_noscript;
 using detail::lua_script;
 using detail::rate_text;
 using detail::release_lua;
+using detail::script_args;
 using detail::ttl_ms;
 
 class redis_session final : public session {
@@ -75,8 +76,8 @@ public:
     {
         auto key = detail::redis_key_of(*shared_, s);
         auto value = encode_record(in_flight);
-        auto px = ttl_ms(lock_ttl);
-        std::array<std::string_view, 7> args{"SET", key, value, "NX", "PX", px, "GET"};
+        auto ex = detail::expiry_of(lock_ttl);
+        std::array<std::string_view, 7> args{"SET", key, value, "NX", ex.option, ex.value, "GET"};
         auto r = co_await router_->execute(key, args);
         reserve_result out;
         if (r.ec) {
@@ -112,18 +113,17 @@ public:
     asio::awaitable<error_code> complete(scope s, const record& completed, duration record_ttl) override
     {
         auto key = detail::redis_key_of(*shared_, s);
-        auto prefix = owner_prefix(completed.owner_token);
         std::string value;
         if (auto ec = encode_record(completed, value, shared_->options.cipher, key)) {
             log::error("could not encrypt an idempotency record; not stored", {{"key", key}});
             co_return ec;
         }
         auto px = ttl_ms(record_ttl);
-        std::array<std::string_view, 4> argv{prefix, value, px, publish_flag()};
-        auto ec = co_await run_owned("complete", complete_lua(), key, argv);
+        std::array<std::string_view, 3> argv{value, px, publish_flag()}; // the record names its owner
+        auto ec = co_await run_owned("complete", complete_lua(), key, script_args(argv));
         if (resender_) { // consistency strict
             // Named arguments: GCC 12 mishandles temporaries inside a co_await expression.
-            std::string owner(prefix), publish(publish_flag());
+            std::string owner = owner_prefix(completed.owner_token), publish(publish_flag());
             auto settled = co_await resender_->settle(ec, std::move(key), std::move(owner), std::move(value),
                                                       std::move(publish), record_ttl);
             co_return settled;
@@ -138,7 +138,7 @@ public:
         auto key = detail::redis_key_of(*shared_, s);
         auto prefix = owner_prefix(owner_token);
         std::array<std::string_view, 2> argv{prefix, publish_flag()};
-        co_return co_await run_owned("release", release_lua(), key, argv);
+        co_return co_await run_owned("release", release_lua(), key, script_args(argv));
     }
 
     asio::awaitable<error_code> extend(scope s, std::string_view token, duration lock_ttl) override
