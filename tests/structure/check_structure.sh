@@ -12,7 +12,7 @@
 set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$root"
-max_lines="${MAX_LINES:-450}"
+max_lines="${MAX_LINES:-420}"
 
 # Levels, bottom first: a room may include a room of a lower level.
 declare -A level=(

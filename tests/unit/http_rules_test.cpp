@@ -230,3 +230,17 @@ TEST_CASE("connection_names finds a protected header in any Connection line, cas
                            scope) == "Idempotency-Key");
     CHECK(connection_names(make({{"X-Tenant-ID", "acme"}}), scope).empty());
 }
+
+TEST_CASE("has_obs_fold finds a header line that starts with SP or HT, only in the header")
+{
+    CHECK_FALSE(has_obs_fold("Host: h\r\nX: y\r\n\r\n", true));
+    CHECK(has_obs_fold("Host: h\r\nTransfer-Encoding:\r\n chunked\r\n\r\n", true));
+    CHECK(has_obs_fold("X: a\r\n\tb\r\n\r\n", true));
+    // The bytes before `pending` ended a line: a leading space is a fold; mid-line it is not.
+    CHECK(has_obs_fold(" chunked\r\n\r\n", true));
+    CHECK_FALSE(has_obs_fold(" chunked\r\n\r\n", false));
+    // Spaces at the start of body lines are the body's business.
+    CHECK_FALSE(has_obs_fold("Host: h\r\n\r\n body\r\n continued", true));
+    // A fold still arriving (no empty line yet) is found as soon as its first byte is there.
+    CHECK(has_obs_fold("Host: h\r\n ", true));
+}

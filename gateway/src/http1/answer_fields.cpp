@@ -2,6 +2,7 @@
 #include "http1/answer_fields.hpp"
 
 #include "core/http_date.hpp"
+#include "idempotency/local_tier.hpp"
 #include "transport/wire.hpp"
 
 #include <boost/beast/core/string.hpp>
@@ -41,6 +42,25 @@ std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, cons
     append_answer_fields(scratch, h, has_date);
     scratch.append("\r\n", 2);
     return {boost::asio::buffer(scratch), boost::asio::buffer(res.body().data(), res.body().size())};
+}
+
+std::array<boost::asio::const_buffer, 7> tier_answer_buffers(const tier_entry& e, unsigned version,
+                                                             bool keep_alive, std::string_view extra)
+{
+    namespace asio = boost::asio;
+    std::string_view proto = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+    std::string_view connection;
+    if (version == 10 && keep_alive)
+        connection = "Connection: keep-alive\r\n";
+    else if (version != 10 && !keep_alive)
+        connection = "Connection: close\r\n";
+    return {asio::buffer(proto.data(), proto.size()),
+            asio::buffer(e.http1.status_line),
+            asio::buffer(e.http1.fields),
+            asio::buffer(connection.data(), connection.size()),
+            asio::buffer(extra.data(), extra.size()),
+            asio::buffer("\r\n", 2),
+            asio::buffer(e.record.body)};
 }
 
 } // namespace idemgate::gateway::detail

@@ -10,6 +10,7 @@
 #include <array>
 #include <boost/asio/buffer.hpp>
 #include <string>
+#include <string_view>
 
 namespace idemgate::gateway::detail {
 
@@ -20,5 +21,12 @@ void append_answer_fields(std::string& out, const handled& h, bool has_date);
 // fields above.
 std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, const handled& h,
                                                         std::string& scratch);
+
+// A local-tier replay in one gather write: the bytes write_message would have produced for the
+// copy's answer to a request of HTTP `version` (10 or 11), the Connection field as Beast's
+// keep_alive() sets it; `extra` (the request ID field, then the added fields) goes last, as on
+// the other path.
+std::array<boost::asio::const_buffer, 7> tier_answer_buffers(const tier_entry& e, unsigned version,
+                                                             bool keep_alive, std::string_view extra);
 
 } // namespace idemgate::gateway::detail

@@ -197,21 +197,6 @@ private:
         co_return ec;
     }
 
-    // True when an unconsumed header line begins with SP or HT (obs-fold). `line_start` says
-    // whether the bytes before `pending` ended a line. Only the header part is scanned.
-    static bool has_obs_fold(std::string_view pending, bool line_start)
-    {
-        auto end = pending.find("\r\n\r\n");
-        if (end != std::string_view::npos)
-            pending = pending.substr(0, end + 2);
-        if (line_start && !pending.empty() && (pending.front() == ' ' || pending.front() == '\t'))
-            return true;
-        for (std::size_t i = 0; i + 1 < pending.size(); ++i)
-            if (pending[i] == '\n' && (pending[i + 1] == ' ' || pending[i + 1] == '\t'))
-                return true;
-        return false;
-    }
-
     asio::awaitable<error_code>
     read_body(http::request_parser<http::string_body, field_allocator<char>>& parser)
     {
@@ -334,7 +319,7 @@ private:
             if (!ids_.request_id.empty())
                 scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
             append_answer_fields(scratch_, h, false); // a tier copy never holds Date
-            auto buffers = prerendered_buffers(*h.prerendered, req.version(), keep_alive, scratch_);
+            auto buffers = tier_answer_buffers(*h.prerendered, req.version(), keep_alive, scratch_);
             ec = co_await write_bounded(buffers);
         } else {
             h.response.keep_alive(keep_alive);
@@ -388,28 +373,6 @@ private:
         http_connection& c_;
         bool client_keep_alive_;
     };
-
-    // A local-tier replay in one gather write: the bytes write_message would have produced for
-    // the same replay (the Connection field as Beast's keep_alive() sets it).
-    // `extra` (the request ID field, then the added fields) goes last, as on the other path.
-    static std::array<asio::const_buffer, 7> prerendered_buffers(const tier_entry& e, unsigned version,
-                                                                 bool keep_alive, std::string_view extra)
-    {
-        std::string_view proto = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
-        std::string_view connection;
-        if (version == 10 && keep_alive)
-            connection = "Connection: keep-alive\r\n";
-        else if (version != 10 && !keep_alive)
-            connection = "Connection: close\r\n";
-        std::array<asio::const_buffer, 7> buffers{asio::buffer(proto.data(), proto.size()),
-                                                  asio::buffer(e.http1.status_line),
-                                                  asio::buffer(e.http1.fields),
-                                                  asio::buffer(connection.data(), connection.size()),
-                                                  asio::buffer(extra.data(), extra.size()),
-                                                  asio::buffer("\r\n", 2),
-                                                  asio::buffer(e.record.body)};
-        return buffers;
-    }
 
     // Writes under timeouts.client_write, on the connection's lazy deadline.
     template<class Buffers>

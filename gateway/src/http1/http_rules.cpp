@@ -343,4 +343,17 @@ IDEMGATE_FIELDS_FUNCTIONS(std::allocator<char>)
 IDEMGATE_FIELDS_FUNCTIONS(field_allocator<char>)
 #undef IDEMGATE_FIELDS_FUNCTIONS
 
+bool has_obs_fold(std::string_view pending, bool line_start) noexcept
+{
+    auto end = pending.find("\r\n\r\n");
+    if (end != std::string_view::npos)
+        pending = pending.substr(0, end + 2);
+    if (line_start && !pending.empty() && (pending.front() == ' ' || pending.front() == '\t'))
+        return true;
+    for (std::size_t i = 0; i + 1 < pending.size(); ++i)
+        if (pending[i] == '\n' && (pending[i + 1] == ' ' || pending[i + 1] == '\t'))
+            return true;
+    return false;
+}
+
 } // namespace idemgate::gateway

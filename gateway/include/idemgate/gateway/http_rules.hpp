@@ -101,4 +101,10 @@ header_lookup find_header(const http::basic_fields<Allocator>& fields, std::stri
 // True for headers never kept in a replay record: hop-by-hop, framing and Set-Cookie.
 bool excluded_from_record(std::string_view name) noexcept;
 
+// True when an unconsumed header line of a request begins with SP or HT (obs-fold, refused:
+// RFC 9112 5.2 lets a server reject it, and Beast would join it into the previous value).
+// `line_start` says whether the bytes before `pending` ended a line. Only the header part (up to
+// the empty line) is scanned.
+bool has_obs_fold(std::string_view pending, bool line_start) noexcept;
+
 } // namespace idemgate::gateway
