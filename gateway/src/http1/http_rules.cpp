@@ -285,7 +285,7 @@ bool hop_by_hop_filter::drops(http::field name, std::string_view name_string) co
     case http::field::expect: return also_expect_;
     default:
         for (const auto& n : named_)
-            if (n.size() == name_string.size() && beast::iequals(name_string, n))
+            if (same_field_name(name_string, n))
                 return true;
         return false;
     }
@@ -316,8 +316,7 @@ header_lookup find_header(const http::basic_fields<Allocator>& fields, std::stri
     // the ordered index's lookup compares whole names case-insensitively at every step.
     header_lookup out;
     for (const auto& f : fields) {
-        auto field_name = f.name_string();
-        if (field_name.size() != name.size() || !beast::iequals(field_name, name))
+        if (!same_field_name(f.name_string(), name))
             continue;
         if (out.count++ == 0)
             out.value = f.value();

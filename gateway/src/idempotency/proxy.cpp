@@ -40,11 +40,6 @@ std::string upstream_authority(const config::upstream_config& upstream)
 
 namespace {
 
-bool named(std::string_view name, std::string_view expected)
-{
-    return name.size() == expected.size() && boost::beast::iequals(name, expected);
-}
-
 // The client's request as the upstream gets it, in the order the client sent it: hop-by-hop
 // lines out, X-Forwarded-* replaced, HTTP/1.1 with a Host, Content-Length framing, and with
 // tracing on the exchange's traceparent. Lines that stay are written from `received` where it
@@ -90,15 +85,15 @@ request_buffers splice_request(const request_type& req, std::string_view receive
                 }
                 break;
             case http::field::unknown:
-                if (named(name, "X-Forwarded-For")) {
+                if (same_field_name(name, "X-Forwarded-For")) {
                     if (!forwarded_for_seen)
                         forwarded_for = value;
                     forwarded_for_seen = true;
                     drop = true;
                 } else {
-                    drop = named(name, "X-Forwarded-Proto") ||
-                           (has_host && named(name, "X-Forwarded-Host")) ||
-                           (!traceparent.empty() && named(name, "traceparent"));
+                    drop = same_field_name(name, "X-Forwarded-Proto") ||
+                           (has_host && same_field_name(name, "X-Forwarded-Host")) ||
+                           (!traceparent.empty() && same_field_name(name, "traceparent"));
                 }
                 break;
             default: break;

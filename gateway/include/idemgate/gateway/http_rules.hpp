@@ -2,6 +2,7 @@
 #pragma once
 // HTTP/1.1 rules the gateway enforces itself: strict request framing (Beast 1.81's parser lets
 // some smuggling shapes through) and hop-by-hop header removal (RFC 9110 7.6.1).
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/container/small_vector.hpp>
@@ -89,6 +90,13 @@ private:
     boost::container::small_vector<std::string_view, 8> named_;
     bool also_expect_;
 };
+
+// True when two field names are the same name (case-insensitive). Lengths are compared first:
+// most names differ in length, and a request has a handful of fields.
+inline bool same_field_name(std::string_view a, std::string_view b) noexcept
+{
+    return a.size() == b.size() && boost::beast::iequals(a, b);
+}
 
 // Counts header lines named `name` and returns the first value.
 struct header_lookup {
