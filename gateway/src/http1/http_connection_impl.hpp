@@ -215,7 +215,9 @@ private:
         // Each request runs under the configuration live when its first byte arrived (reload).
         env_ = worker_.current(ctx_);
         cfg_ = &env_->cfg();
-        http::request_parser<http::string_body, field_allocator<char>> parser;
+        // The request's parser, message, answer and trace are the connection's, reused from request
+        // to request: held in this coroutine's frame they made it too large for Asio to recycle.
+        auto& parser = parser_.emplace();
         parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
         parser.body_limit(cfg_->limits.max_request_body);
         // Cleared, not replaced: the ID strings keep their storage from request to request.
@@ -224,19 +226,8 @@ private:
         ids_.trace_id.clear();
         received_.clear();
         if (auto ec = co_await read_header(parser)) {
-            if (ec == http::error::header_limit)
-                co_await answer_and_close(problems::header_too_large,
-                                          "the request header exceeds limits.max_header_bytes", 11);
-            else if (ec == http::error::body_limit) // announced by Content-Length: the header is whole
-                co_await answer_and_close(problems::body_too_large,
-                                          "the request body exceeds limits.max_request_body", 11,
-                                          &parser.get());
-            else if (ec == beast::error::timeout)
-                co_await answer_and_close(problems::request_timeout,
-                                          "the request header did not arrive within timeouts.header_read",
-                                          11);
-            else if (!is_quiet_close(ec) && ec != asio::error::operation_aborted)
-                co_await answer_and_close(problems::bad_request, ec.message(), 11);
+            // A body_limit here was announced by Content-Length: the header is whole.
+            co_await refuse_read(ec, false, 11, ec == http::error::body_limit ? &parser.get() : nullptr);
             co_return false;
         }
         in_flight_guard guard(ctx_.stats);
@@ -267,16 +258,7 @@ private:
         auto fields_before_body = std::distance(header.begin(), header.end());
         if (!parser.is_done()) {
             if (auto ec = co_await read_body(parser)) {
-                if (ec == http::error::body_limit)
-                    co_await answer_and_close(problems::body_too_large,
-                                              "the request body exceeds limits.max_request_body", version,
-                                              &parser.get());
-                else if (ec == beast::error::timeout)
-                    co_await answer_and_close(problems::request_timeout,
-                                              "the request body did not arrive within timeouts.body_read",
-                                              version, &parser.get());
-                else if (!is_quiet_close(ec) && ec != asio::error::operation_aborted)
-                    co_await answer_and_close(problems::bad_request, ec.message(), version, &parser.get());
+                co_await refuse_read(ec, true, version, &parser.get());
                 co_return false;
             }
         }
@@ -288,46 +270,31 @@ private:
             co_return false;
         }
 
-        request_type req = parser.release();
+        req_ = parser.release();
+        auto& req = req_;
         // The upstream sees the ID the client gets back (a missing or unusable one replaced).
         if (ids_.generated)
             req.set(cfg_->request_id_header, ids_.request_id);
         bool client_keep_alive = req.keep_alive();
         auto env = env_; // kept to the end of this request even if the next one reloads
         // Tracing on: this request's part in a trace (continued from its traceparent, or new).
-        std::optional<request_trace> trace;
+        auto& trace = trace_;
         if (ctx_.tracer) {
             auto traceparent = find_header(req, "traceparent");
             trace = begin_request_trace(traceparent.count == 1 ? traceparent.value : std::string_view{},
                                         ctx_.boot.tracing.sample_ratio);
         }
         streaming_sink sink(*this, client_keep_alive);
-        handled h = co_await handle_request(ctx_, worker_, *env, req, client_, scratch_,
-                                            trace ? &*trace : nullptr, &sink, received_);
+        handled& h = h_;
+        co_await handle_request(ctx_, worker_, *env, req, client_, h, scratch_, trace ? &*trace : nullptr,
+                                &sink, received_);
         // Draining is read after the request was handled: a request in flight when SIGTERM
         // arrived gets Connection: close on its answer.
         bool keep_alive =
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
-        error_code ec;
-        // Every answer carries this request's own ID: an executed one, a replay (the recorded
-        // answer never holds one, see settle()), a problem, an upstream's 4xx/5xx; and what
-        // became of its key, and Date (answer_fields.hpp).
-        if (h.written) { // passed on as it arrived (too large to record), through `sink`
-            ec = h.write_error;
-        } else if (h.prerendered) {
-            scratch_.clear();
-            if (!ids_.request_id.empty())
-                scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
-            append_answer_fields(scratch_, h, false); // a tier copy never holds Date
-            auto buffers = tier_answer_buffers(*h.prerendered, req.version(), keep_alive, scratch_);
-            ec = co_await write_bounded(buffers);
-        } else {
-            h.response.keep_alive(keep_alive);
-            if (!ids_.request_id.empty())
-                h.response.set(cfg_->request_id_header, ids_.request_id);
-            auto buffers = answer_buffers(h.response, h, scratch_);
-            ec = co_await write_bounded(buffers);
-        }
+        error_code ec = h.write_error; // passed on as it arrived (too large to record), through `sink`
+        if (!h.written)
+            ec = co_await write_answer(h, req.version(), keep_alive);
         auto elapsed = clock_type::now() - started;
         ctx_.stats.request_latency[static_cast<int>(h.result)].observe(elapsed);
         ctx_.stats.count(h.result);
@@ -339,7 +306,43 @@ private:
                                         : h.response.body().size());
         if (trace && trace->sampled)
             finish_request_trace(*ctx_.tracer, *trace, req, h, client_, ctx_.boot.tracing, ec);
+        // Nothing of this request is held while the connection waits for the next one.
+        parser_.reset();
+        req_ = {};
+        h_ = {};
+        trace_.reset();
         co_return !ec && keep_alive;
+    }
+
+    // Every answer carries this request's own ID: an executed one, a replay (the recorded answer
+    // never holds one, see settle()), a problem, an upstream's 4xx/5xx; and what became of its
+    // key, and Date (answer_fields.hpp).
+    asio::awaitable<error_code> write_answer(handled& h, unsigned version, bool keep_alive)
+    {
+        if (h.prerendered) {
+            scratch_.clear();
+            if (!ids_.request_id.empty())
+                scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
+            append_answer_fields(scratch_, h, false); // a tier copy never holds Date
+            auto buffers = tier_answer_buffers(*h.prerendered, version, keep_alive, scratch_);
+            co_return co_await write_bounded(buffers);
+        }
+        h.response.keep_alive(keep_alive);
+        if (!ids_.request_id.empty())
+            h.response.set(cfg_->request_id_header, ids_.request_id);
+        auto buffers = answer_buffers(h.response, h, scratch_);
+        co_return co_await write_bounded(buffers);
+    }
+
+    // Answers a request whose header (`body` false) or body could not be read, unless the client
+    // just went away; the connection closes after it.
+    asio::awaitable<void> refuse_read(error_code ec, bool body, unsigned version, const request_type* header)
+    {
+        auto refusal = refusal_for_read(ec, body);
+        if (!refusal.p)
+            co_return;
+        const std::string detail = refusal.detail.empty() ? ec.message() : std::string(refusal.detail);
+        co_await answer_and_close(*refusal.p, detail, version, header);
     }
 
     // Where an answer too large to record is written as it arrives (idempotency/big_answer.hpp).
@@ -400,6 +403,10 @@ private:
     beast::flat_buffer buffer_;
     std::string scratch_;  // rendered message heads, reused for every message on this connection
     std::string received_; // the current request's head as received
+    std::optional<http::request_parser<http::string_body, field_allocator<char>>> parser_;
+    request_type req_;
+    handled h_;
+    std::optional<request_trace> trace_;
 };
 
 } // namespace

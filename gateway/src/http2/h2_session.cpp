@@ -208,8 +208,8 @@ asio::awaitable<void> h2_session::run_stream(std::shared_ptr<h2_stream> s)
     auto keep = shared_from_this();
     std::string scratch;
     h2_stream_sink sink(*this, *s);
-    s->h = co_await handle_request(ctx_, worker_, *s->env, s->req, client_, scratch,
-                                   s->trace ? &*s->trace : nullptr, &sink);
+    co_await handle_request(ctx_, worker_, *s->env, s->req, client_, s->h, scratch,
+                            s->trace ? &*s->trace : nullptr, &sink);
     --running_;
     if (s->h.written) {
         // Passed on as it arrived (too large to record): the sink ended the stream, or reset it.

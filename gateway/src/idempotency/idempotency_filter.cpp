@@ -7,30 +7,35 @@
 #include "idempotency/proxy.hpp"
 #include "idempotency/request_phases.hpp"
 
+#include <idemgate/common/recycled.hpp>
+
 namespace idemgate::gateway::detail {
 
 // Runs the phases in order until one has the answer or sends the request upstream; this is the
 // one place a request is forwarded.
-boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
-                                               request_type& req, const client_info& client,
-                                               std::string& scratch, request_trace* trace, answer_sink* sink,
-                                               std::string_view received)
+boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, const request_env& env,
+                                            request_type& req, const client_info& client, handled& out,
+                                            std::string& scratch, request_trace* trace, answer_sink* sink,
+                                            std::string_view received)
 {
     if (auto own = answer_own_path(env.cfg(), req)) {
-        handled h;
-        h.response = std::move(*own);
-        if (h.response.result_int() >= 400)
-            h.result = outcome::rejected;
-        co_return h;
+        out.response = std::move(*own);
+        if (out.response.result_int() >= 400)
+            out.result = outcome::rejected;
+        co_return;
     }
-    request_phases phases(ctx, w, env, req, client, trace);
+    // The phases' state in a block this thread reuses, not in this coroutine's frame: a frame
+    // that large is not one Asio recycles.
+    auto phases_storage = make_recycled<request_phases>(ctx, w, env, req, client, out, trace);
+    request_phases& phases = *phases_storage;
     auto step = phases.classify();
     if (phases.client_lookup_request()) {
         if (step == phase_result::next)
             step = phases.scope();
         if (step == phase_result::next)
             co_await phases.client_lookup();
-        co_return phases.respond();
+        phases.finish_answer();
+        co_return;
     }
     if (step == phase_result::next)
         step = phases.scope();
@@ -72,7 +77,7 @@ boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, 
         phases.answer().route = &phases.route().path_prefix;
         phases.answer().route_index = &phases.route() - env.cfg().routes.data();
     }
-    co_return phases.respond();
+    phases.finish_answer();
 }
 
 } // namespace idemgate::gateway::detail

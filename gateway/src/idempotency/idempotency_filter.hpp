@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The idempotency filter: the phases of request_phases.hpp (classify -> scope -> tier_lookup ->
-// reserve -> admit -> forward -> settle -> respond). The only code that talks to the store and
+// reserve -> admit -> forward -> settle -> finish_answer). The only code that talks to the store and
 // to decision.hpp; the connection loop hands it a fully read request and writes whatever answer
 // it returns.
 #include "observability/request_trace.hpp"
@@ -19,10 +19,12 @@ namespace idemgate::gateway::detail {
 // one such an answer is refused with 502.
 // `received`: the request's head as the client sent it (HTTP/1.1), forwarded with the edits
 // spliced in (<idemgate/gateway/head_splice.hpp>); "" renders the head from the parsed fields.
+// The answer goes into `out` (default-constructed by the caller), which the connection keeps, so
+// it is not carried through the coroutine frames on its way back.
 class answer_sink;
-boost::asio::awaitable<handled> handle_request(gateway_context& ctx, worker& w, const request_env& env,
-                                               request_type& req, const client_info& client,
-                                               std::string& scratch, request_trace* trace = nullptr,
-                                               answer_sink* sink = nullptr, std::string_view received = {});
+boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, const request_env& env,
+                                            request_type& req, const client_info& client, handled& out,
+                                            std::string& scratch, request_trace* trace = nullptr,
+                                            answer_sink* sink = nullptr, std::string_view received = {});
 
 } // namespace idemgate::gateway::detail

@@ -231,7 +231,8 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
     }
     auto buffers = splice_request(req, received, client, env.cfg().upstreams[route.upstream_index],
                                   traceparent, scratch);
-    upstream_result result = co_await env.pools[route.upstream_index]->exchange(req, buffers, head);
+    upstream_result result;
+    co_await env.pools[route.upstream_index]->exchange(req, buffers, head, result);
     h.request_sent = result.sent;
     h.upstream_address = std::move(result.address);
     auto took = std::chrono::steady_clock::now() - started;

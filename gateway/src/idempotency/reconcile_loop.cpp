@@ -84,7 +84,8 @@ asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std
     if (!policy.tenant_header.empty() && !p.tenant.empty())
         req.set(policy.tenant_header, p.tenant);
     std::string scratch;
-    auto result = co_await env.pools[route->upstream_index]->exchange(req, false, scratch);
+    upstream_result result;
+    co_await env.pools[route->upstream_index]->exchange(req, false, scratch, result);
     const auto next_due = now + rc->every.count();
     if (result.ec || result.rest || result.head_only) {
         auto fields = fields_of(p);

@@ -44,8 +44,8 @@ boost::system::error_code account(metrics& stats, store_op op, clock_type::time_
 }
 
 request_phases::request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
-                               const client_info& client, request_trace* trace)
-    : ctx_(ctx), w_(w), env_(env), req_(req), client_(client), trace_(trace), version_(req.version())
+                               const client_info& client, handled& out, request_trace* trace)
+    : ctx_(ctx), w_(w), env_(env), req_(req), client_(client), trace_(trace), version_(req.version()), h_(out)
 {
 }
 
@@ -341,7 +341,7 @@ std::unique_ptr<lock_keeper> request_phases::keep_lock()
                                          in_flight_.owner_token, tenant_.lock_ttl);
 }
 
-handled&& request_phases::respond()
+void request_phases::finish_answer()
 {
     if (refusal_)
         render_refusal(h_, *refusal_, env_.cfg().problems.type_base(), version_,
@@ -350,7 +350,6 @@ handled&& request_phases::respond()
         h_.key_state = key_status::ignored; // shadow mode changes nothing the client sees
     if (route_ && facts_.key_count > 0 && h_.key_state != key_status::none)
         h_.status_header = policy().status_header;
-    return std::move(h_);
 }
 
 } // namespace idemgate::gateway::detail

@@ -2,7 +2,7 @@
 #pragma once
 // One request through the idempotency filter, as named phases of one per-request object:
 //
-//   classify -> scope -> tier_lookup -> reserve -> admit -> (forward) -> settle -> respond
+//   classify -> scope -> tier_lookup -> reserve -> admit -> (forward) -> settle -> finish_answer
 //
 // Each phase either lets the request go on, sends it upstream unguarded, or has its answer
 // ready (a replay, or a refusal from the table in <idemgate/gateway/refusal.hpp>).
@@ -36,9 +36,10 @@ class request_phases {
 public:
     using clock_type = std::chrono::steady_clock;
 
+    // `out`: where the answer goes (the caller's, default-constructed).
     // `trace`: this request's trace when tracing is on (store operations become its spans).
     request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
-                   const client_info& client, request_trace* trace = nullptr);
+                   const client_info& client, handled& out, request_trace* trace = nullptr);
     request_phases(const request_phases&) = delete;
     request_phases& operator=(const request_phases&) = delete;
 
@@ -73,8 +74,9 @@ public:
     void announce_big_answer();
     // While a big answer is passed on by the key's owner: its lock kept past lock_ttl.
     std::unique_ptr<lock_keeper> keep_lock();
-    // The answer, with a refusal rendered from its row; moved out, so the last phase.
-    handled&& respond();
+    // The answer made final: a refusal rendered from its row, what the client is told of its key.
+    // The last phase.
+    void finish_answer();
 
     const config::route_config& route() const noexcept { return *route_; }
     bool routed() const noexcept { return route_ != nullptr; }
@@ -90,6 +92,8 @@ private:
     wait_for_first(std::optional<store::record>& existing);
     phase_result replay(store::record&& existing);
     store::record completed_record();
+    // After `done` was recorded: its tombstone (routes[].idempotency.tombstone_ttl).
+    boost::asio::awaitable<void> bury(const store::record& done, std::chrono::milliseconds record_ttl);
     // A key just held on a route that reconciles: its probe goes on the store's schedule.
     boost::asio::awaitable<void> schedule_probe(std::chrono::milliseconds record_ttl);
 
@@ -108,7 +112,7 @@ private:
     bool lookup_ = false;
     std::string lookup_path_key_; // a client lookup's key, percent-decoded
     request_verdict verdict_ = request_verdict::pass_through;
-    handled h_;
+    handled& h_;
     std::optional<refused> refusal_;
 
     std::string scope_tenant_;

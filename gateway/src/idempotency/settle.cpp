@@ -91,6 +91,17 @@ asio::awaitable<void> request_phases::schedule_probe(std::chrono::milliseconds r
                        ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
 }
 
+// Its own coroutine: the tombstone would otherwise sit in settle's frame on every request.
+asio::awaitable<void> request_phases::bury(const store::record& done, std::chrono::milliseconds record_ttl)
+{
+    auto tomb = tombstone_of(done);
+    auto ec = co_await w_.store->bury(scope_, tomb, record_ttl + policy().tombstone_ttl);
+    if (ec)
+        log::coalesced(log::level::warn,
+                       "store could not keep a tombstone; a retry after record_ttl will execute",
+                       ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
+}
+
 asio::awaitable<void> request_phases::settle(bool answered)
 {
     const auto record_ttl = tenant_.record_ttl;
@@ -155,15 +166,8 @@ asio::awaitable<void> request_phases::settle(bool answered)
         auto t1 = clock_type::now();
         auto ec = co_await w_.store->complete(scope_, done, record_ttl);
         account(store_op::complete, t1, ec);
-        if (!ec && policy().tombstone_ttl.count() > 0) {
-            auto tomb = tombstone_of(done);
-            auto bury_ec = co_await w_.store->bury(scope_, tomb, record_ttl + policy().tombstone_ttl);
-            if (bury_ec)
-                log::coalesced(log::level::warn,
-                               "store could not keep a tombstone; a retry after record_ttl will execute",
-                               bury_ec.message(),
-                               {{"error", bury_ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
-        }
+        if (!ec && policy().tombstone_ttl.count() > 0)
+            co_await bury(done, record_ttl);
         // By default a record enters the tier only once a replay reads it from the store: most
         // keys are never retried, and copying every new record (rendering it, evicting an older
         // copy from cold memory) costs every first execution and pushes replayed copies out.

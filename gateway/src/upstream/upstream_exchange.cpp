@@ -18,6 +18,7 @@
 #include <cstring>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/recycled.hpp>
 #include <idemgate/gateway/response_rules.hpp>
 #include <iterator>
 #include <openssl/ssl.h>
@@ -169,29 +170,28 @@ private:
 
 // Not a coroutine: it hands over the coroutine of the pool's stream type, so a plain exchange
 // costs no extra frame.
-asio::awaitable<upstream_result>
-upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
-                        const request_buffers& buffers, bool head_request)
+asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
+                                              const request_buffers& buffers, bool head_request,
+                                              upstream_result& result)
 {
     if (tls_)
-        return exchange_over<tls_connection_ptr>(req, buffers, head_request);
-    return exchange_over<plain_connection>(req, buffers, head_request);
+        return exchange_over<tls_connection_ptr>(req, buffers, head_request, result);
+    return exchange_over<plain_connection>(req, buffers, head_request, result);
 }
 
-asio::awaitable<upstream_result>
-upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
-                        std::string& scratch)
+asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
+                                              bool head_request, std::string& scratch,
+                                              upstream_result& result)
 {
     auto buffers = message_buffers(req, scratch);
-    co_return co_await exchange(req, buffers, head_request);
+    co_await exchange(req, buffers, head_request, result);
 }
 
 template<class Connection>
-asio::awaitable<upstream_result>
-upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req,
-                             const request_buffers& buffers, bool head_request)
+asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req,
+                                                   const request_buffers& buffers, bool head_request,
+                                                   upstream_result& result)
 {
-    upstream_result result;
     // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
     // answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
     // the end. Connecting has its own deadline and is not counted.
@@ -202,7 +202,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
         result.address = std::move(got.last_address);
         if (got.ec) {
             result.ec = got.ec;
-            co_return result;
+            co_return;
         }
         Connection conn = std::move(got.conn);
         bool reused = got.reused;
@@ -228,7 +228,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
                 metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
                 result.ec = make_error_code(error::upstream_connect);
             }
-            co_return result;
+            co_return;
         }
 
         result.sent = true;
@@ -236,7 +236,10 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
         beast::flat_buffer buffer = take_buffer();
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
         // final (RFC 9110 15.2); the deadline covers them all.
-        std::optional<http::response_parser<http::string_body, field_allocator<char>>> parser_storage;
+        // The parser lives in a block this thread reuses, not in this coroutine's frame (a frame
+        // that large is not one Asio recycles).
+        using parser_type = http::response_parser<http::string_body, field_allocator<char>>;
+        recycled_ptr<parser_type> parser_storage;
         error_code rec;
         response_violation refused = response_violation::none;
         std::size_t header_fields = 0;
@@ -249,7 +252,8 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
         const auto record_limit = config_.limits.max_record_body;
         const auto response_limit = config_.limits.max_response_body;
         for (int interim = 0; interim < 8; ++interim) {
-            auto& p = parser_storage.emplace();
+            parser_storage = make_recycled<parser_type>();
+            auto& p = *parser_storage;
             p.body_limit(boost::none); // the sizes are checked here, with the answer's head at hand
             p.header_limit(header_limit);
             if (head_request)
@@ -298,7 +302,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
             log::warn("upstream answer refused: its framing cannot be read exactly",
                       {{"upstream", fleet_->name()}, {"reason", describe(refused)}});
             result.ec = make_error_code(error::upstream_protocol);
-            co_return result;
+            co_return;
         }
         if (rec) {
             // Only an idempotent request may be sent again once it was written (RFC 9110 9.2.2):
@@ -319,7 +323,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
                 metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
                 result.ec = make_error_code(error::upstream_protocol);
             }
-            co_return result;
+            co_return;
         }
         if (announced_too_large || by_piece) {
             if (auto announced = parser.content_length())
@@ -341,7 +345,7 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
                 metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
                 result.ec = make_error_code(rec == beast::error::timeout ? error::upstream_timeout
                                                                          : error::upstream_protocol);
-                co_return result;
+                co_return;
             }
             http::response_header<pooled_fields> head = bp->get().base(); // a copy: the parser may read on
             result.response = http::response<http::string_body, pooled_fields>(std::move(head));
@@ -351,13 +355,13 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
                 metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
                 result.ec = make_error_code(error::upstream_too_large);
                 result.head_only = true;
-                co_return result; // the connection closes with `conn`
+                co_return; // the connection closes with `conn`
             }
             result.response.body() = std::move(body);
             if (!bp->is_done()) {
                 result.rest = std::make_unique<streamed_body<Connection>>(std::move(conn), std::move(buffer),
                                                                           std::move(bp));
-                co_return result;
+                co_return;
             }
             result.length.reset();
         } else {
@@ -386,12 +390,12 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
             tcp_layer.socket().close(ignored);
         }
         give_back(std::move(buffer));
-        co_return result;
+        co_return;
     }
     // Both attempts failed on write: the upstream is not taking requests.
     metrics_.upstream_connect_errors.fetch_add(1, std::memory_order_relaxed);
     result.ec = make_error_code(error::upstream_connect);
-    co_return result;
+    co_return;
 }
 
 } // namespace idemgate::gateway

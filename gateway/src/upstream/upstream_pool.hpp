@@ -89,14 +89,14 @@ public:
     void observe_exchange(std::chrono::steady_clock::duration took);
 
     // `buffers`: the request's head and body as written (the head made by head_splice.hpp);
-    // `req` says its method. They must live until the exchange ends.
-    boost::asio::awaitable<upstream_result>
-    exchange(const http::request<http::string_body, pooled_fields>& req, const request_buffers& buffers,
-             bool head_request);
+    // `req` says its method. They must live until the exchange ends. What came of it goes into
+    // `result` (default-constructed by the caller, so it is not carried back through the frame).
+    boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
+                                          const request_buffers& buffers, bool head_request,
+                                          upstream_result& result);
     // The same for a request written as its parsed fields render (rendered into `scratch`).
-    boost::asio::awaitable<upstream_result>
-    exchange(const http::request<http::string_body, pooled_fields>& req, bool head_request,
-             std::string& scratch);
+    boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
+                                          bool head_request, std::string& scratch, upstream_result& result);
 
 private:
     using plain_connection = std::unique_ptr<boost::beast::tcp_stream>;
@@ -137,9 +137,9 @@ private:
     };
 
     template<class Connection>
-    boost::asio::awaitable<upstream_result>
-    exchange_over(const http::request<http::string_body, pooled_fields>& req, const request_buffers& buffers,
-                  bool head_request);
+    boost::asio::awaitable<void> exchange_over(const http::request<http::string_body, pooled_fields>& req,
+                                               const request_buffers& buffers, bool head_request,
+                                               upstream_result& result);
     // An address (balance, health) and a connection to it: idle when `allow_idle`, else new.
     template<class Connection>
     boost::asio::awaitable<acquired<Connection>> acquire(bool allow_idle);

@@ -80,35 +80,51 @@ public:
         auto ex = detail::expiry_of(lock_ttl);
         std::array<std::string_view, 7> args{"SET", key, value, "NX", ex.option, ex.value, "GET"};
         auto r = co_await router_->execute(key, args);
+        // consistency strict: the upstream runs only once the replicas have the reservation;
+        // otherwise it is released (owner-checked) and the request refused.
+        if (!r.ec && r.reply->type == REDIS_REPLY_NIL && waiter_) {
+            bool kept = co_await keep_if_replicated(s, key, in_flight.owner_token);
+            if (!kept)
+                co_return unreplicated_reservation();
+        }
+        co_return reserve_outcome(key, r);
+    }
+
+    asio::awaitable<bool> keep_if_replicated(scope s, std::string_view key, std::string_view owner_token)
+    {
+        bool replicated = co_await detail::reservation_replicated(*waiter_, *shared_, key);
+        if (replicated)
+            co_return true;
+        co_await release(s, owner_token);
+        co_return false;
+    }
+
+    static reserve_result unreplicated_reservation()
+    {
+        reserve_result out;
+        out.unreplicated = true;
+        return out;
+    }
+
+    // What the reserving SET's reply says. Not part of reserve's coroutine, whose frame would
+    // otherwise hold a second reserve_result and grow past what Asio recycles.
+    reserve_result reserve_outcome(std::string_view key, const detail::command_result& r)
+    {
         reserve_result out;
         if (r.ec) {
             log_if_error_reply("reserve", "SET", r);
             out.ec = r.ec;
-            co_return out;
-        }
-        if (r.reply->type == REDIS_REPLY_NIL) {
+        } else if (r.reply->type == REDIS_REPLY_NIL) {
             out.acquired = true;
-            // consistency strict: the upstream runs only once the replicas have the reservation;
-            // otherwise it is released (owner-checked) and the request refused.
-            if (waiter_ && !co_await detail::reservation_replicated(*waiter_, *shared_, key)) {
-                co_await release(s, in_flight.owner_token);
-                out.acquired = false;
-                out.unreplicated = true;
-            }
-            co_return out;
-        }
-        if (r.reply->type != REDIS_REPLY_STRING) {
+        } else if (r.reply->type != REDIS_REPLY_STRING) {
             shared_->stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
             out.ec = make_error_code(error::store_protocol);
-            co_return out;
-        }
-        record existing;
-        if (auto ec = decode(key, std::string_view(r.reply->str, r.reply->len), existing)) {
+        } else if (auto ec =
+                       decode(key, std::string_view(r.reply->str, r.reply->len), out.existing.emplace())) {
+            out.existing.reset();
             out.ec = ec;
-            co_return out;
         }
-        out.existing = std::move(existing);
-        co_return out;
+        return out;
     }
 
     asio::awaitable<error_code> complete(scope s, const record& completed, duration record_ttl) override
