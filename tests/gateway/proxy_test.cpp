@@ -386,4 +386,29 @@ TEST_CASE("access log has one JSON line per request with its outcome and tenant"
     CHECK(has_latency);
 }
 
+TEST_CASE("a pooled upstream connection closed by the upstream while idle is not reused for a POST")
+{
+    gateway_fixture f;
+    auto opened = [&] {
+        auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
+        return metric_value(metrics.body, "idemgate_upstream_connections_total{kind=\"opened\"}");
+    };
+    // One client connection, so both requests run on the same I/O thread and its upstream pool.
+    http_connection conn(f.port(), io_timeout);
+    // The upstream keeps the connection after this answer and closes it, unannounced, 50 ms into
+    // the wait: the gateway's pooled copy is then dead.
+    auto first =
+        conn.request("POST", "/api/orders",
+                     {{"Idempotency-Key", unique_key("idle-a")}, {"X-Test-Close-Idle-Ms", "50"}}, "{}");
+    REQUIRE(first.status == 201);
+    const double opened_before = opened();
+    // Idle well past the pool's liveness_check_after (100 ms): checked before reuse, found closed.
+    // Reused as it is, the POST would be written into the closed connection and, since a POST is
+    // never sent twice, answered 502.
+    std::this_thread::sleep_for(400ms);
+    auto second = conn.request("POST", "/api/orders", {{"Idempotency-Key", unique_key("idle-b")}}, "{}");
+    CHECK(second.status == 201);
+    CHECK(opened() == opened_before + 1);
+}
+
 TEST_SUITE_END();

@@ -33,6 +33,8 @@
 //                           X-Test-Chunked), send its first N bytes, then close the connection
 //     X-Test-Echo-Request-Id: 1  answers with the request's X-Request-Id header (as many apps do)
 //     X-Test-Header: Name: value  adds that field to the answer (repeatable: one field a line)
+//     X-Test-Close-Idle-Ms: N  keep the connection after the answer (Connection: keep-alive),
+//                           then close it without a word once it has been idle N ms
 //     X-Test-Echo-Head: 1   the body is the request's head as received, byte for byte
 //                           (request line through the empty line), as text/plain
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
@@ -231,11 +233,12 @@ template<class Stream>
 asio::awaitable<void> serve(Stream& stream)
 {
     beast::flat_buffer buffer;
+    std::chrono::milliseconds idle_close{60000}; // how long the next request may take to arrive
     for (;;) {
         http::request_parser<http::string_body> parser;
         parser.header_limit(256 * 1024);
         parser.body_limit(64 * 1024 * 1024);
-        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+        beast::get_lowest_layer(stream).expires_after(idle_close);
         // The head's bytes as they arrived, for X-Test-Echo-Head (the parser reads them after).
         std::string head;
         while (buffer.size() <= 256 * 1024) {
@@ -256,6 +259,8 @@ asio::awaitable<void> serve(Stream& stream)
             break;
         auto req = parser.release();
         bool control = req.target().starts_with("/__");
+        if (auto ms = header_number(req, "X-Test-Close-Idle-Ms", -1); !control && ms >= 0)
+            idle_close = std::chrono::milliseconds(ms);
         http::response<http::string_body> res;
         if (control) {
             res = control_answer(req);

@@ -97,9 +97,9 @@ void upstream_pool::update_addresses(std::shared_ptr<const address_set> set)
         slot->retired = true;
         error_code ignored;
         for (auto& c : slot->idle)
-            beast::get_lowest_layer(detail::stream_of(c)).socket().close(ignored);
+            beast::get_lowest_layer(detail::stream_of(c.conn)).socket().close(ignored);
         for (auto& c : slot->idle_tls)
-            beast::get_lowest_layer(detail::stream_of(c)).socket().close(ignored);
+            beast::get_lowest_layer(detail::stream_of(c.conn)).socket().close(ignored);
         idle_total_ -= slot->idle.size() + slot->idle_tls.size();
         slot->idle.clear();
         slot->idle_tls.clear();
@@ -185,10 +185,16 @@ Connection upstream_pool::take_idle(address_slot& slot)
             return slot.idle_tls;
     }
     ();
+    const auto now = std::chrono::steady_clock::now();
     while (!idle.empty()) {
-        Connection c = std::move(idle.back());
+        Connection c = std::move(idle.back().conn);
+        const auto idle_for = now - idle.back().since;
         idle.pop_back();
         --idle_total_;
+        // Handed back a moment ago (as under load, where the system call would be paid on every
+        // request): nothing suggests the upstream has closed it since.
+        if (idle_for < liveness_check_after)
+            return c;
         auto& socket = beast::get_lowest_layer(detail::stream_of(c)).socket();
         // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
         // something unasked (over TLS, a close_notify); either way it is not safe to reuse.
@@ -209,10 +215,11 @@ void upstream_pool::put_idle(address_slot& slot, Connection conn)
     auto& tcp_layer = beast::get_lowest_layer(detail::stream_of(conn));
     if (!slot.retired && idle_total_ < max_idle_) {
         tcp_layer.expires_never();
+        const auto now = std::chrono::steady_clock::now();
         if constexpr (std::is_same_v<Connection, plain_connection>)
-            slot.idle.push_back(std::move(conn));
+            slot.idle.push_back({std::move(conn), now});
         else
-            slot.idle_tls.push_back(std::move(conn));
+            slot.idle_tls.push_back({std::move(conn), now});
         ++idle_total_;
         return;
     }

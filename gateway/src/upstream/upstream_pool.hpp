@@ -75,6 +75,12 @@ public:
     // after make_shared).
     void attach();
 
+    // A pooled connection idle at least this long is checked before reuse (a peek without
+    // blocking: has the upstream closed it, or sent something unasked?); one handed back more
+    // recently is reused as it is. Far below any keep-alive timeout servers ship with (nginx 75 s,
+    // Node 5 s, gunicorn 2 s), and long enough that a busy pool skips the system call.
+    static constexpr std::chrono::milliseconds liveness_check_after{100};
+
     // A new address set from the fleet (on the pool's executor): idle connections to addresses
     // that remain are kept; those to addresses that went are closed now (in use: when done).
     void update_addresses(std::shared_ptr<const address_set> set);
@@ -103,11 +109,19 @@ private:
     using tls_connection_ptr =
         std::unique_ptr<detail::upstream_tls_connection, detail::tls_connection_deleter>;
 
-    // One address as this thread sees it: its idle connections and TLS session.
+    // A pooled connection and when it was handed back.
+    template<class Connection>
+    struct idle_connection {
+        Connection conn;
+        std::chrono::steady_clock::time_point since;
+    };
+
+    // One address as this thread sees it: its idle connections (the last handed back on top) and
+    // TLS session.
     struct address_slot {
         std::shared_ptr<upstream_address> address;
-        std::vector<plain_connection> idle;
-        std::vector<tls_connection_ptr> idle_tls;
+        std::vector<idle_connection<plain_connection>> idle;
+        std::vector<idle_connection<tls_connection_ptr>> idle_tls;
         std::unique_ptr<ssl_session_st, detail::tls_session_deleter> session; // offered on reconnect
         bool retired = false; // no longer in the fleet: connections close when done
     };
