@@ -411,4 +411,26 @@ TEST_CASE("a pooled upstream connection closed by the upstream while idle is not
     CHECK(opened() == opened_before + 1);
 }
 
+TEST_CASE("a GET on a pooled connection the upstream just closed goes out again on a new one")
+{
+    gateway_fixture f;
+    auto metric = [&](const std::string& kind) {
+        auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
+        return metric_value(metrics.body, "idemgate_upstream_connections_total{kind=\"" + kind + "\"}");
+    };
+    http_connection conn(f.port(), io_timeout);
+    // Closed by the upstream right after this answer, unannounced. A GET that follows within
+    // liveness_check_after takes the pooled connection unchecked, finds it dead before any byte
+    // of an answer, and is sent again on a new connection (a GET may be: RFC 9110 9.2.2).
+    auto first = conn.request("GET", "/plain/orders/1", {{"X-Test-Close-Idle-Ms", "0"}});
+    REQUIRE(first.status == 201);
+    const double opened_before = metric("opened");
+    const double reused_before = metric("reused");
+    std::this_thread::sleep_for(5ms); // the upstream's FIN is in; well inside liveness_check_after
+    auto second = conn.request("GET", "/plain/orders/2");
+    CHECK(second.status == 201);
+    CHECK(metric("opened") == opened_before + 1);
+    CHECK(metric("reused") == reused_before + 1);
+}
+
 TEST_SUITE_END();

@@ -243,4 +243,11 @@ TEST_CASE("has_obs_fold finds a header line that starts with SP or HT, only in t
     CHECK_FALSE(has_obs_fold("Host: h\r\n\r\n body\r\n continued", true));
     // A fold still arriving (no empty line yet) is found as soon as its first byte is there.
     CHECK(has_obs_fold("Host: h\r\n ", true));
+    // The empty line still arriving: nothing folded so far.
+    CHECK_FALSE(has_obs_fold("Host: h\r\n\r", true));
+    CHECK_FALSE(has_obs_fold("Host: h\r\n", true));
+    // Only CRLF CRLF ends the head: a bare LF before CRLF does not, so a fold after it counts.
+    CHECK(has_obs_fold("A: a\n\r\n b\r\n\r\n", true));
+    CHECK(has_obs_fold("A: a\r\n\n b\r\n\r\n", true));
+    CHECK_FALSE(has_obs_fold("\r\n\r\n b", false));
 }

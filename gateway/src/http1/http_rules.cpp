@@ -344,14 +344,18 @@ IDEMGATE_FIELDS_FUNCTIONS(field_allocator<char>)
 
 bool has_obs_fold(std::string_view pending, bool line_start) noexcept
 {
-    auto end = pending.find("\r\n\r\n");
-    if (end != std::string_view::npos)
-        pending = pending.substr(0, end + 2);
     if (line_start && !pending.empty() && (pending.front() == ' ' || pending.front() == '\t'))
         return true;
-    for (std::size_t i = 0; i + 1 < pending.size(); ++i)
-        if (pending[i] == '\n' && (pending[i + 1] == ' ' || pending[i + 1] == '\t'))
+    // From line end to line end (memchr), up to the head's empty line: the first "\r\n\r\n".
+    for (auto i = pending.find('\n'); i != std::string_view::npos && i + 1 < pending.size();
+         i = pending.find('\n', i + 1)) {
+        const char next = pending[i + 1];
+        if (next == ' ' || next == '\t')
             return true;
+        if (next == '\r' && i > 0 && pending[i - 1] == '\r' && i + 2 < pending.size() &&
+            pending[i + 2] == '\n')
+            return false;
+    }
     return false;
 }
 

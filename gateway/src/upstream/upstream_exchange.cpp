@@ -198,7 +198,11 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
     std::optional<std::chrono::steady_clock::time_point> deadline;
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
-        auto got = co_await acquire<Connection>(attempt == 0);
+        // A second attempt (the reused connection was dead) takes a new connection.
+        const auto reuse = attempt > 0                   ? idle_reuse::never
+                           : is_idempotent(req.method()) ? idle_reuse::recent_as_is
+                                                         : idle_reuse::checked;
+        auto got = co_await acquire<Connection>(reuse);
         result.address = std::move(got.last_address);
         if (got.ec) {
             result.ec = got.ec;

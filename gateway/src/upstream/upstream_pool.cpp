@@ -175,7 +175,7 @@ void upstream_pool::give_back(beast::flat_buffer&& buffer)
 }
 
 template<class Connection>
-Connection upstream_pool::take_idle(address_slot& slot)
+Connection upstream_pool::take_idle(address_slot& slot, idle_reuse reuse)
 {
     auto& idle = [&slot]() -> auto&
     {
@@ -192,8 +192,9 @@ Connection upstream_pool::take_idle(address_slot& slot)
         idle.pop_back();
         --idle_total_;
         // Handed back a moment ago (as under load, where the system call would be paid on every
-        // request): nothing suggests the upstream has closed it since.
-        if (idle_for < liveness_check_after)
+        // request), for a request that can go out again on a new connection should this one
+        // turn out dead.
+        if (reuse == idle_reuse::recent_as_is && idle_for < liveness_check_after)
             return c;
         auto& socket = beast::get_lowest_layer(detail::stream_of(c)).socket();
         // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
@@ -280,7 +281,7 @@ void upstream_pool::observe_exchange(std::chrono::steady_clock::duration took)
 }
 
 template<class Connection>
-asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool allow_idle)
+asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(idle_reuse reuse)
 {
     acquired<Connection> out;
     // One timeouts.upstream_connect for every address tried, so that lock_ttl's bound (two
@@ -295,8 +296,8 @@ asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool
         tried.push_back(slot.get());
         out.last_address = slot->address->label;
         pending_guard guard(slot);
-        if (allow_idle) {
-            out.conn = take_idle<Connection>(*slot);
+        if (reuse != idle_reuse::never) {
+            out.conn = take_idle<Connection>(*slot, reuse);
             if (out.conn) {
                 out.ec = {};
                 out.reused = true;
@@ -325,9 +326,9 @@ asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(bool
 
 // The two connection types the exchange (upstream_exchange.cpp) takes and hands back.
 template asio::awaitable<upstream_pool::acquired<upstream_pool::plain_connection>>
-upstream_pool::acquire<upstream_pool::plain_connection>(bool);
+    upstream_pool::acquire<upstream_pool::plain_connection>(idle_reuse);
 template asio::awaitable<upstream_pool::acquired<upstream_pool::tls_connection_ptr>>
-upstream_pool::acquire<upstream_pool::tls_connection_ptr>(bool);
+    upstream_pool::acquire<upstream_pool::tls_connection_ptr>(idle_reuse);
 template void upstream_pool::put_idle<upstream_pool::plain_connection>(address_slot&, plain_connection);
 template void upstream_pool::put_idle<upstream_pool::tls_connection_ptr>(address_slot&, tls_connection_ptr);
 

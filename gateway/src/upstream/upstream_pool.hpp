@@ -75,10 +75,13 @@ public:
     // after make_shared).
     void attach();
 
-    // A pooled connection idle at least this long is checked before reuse (a peek without
-    // blocking: has the upstream closed it, or sent something unasked?); one handed back more
-    // recently is reused as it is. Far below any keep-alive timeout servers ship with (nginx 75 s,
-    // Node 5 s, gunicorn 2 s), and long enough that a busy pool skips the system call.
+    // A pooled connection is checked before reuse (a peek without blocking: has the upstream
+    // closed it, or sent something unasked?), except for a request that can be sent again on a new
+    // connection if this one turns out dead (an idempotent method) on a connection handed back
+    // less than this long ago. Far below any keep-alive timeout servers ship with (nginx 75 s,
+    // Node 5 s, gunicorn 2 s), and long enough that a busy pool skips the system call. A request
+    // that cannot be sent twice (POST, PATCH) is always checked: an upstream that died or closed
+    // its connections a moment ago must not cost it a 502.
     static constexpr std::chrono::milliseconds liveness_check_after{100};
 
     // A new address set from the fleet (on the pool's executor): idle connections to addresses
@@ -154,11 +157,17 @@ private:
     boost::asio::awaitable<void> exchange_over(const http::request<http::string_body, pooled_fields>& req,
                                                const request_buffers& buffers, bool head_request,
                                                upstream_result& result);
-    // An address (balance, health) and a connection to it: idle when `allow_idle`, else new.
+    // Whether acquire may hand out an idle connection, and whether it is checked first.
+    enum class idle_reuse {
+        never,       // a new connection
+        checked,     // an idle one, checked first
+        recent_as_is // an idle one, checked only when idle for liveness_check_after
+    };
+    // An address (balance, health) and a connection to it: idle as `reuse` allows, else new.
     template<class Connection>
-    boost::asio::awaitable<acquired<Connection>> acquire(bool allow_idle);
+    boost::asio::awaitable<acquired<Connection>> acquire(idle_reuse reuse);
     template<class Connection>
-    Connection take_idle(address_slot& slot);
+    Connection take_idle(address_slot& slot, idle_reuse reuse);
     template<class Connection>
     boost::asio::awaitable<boost::system::error_code> connect(Connection& conn, address_slot& slot,
                                                               std::chrono::steady_clock::duration budget);

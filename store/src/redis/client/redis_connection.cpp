@@ -12,6 +12,7 @@
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/recycled.hpp>
 #include <vector>
 
 namespace idemgate::store::detail {
@@ -265,7 +266,8 @@ redis_connection::submit(std::span<const std::string_view> args, bool handshake,
         return nullptr;
     }
 
-    auto cmd = std::make_shared<pending_command>(ex_);
+    // In a block this thread reuses: one command per store operation, two per first execution.
+    auto cmd = std::allocate_shared<pending_command>(recycling_allocator<pending_command>(), ex_);
     cmd->sent = clock::now();
     cmd->deadline = cmd->sent + shared_->cfg.command_timeout;
     cmd->event.expires_at(clock::time_point::max());
