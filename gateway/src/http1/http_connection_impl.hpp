@@ -45,6 +45,8 @@ namespace {
 
 template<class Stream>
 class http_connection {
+    static constexpr auto use_tuple = await_tuple<Stream>;
+
 public:
     http_connection(gateway_context& ctx, worker& w, Stream& stream, client_info client)
         : ctx_(ctx), env_(w.current(ctx)), cfg_(&env_->cfg()), worker_(w), stream_(stream),

@@ -8,6 +8,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/stream_traits.hpp>
@@ -16,10 +17,24 @@
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <string>
+#include <type_traits>
 
 namespace idemgate::gateway {
 
 namespace http = boost::beast::http;
+
+// The completion token connection code awaits an operation on `Stream` with, as (error_code,
+// ...) tuples. On a plain TCP stream the operation is awaited directly (asio::deferred): no
+// coroutine frame of its own per operation, as use_awaitable makes, and fewer executor copies.
+// Beast 1.81's ssl_stream declares its operations' return type the older way, which only
+// use_awaitable satisfies.
+template<class Stream>
+inline constexpr auto await_tuple = [] {
+    if constexpr (std::is_same_v<Stream, boost::beast::tcp_stream>)
+        return boost::asio::as_tuple(boost::asio::deferred);
+    else
+        return boost::asio::as_tuple(boost::asio::use_awaitable);
+}();
 
 // Appends "METHOD target HTTP/x.y\r\n" + fields + "\r\n" (requests), or
 // "HTTP/x.y code reason\r\n" + fields + "\r\n" (answers). Defined for http::fields and
@@ -50,8 +65,7 @@ write_message(Stream& stream, const http::message<isRequest, http::string_body, 
 {
     auto buffers = message_buffers(msg, scratch, send_body);
     boost::beast::get_lowest_layer(stream).expires_after(timeout);
-    auto [ec, n] =
-        co_await boost::asio::async_write(stream, buffers, boost::asio::as_tuple(boost::asio::use_awaitable));
+    auto [ec, n] = co_await boost::asio::async_write(stream, buffers, await_tuple<Stream>);
     co_return ec;
 }
 

@@ -3,6 +3,7 @@
 // read the answer past interim 1xx, hand the connection back, and the one retry a reused
 // connection allows.
 #include "transport/wire.hpp"
+#include "upstream/large_answer.hpp"
 #include "upstream/upstream_connection.hpp"
 #include "upstream/upstream_pool.hpp"
 #include "upstream/upstream_tls.hpp"
@@ -31,8 +32,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using boost::system::error_code;
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
 namespace {
 
 bool is_idempotent(http::verb v)
@@ -48,18 +47,6 @@ bool is_idempotent(http::verb v)
     }
 }
 
-// Beast 1.81 appends a chunked response's trailer fields to the header fields. Trailers are
-// dropped: never recorded, never replayed, never sent to the client (the gateway re-frames the
-// body with Content-Length, which has no trailer section) - nginx does the same by default.
-void drop_trailer_fields(http::response<http::string_body, pooled_fields>& res, std::size_t header_fields)
-{
-    auto it = res.begin();
-    for (std::size_t i = 0; i < header_fields && it != res.end(); ++i)
-        ++it;
-    while (it != res.end())
-        it = res.erase(it);
-}
-
 // Reads until `buffer` holds an answer's whole head (or more than `limit` bytes: the parser then
 // refuses it), so the head can be checked as received before Beast parses it. `head_end` is one
 // past the head's empty line, or 0.
@@ -72,7 +59,7 @@ asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer
         head_end = response_head_end(bytes);
         if (head_end > 0 || bytes.size() > limit)
             co_return error_code{};
-        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(16 * 1024), use_tuple);
+        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(16 * 1024), await_tuple<Stream>);
         if (ec) {
             bool nothing = ec == asio::error::eof && buffer.size() == 0;
             co_return nothing ? error_code(http::error::end_of_stream) : ec;
@@ -109,62 +96,6 @@ bool has_body(unsigned status, bool head_request)
 {
     return !head_request && status >= 200 && status != 204 && status != 304;
 }
-
-using body_parser = http::response_parser<http::buffer_body, field_allocator<char>>;
-
-// Appends at most `most` more body bytes read through `p` to `out`.
-template<class Stream>
-asio::awaitable<error_code> read_body_piece(Stream& stream, beast::flat_buffer& buffer, body_parser& p,
-                                            std::string& out, std::size_t most)
-{
-    auto old = out.size();
-    out.resize(old + most);
-    p.get().body().data = out.data() + old;
-    p.get().body().size = most;
-    p.get().body().more = true;
-    auto [ec, n] = co_await http::async_read_some(stream, buffer, p, use_tuple);
-    out.resize(old + most - p.get().body().size);
-    if (ec == http::error::need_buffer)
-        ec = {};
-    co_return ec;
-}
-
-// The body of an answer too large to record, on its connection (closed when this goes).
-template<class Connection>
-class streamed_body final : public answer_body {
-public:
-    streamed_body(Connection conn, beast::flat_buffer&& buffer, std::unique_ptr<body_parser> parser)
-        : conn_(std::move(conn)), buffer_(std::move(buffer)), parser_(std::move(parser))
-    {
-    }
-    ~streamed_body() override
-    {
-        error_code ignored;
-        auto& tcp_layer = beast::get_lowest_layer(detail::stream_of(conn_));
-        tcp_layer.socket().shutdown(tcp::socket::shutdown_both, ignored);
-        tcp_layer.socket().close(ignored);
-    }
-
-    asio::awaitable<error_code> read_some(std::string& out, bool& done,
-                                          std::chrono::milliseconds timeout) override
-    {
-        out.clear();
-        done = parser_->is_done();
-        if (done)
-            co_return error_code{};
-        auto& stream = detail::stream_of(conn_);
-        beast::get_lowest_layer(stream).expires_after(timeout);
-        auto ec = co_await read_body_piece(stream, buffer_, *parser_, out, piece_size);
-        done = !ec && parser_->is_done();
-        co_return ec;
-    }
-
-private:
-    static constexpr std::size_t piece_size = 64 * 1024;
-    Connection conn_;
-    beast::flat_buffer buffer_;
-    std::unique_ptr<body_parser> parser_;
-};
 
 } // namespace
 
@@ -221,7 +152,8 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
         auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
             *deadline - std::chrono::steady_clock::now());
         tcp_layer.expires_after(std::max(remaining, std::chrono::milliseconds(1)));
-        auto [wec, written] = co_await asio::async_write(stream, buffers, use_tuple);
+        using stream_type = std::decay_t<decltype(stream)>;
+        auto [wec, written] = co_await asio::async_write(stream, buffers, await_tuple<stream_type>);
         if (wec) {
             if (reused)
                 continue;
@@ -284,7 +216,8 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                 if (!p.is_done() && announced && *announced > response_limit) {
                     announced_too_large = true;
                 } else if (!p.is_done() && announced && *announced <= record_limit) {
-                    auto [body_ec, body_read] = co_await http::async_read(stream, buffer, p, use_tuple);
+                    auto [body_ec, body_read] =
+                        co_await http::async_read(stream, buffer, p, await_tuple<stream_type>);
                     rec = body_ec;
                 } else if (!p.is_done()) {
                     by_piece = true;
@@ -330,47 +263,13 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             co_return;
         }
         if (announced_too_large || by_piece) {
-            if (auto announced = parser.content_length())
-                result.length = *announced;
-            auto bp = std::make_unique<body_parser>(std::move(parser));
-            std::string body;
-            if (result.length)
-                body.reserve(std::min<std::size_t>(*result.length, record_limit + 1));
-            // The first max_record_body + 1 bytes, still under the exchange's deadline: enough to
-            // tell an answer to record from one to pass on.
-            while (!announced_too_large && !bp->is_done() && body.size() <= record_limit) {
-                rec = co_await read_body_piece(
-                    stream, buffer, *bp, body,
-                    std::min<std::size_t>(64 * 1024, record_limit + 1 - body.size()));
-                if (rec)
-                    break;
-            }
-            if (rec) {
-                metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
-                result.ec = make_error_code(rec == beast::error::timeout ? error::upstream_timeout
-                                                                         : error::upstream_protocol);
+            bool ended = co_await detail::read_by_piece(conn, stream, buffer, parser, result, header_fields,
+                                                        announced_too_large, config_.limits, metrics_);
+            if (ended)
                 co_return;
-            }
-            http::response_header<pooled_fields> head = bp->get().base(); // a copy: the parser may read on
-            result.response = http::response<http::string_body, pooled_fields>(std::move(head));
-            drop_trailer_fields(result.response, header_fields);
-            if (announced_too_large || body.size() > response_limit) {
-                // Over max_response_body before any byte went to the client: refused with 502.
-                metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
-                result.ec = make_error_code(error::upstream_too_large);
-                result.head_only = true;
-                co_return; // the connection closes with `conn`
-            }
-            result.response.body() = std::move(body);
-            if (!bp->is_done()) {
-                result.rest = std::make_unique<streamed_body<Connection>>(std::move(conn), std::move(buffer),
-                                                                          std::move(bp));
-                co_return;
-            }
-            result.length.reset();
         } else {
             result.response = parser.release();
-            drop_trailer_fields(result.response, header_fields);
+            detail::drop_trailer_fields(result.response, header_fields);
         }
         if constexpr (!std::is_same_v<Connection, plain_connection>) {
             // The session to offer on the next connect: read now, since a TLS 1.3 server sends

@@ -5,6 +5,7 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
@@ -305,7 +306,7 @@ asio::awaitable<command_result> redis_connection::finish(std::shared_ptr<pending
     // The reply (or the deadline) may have come already, while the caller awaited another
     // command: a cancel reaches only a wait under way.
     if (!cmd->done && !cmd->expired)
-        co_await cmd->event.async_wait(as_tuple(use_awaitable));
+        co_await cmd->event.async_wait(as_tuple(asio::deferred));
     if (cmd->done) {
         if (cmd->reply)
             stats.latency.observe(clock::now() - cmd->sent);
