@@ -31,9 +31,14 @@ TEST_CASE("min_replicas_ack: records no replica acknowledged are answered, repla
     auto again = f.post("/api/orders", key, "{}");
     CHECK(again.header("idempotent-replayed") == "true");
     CHECK(metric(f.gateway->admin_port(), "idemgate_records_unreplicated_total") == 1);
-    bool logged = false;
-    for (const auto& line : f.process().lines())
-        logged = logged || line.find("fewer replicas than min_replicas_ack") != std::string::npos;
+    // The warning reaches the captured output a moment after the answer: waited for, not polled once.
+    bool logged = f.process()
+                      .wait_for_line(
+                          [](const std::string& line) {
+                              return line.find("fewer replicas than min_replicas_ack") != std::string::npos;
+                          },
+                          5s)
+                      .has_value();
     CHECK(logged);
 
     // With a replica attached, the next record is acknowledged: nothing more is counted.

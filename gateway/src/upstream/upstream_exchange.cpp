@@ -149,11 +149,17 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
 
         if (!deadline)
             deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_response;
-        auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
-            *deadline - std::chrono::steady_clock::now());
-        tcp_layer.expires_after(std::max(remaining, std::chrono::milliseconds(1)));
+        // The deadline is kept by the pool's watch (exchange_watch.hpp), which sets no timer per
+        // request, not by the stream's own timer; a new connection still carries its connect
+        // deadline. Declared after `conn`, so that it is disarmed before the connection goes.
+        if (!reused)
+            tcp_layer.expires_never();
+        exchange_watch::entry watched;
+        watched.arm(watch_, tcp_layer.socket(), *deadline);
         using stream_type = std::decay_t<decltype(stream)>;
         auto [wec, written] = co_await asio::async_write(stream, buffers, await_tuple<stream_type>);
+        if (watched.fired())
+            wec = beast::error::timeout;
         if (wec) {
             if (reused)
                 continue;
@@ -168,7 +174,6 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
         }
 
         result.sent = true;
-        tcp_layer.expires_at(*deadline);
         beast::flat_buffer buffer = take_buffer();
         // Interim 1xx answers (103 Early Hints, a stray 100) are read past, never forwarded as
         // final (RFC 9110 15.2); the deadline covers them all.
@@ -232,6 +237,13 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             }
         }
         auto& parser = *parser_storage;
+        // Past the deadline the watch shut the connection down: whatever the reads ended with,
+        // the answer did not come in time.
+        watched.disarm();
+        if (watched.fired()) {
+            refused = response_violation::none;
+            rec = beast::error::timeout;
+        }
         if (refused != response_violation::none) {
             // Framing the gateway cannot read exactly: nothing of it is kept or passed on, and
             // the connection is not reused.
@@ -263,6 +275,9 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             co_return;
         }
         if (announced_too_large || by_piece) {
+            // The rest under the same deadline, kept by the stream's timer (this path is rare,
+            // and its connection may be handed on with the answer).
+            tcp_layer.expires_at(*deadline);
             bool ended = co_await detail::read_by_piece(conn, stream, buffer, parser, result, header_fields,
                                                         announced_too_large, config_.limits, metrics_);
             if (ended)

@@ -42,8 +42,8 @@ void tls_session_deleter::operator()(ssl_session_st* s) const noexcept
 
 upstream_pool::upstream_pool(asio::any_io_executor ex, std::shared_ptr<upstream_fleet> fleet,
                              const config::config& cfg, metrics& m, std::shared_ptr<detail::upstream_tls> tls)
-    : executor_(std::move(ex)), fleet_(std::move(fleet)), max_idle_(fleet_->config().max_idle_connections),
-      config_(cfg), metrics_(m), tls_(std::move(tls))
+    : executor_(std::move(ex)), watch_(executor_), fleet_(std::move(fleet)),
+      max_idle_(fleet_->config().max_idle_connections), config_(cfg), metrics_(m), tls_(std::move(tls))
 {
 }
 

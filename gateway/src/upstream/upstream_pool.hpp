@@ -14,6 +14,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/exchange_watch.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/metrics.hpp>
 #include <memory>
@@ -180,6 +181,7 @@ private:
     void give_back(boost::beast::flat_buffer&& buffer);
 
     boost::asio::any_io_executor executor_;
+    exchange_watch watch_; // the deadlines of the exchanges in flight
     std::shared_ptr<upstream_fleet> fleet_;
     std::size_t max_idle_;
     const config::config& config_;
