@@ -61,14 +61,19 @@ void run_until(asio::io_context& io, Done done, std::chrono::milliseconds limit 
     }
 }
 
+// A watch and one entry for one socket pair (destroyed in reverse: the entry first).
+struct one_watched_socket {
+    asio::io_context io;
+    socket_pair pair{io};
+    exchange_watch watch{io.get_executor()};
+    exchange_watch::entry entry;
+};
+
 } // namespace
 
-TEST_CASE("an exchange past its due time has its pending read ended and fired() set")
+TEST_CASE_FIXTURE(one_watched_socket,
+                  "an exchange past its due time has its pending read ended and fired() set")
 {
-    asio::io_context io;
-    socket_pair pair(io);
-    exchange_watch watch(io.get_executor());
-    exchange_watch::entry entry;
     auto start = clock_type::now();
     entry.arm(watch, pair.near, start + 60ms);
     read_watcher read;
@@ -82,12 +87,8 @@ TEST_CASE("an exchange past its due time has its pending read ended and fired() 
     CHECK(read.at - start < 1s);
 }
 
-TEST_CASE("a read started after the deadline passed ends at once")
+TEST_CASE_FIXTURE(one_watched_socket, "a read started after the deadline passed ends at once")
 {
-    asio::io_context io;
-    socket_pair pair(io);
-    exchange_watch watch(io.get_executor());
-    exchange_watch::entry entry;
     entry.arm(watch, pair.near, clock_type::now() + 20ms);
     run_until(io, [&] { return entry.fired(); });
     REQUIRE(entry.fired());
@@ -102,12 +103,8 @@ TEST_CASE("a read started after the deadline passed ends at once")
     CHECK(read.at - start < 500ms);
 }
 
-TEST_CASE("an entry disarmed before its due time is never fired")
+TEST_CASE_FIXTURE(one_watched_socket, "an entry disarmed before its due time is never fired")
 {
-    asio::io_context io;
-    socket_pair pair(io);
-    exchange_watch watch(io.get_executor());
-    exchange_watch::entry entry;
     entry.arm(watch, pair.near, clock_type::now() + 30ms);
     entry.disarm();
     read_watcher read;

@@ -8,7 +8,6 @@
 #include "upstream/upstream_pool.hpp"
 #include "upstream/upstream_tls.hpp"
 
-#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -150,10 +149,8 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
         if (!deadline)
             deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_response;
         // The deadline is kept by the pool's watch (exchange_watch.hpp), which sets no timer per
-        // request, not by the stream's own timer; a new connection still carries its connect
-        // deadline. Declared after `conn`, so that it is disarmed before the connection goes.
-        if (!reused)
-            tcp_layer.expires_never();
+        // request, not by the stream's own timer. Declared after `conn`, so that it is disarmed
+        // before the connection goes.
         exchange_watch::entry watched;
         watched.arm(watch_, tcp_layer.socket(), *deadline);
         using stream_type = std::decay_t<decltype(stream)>;
@@ -282,6 +279,7 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                                                         announced_too_large, config_.limits, metrics_);
             if (ended)
                 co_return;
+            tcp_layer.expires_never(); // whole: the connection may go back to the pool
         } else {
             result.response = parser.release();
             detail::drop_trailer_fields(result.response, header_fields);

@@ -214,8 +214,9 @@ template<class Connection>
 void upstream_pool::put_idle(address_slot& slot, Connection conn)
 {
     auto& tcp_layer = beast::get_lowest_layer(detail::stream_of(conn));
+    // A connection comes back with no stream deadline set (the exchange's is the pool's watch),
+    // so none is cleared here.
     if (!slot.retired && idle_total_ < max_idle_) {
-        tcp_layer.expires_never();
         const auto now = std::chrono::steady_clock::now();
         if constexpr (std::is_same_v<Connection, plain_connection>)
             slot.idle.push_back({std::move(conn), now});
@@ -272,6 +273,7 @@ asio::awaitable<error_code> upstream_pool::connect(Connection& conn, address_slo
         metrics_.upstream_tls_handshakes[SSL_session_reused(native) == 1 ? 1 : 0].fetch_add(
             1, std::memory_order_relaxed);
     }
+    tcp_layer.expires_never(); // the connect deadline ends here; the exchange's is the pool's watch
     co_return error_code{};
 }
 
