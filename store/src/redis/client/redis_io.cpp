@@ -166,8 +166,11 @@ redis_connection::execute_pair(std::span<const std::string_view> first,
 {
     auto self = shared_from_this();
     std::pair<command_result, command_result> out;
-    // Only on a connection that is up: both go out in the same batch, in order, or neither.
-    if (!(connected_ && up_)) {
+    // On a connection that is up, or that is connecting (as every command waits for a connect
+    // under way; a strict reservation right after start-up would otherwise be refused while this
+    // connection's first attempt runs): both go out in the same batch, in order, or neither
+    // (send_waiting() sends what waited in order, in one batch).
+    if (!(connected_ && up_) && !connecting_) {
         bump(shared_->stats.errors_unavailable);
         out.first.ec = out.second.ec = make_error_code(error::store_unavailable);
         co_return out;
