@@ -47,11 +47,15 @@ bool replicating(redis_server& replica)
     });
 }
 
+// Ready, and counting the replica: strict mode refuses at once while the primary's ROLE (read
+// every second) lists fewer replicas than min_replicas_ack, and the primary may list a replica
+// only some time after the replica reports its link up.
 bool store_ready(gateway_process& gateway)
 {
     return eventually([&] {
         try {
-            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
+            return http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200 &&
+                   metric(gateway.admin_port(), "idemgate_redis_connected_replicas") == 1;
         } catch (const std::exception&) {
             return false;
         }
@@ -170,7 +174,12 @@ TEST_CASE(
     // the upstream works, so the completed record's WAIT runs out.
     http_response first;
     std::thread client([&] { first = post({{"X-Test-Delay-Ms", "800"}}); });
-    REQUIRE(eventually([&] { return upstream.executions() == 1; }, 5s));
+    if (!eventually([&] { return upstream.executions() == 1; }, 5s)) {
+        client.join();
+        FAIL("the first request never reached the upstream; it was answered "
+             << first.status << " " << first.body << "\ngateway output:\n"
+             << gateway.process().output());
+    }
     std::thread sleeper([&] {
         try {
             redis_command(replica.port(), {"DEBUG", "SLEEP", "3"}, 10s);
