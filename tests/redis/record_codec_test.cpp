@@ -141,6 +141,39 @@ TEST_CASE("a hex fingerprint is packed and an upper-case or odd one is kept as i
     CHECK(decoded(encode_record(r)) == r);
 }
 
+TEST_CASE(
+    "every byte value at every place of a fingerprint or token: packed exactly when it is lower-case hex")
+{
+    auto base = sample_completed();
+    base.fingerprint.clear();
+    for (int i = 0; i < 4; ++i)
+        base.fingerprint += "0123456789abcdef";
+    base.owner_token = base.fingerprint.substr(7, 38); // sixteen digits at a time, then six a pair at a time
+    const auto packed_size = encode_record(base).size();
+    auto lower_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+    std::size_t checked = 0;
+    std::string first_mismatch;
+    for (std::string record::*field : {&record::fingerprint, &record::owner_token}) {
+        const auto length = (base.*field).size();
+        for (std::size_t at = 0; at < length; ++at)
+            for (int value = 0; value < 256; ++value, ++checked) {
+                auto r = base;
+                (r.*field)[at] = static_cast<char>(value);
+                const auto bytes = encode_record(r);
+                const bool packed = bytes.size() == packed_size;
+                record back;
+                const bool same = !decode_record(bytes, back) && back == r;
+                if (first_mismatch.empty() && (packed != lower_hex(static_cast<char>(value)) || !same))
+                    first_mismatch =
+                        std::string(field == &record::fingerprint ? "fingerprint" : "owner token") +
+                        " byte " + std::to_string(at) + " = " + std::to_string(value) +
+                        (same ? "" : ": does not round-trip");
+            }
+    }
+    CHECK(checked == 256 * (64 + 38));
+    CHECK_MESSAGE(first_mismatch.empty(), first_mismatch);
+}
+
 TEST_CASE("tokens, reasons and header names round-trip in every spelling")
 {
     auto r = sample_completed();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The digest and hex helpers against published test vectors (FIPS 180-2, RFC 4231).
+#include <cstdio>
 #include <doctest/doctest.h>
 #include <idemgate/common/digest.hpp>
 
@@ -21,4 +22,31 @@ TEST_CASE("hex encoders")
     std::string out = "id:";
     idemgate::append_hex_bits(out, 0x0123456789abcdefULL);
     CHECK(out == "id:fedcba9876543210"); // least significant digit first
+}
+
+TEST_CASE("to_hex of every byte value at every place, for lengths around the sixteen-byte steps")
+{
+    auto reference = [](std::string_view bytes) {
+        std::string hex;
+        for (unsigned char c : bytes) {
+            char two[3];
+            std::snprintf(two, sizeof two, "%02x", c);
+            hex += two;
+        }
+        return hex;
+    };
+    std::size_t checked = 0;
+    std::string first_mismatch;
+    for (std::size_t length : {1u, 15u, 16u, 17u, 31u, 32u, 33u, 48u}) {
+        std::string bytes(length, '\x5a');
+        for (std::size_t at = 0; at < length; ++at)
+            for (int value = 0; value < 256; ++value, ++checked) {
+                bytes[at] = static_cast<char>(value);
+                if (first_mismatch.empty() && idemgate::to_hex(bytes) != reference(bytes))
+                    first_mismatch = "length " + std::to_string(length) + ", byte " + std::to_string(at) +
+                                     " = " + std::to_string(value);
+            }
+    }
+    CHECK(checked == 256 * 193);
+    CHECK_MESSAGE(first_mismatch.empty(), first_mismatch);
 }
