@@ -260,11 +260,8 @@ bool redis_connection::send_unanswered(std::span<const std::string_view> args)
 asio::awaitable<command_result> redis_connection::enqueue(std::span<const std::string_view> args,
                                                           bool handshake, bool asking)
 {
-    auto self = shared_from_this(); // the connection outlives this command
-    auto cmd = submit(args, handshake, asking);
-    if (!cmd)
-        co_return command_result{make_error_code(error::store_unavailable), nullptr};
-    co_return co_await finish(std::move(cmd));
+    // Not a coroutine itself: one frame fewer for every command. The connection outlives it.
+    return finish(submit(args, handshake, asking), shared_from_this());
 }
 
 std::shared_ptr<redis_connection::pending_command>
@@ -319,8 +316,11 @@ redis_connection::submit(std::span<const std::string_view> args, bool handshake,
     return cmd;
 }
 
-asio::awaitable<command_result> redis_connection::finish(std::shared_ptr<pending_command> cmd)
+asio::awaitable<command_result> redis_connection::finish(std::shared_ptr<pending_command> cmd,
+                                                         std::shared_ptr<redis_connection>)
 {
+    if (!cmd)
+        co_return command_result{make_error_code(error::store_unavailable), nullptr};
     auto& stats = shared_->stats;
     // The reply (or the deadline) may have come already, while the caller awaited another
     // command: a cancel reaches only a wait under way.

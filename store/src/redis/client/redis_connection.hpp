@@ -225,13 +225,17 @@ private:
     bool leave_if_moved();
     // Whether the address source still names the address this connection is to.
     bool address_current() const;
+    // submit() then finish(): the command's reply, its deadline, or store_unavailable at once.
     boost::asio::awaitable<command_result> enqueue(std::span<const std::string_view> args, bool handshake,
                                                    bool asking = false);
     // Queues one command (sent now, or when the connection attempt under way is up); null when
     // it fails fast (down, stopped, queue full). finish() waits for its reply or its deadline.
     std::shared_ptr<pending_command> submit(std::span<const std::string_view> args, bool handshake,
                                             bool asking);
-    boost::asio::awaitable<command_result> finish(std::shared_ptr<pending_command> cmd);
+    // Waits for `cmd`'s reply or deadline (store_unavailable at once for a null `cmd`); `self`,
+    // when given, keeps the connection alive meanwhile.
+    boost::asio::awaitable<command_result> finish(std::shared_ptr<pending_command> cmd,
+                                                  std::shared_ptr<redis_connection> self = nullptr);
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
     void fail_pending(boost::system::error_code ec);

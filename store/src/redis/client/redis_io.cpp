@@ -5,16 +5,17 @@
 #include "redis/client/redis_connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/write.hpp>
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <tuple>
 
 namespace idemgate::store::detail {
 
 namespace asio = boost::asio;
 using asio::as_tuple;
-using asio::use_awaitable;
 using boost::system::error_code;
 using clock = std::chrono::steady_clock;
 
@@ -57,7 +58,12 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
     std::vector<char> buf(read_chunk);
     auto& stats = shared_->stats;
     for (;;) {
-        auto [ec, n] = co_await transport_.async_read_some(asio::buffer(buf));
+        error_code ec;
+        std::size_t n = 0;
+        if (auto* plain = transport_.plain_socket())
+            std::tie(ec, n) = co_await plain->async_read_some(asio::buffer(buf), as_tuple(asio::deferred));
+        else
+            std::tie(ec, n) = co_await transport_.async_read_some(asio::buffer(buf));
         if (gen != generation_ || !connected_)
             co_return;
         if (ec) {
@@ -142,14 +148,19 @@ asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connect
         while (out_.empty()) {
             wake_writer_.expires_at(clock::time_point::max());
             writer_idle_ = true;
-            co_await wake_writer_.async_wait(as_tuple(use_awaitable));
+            co_await wake_writer_.async_wait(as_tuple(asio::deferred));
             if (gen != generation_ || !connected_)
                 co_return;
             writer_idle_ = false;
         }
         writing_.clear();    // a stale batch of a lost connection is dropped
         writing_.swap(out_); // one write for everything queued so far
-        auto [ec, n] = co_await transport_.async_write(asio::buffer(writing_));
+        error_code ec;
+        if (auto* plain = transport_.plain_socket())
+            std::tie(ec, std::ignore) =
+                co_await asio::async_write(*plain, asio::buffer(writing_), as_tuple(asio::deferred));
+        else
+            std::tie(ec, std::ignore) = co_await transport_.async_write(asio::buffer(writing_));
         if (gen != generation_ || !connected_)
             co_return;
         writing_.clear();

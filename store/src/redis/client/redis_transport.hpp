@@ -54,6 +54,10 @@ public:
     // Writes all of `buffer`, or fails.
     boost::asio::awaitable<result> async_write(boost::asio::const_buffer buffer);
 
+    // The TCP socket when TLS is off, else nullptr: the connection's loops await it directly,
+    // without a coroutine of the transport's own around every read and write.
+    boost::asio::ip::tcp::socket* plain_socket() noexcept { return tls_ ? nullptr : &socket_; }
+
     // Closes the connection; operations in flight complete with operation_aborted.
     void close();
 
