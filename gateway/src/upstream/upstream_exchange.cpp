@@ -132,7 +132,10 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
         const auto reuse = attempt > 0                   ? idle_reuse::never
                            : is_idempotent(req.method()) ? idle_reuse::recent_as_is
                                                          : idle_reuse::checked;
-        auto got = co_await acquire<Connection>(reuse);
+        std::shared_ptr<address_slot> picked;
+        auto got = take_ready<Connection>(reuse, picked);
+        if (!got.conn)
+            got = co_await acquire<Connection>(reuse, picked);
         result.address = std::move(got.last_address);
         if (got.ec) {
             result.ec = got.ec;

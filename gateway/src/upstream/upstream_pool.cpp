@@ -283,7 +283,28 @@ void upstream_pool::observe_exchange(std::chrono::steady_clock::duration took)
 }
 
 template<class Connection>
-asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(idle_reuse reuse)
+upstream_pool::acquired<Connection> upstream_pool::take_ready(idle_reuse reuse,
+                                                              std::shared_ptr<address_slot>& picked)
+{
+    acquired<Connection> out;
+    out.ec = make_error_code(error::upstream_connect);
+    if (reuse == idle_reuse::never || !(picked = pick({})))
+        return out;
+    out.last_address = picked->address->label;
+    pending_guard guard(picked);
+    out.conn = take_idle<Connection>(*picked, reuse);
+    if (out.conn) {
+        out.ec = {};
+        out.reused = true;
+        out.slot = std::move(guard);
+        picked = nullptr;
+    }
+    return out;
+}
+
+template<class Connection>
+asio::awaitable<upstream_pool::acquired<Connection>>
+upstream_pool::acquire(idle_reuse reuse, std::shared_ptr<address_slot> first)
 {
     acquired<Connection> out;
     // One timeouts.upstream_connect for every address tried, so that lock_ttl's bound (two
@@ -292,13 +313,15 @@ asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(idle
     boost::container::small_vector<const address_slot*, 4> tried;
     out.ec = make_error_code(error::upstream_connect);
     for (;;) {
-        auto slot = pick(tried);
+        const bool looked_for_idle = first != nullptr;
+        auto slot = looked_for_idle ? std::move(first) : pick(tried);
+        first = nullptr;
         if (!slot)
             co_return out;
         tried.push_back(slot.get());
         out.last_address = slot->address->label;
         pending_guard guard(slot);
-        if (reuse != idle_reuse::never) {
+        if (reuse != idle_reuse::never && !looked_for_idle) {
             out.conn = take_idle<Connection>(*slot, reuse);
             if (out.conn) {
                 out.ec = {};
@@ -327,10 +350,14 @@ asio::awaitable<upstream_pool::acquired<Connection>> upstream_pool::acquire(idle
 }
 
 // The two connection types the exchange (upstream_exchange.cpp) takes and hands back.
+template upstream_pool::acquired<upstream_pool::plain_connection>
+upstream_pool::take_ready<upstream_pool::plain_connection>(idle_reuse, std::shared_ptr<address_slot>&);
+template upstream_pool::acquired<upstream_pool::tls_connection_ptr>
+upstream_pool::take_ready<upstream_pool::tls_connection_ptr>(idle_reuse, std::shared_ptr<address_slot>&);
 template asio::awaitable<upstream_pool::acquired<upstream_pool::plain_connection>>
-    upstream_pool::acquire<upstream_pool::plain_connection>(idle_reuse);
+    upstream_pool::acquire<upstream_pool::plain_connection>(idle_reuse, std::shared_ptr<address_slot>);
 template asio::awaitable<upstream_pool::acquired<upstream_pool::tls_connection_ptr>>
-    upstream_pool::acquire<upstream_pool::tls_connection_ptr>(idle_reuse);
+    upstream_pool::acquire<upstream_pool::tls_connection_ptr>(idle_reuse, std::shared_ptr<address_slot>);
 template void upstream_pool::put_idle<upstream_pool::plain_connection>(address_slot&, plain_connection);
 template void upstream_pool::put_idle<upstream_pool::tls_connection_ptr>(address_slot&, tls_connection_ptr);
 

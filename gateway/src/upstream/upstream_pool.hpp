@@ -164,9 +164,16 @@ private:
         checked,     // an idle one, checked first
         recent_as_is // an idle one, checked only when idle for liveness_check_after
     };
-    // An address (balance, health) and a connection to it: idle as `reuse` allows, else new.
+    // An idle connection to the address balance and health pick, as `reuse` allows, without a
+    // coroutine (most requests find one). Without one, `picked` is the address acquire() should
+    // try first (null: none was picked).
     template<class Connection>
-    boost::asio::awaitable<acquired<Connection>> acquire(idle_reuse reuse);
+    acquired<Connection> take_ready(idle_reuse reuse, std::shared_ptr<address_slot>& picked);
+    // An address (balance, health) and a connection to it: idle as `reuse` allows, else new.
+    // `first`, when given, is tried first, without looking for an idle connection to it again.
+    template<class Connection>
+    boost::asio::awaitable<acquired<Connection>> acquire(idle_reuse reuse,
+                                                         std::shared_ptr<address_slot> first);
     template<class Connection>
     Connection take_idle(address_slot& slot, idle_reuse reuse);
     template<class Connection>
