@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 using namespace idemgate::test;
 
@@ -42,9 +43,12 @@ struct corpus_case {
     std::vector<std::pair<std::string, std::string>> upstream_has;
     bool half_close = false;
     bool keep_alive = true;
-    std::string pending;               // "defect-N", "finding" or empty
-    std::vector<std::string> segments; // request bytes, split where the client awaits 100 Continue
-    std::vector<std::string> keys;     // the keys ${KEY...} stood for
+    std::string pending; // "defect-N", "finding" or empty
+    // Request bytes, split where the client awaits 100 Continue or pauses; `then_await_100[i]`
+    // says which comes after segments[i].
+    std::vector<std::string> segments;
+    std::vector<bool> then_await_100;
+    std::vector<std::string> keys; // the keys ${KEY...} stood for
 };
 
 // The sizes the corpus files are written against (tests/corpus/README.md).
@@ -52,6 +56,7 @@ const std::string corpus_limits = "  max_header_bytes: 16KiB\n  max_request_body
 // A catch-all route, for targets whose path is "/" (OPTIONS *, an absolute-form URI without a path).
 const std::string corpus_routes = "  - path_prefix: \"/\"\n    upstream: orders\n";
 constexpr milliseconds case_timeout = 2s;
+constexpr milliseconds pause_between_segments = 50ms; // ${pause}
 const std::string sentinel_target = "/plain/corpus-sentinel";
 
 fs::path corpus_dir()
@@ -285,14 +290,16 @@ corpus_case load_case(const fs::path& file)
         c.forwards.push_back(std::move(e));
     }
 
-    static const std::string await_marker = "${await-100}";
+    static const std::string await_marker = "${await-100}", pause_marker = "${pause}";
     std::string_view rest = raw;
     for (;;) {
-        auto at = rest.find(await_marker);
+        auto await_at = rest.find(await_marker), pause_at = rest.find(pause_marker);
+        auto at = std::min(await_at, pause_at);
         c.segments.push_back(x.expand(rest.substr(0, at)));
         if (at == std::string_view::npos)
             break;
-        rest.remove_prefix(at + await_marker.size());
+        c.then_await_100.push_back(at == await_at);
+        rest.remove_prefix(at + (at == await_at ? await_marker : pause_marker).size());
     }
     return c;
 }
@@ -364,7 +371,11 @@ private:
     bool send(http_connection& conn)
     {
         for (std::size_t i = 0; i < c_.segments.size(); ++i) {
-            if (i > 0) {
+            if (i > 0 && !c_.then_await_100[i - 1]) {
+                // The next bytes come later, in a segment of their own: the gateway has read what
+                // came before and waits for the rest.
+                std::this_thread::sleep_for(pause_between_segments);
+            } else if (i > 0) {
                 try {
                     auto head = conn.read_until("\r\n\r\n");
                     if (head.rfind("HTTP/1.1 100 ", 0) != 0) {

@@ -35,8 +35,8 @@ struct answer_case {
     int status = 0;
     bool recorded = false;
     std::optional<std::string> body;
-    bool keep_open = false; // the fake upstream keeps the connection open after its bytes
-    std::string bytes;      // what the upstream sends back
+    bool keep_open = false;         // the fake upstream keeps the connection open after its bytes
+    std::vector<std::string> parts; // what the upstream sends back, 50 ms apart (${pause})
 };
 
 std::string unescape(std::string_view text)
@@ -115,7 +115,14 @@ answer_case load_case(const fs::path& file)
     }
     if (!separated || !has_status || !has_recorded)
         throw std::runtime_error("needs expect:, recorded: and a \"--\" line before the answer bytes");
-    c.bytes = unescape(raw);
+    const std::string bytes = unescape(raw), pause = "${pause}";
+    for (std::size_t from = 0;;) {
+        auto at = bytes.find(pause, from);
+        c.parts.push_back(bytes.substr(from, at == std::string::npos ? std::string::npos : at - from));
+        if (at == std::string::npos)
+            break;
+        from = at + pause.size();
+    }
     return c;
 }
 
@@ -192,8 +199,17 @@ private:
                 auto it = scripts_.find(*target);
                 script = it == scripts_.end() ? nullptr : it->second;
             }
-            std::string out = script ? script->bytes : "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
-            if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size()))
+            static const std::vector<std::string> not_found{
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"};
+            const auto& parts = script ? script->parts : not_found;
+            bool sent = true;
+            for (std::size_t i = 0; sent && i < parts.size(); ++i) {
+                if (i > 0)
+                    std::this_thread::sleep_for(50ms); // the gateway has read what came so far
+                sent = ::send(fd, parts[i].data(), parts[i].size(), MSG_NOSIGNAL) ==
+                       static_cast<ssize_t>(parts[i].size());
+            }
+            if (!sent)
                 break;
             if (!script || !script->keep_open) {
                 ::shutdown(fd, SHUT_WR);
@@ -378,7 +394,7 @@ TEST_CASE(
     answer_case gzip;
     gzip.name = "held";
     gzip.keep_open = true;
-    gzip.bytes = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08\x00";
+    gzip.parts = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08\x00"};
     const std::string target = target_prefix + gzip.name;
     scripted_upstream upstream({{target, &gzip}});
 

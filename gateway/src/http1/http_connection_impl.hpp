@@ -259,8 +259,11 @@ private:
         }
         auto fields_before_body = std::distance(header.begin(), header.end());
         if (!parser.is_done()) {
-            if (auto ec = co_await read_body(parser)) {
-                co_await refuse_read(ec, true, version, &parser.get());
+            error_code body_ec;
+            if (!parse_buffered(parser, buffer_, body_ec))
+                body_ec = co_await read_body(parser);
+            if (body_ec) {
+                co_await refuse_read(body_ec, true, version, &parser.get());
                 co_return false;
             }
         }
@@ -319,6 +322,8 @@ private:
     // Every answer carries this request's own ID: an executed one, a replay (the recorded answer
     // never holds one, see settle()), a problem, an upstream's 4xx/5xx; and what became of its
     // key, and Date (answer_fields.hpp).
+    // Not a coroutine itself: it renders the head and hands back write_bounded's (one frame
+    // fewer per request).
     asio::awaitable<error_code> write_answer(handled& h, unsigned version, bool keep_alive)
     {
         if (h.prerendered) {
@@ -326,14 +331,12 @@ private:
             if (!ids_.request_id.empty())
                 scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
             append_answer_fields(scratch_, h, false); // a tier copy never holds Date
-            auto buffers = tier_answer_buffers(*h.prerendered, version, keep_alive, scratch_);
-            co_return co_await write_bounded(buffers);
+            return write_bounded(tier_answer_buffers(*h.prerendered, version, keep_alive, scratch_));
         }
         h.response.keep_alive(keep_alive);
         if (!ids_.request_id.empty())
             h.response.set(cfg_->request_id_header, ids_.request_id);
-        auto buffers = answer_buffers(h.response, h, scratch_);
-        co_return co_await write_bounded(buffers);
+        return write_bounded(answer_buffers(h.response, h, scratch_));
     }
 
     // Answers a request whose header (`body` false) or body could not be read, unless the client
@@ -379,9 +382,10 @@ private:
         bool client_keep_alive_;
     };
 
-    // Writes under timeouts.client_write, on the connection's lazy deadline.
+    // Writes under timeouts.client_write, on the connection's lazy deadline. `buffers` (a few
+    // buffer descriptors) by value: callers hand back this coroutine without awaiting it.
     template<class Buffers>
-    asio::awaitable<error_code> write_bounded(const Buffers& buffers)
+    asio::awaitable<error_code> write_bounded(Buffers buffers)
     {
         beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), cfg_->timeouts.client_write);

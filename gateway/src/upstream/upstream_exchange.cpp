@@ -221,9 +221,11 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                 if (!p.is_done() && announced && *announced > response_limit) {
                     announced_too_large = true;
                 } else if (!p.is_done() && announced && *announced <= record_limit) {
-                    auto [body_ec, body_read] =
-                        co_await http::async_read(stream, buffer, p, await_tuple<stream_type>);
-                    rec = body_ec;
+                    if (!parse_buffered(p, buffer, rec)) {
+                        auto [body_ec, body_read] =
+                            co_await http::async_read(stream, buffer, p, await_tuple<stream_type>);
+                        rec = body_ec;
+                    }
                 } else if (!p.is_done()) {
                     by_piece = true;
                 }
