@@ -94,7 +94,7 @@ private:
             co_return true;
         beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), cfg_->timeouts.idle);
-        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), use_tuple);
+        auto [ec, n] = co_await io_object(stream_).async_read_some(buffer_.prepare(16 * 1024), use_tuple);
         deadline_.disarm();
         if (!ec)
             buffer_.commit(n);
@@ -183,7 +183,8 @@ private:
                     break;
                 }
             }
-            auto [rec, n] = co_await stream_.async_read_some(buffer_.prepare(16 * 1024), use_tuple);
+            auto [rec, n] =
+                co_await io_object(stream_).async_read_some(buffer_.prepare(16 * 1024), use_tuple);
             if (rec) {
                 ec = rec == asio::error::eof
                          ? error_code(parser.got_some() || header_bytes > 0 ? http::error::partial_message
@@ -389,7 +390,7 @@ private:
     {
         beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), cfg_->timeouts.client_write);
-        auto [ec, n] = co_await asio::async_write(stream_, buffers, use_tuple);
+        auto [ec, n] = co_await asio::async_write(io_object(stream_), buffers, use_tuple);
         deadline_.disarm();
         if (ec == asio::error::operation_aborted && deadline_.fired())
             ec = beast::error::timeout;

@@ -38,6 +38,19 @@ inline constexpr auto await_tuple = [] {
         return boost::asio::as_tuple(boost::asio::use_awaitable);
 }();
 
+// What reads and writes without a deadline of the stream's own go through: on a plain TCP
+// stream, its socket. beast::basic_stream wraps every operation in one of its own (its timer, its
+// rate policy, executor copies) even with the timer off; the connection's and the exchange's
+// deadlines act on the socket (deadline.hpp, exchange_watch.hpp). Other streams (TLS) as they are.
+template<class Stream>
+auto& io_object(Stream& stream) noexcept
+{
+    if constexpr (std::is_same_v<Stream, boost::beast::tcp_stream>)
+        return stream.socket();
+    else
+        return stream;
+}
+
 // Appends "METHOD target HTTP/x.y\r\n" + fields + "\r\n" (requests), or
 // "HTTP/x.y code reason\r\n" + fields + "\r\n" (answers). Defined for http::fields and
 // pooled_fields (field_allocator.hpp).

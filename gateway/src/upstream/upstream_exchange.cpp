@@ -58,7 +58,8 @@ asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer
         head_end = response_head_end(bytes);
         if (head_end > 0 || bytes.size() > limit)
             co_return error_code{};
-        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(16 * 1024), await_tuple<Stream>);
+        auto [ec, n] =
+            co_await io_object(stream).async_read_some(buffer.prepare(16 * 1024), await_tuple<Stream>);
         if (ec) {
             bool nothing = ec == asio::error::eof && buffer.size() == 0;
             co_return nothing ? error_code(http::error::end_of_stream) : ec;
@@ -157,7 +158,8 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
         exchange_watch::entry watched;
         watched.arm(watch_, tcp_layer.socket(), *deadline);
         using stream_type = std::decay_t<decltype(stream)>;
-        auto [wec, written] = co_await asio::async_write(stream, buffers, await_tuple<stream_type>);
+        auto [wec, written] =
+            co_await asio::async_write(io_object(stream), buffers, await_tuple<stream_type>);
         if (watched.fired())
             wec = beast::error::timeout;
         if (wec) {
