@@ -205,7 +205,7 @@ private:
     {
         beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), cfg_->timeouts.body_read);
-        auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_tuple);
+        auto [ec, n] = co_await http::async_read(io_object(stream_), buffer_, parser, use_tuple);
         deadline_.disarm();
         if (ec == asio::error::operation_aborted && deadline_.fired())
             ec = beast::error::timeout;
@@ -252,8 +252,8 @@ private:
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                 static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
                 beast::get_lowest_layer(stream_).expires_after(cfg_->timeouts.client_write);
-                auto [ec, n] =
-                    co_await asio::async_write(stream_, asio::buffer(cont.data(), cont.size()), use_tuple);
+                auto [ec, n] = co_await asio::async_write(io_object(stream_),
+                                                          asio::buffer(cont.data(), cont.size()), use_tuple);
                 if (ec)
                     co_return false;
             }

@@ -225,7 +225,7 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                 } else if (!p.is_done() && announced && *announced <= record_limit) {
                     if (!parse_buffered(p, buffer, rec)) {
                         auto [body_ec, body_read] =
-                            co_await http::async_read(stream, buffer, p, await_tuple<stream_type>);
+                            co_await http::async_read(io_object(stream), buffer, p, await_tuple<stream_type>);
                         rec = body_ec;
                     }
                 } else if (!p.is_done()) {
