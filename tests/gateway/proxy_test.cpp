@@ -105,6 +105,34 @@ TEST_CASE("an HTTP/1.0 request is answered and the connection closed")
     CHECK(f.executions() == 1);
 }
 
+TEST_CASE("a forwarded answer's Connection field is the one keep-alive asks for, once")
+{
+    gateway_fixture f;
+    http_connection conn(f.port(), io_timeout);
+    // HTTP/1.0 asking to keep the connection: its answer says keep-alive, and it stays open.
+    conn.send_raw("POST /plain/orders HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n"
+                  "Content-Length: 2\r\n\r\n{}");
+    auto old = conn.read_response();
+    CHECK(old.raw.rfind("HTTP/1.0 201 ", 0) == 0);
+    CHECK(old.header("connection") == "keep-alive");
+    CHECK(old.headers.count("connection") == 1);
+    // HTTP/1.1 on the same connection: persistent by default, no Connection field at all (the
+    // upstream's own, hop-by-hop, is not passed on).
+    conn.send_raw("POST /plain/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}");
+    auto plain = conn.read_response();
+    CHECK(plain.status == 201);
+    CHECK_FALSE(plain.has_header("connection"));
+    // Connection: close, keyed this time: "close" once, then the gateway closes.
+    conn.send_raw("POST /api/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: " +
+                  unique_key("conn-close") + "\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}");
+    auto closing = conn.read_response();
+    CHECK(closing.status == 201);
+    CHECK(closing.header("connection") == "close");
+    CHECK(closing.headers.count("connection") == 1);
+    CHECK(conn.closed_by_peer());
+    CHECK(f.executions() == 3);
+}
+
 TEST_CASE("HEAD passes through without a body")
 {
     gateway_fixture f;

@@ -20,25 +20,51 @@ void append_answer_fields(std::string& out, const handled& h, bool has_date)
 }
 
 std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, const handled& h,
-                                                        std::string& scratch)
+                                                        std::string& scratch, bool keep_alive,
+                                                        std::string_view id_header,
+                                                        std::string_view request_id)
 {
-    // One pass, lengths first (cheaper than two lookups in the ordered index): is there a Date,
-    // and a field of the status header's name the upstream sent, which this answer replaces.
-    bool has_date = false;
+    // One pass, lengths first (cheaper than lookups in the ordered index): is there a Date, a
+    // Connection, a field of the status header's name the upstream sent (this answer replaces
+    // it) and one of the request ID's name (replaced by this request's).
+    bool has_date = false, has_connection = false, has_id = false;
+    const bool with_id = !id_header.empty() && !request_id.empty();
     auto own = res.end();
     for (auto it = res.begin(); it != res.end(); ++it) {
-        if (it->name() == http::field::date) {
+        const auto name = it->name();
+        if (name == http::field::date) {
             has_date = true;
-        } else if (!h.status_header.empty() && it->name_string().size() == h.status_header.size() &&
-                   boost::beast::iequals(it->name_string(), h.status_header)) {
-            own = it;
+        } else if (name == http::field::connection) {
+            has_connection = true;
+        } else {
+            const auto text = it->name_string();
+            if (!h.status_header.empty() && text.size() == h.status_header.size() &&
+                boost::beast::iequals(text, h.status_header))
+                own = it;
+            if (with_id && text.size() == id_header.size() && boost::beast::iequals(text, id_header))
+                has_id = true;
         }
     }
     if (own != res.end())
         res.erase(h.status_header); // every line of that name
+    if (has_id)
+        res.erase(id_header);
+    // Connection as Beast's keep_alive() sets it: through it when the answer has the field
+    // (the gateway's own answers), else the one line it would add (a proxied answer's was
+    // stripped as hop-by-hop), without its token parsing and field insertion.
+    std::string_view connection;
+    if (has_connection)
+        res.keep_alive(keep_alive);
+    else if (res.version() == 10 && keep_alive)
+        connection = "Connection: keep-alive\r\n";
+    else if (res.version() != 10 && !keep_alive)
+        connection = "Connection: close\r\n";
     scratch.clear();
     render_head(res.base(), scratch);
     scratch.resize(scratch.size() - 2); // the blank line goes after the added fields
+    scratch.append(connection);
+    if (with_id)
+        scratch.append(id_header).append(": ", 2).append(request_id).append("\r\n", 2);
     append_answer_fields(scratch, h, has_date);
     scratch.append("\r\n", 2);
     return {boost::asio::buffer(scratch), boost::asio::buffer(res.body().data(), res.body().size())};

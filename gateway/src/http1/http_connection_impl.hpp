@@ -334,10 +334,8 @@ private:
             append_answer_fields(scratch_, h, false); // a tier copy never holds Date
             return write_bounded(tier_answer_buffers(*h.prerendered, version, keep_alive, scratch_));
         }
-        h.response.keep_alive(keep_alive);
-        if (!ids_.request_id.empty())
-            h.response.set(cfg_->request_id_header, ids_.request_id);
-        return write_bounded(answer_buffers(h.response, h, scratch_));
+        return write_bounded(
+            answer_buffers(h.response, h, scratch_, keep_alive, cfg_->request_id_header, ids_.request_id));
     }
 
     // Answers a request whose header (`body` false) or body could not be read, unless the client
@@ -360,11 +358,10 @@ private:
         }
         asio::awaitable<error_code> write_head(handled& h) override
         {
-            h.response.keep_alive(client_keep_alive_ && !h.close_after &&
-                                  !c_.ctx_.draining.load(std::memory_order_relaxed));
-            if (!c_.ids_.request_id.empty())
-                h.response.set(c_.cfg_->request_id_header, c_.ids_.request_id);
-            auto buffers = answer_buffers(h.response, h, c_.scratch_);
+            const bool keep_alive =
+                client_keep_alive_ && !h.close_after && !c_.ctx_.draining.load(std::memory_order_relaxed);
+            auto buffers = answer_buffers(h.response, h, c_.scratch_, keep_alive, c_.cfg_->request_id_header,
+                                          c_.ids_.request_id);
             co_return co_await c_.write_bounded(buffers);
         }
         asio::awaitable<error_code> write(const std::array<asio::const_buffer, 3>& parts) override
