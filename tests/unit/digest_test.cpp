@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The digest and hex helpers against published test vectors (FIPS 180-2, RFC 4231).
 #include <cstdio>
+#include <cstring>
 #include <doctest/doctest.h>
 #include <idemgate/common/digest.hpp>
 
@@ -22,6 +23,13 @@ TEST_CASE("hex encoders")
     std::string out = "id:";
     idemgate::append_hex_bits(out, 0x0123456789abcdefULL);
     CHECK(out == "id:fedcba9876543210"); // least significant digit first
+    out = "t:";
+    idemgate::append_hex_words(out, 0x0123456789abcdefULL, 0xfedcba9876543210ULL);
+    std::string bytes(16, '\0');
+    const std::uint64_t words[2] = {0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+    std::memcpy(bytes.data(), words, 16);
+    CHECK(out == "t:" + idemgate::to_hex(bytes)); // the words' bytes in memory order
+    CHECK(out.size() == 2 + 32);
 }
 
 TEST_CASE("to_hex of every byte value at every place, for lengths around the sixteen-byte steps")

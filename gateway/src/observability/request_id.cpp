@@ -27,8 +27,8 @@ void new_request_id(std::string& out)
     }()};
     out.clear();
     out.reserve(32);
-    append_hex_bits(out, rng());
-    append_hex_bits(out, rng());
+    const auto first = rng();
+    append_hex_words(out, first, rng());
 }
 
 std::string new_request_id()

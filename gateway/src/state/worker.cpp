@@ -12,8 +12,8 @@ std::string worker::new_owner_token()
 {
     std::string token;
     token.reserve(32);
-    append_hex_bits(token, rng());
-    append_hex_bits(token, rng());
+    const auto first = rng();
+    append_hex_words(token, first, rng());
     return token;
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #if defined(__SSE2__)
@@ -79,6 +80,16 @@ inline void append_hex_bits(std::string& out, std::uint64_t bits)
     out.resize(at + 16);
     for (std::size_t i = 0; i < 16; ++i)
         out[at + i] = hex_digits[(bits >> (i * 4)) & 0xf];
+}
+
+// 128 random bits (two words) as 32 lower-case hex digits, the words' bytes in memory order:
+// request IDs and owner tokens, one per request, in one step of append_hex.
+inline void append_hex_words(std::string& out, std::uint64_t first, std::uint64_t second)
+{
+    unsigned char bytes[16];
+    std::memcpy(bytes, &first, 8);
+    std::memcpy(bytes + 8, &second, 8);
+    append_hex(out, bytes, 16);
 }
 
 using sha256_digest = std::array<unsigned char, 32>;
