@@ -251,10 +251,9 @@ private:
             auto expect = find_header(header, "Expect");
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                 static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-                beast::get_lowest_layer(stream_).expires_after(cfg_->timeouts.client_write);
-                auto [ec, n] = co_await asio::async_write(io_object(stream_),
-                                                          asio::buffer(cont.data(), cont.size()), use_tuple);
-                if (ec)
+                const auto continue_line = asio::buffer(cont.data(), cont.size());
+                const auto continue_ec = co_await write_bounded(continue_line); // under client_write
+                if (continue_ec)
                     co_return false;
             }
         }
