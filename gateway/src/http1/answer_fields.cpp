@@ -19,6 +19,21 @@ void append_answer_fields(std::string& out, const handled& h, bool has_date)
         out.append("Date: ", 6).append(http_date_now()).append("\r\n", 2);
 }
 
+namespace {
+
+// The Connection field Beast's keep_alive() adds to an answer without one: keep-alive for an
+// HTTP/1.0 client that keeps the connection, close for an HTTP/1.1 one that does not, else none.
+std::string_view connection_line(unsigned version, bool keep_alive)
+{
+    if (version == 10 && keep_alive)
+        return "Connection: keep-alive\r\n";
+    if (version != 10 && !keep_alive)
+        return "Connection: close\r\n";
+    return {};
+}
+
+} // namespace
+
 std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, const handled& h,
                                                         std::string& scratch, bool keep_alive,
                                                         std::string_view id_header,
@@ -55,10 +70,8 @@ std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, cons
     std::string_view connection;
     if (has_connection)
         res.keep_alive(keep_alive);
-    else if (res.version() == 10 && keep_alive)
-        connection = "Connection: keep-alive\r\n";
-    else if (res.version() != 10 && !keep_alive)
-        connection = "Connection: close\r\n";
+    else
+        connection = connection_line(res.version(), keep_alive);
     scratch.clear();
     render_head(res.base(), scratch);
     scratch.resize(scratch.size() - 2); // the blank line goes after the added fields
@@ -75,11 +88,7 @@ std::array<boost::asio::const_buffer, 7> tier_answer_buffers(const tier_entry& e
 {
     namespace asio = boost::asio;
     std::string_view proto = version == 10 ? "HTTP/1.0" : "HTTP/1.1";
-    std::string_view connection;
-    if (version == 10 && keep_alive)
-        connection = "Connection: keep-alive\r\n";
-    else if (version != 10 && !keep_alive)
-        connection = "Connection: close\r\n";
+    const std::string_view connection = connection_line(version, keep_alive);
     return {asio::buffer(proto.data(), proto.size()),
             asio::buffer(e.http1.status_line),
             asio::buffer(e.http1.fields),

@@ -3,7 +3,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -159,8 +158,6 @@ asio::awaitable<error_code> redis_transport::handshake(const std::string& host, 
 
 asio::awaitable<redis_transport::result> redis_transport::async_read_some(asio::mutable_buffer buffer)
 {
-    if (!tls_)
-        co_return co_await socket_.async_read_some(buffer, as_tuple(asio::deferred));
     auto stream = stream_; // alive until the read completes, even if a reconnect replaces stream_
     if (!stream)
         co_return result{make_error_code(asio::error::not_connected), 0};
@@ -171,8 +168,6 @@ asio::awaitable<redis_transport::result> redis_transport::async_read_some(asio::
 
 asio::awaitable<redis_transport::result> redis_transport::async_write(asio::const_buffer buffer)
 {
-    if (!tls_)
-        co_return co_await asio::async_write(socket_, buffer, as_tuple(asio::deferred));
     auto stream = stream_;
     if (!stream)
         co_return result{make_error_code(asio::error::not_connected), 0};

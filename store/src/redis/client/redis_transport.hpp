@@ -49,9 +49,10 @@ public:
     boost::asio::awaitable<boost::system::error_code> connect(const std::string& host, std::uint16_t port,
                                                               boost::asio::steady_timer& deadline);
 
-    // Reads what has arrived (at least one byte, or an error).
+    // Over TLS: reads what has arrived (at least one byte, or an error). Without TLS the
+    // connection reads plain_socket() directly (not_connected here).
     boost::asio::awaitable<result> async_read_some(boost::asio::mutable_buffer buffer);
-    // Writes all of `buffer`, or fails.
+    // Over TLS: writes all of `buffer`, or fails. Without TLS, as async_read_some.
     boost::asio::awaitable<result> async_write(boost::asio::const_buffer buffer);
 
     // The TCP socket when TLS is off, else nullptr: the connection's loops await it directly,
