@@ -57,6 +57,23 @@ TEST_CASE("canonical JSON sorts keys, drops whitespace and keeps array order and
     CHECK(canonical_json("1", {}) == "1");
 }
 
+TEST_CASE("a number beyond a double's range leaves the body to be fingerprinted by its bytes")
+{
+    using idemgate::gateway::canonical_json;
+    using idemgate::gateway::fingerprint;
+    // Read as infinity, it would be written "Infinity" (not JSON), and 1e400 and 2e400 would match.
+    CHECK(canonical_json(R"({"a":1e400})", {}) == std::nullopt);
+    CHECK(canonical_json(R"([1,[-2e999]])", {}) == std::nullopt);
+    CHECK(canonical_json(R"({"a":1.5e308})", {}) == R"({"a":1.5E308})");
+    boost::beast::http::fields f;
+    idemgate::config::fingerprint_config options;
+    options.json = idemgate::config::json_mode::canonical;
+    CHECK(fingerprint("POST", "/p", R"({"a":1e400})", options, f) !=
+          fingerprint("POST", "/p", R"({"a":2e400})", options, f));
+    CHECK(fingerprint("POST", "/p", R"({"a":1e400})", options, f) ==
+          fingerprint("POST", "/p", R"({"a":1e400})", options, f));
+}
+
 TEST_CASE("ignored JSON fields are removed by pointer, including escaped and nested ones")
 {
     using idemgate::gateway::canonical_json;

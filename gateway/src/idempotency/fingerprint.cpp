@@ -4,6 +4,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <cmath>
 #include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
@@ -121,7 +122,10 @@ void remove_pointer(json::value& root, std::string_view pointer)
     }
 }
 
-void write_canonical(const json::value& v, std::string& out)
+// False when the document holds a number a double cannot represent (1e400): Boost.JSON reads it
+// as infinity and would write "Infinity", which is not JSON and would make 1e400 and 2e400 one
+// fingerprint; such a body is fingerprinted by its bytes instead.
+bool write_canonical(const json::value& v, std::string& out)
 {
     if (const auto* obj = v.if_object()) {
         std::vector<const json::key_value_pair*> members;
@@ -136,7 +140,8 @@ void write_canonical(const json::value& v, std::string& out)
                 out.push_back(',');
             out += json::serialize(json::string_view(members[i]->key()));
             out.push_back(':');
-            write_canonical(members[i]->value(), out);
+            if (!write_canonical(members[i]->value(), out))
+                return false;
         }
         out.push_back('}');
     } else if (const auto* arr = v.if_array()) {
@@ -144,12 +149,16 @@ void write_canonical(const json::value& v, std::string& out)
         for (std::size_t i = 0; i < arr->size(); ++i) {
             if (i)
                 out.push_back(',');
-            write_canonical((*arr)[i], out);
+            if (!write_canonical((*arr)[i], out))
+                return false;
         }
         out.push_back(']');
     } else {
+        if (v.is_double() && !std::isfinite(v.get_double()))
+            return false;
         out += json::serialize(v);
     }
+    return true;
 }
 
 } // namespace
@@ -175,7 +184,8 @@ std::optional<std::string> canonical_json(std::string_view body, const std::vect
         remove_pointer(root, pointer);
     std::string out;
     out.reserve(body.size());
-    write_canonical(root, out);
+    if (!write_canonical(root, out))
+        return std::nullopt;
     return out;
 }
 
