@@ -27,7 +27,10 @@ struct worker {
     worker();
     ~worker();
 
-    boost::asio::io_context ioc{1};
+    // One thread runs it, and every socket and timer it owns is used only from that thread
+    // (other threads post to it): the reactor needs no per-descriptor lock. Cross-thread posts
+    // and registrations keep their locks.
+    boost::asio::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     tcp::acceptor acceptor{ioc};
     std::unique_ptr<store::session> store;
     std::shared_ptr<request_env> env;                     // the live configuration this thread serves with
