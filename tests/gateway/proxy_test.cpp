@@ -281,6 +281,12 @@ TEST_CASE("hop-by-hop response headers are not returned to the client")
     auto chunked = f.post("/plain/orders", "", "{}", {{"X-Test-Chunked", "1"}, {"X-Test-Body-Size", "5000"}});
     CHECK(chunked.body == std::string(5000, 'x'));
     CHECK(chunked.headers.count("content-length") + chunked.headers.count("transfer-encoding") == 1);
+    CHECK(chunked.header("content-length") == "5000");
+    // An answer with its own Content-Length keeps exactly one, the body's size.
+    auto sized = f.post("/plain/orders", "", "{}", {{"X-Test-Body-Size", "12"}});
+    CHECK(sized.body == std::string(12, 'x'));
+    CHECK(sized.headers.count("content-length") == 1);
+    CHECK(sized.header("content-length") == "12");
 }
 
 TEST_CASE("admin port answers healthz, readyz and metrics by outcome")
@@ -458,6 +464,34 @@ TEST_CASE("a GET on a pooled connection the upstream just closed goes out again 
     auto second = conn.request("GET", "/plain/orders/2");
     CHECK(second.status == 201);
     CHECK(metric("opened") == opened_before + 1);
+    CHECK(metric("reused") == reused_before + 1);
+}
+
+TEST_CASE("an upstream answer with Connection: close leaves no connection in the pool")
+{
+    gateway_fixture f;
+    auto metric = [&](const std::string& kind) {
+        auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
+        return metric_value(metrics.body, "idemgate_upstream_connections_total{kind=\"" + kind + "\"}");
+    };
+    http_connection conn(f.port(), io_timeout);
+    const double opened_before = metric("opened");
+    const double reused_before = metric("reused");
+    // Each answer says Connection: close; a GET right after takes a pooled connection unchecked
+    // (within liveness_check_after), so one wrongly pooled would show as reused.
+    for (int i = 0; i < 3; ++i) {
+        INFO("request ", i);
+        auto res = conn.request("GET", "/plain/orders/" + std::to_string(i), {{"X-Test-Close", "1"}});
+        CHECK(res.status == 201);
+    }
+    CHECK(metric("opened") == opened_before + 3);
+    CHECK(metric("reused") == reused_before);
+    // And an answer that keeps its connection is pooled and reused.
+    auto kept = conn.request("GET", "/plain/orders/3");
+    auto again = conn.request("GET", "/plain/orders/4");
+    CHECK(kept.status == 201);
+    CHECK(again.status == 201);
+    CHECK(metric("opened") == opened_before + 4);
     CHECK(metric("reused") == reused_before + 1);
 }
 

@@ -275,12 +275,15 @@ private:
             co_return false;
         }
 
+        bool client_keep_alive = parser.keep_alive(); // from what it read, without a lookup
         req_ = parser.release();
         auto& req = req_;
-        // The upstream sees the ID the client gets back (a missing or unusable one replaced).
-        if (ids_.generated)
+        // The upstream sees the ID the client gets back (a missing one added, an unusable one
+        // replaced: set() looks the name up and erases first).
+        if (ids_.generated && ids_.incoming_lines == 0)
+            req.insert(cfg_->request_id_header, ids_.request_id);
+        else if (ids_.generated)
             req.set(cfg_->request_id_header, ids_.request_id);
-        bool client_keep_alive = req.keep_alive();
         auto env = env_; // kept to the end of this request even if the next one reloads
         // Tracing on: this request's part in a trace (continued from its traceparent, or new).
         auto& trace = trace_;

@@ -294,19 +294,20 @@ bool hop_by_hop_filter::drops(http::field name, std::string_view name_string) co
 template<class Allocator>
 void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect)
 {
-    // The filter's names are views into the Connection lines, which are therefore removed last.
+    // The filter's names are views into the Connection lines, which are therefore removed last
+    // (by position: erasing by name would look it up in the ordered index again).
     hop_by_hop_filter filter(fields, also_expect);
-    bool has_connection = false;
+    boost::container::small_vector<typename http::basic_fields<Allocator>::const_iterator, 2> connection;
     for (auto it = fields.begin(); it != fields.end();) {
         if (it->name() == http::field::connection) {
-            has_connection = true;
+            connection.push_back(it);
             ++it;
             continue;
         }
         it = filter.drops(it->name(), it->name_string()) ? fields.erase(it) : std::next(it);
     }
-    if (has_connection)
-        fields.erase(http::field::connection);
+    for (auto it : connection)
+        fields.erase(it);
 }
 
 template<class Allocator>

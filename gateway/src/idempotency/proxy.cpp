@@ -211,7 +211,19 @@ void reframe(response_type& res, bool head_request)
     }
     if (head_request)
         return; // keep the upstream's Content-Length: the body was not sent
-    res.content_length(res.body().size());
+    // Usually the upstream's one Content-Length line already says it: kept as it is (set()
+    // looks the name up in the ordered index, erases and inserts).
+    char digits[24];
+    auto size = res.body().size();
+    auto end = std::to_chars(digits, digits + sizeof digits, size).ptr;
+    std::string_view wanted(digits, static_cast<std::size_t>(end - digits));
+    int lines = 0;
+    bool same = false;
+    for (const auto& f : res)
+        if (f.name() == http::field::content_length && ++lines == 1)
+            same = f.value() == wanted;
+    if (lines != 1 || !same)
+        res.content_length(size);
 }
 
 asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, const config::route_config& route,

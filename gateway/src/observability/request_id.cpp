@@ -77,9 +77,11 @@ void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
 {
     ids.request_id.clear();
     ids.generated = false;
+    ids.incoming_lines = 0;
     ids.trace_id.clear();
     if (!header_name.empty()) {
         auto incoming = find_header(fields, header_name);
+        ids.incoming_lines = incoming.count;
         if (incoming.count == 1 && valid_request_id(incoming.value)) {
             ids.request_id.assign(incoming.value);
         } else {

@@ -305,7 +305,9 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                     SSL_SESSION_free(session);
             }
         }
-        if (result.response.keep_alive() && buffer.size() == 0) {
+        // The parser's flags: Connection and the version as read, and an answer delimited by
+        // the end of the connection is never reused.
+        if (parser.keep_alive() && buffer.size() == 0) {
             put_idle(slot, std::move(conn));
         } else {
             error_code ignored;

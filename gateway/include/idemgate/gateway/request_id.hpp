@@ -13,6 +13,7 @@ namespace idemgate::gateway {
 struct request_ids {
     std::string request_id; // the client's (valid) or a generated one
     bool generated = false; // request_id was made here: the request's header must be replaced
+    int incoming_lines = 0; // lines the request carried under the header (0: add, not replace)
     std::string trace_id;   // 32 lower-case hex digits of a valid traceparent, else ""
 };
 
