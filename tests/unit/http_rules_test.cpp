@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <cctype>
 #include <doctest/doctest.h>
+#include <idemgate/common/record_headers.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <string>
 #include <utility>
@@ -176,6 +178,32 @@ TEST_CASE("a replay record never keeps Set-Cookie, framing or hop-by-hop headers
         CAPTURE(n);
         CHECK_FALSE(excluded_from_record(n));
     }
+}
+
+TEST_CASE("the record's exclusions read by field enum agree with the list for every name")
+{
+    namespace http = boost::beast::http;
+    // Every field Beast knows, in its own spelling and upper case, and every name of the list.
+    int excluded = 0;
+    for (std::size_t i = 1; i <= static_cast<std::size_t>(http::field::xref); ++i) {
+        const auto field = static_cast<http::field>(i);
+        const std::string name(http::to_string(field));
+        std::string upper = name;
+        for (auto& c : upper)
+            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        CAPTURE(name);
+        CHECK(excluded_from_record(field, name) == excluded_from_record(name));
+        CHECK(excluded_from_record(field, upper) == excluded_from_record(name));
+        excluded += excluded_from_record(field, name);
+    }
+    // The list's names Beast knows by enum (all but the two idempotency fields).
+    CHECK(excluded == 11);
+    for (auto name : idemgate::record_excluded_headers) {
+        CAPTURE(name);
+        CHECK(excluded_from_record(http::string_to_field(name), name));
+    }
+    CHECK(excluded_from_record(http::field::unknown, "Idempotent-Replayed"));
+    CHECK_FALSE(excluded_from_record(http::field::unknown, "X-Other"));
 }
 
 TEST_CASE("standard methods must be spelled in upper case; extension methods are untouched")

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <array>
 #include <boost/beast/core/string.hpp>
 #include <boost/container/small_vector.hpp>
 #include <idemgate/common/record_headers.hpp>
@@ -328,6 +329,21 @@ header_lookup find_header(const http::basic_fields<Allocator>& fields, std::stri
 bool excluded_from_record(std::string_view name) noexcept
 {
     return idemgate::excluded_from_record(name);
+}
+
+bool excluded_from_record(http::field name, std::string_view name_string) noexcept
+{
+    // The same list, read once per field Beast knows by name (it gives each parsed line its enum).
+    static const auto known = [] {
+        std::array<bool, static_cast<std::size_t>(http::field::xref) + 1> out{};
+        for (std::size_t i = 1; i < out.size(); ++i)
+            out[i] = idemgate::excluded_from_record(http::to_string(static_cast<http::field>(i)));
+        return out;
+    }();
+    const auto i = static_cast<std::size_t>(name);
+    if (name == http::field::unknown || i >= known.size())
+        return idemgate::excluded_from_record(name_string);
+    return known[i];
 }
 
 #define IDEMGATE_FIELDS_FUNCTIONS(A)                                                                         \

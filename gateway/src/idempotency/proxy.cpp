@@ -194,7 +194,7 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
     out.reason = std::string(res.reason());
     out.headers.reserve(static_cast<std::size_t>(std::distance(res.begin(), res.end())));
     for (const auto& f : res)
-        if (!excluded_from_record(f.name_string()) &&
+        if (!excluded_from_record(f.name(), f.name_string()) &&
             (request_id_header.empty() || !boost::beast::iequals(f.name_string(), request_id_header)) &&
             (status_header.empty() || !boost::beast::iequals(f.name_string(), status_header)) &&
             !boost::beast::iequals(f.name_string(), reconciled_field))

@@ -108,6 +108,9 @@ header_lookup find_header(const http::basic_fields<Allocator>& fields, std::stri
 
 // True for headers never kept in a replay record: hop-by-hop, framing and Set-Cookie.
 bool excluded_from_record(std::string_view name) noexcept;
+// The same for a parsed line: `name` is its field enum (unknown for a name Beast does not list),
+// `name_string` its name as received. Looked up by enum where there is one.
+bool excluded_from_record(http::field name, std::string_view name_string) noexcept;
 
 // True when an unconsumed header line of a request begins with SP or HT (obs-fold, refused:
 // RFC 9112 5.2 lets a server reject it, and Beast would join it into the previous value).
