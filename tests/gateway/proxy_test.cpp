@@ -43,6 +43,13 @@ double metric_value(const std::string& text, const std::string& series)
     return -1;
 }
 
+// The gateway's upstream connections of one kind so far ("opened" or "reused"), from /metrics.
+double upstream_connections(gateway_fixture& f, const std::string& kind)
+{
+    auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
+    return metric_value(metrics.body, "idemgate_upstream_connections_total{kind=\"" + kind + "\"}");
+}
+
 } // namespace
 
 TEST_SUITE_BEGIN("proxy");
@@ -423,10 +430,7 @@ TEST_CASE("access log has one JSON line per request with its outcome and tenant"
 TEST_CASE("a pooled upstream connection closed by the upstream while idle is not reused for a POST")
 {
     gateway_fixture f;
-    auto opened = [&] {
-        auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
-        return metric_value(metrics.body, "idemgate_upstream_connections_total{kind=\"opened\"}");
-    };
+    auto opened = [&] { return upstream_connections(f, "opened"); };
     // One client connection, so both requests run on the same I/O thread and its upstream pool.
     http_connection conn(f.port(), io_timeout);
     // The upstream keeps the connection after this answer and closes it, unannounced, 50 ms into
@@ -448,10 +452,7 @@ TEST_CASE("a pooled upstream connection closed by the upstream while idle is not
 TEST_CASE("a GET on a pooled connection the upstream just closed goes out again on a new one")
 {
     gateway_fixture f;
-    auto metric = [&](const std::string& kind) {
-        auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
-        return metric_value(metrics.body, "idemgate_upstream_connections_total{kind=\"" + kind + "\"}");
-    };
+    auto metric = [&](const std::string& kind) { return upstream_connections(f, kind); };
     http_connection conn(f.port(), io_timeout);
     // Closed by the upstream right after this answer, unannounced. A GET that follows within
     // liveness_check_after takes the pooled connection unchecked, finds it dead before any byte
@@ -470,10 +471,7 @@ TEST_CASE("a GET on a pooled connection the upstream just closed goes out again 
 TEST_CASE("an upstream answer with Connection: close leaves no connection in the pool")
 {
     gateway_fixture f;
-    auto metric = [&](const std::string& kind) {
-        auto metrics = gateway_request(f.gateway->admin_port(), "GET", "/metrics");
-        return metric_value(metrics.body, "idemgate_upstream_connections_total{kind=\"" + kind + "\"}");
-    };
+    auto metric = [&](const std::string& kind) { return upstream_connections(f, kind); };
     http_connection conn(f.port(), io_timeout);
     const double opened_before = metric("opened");
     const double reused_before = metric("reused");
