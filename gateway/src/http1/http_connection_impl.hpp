@@ -65,8 +65,7 @@ public:
         // GCC 12 miscompiled this coroutine when the loop above was its last statement (with or
         // without a co_return): the first resume of the frame crashed. Keep a statement here.
         if (!keep_open_ && unread_input_) {
-            // An answer to a request that was not read to its end: the client may still be
-            // sending, and closing over unread bytes would reset the connection under the answer.
+            // Unread request bytes: closing over them would reset the connection under the answer.
             co_await lingering_close(
                 beast::get_lowest_layer(stream_),
                 {std::min(cfg_->timeouts.client_write, std::chrono::milliseconds(2000))});
@@ -128,9 +127,8 @@ private:
     // - every byte the parser consumed counts against max_header_bytes: Beast 1.81 applies
     //   header_limit to the start line and to the fields separately and per buffer, so many small
     //   fields arriving at once passed at about twice the limit;
-    // - obs-fold (a header line starting with SP/HT) is refused: Beast silently joins it into the
-    //   previous value, which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2
-    //   allows a server to reject it; nginx does);
+    // - obs-fold (a line starting with SP/HT) is refused: Beast joins it to the previous value,
+    //   which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2; nginx refuses too);
     // - empty lines before the request line are skipped (RFC 9112 2.2).
     asio::awaitable<error_code>
     read_header(http::request_parser<http::string_body, field_allocator<char>>& parser)
@@ -218,8 +216,8 @@ private:
         // Each request runs under the configuration live when its first byte arrived (reload).
         env_ = worker_.current(ctx_);
         cfg_ = &env_->cfg();
-        // The request's parser, message, answer and trace are the connection's, reused from request
-        // to request: held in this coroutine's frame they made it too large for Asio to recycle.
+        // Parser (with the request), answer and trace are the connection's: in this coroutine's
+        // frame they made it too large for Asio to recycle.
         auto& parser = parser_.emplace();
         parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
         parser.body_limit(cfg_->limits.max_request_body);
@@ -251,7 +249,7 @@ private:
             auto expect = find_header(header, "Expect");
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                 static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-                const auto continue_line = asio::buffer(cont.data(), cont.size());
+                const std::array continue_line{asio::buffer(cont.data(), cont.size())};
                 const auto continue_ec = co_await write_bounded(continue_line); // under client_write
                 if (continue_ec)
                     co_return false;
@@ -322,11 +320,9 @@ private:
         co_return !ec && keep_alive;
     }
 
-    // Every answer carries this request's own ID: an executed one, a replay (the recorded answer
-    // never holds one, see settle()), a problem, an upstream's 4xx/5xx; and what became of its
-    // key, and Date (answer_fields.hpp).
-    // Not a coroutine itself: it renders the head and hands back write_bounded's (one frame
-    // fewer per request).
+    // Every answer carries this request's own ID (a replay's record never holds one, see settle()),
+    // what became of its key, and Date (answer_fields.hpp). Not a coroutine: it renders the head
+    // and hands back write_bounded's awaitable (one frame fewer per request).
     asio::awaitable<error_code> write_answer(handled& h, unsigned version, bool keep_alive)
     {
         if (h.prerendered) {
@@ -382,12 +378,16 @@ private:
         bool client_keep_alive_;
     };
 
-    // Writes under timeouts.client_write, on the connection's lazy deadline. `buffers` (a few
-    // buffer descriptors) by value: callers hand back this coroutine without awaiting it.
+    // Writes under timeouts.client_write, on the connection's lazy deadline; on plain TCP what the
+    // socket takes at once goes without an asynchronous write (send_first). `buffers` by value:
+    // callers hand back this coroutine without awaiting it.
     template<class Buffers>
     asio::awaitable<error_code> write_bounded(Buffers buffers)
     {
         beast::get_lowest_layer(stream_).expires_never();
+        error_code sent_ec;
+        if (std::is_same_v<Stream, beast::tcp_stream> && send_first(socket(), buffers, sent_ec))
+            co_return sent_ec;
         deadline_.arm(socket(), cfg_->timeouts.client_write);
         auto [ec, n] = co_await asio::async_write(io_object(stream_), buffers, use_tuple);
         deadline_.disarm();

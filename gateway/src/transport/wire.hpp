@@ -4,11 +4,13 @@
 // views, a large share of a first execution's instructions; the gateway's messages are always Content-Length
 // framed string bodies, so it renders the head into one reusable string and sends head + body in one gather
 // write. A body that arrived with its head is parsed where it lies, without a read operation.
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -17,6 +19,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <idemgate/common/send_now.hpp>
 #include <chrono>
 #include <string>
 #include <type_traits>
@@ -49,6 +52,17 @@ auto& io_object(Stream& stream) noexcept
         return stream.socket();
     else
         return stream;
+}
+
+// Writes `buffers` but their first `sent` bytes (already sent by send_now) on `stream`: its own
+// coroutine, so that a caller whose frame is near Asio's recycling limit keeps only the awaitable.
+template<class Stream, std::size_t N>
+boost::asio::awaitable<boost::system::error_code>
+write_rest(Stream& stream, std::array<boost::asio::const_buffer, N> buffers, std::size_t sent)
+{
+    consume(buffers, sent);
+    auto [ec, n] = co_await boost::asio::async_write(io_object(stream), buffers, await_tuple<Stream>);
+    co_return ec;
 }
 
 // Appends "METHOD target HTTP/x.y\r\n" + fields + "\r\n" (requests), or

@@ -157,9 +157,16 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
         // before the connection goes.
         exchange_watch::entry watched;
         watched.arm(watch_, tcp_layer.socket(), *deadline);
+        // On plain TCP what the socket takes at once goes without an asynchronous write; the rest
+        // (and all of it over TLS) through write_rest, which keeps this frame small enough for
+        // Asio to recycle.
         using stream_type = std::decay_t<decltype(stream)>;
-        auto [wec, written] =
-            co_await asio::async_write(io_object(stream), buffers, await_tuple<stream_type>);
+        error_code wec;
+        std::size_t sent = 0;
+        if (std::is_same_v<stream_type, beast::tcp_stream>)
+            sent = send_now(tcp_layer.socket(), buffers, wec);
+        if (!wec && sent < asio::buffer_size(buffers))
+            wec = co_await write_rest(stream, buffers, sent);
         if (watched.fired())
             wec = beast::error::timeout;
         if (wec) {

@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/send_now.hpp>
 #include <tuple>
 
 namespace idemgate::store::detail {
@@ -156,10 +157,13 @@ asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connect
         writing_.clear();    // a stale batch of a lost connection is dropped
         writing_.swap(out_); // one write for everything queued so far
         error_code ec;
-        if (auto* plain = transport_.plain_socket())
-            std::tie(ec, std::ignore) =
-                co_await asio::async_write(*plain, asio::buffer(writing_), as_tuple(asio::deferred));
-        else
+        // On plain TCP the batch goes in one non-blocking send when the socket takes it all
+        // (send_first); the rest, if any, is written asynchronously.
+        std::array<asio::const_buffer, 1> rest{asio::buffer(writing_)};
+        auto* plain = transport_.plain_socket();
+        if (plain && !send_first(*plain, rest, ec))
+            std::tie(ec, std::ignore) = co_await asio::async_write(*plain, rest, as_tuple(asio::deferred));
+        else if (!plain)
             std::tie(ec, std::ignore) = co_await transport_.async_write(asio::buffer(writing_));
         if (gen != generation_ || !connected_)
             co_return;
