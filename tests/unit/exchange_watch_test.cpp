@@ -2,6 +2,8 @@
 // The upstream pool's one-timer deadline, on real loopback sockets: an exchange past its due time
 // has its socket shut down (a pending read ends, and so does one started later), one disarmed in
 // time is left alone, and each entry fires at its own due time, earlier or later than the others.
+#include "socket_pair.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -14,23 +16,12 @@
 
 using namespace idemgate::gateway;
 namespace asio = boost::asio;
+using idemgate::test::socket_pair;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-// A connected pair over 127.0.0.1: `near` is the watched side, `far` the peer.
-struct socket_pair {
-    explicit socket_pair(asio::io_context& io) : near(io), far(io)
-    {
-        tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-        near.connect(acceptor.local_endpoint());
-        acceptor.accept(far);
-    }
-    tcp::socket near;
-    tcp::socket far;
-};
 
 // A read on `socket` that records when and how it ended.
 struct read_watcher {

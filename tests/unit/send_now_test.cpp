@@ -2,6 +2,8 @@
 // The write that does not wait (send_now, send_first), on real loopback sockets: what the send
 // buffer takes goes at once and the buffers then describe exactly the rest, which an
 // asynchronous write completes in order; a peer that is gone is an error, never a short write.
+#include "socket_pair.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -12,23 +14,13 @@
 #include <thread>
 
 namespace asio = boost::asio;
+using idemgate::test::socket_pair;
 using tcp = asio::ip::tcp;
 using idemgate::consume;
 using idemgate::send_first;
 using idemgate::send_now;
 
 namespace {
-
-struct socket_pair {
-    explicit socket_pair(asio::io_context& io) : near(io), far(io)
-    {
-        tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-        near.connect(acceptor.local_endpoint());
-        acceptor.accept(far);
-    }
-    tcp::socket near;
-    tcp::socket far;
-};
 
 std::string pattern(std::size_t n)
 {
