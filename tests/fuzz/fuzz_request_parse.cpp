@@ -6,7 +6,8 @@
 //
 // The input is one client connection (keep-alive, pipelined requests), parsed three times: in
 // one piece and in small pieces with the default limits (the outcome must not depend on how TCP
-// cut the bytes), and once with tiny limits so the limit paths run too. Every invariant failure
+// cut the bytes), and once with tiny limits so the limit paths run too; and the head scan must
+// find the head's end and folds where their definitions put them. Every invariant failure
 // aborts with a message, so libFuzzer keeps the input.
 #include <algorithm>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
+#include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <iterator>
 #include <optional>
@@ -438,5 +440,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto pieces = read_connection(bytes, true, defaults.max_header_bytes, defaults.max_request_body);
     check_same(whole, pieces);
     read_connection(bytes, true, 64, 32);
+    // The head scan says what the definitions say: the first "\r\n\r\n", a fold before it.
+    const auto scan = idemgate::gateway::scan_head(bytes);
+    const auto end = bytes.find("\r\n\r\n");
+    require(scan.end == (end == std::string_view::npos ? 0 : end + 4), "the head scan's end is wrong");
+    bool folded = false;
+    for (std::size_t q = 0; q + 1 < bytes.size() && (end == std::string_view::npos || q <= end); ++q)
+        folded = folded || (bytes[q] == '\n' && (bytes[q + 1] == ' ' || bytes[q + 1] == '\t'));
+    require(scan.folded == folded, "the head scan's fold is wrong");
     return 0;
 }

@@ -59,6 +59,37 @@ struct handled {
     bool written = false;
     boost::system::error_code write_error;
     std::uint64_t body_bytes = 0;
+
+    // Back to the state of a new one, keeping the storage of the strings and of the answer's
+    // body for the connection's next request (assigning a new one builds and destroys a whole
+    // answer). Every member is reset here; the unit tests compare a cleared one with a new one.
+    void clear() noexcept
+    {
+        response.base().clear();
+        response.reason(std::string_view{});
+        response.result(http::status::ok);
+        response.version(11);
+        response.body().clear();
+        result = outcome::pass_through;
+        tenant.clear();
+        key.clear();
+        principal.clear();
+        shadow = shadow_finding::none;
+        prerendered.reset();
+        request_sent = false;
+        key_state = key_status::none;
+        status_header = {};
+        route = nullptr;
+        route_index = -1;
+        upstream_address.clear();
+        upstream_us = -1;
+        upstream_error = {};
+        close_after = false;
+        big.reset();
+        written = false;
+        write_error.clear();
+        body_bytes = 0;
+    }
 };
 
 // What the connection knows about the client, for X-Forwarded-* and the access log.

@@ -315,7 +315,7 @@ private:
             finish_request_trace(*ctx_.tracer, *trace, req, h, client_, ctx_.boot.tracing, ec);
         // Nothing of this request is held while the connection waits for the next one.
         parser_.reset();
-        h_ = {};
+        h_.clear();
         trace_.reset();
         co_return !ec && keep_alive;
     }

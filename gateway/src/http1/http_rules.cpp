@@ -4,6 +4,7 @@
 #include <boost/container/small_vector.hpp>
 #include <idemgate/common/record_headers.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
+#include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <iterator>
 #include <string>
@@ -76,6 +77,12 @@ bool is_non_canonical_method(std::string_view method)
 {
     if (method.empty() || method.size() > 16)
         return false;
+    // Most methods are already upper case: nothing to copy.
+    bool lower = false;
+    for (char c : method)
+        lower |= c >= 'a' && c <= 'z';
+    if (!lower)
+        return false;
     std::string upper(method);
     bool changed = false;
     for (auto& c : upper)
@@ -89,14 +96,20 @@ bool is_non_canonical_method(std::string_view method)
 // host[:port] as proxies see it in practice: a DNS name, an IPv4 address, or a bracketed IPv6
 // literal, then an optional port. Stricter than RFC 3986's reg-name (no sub-delims), on purpose:
 // "a, b" or "a@b" in Host is an attack on whoever reads X-Forwarded-Host, not a real host.
+constexpr auto host_bytes = [] {
+    std::array<bool, 256> out{};
+    for (int c = 0; c < 256; ++c)
+        out[static_cast<std::size_t>(c)] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+                                           c == '~' || c == ':' || c == '[' || c == ']' || c == '%';
+    return out;
+}();
+
 bool is_valid_host(std::string_view host)
 {
-    for (char c : host) {
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                  c == '.' || c == '_' || c == '~' || c == ':' || c == '[' || c == ']' || c == '%';
-        if (!ok)
+    for (char c : host)
+        if (!host_bytes[static_cast<unsigned char>(c)])
             return false;
-    }
     return true;
 }
 
@@ -214,6 +227,7 @@ framing_violation check_request_framing(const http::basic_fields<Allocator>& fie
     int content_length_lines = 0;
     int transfer_encoding_lines = 0;
     int host_lines = 0;
+    int connection_lines = 0;
     std::string_view host;
     std::string_view content_length;
     std::string_view transfer_encoding;
@@ -231,6 +245,7 @@ framing_violation check_request_framing(const http::basic_fields<Allocator>& fie
             ++host_lines;
             host = f.value();
             break;
+        case http::field::connection: ++connection_lines; break;
         default: break;
         }
     }
@@ -257,7 +272,7 @@ framing_violation check_request_framing(const http::basic_fields<Allocator>& fie
     if (is_non_canonical_method(method))
         return framing_violation::non_canonical_method;
     static constexpr std::string_view host_name[] = {"Host"};
-    if (!connection_names(fields, host_name).empty())
+    if (connection_lines > 0 && !connection_names(fields, host_name).empty())
         return framing_violation::connection_names_host;
     return framing_violation::none;
 }
@@ -363,17 +378,8 @@ bool has_obs_fold(std::string_view pending, bool line_start) noexcept
 {
     if (line_start && !pending.empty() && (pending.front() == ' ' || pending.front() == '\t'))
         return true;
-    // From line end to line end (memchr), up to the head's empty line: the first "\r\n\r\n".
-    for (auto i = pending.find('\n'); i != std::string_view::npos && i + 1 < pending.size();
-         i = pending.find('\n', i + 1)) {
-        const char next = pending[i + 1];
-        if (next == ' ' || next == '\t')
-            return true;
-        if (next == '\r' && i > 0 && pending[i - 1] == '\r' && i + 2 < pending.size() &&
-            pending[i + 2] == '\n')
-            return false;
-    }
-    return false;
+    // Up to the head's empty line: the first "\r\n\r\n".
+    return scan_head(pending).folded;
 }
 
 } // namespace idemgate::gateway

@@ -79,8 +79,21 @@ void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
     ids.generated = false;
     ids.incoming_lines = 0;
     ids.trace_id.clear();
+    // Both names in one pass over the lines.
+    static constexpr std::string_view traceparent_name = "traceparent";
+    header_lookup incoming, traceparent;
+    const auto count = [](header_lookup& found, std::string_view value) {
+        if (found.count++ == 0)
+            found.value = value;
+    };
+    for (const auto& f : fields) {
+        const auto name = f.name_string();
+        if (same_field_name(name, traceparent_name))
+            count(traceparent, f.value());
+        if (!header_name.empty() && same_field_name(name, header_name))
+            count(incoming, f.value());
+    }
     if (!header_name.empty()) {
-        auto incoming = find_header(fields, header_name);
         ids.incoming_lines = incoming.count;
         if (incoming.count == 1 && valid_request_id(incoming.value)) {
             ids.request_id.assign(incoming.value);
@@ -89,7 +102,6 @@ void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
             ids.generated = true;
         }
     }
-    auto traceparent = find_header(fields, "traceparent");
     if (traceparent.count == 1)
         ids.trace_id.assign(trace_id_of(traceparent.value));
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <boost/beast/core/string.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
+#include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/response_rules.hpp>
 
 namespace idemgate::gateway {
@@ -46,20 +47,10 @@ bool is_framing_name(std::string_view name)
 
 } // namespace
 
-std::size_t response_head_end(std::string_view bytes) noexcept
-{
-    auto at = bytes.find("\r\n\r\n");
-    return at == std::string_view::npos ? 0 : at + 4;
-}
-
 response_violation check_response_head(std::string_view head) noexcept
 {
     // Most heads have no folded line at all: look for one before reading field names.
-    bool folded = false;
-    for (auto at = head.find('\n'); at != std::string_view::npos && at + 1 < head.size() && !folded;
-         at = head.find('\n', at + 1))
-        folded = head[at + 1] == ' ' || head[at + 1] == '\t';
-    if (!folded)
+    if (!scan_head(head).folded)
         return response_violation::none;
     // Line by line after the status line: a line that starts with SP or HT continues the field
     // line before it.

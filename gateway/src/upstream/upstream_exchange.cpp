@@ -19,6 +19,7 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/recycled.hpp>
+#include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/response_rules.hpp>
 #include <iterator>
 #include <openssl/ssl.h>
@@ -47,16 +48,16 @@ bool is_idempotent(http::verb v)
 }
 
 // Reads until `buffer` holds an answer's whole head (or more than `limit` bytes: the parser then
-// refuses it), so the head can be checked as received before Beast parses it. `head_end` is one
-// past the head's empty line, or 0.
+// refuses it), so the head can be checked as received before Beast parses it. `scan.end` is one
+// past the head's empty line, or 0; `scan.folded`: a line of the head is folded.
 template<class Stream>
 asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer, std::size_t limit,
-                                      std::size_t& head_end)
+                                      head_scan& scan)
 {
     for (;;) {
         std::string_view bytes(static_cast<const char*>(buffer.data().data()), buffer.size());
-        head_end = response_head_end(bytes);
-        if (head_end > 0 || bytes.size() > limit)
+        scan = scan_head(bytes);
+        if (scan.end > 0 || bytes.size() > limit)
             co_return error_code{};
         auto [ec, n] =
             co_await io_object(stream).async_read_some(buffer.prepare(16 * 1024), await_tuple<Stream>);
@@ -70,14 +71,17 @@ asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer
 
 // The checks on an answer's head that Beast does not make; may insert the SP before an absent
 // reason phrase into `buffer`.
-response_violation vet_head(beast::flat_buffer& buffer, std::size_t head_end)
+response_violation vet_head(beast::flat_buffer& buffer, const head_scan& scan)
 {
+    const auto head_end = scan.end;
     if (head_end == 0)
         return response_violation::none; // too long: the parser refuses it
     std::string_view bytes(static_cast<const char*>(buffer.data().data()), buffer.size());
     auto head = bytes.substr(0, head_end);
-    if (auto v = check_response_head(head); v != response_violation::none)
-        return v;
+    // Folded lines were looked for with the end (most heads have none).
+    if (scan.folded)
+        if (auto v = check_response_head(head); v != response_violation::none)
+            return v;
     if (lacks_reason_separator(head)) {
         std::string fixed;
         fixed.reserve(bytes.size() + 1);
@@ -208,11 +212,11 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             p.header_limit(header_limit);
             if (head_request)
                 p.skip(true);
-            std::size_t head_end = 0;
-            rec = co_await read_head(stream, buffer, header_limit, head_end);
+            head_scan scan;
+            rec = co_await read_head(stream, buffer, header_limit, scan);
             if (rec)
                 break;
-            refused = vet_head(buffer, head_end);
+            refused = vet_head(buffer, scan);
             if (refused != response_violation::none)
                 break;
             // The whole head is buffered (or more than the limit, which the parser refuses).

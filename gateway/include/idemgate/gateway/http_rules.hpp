@@ -92,10 +92,11 @@ private:
 };
 
 // True when two field names are the same name (case-insensitive). Lengths are compared first:
-// most names differ in length, and a request has a handful of fields.
+// most names differ in length, and a request has a handful of fields; then the bytes as they
+// are (a name usually arrives spelt as configured), and only then letter by letter.
 inline bool same_field_name(std::string_view a, std::string_view b) noexcept
 {
-    return a.size() == b.size() && boost::beast::iequals(a, b);
+    return a.size() == b.size() && (a == b || boost::beast::iequals(a, b));
 }
 
 // Counts header lines named `name` and returns the first value.

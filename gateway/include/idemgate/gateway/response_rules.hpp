@@ -23,10 +23,6 @@ enum class response_violation {
 
 std::string_view describe(response_violation v) noexcept;
 
-// One past the empty line that ends the head in `bytes` (status line and fields), or 0 while
-// the head is incomplete.
-std::size_t response_head_end(std::string_view bytes) noexcept;
-
 // Checks the head as received (the status line through the empty line).
 response_violation check_response_head(std::string_view head) noexcept;
 
