@@ -150,9 +150,15 @@ TEST_CASE("an access line explains its upstream exchange; a failed one also gets
         f.port(), "POST", "/down/orders",
         {{"Idempotency-Key", unique_key("fields-down")}, {"X-Request-Id", "fields-down"}}, "{}");
     REQUIRE(down.status == 502);
+    // Without an ID of its own: the error line names the one the gateway made (and answered with).
+    auto made = gateway_request(f.port(), "POST", "/down/orders",
+                                {{"Idempotency-Key", unique_key("fields-made")}}, "{}");
+    REQUIRE(made.status == 502);
+    const auto made_id = made.header("x-request-id");
+    REQUIRE(!made_id.empty());
     f.process().signal(SIGTERM);
     REQUIRE(f.process().wait_exit(15s) == 0);
-    std::optional<boost::json::object> ok_line, down_line, error_line;
+    std::optional<boost::json::object> ok_line, down_line, error_line, made_error_line;
     for (const auto& l : f.process().lines()) {
         auto obj = parse_object(l);
         auto* id = obj.if_contains("request_id");
@@ -160,9 +166,14 @@ TEST_CASE("an access line explains its upstream exchange; a failed one also gets
             ok_line = obj;
         if (obj.if_contains("msg") && obj.at("msg") == "access" && id && *id == "fields-down")
             down_line = obj;
-        if (obj.if_contains("msg") && obj.at("msg") == "upstream request failed")
+        if (obj.if_contains("msg") && obj.at("msg") == "upstream request failed" && id &&
+            *id == "fields-down")
             error_line = obj;
+        if (obj.if_contains("msg") && obj.at("msg") == "upstream request failed" && id &&
+            *id == boost::json::string_view(made_id.data(), made_id.size()))
+            made_error_line = obj;
     }
+    CHECK_MESSAGE(made_error_line, "no error line names the request ID " << made_id);
     REQUIRE(ok_line);
     CHECK(ok_line->at("level") == "info");
     CHECK(ok_line->at("upstream_address") == boost::json::value(f.upstream.address()));

@@ -92,6 +92,16 @@ struct handled {
     }
 };
 
+// A request's head as the client sent it (HTTP/1.1), forwarded with the edits spliced in
+// (<idemgate/gateway/head_splice.hpp>); empty for HTTP/2 and the requests the gateway makes,
+// whose head is rendered from the parsed fields.
+struct received_head {
+    std::string_view bytes; // the request line through the empty line
+    // The request ID the gateway made for a request that came without the field: it is not put
+    // into the parsed request but added to the forwarded head ("" when none was made so).
+    std::string_view added_request_id;
+};
+
 // What the connection knows about the client, for X-Forwarded-* and the access log.
 struct client_info {
     std::string ip;

@@ -277,10 +277,11 @@ private:
         // Used where it was parsed (moving it out and resetting the copy cost two message moves
         // per request); the parser is reset once the request is done.
         request_type& req = parser.get();
-        // The upstream sees the ID the client gets back (a missing one added, an unusable one
-        // replaced: set() looks the name up and erases first).
+        // The upstream sees the ID the client gets back: a missing one is added to the forwarded
+        // head (not to the parsed request), an unusable one replaced (set() erases it first).
+        received_head received{received_, {}};
         if (ids_.generated && ids_.incoming_lines == 0)
-            req.insert(cfg_->request_id_header, ids_.request_id);
+            received.added_request_id = ids_.request_id;
         else if (ids_.generated)
             req.set(cfg_->request_id_header, ids_.request_id);
         auto env = env_; // kept to the end of this request even if the next one reloads
@@ -294,7 +295,7 @@ private:
         streaming_sink sink(*this, client_keep_alive);
         handled& h = h_;
         co_await handle_request(ctx_, worker_, *env, req, client_, h, scratch_, trace ? &*trace : nullptr,
-                                &sink, received_);
+                                &sink, received);
         // Draining is read after the request was handled: a request in flight when SIGTERM
         // arrived gets Connection: close on its answer.
         bool keep_alive =

@@ -16,7 +16,7 @@ namespace idemgate::gateway::detail {
 boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                             request_type& req, const client_info& client, handled& out,
                                             std::string& scratch, request_trace* trace, answer_sink* sink,
-                                            std::string_view received)
+                                            received_head received)
 {
     if (auto own = answer_own_path(env.cfg(), req)) {
         out.response = std::move(*own);

@@ -17,14 +17,15 @@ namespace idemgate::gateway::detail {
 // become its client spans, and the upstream gets its traceparent.
 // `sink`: where an answer too large to record is written as it arrives (then h.written); without
 // one such an answer is refused with 502.
-// `received`: the request's head as the client sent it (HTTP/1.1), forwarded with the edits
-// spliced in (<idemgate/gateway/head_splice.hpp>); "" renders the head from the parsed fields.
+// `received`: the request's head as the client sent it (HTTP/1.1) and the request ID made for
+// it, forwarded with the edits spliced in (core/exchange.hpp); empty renders the head from the
+// parsed fields.
 // The answer goes into `out` (default-constructed by the caller), which the connection keeps, so
 // it is not carried through the coroutine frames on its way back.
 class answer_sink;
 boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, const request_env& env,
                                             request_type& req, const client_info& client, handled& out,
                                             std::string& scratch, request_trace* trace = nullptr,
-                                            answer_sink* sink = nullptr, std::string_view received = {});
+                                            answer_sink* sink = nullptr, received_head received = {});
 
 } // namespace idemgate::gateway::detail

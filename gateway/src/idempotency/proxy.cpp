@@ -41,14 +41,16 @@ std::string upstream_authority(const config::upstream_config& upstream)
 namespace {
 
 // The client's request as the upstream gets it, in the order the client sent it: hop-by-hop
-// lines out, X-Forwarded-* replaced, HTTP/1.1 with a Host, Content-Length framing, and with
-// tracing on the exchange's traceparent. Lines that stay are written from `received` where it
-// holds them (head_splice); the replaced and new lines follow them.
-request_buffers splice_request(const request_type& req, std::string_view received, const client_info& client,
+// lines out, X-Forwarded-* replaced, HTTP/1.1 with a Host, Content-Length framing, the request
+// ID the gateway made for it, and with tracing on the exchange's traceparent. Lines that stay
+// are written from `received` where it holds them (head_splice); the replaced and new lines
+// follow them.
+request_buffers splice_request(const request_type& req, const received_head& received,
+                               std::string_view request_id_header, const client_info& client,
                                const config::upstream_config& upstream, std::string_view traceparent,
                                std::string& scratch)
 {
-    head_splice out(received, scratch);
+    head_splice out(received.bytes, scratch);
     out.request_line(req.method_string(), req.target());
     const hop_by_hop_filter hop_by_hop(req, true);
     bool has_host = false; // usually the first line: cheaper than the index's lookup
@@ -105,8 +107,14 @@ request_buffers splice_request(const request_type& req, std::string_view receive
             out.keep(name, value);
     }
     // The new lines, copied in one go.
-    std::array<std::string_view, 16> added;
+    std::array<std::string_view, 20> added;
     std::size_t n = 0;
+    if (!received.added_request_id.empty() && !request_id_header.empty()) {
+        added[n++] = request_id_header;
+        added[n++] = ": ";
+        added[n++] = received.added_request_id;
+        added[n++] = "\r\n";
+    }
     added[n++] = "X-Forwarded-For: ";
     if (forwarded_for_seen) {
         added[n++] = forwarded_for;
@@ -228,7 +236,7 @@ void reframe(response_type& res, bool head_request)
 
 asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
                               const request_type& req, const client_info& client, handled& h,
-                              std::string& scratch, request_trace* trace, std::string_view received)
+                              std::string& scratch, request_trace* trace, received_head received)
 {
     unsigned client_version = req.version();
     bool head = req.method() == http::verb::head;
@@ -241,8 +249,9 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
         exchange_span = tracing::new_span_id();
         traceparent = tracing::format_traceparent(trace->trace, exchange_span, trace->sampled);
     }
-    auto buffers = splice_request(req, received, client, env.cfg().upstreams[route.upstream_index],
-                                  traceparent, scratch);
+    const auto& request_id_header = env.cfg().request_id_header;
+    auto buffers = splice_request(req, received, request_id_header, client,
+                                  env.cfg().upstreams[route.upstream_index], traceparent, scratch);
     upstream_result result;
     co_await env.pools[route.upstream_index]->exchange(req, buffers, head, result);
     h.request_sent = result.sent;
@@ -262,7 +271,6 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
                          exchange_span);
     }
     const auto& status_header = route.idempotency.status_header;
-    const auto& request_id_header = env.cfg().request_id_header;
     if (result.ec && result.head_only) {
         // The upstream ran and answered, over limits.max_response_body: nothing of it reaches the
         // client, and the key keeps what is known (settle).
@@ -283,8 +291,8 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
     }
     if (result.ec) {
         h.upstream_error = upstream_error_kind(result.ec);
-        std::string_view request_id;
-        if (!request_id_header.empty())
+        std::string_view request_id = received.added_request_id;
+        if (request_id.empty() && !request_id_header.empty())
             request_id = req[request_id_header];
         log_upstream_failure(route, h, result.sent, request_id);
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);

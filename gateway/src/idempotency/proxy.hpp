@@ -31,10 +31,11 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
 // 502 when it is over max_response_body; the upstream answered all the same). With `trace` (tracing
 // on), the upstream gets a traceparent naming the exchange's own span, and a sampled request
 // records that span. `req` is left as the client sent it: the upstream's head is written from
-// `received` (the client's head as received, or "") with the edits spliced in.
+// `received` (the client's head as received, or empty) with the edits spliced in, the request
+// ID the gateway made among the added lines.
 boost::asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env,
                                      const config::route_config& route, const request_type& req,
                                      const client_info& client, handled& h, std::string& scratch,
-                                     request_trace* trace = nullptr, std::string_view received = {});
+                                     request_trace* trace = nullptr, received_head received = {});
 
 } // namespace idemgate::gateway::detail
