@@ -134,6 +134,25 @@ TEST_CASE("hop-by-hop headers are removed, and every header Connection names")
     CHECK(f["Idempotency-Key"] == "k");
 }
 
+TEST_CASE("a keep-alive token drops Keep-Alive in any spelling, and nothing else")
+{
+    auto f = make({{"Connection", "KEEP-ALIVE"},
+                   {"keep-alive", "timeout=5"},
+                   {"Keep-Alive-Extra", "kept"},
+                   {"Close", "kept: not named"},
+                   {"Host", "h"}});
+    strip_hop_by_hop(f, false);
+    CHECK(f.count("Keep-Alive") == 0);
+    CHECK(f.count("Connection") == 0);
+    CHECK(f["Keep-Alive-Extra"] == "kept");
+    CHECK(f["Close"] == "kept: not named");
+    CHECK(f["Host"] == "h");
+    auto closing = make({{"Connection", "close"}, {"Close", "x"}, {"Host", "h"}});
+    strip_hop_by_hop(closing, false);
+    CHECK(closing.count("Close") == 0); // a token other than keep-alive names a field
+    CHECK(closing["Host"] == "h");
+}
+
 TEST_CASE("every Connection line counts, even when other headers stand between them")
 {
     auto f = make({{"Connection", "X-A"},

@@ -124,3 +124,20 @@ TEST_CASE("to_origin_form: the path (\"/\" when empty) and query go upstream, th
         CHECK(h.count(http::field::host) == 0);
     }
 }
+
+TEST_CASE("every byte value in an origin-form target: visible ASCII passes, '#' is a fragment, others are refused")
+{
+    for (int b = 0; b < 256; ++b) {
+        CAPTURE(b);
+        std::string target = "/a";
+        target.push_back(static_cast<char>(b));
+        target += "z";
+        const auto parsed = parse_request_target(target, "GET");
+        if (b == '#')
+            CHECK(parsed.violation == framing_violation::target_fragment);
+        else if (b > 0x20 && b < 0x7f)
+            CHECK(parsed.violation == framing_violation::none);
+        else
+            CHECK(parsed.violation == framing_violation::target_bytes);
+    }
+}

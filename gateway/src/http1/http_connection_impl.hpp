@@ -255,7 +255,7 @@ private:
                     co_return false;
             }
         }
-        auto fields_before_body = std::distance(header.begin(), header.end());
+        const auto fields_before_body = parser.chunked() ? std::distance(header.begin(), header.end()) : 0;
         if (!parser.is_done()) {
             error_code body_ec;
             if (!parse_buffered(parser, buffer_, body_ec))
@@ -267,16 +267,15 @@ private:
         }
         // Beast 1.81 merges chunked trailer fields into the header: a trailer could change the
         // key, the tenant or credentials after the checks above, so any trailer is refused.
-        if (std::distance(parser.get().begin(), parser.get().end()) != fields_before_body) {
+        if (parser.chunked() &&
+            std::distance(parser.get().begin(), parser.get().end()) != fields_before_body) {
             co_await answer_and_close(problems::bad_framing, "chunked trailer fields are not accepted",
                                       version, &parser.get());
             co_return false;
         }
 
         bool client_keep_alive = parser.keep_alive(); // from what it read, without a lookup
-        // Used where it was parsed (moving it out and resetting the copy cost two message moves
-        // per request); the parser is reset once the request is done.
-        request_type& req = parser.get();
+        request_type& req = parser.get(); // used where it was parsed; the parser is reset at the end
         // The upstream sees the ID the client gets back: a missing one is added to the forwarded
         // head (not to the parsed request), an unusable one replaced (set() erases it first).
         received_head received{received_, {}};

@@ -105,6 +105,15 @@ constexpr auto host_bytes = [] {
     return out;
 }();
 
+// The bytes a request target may hold as they are (RFC 9112 3.2: visible ASCII), less '#' (a
+// fragment is never sent).
+constexpr auto plain_target_byte = [] {
+    std::array<bool, 256> out{};
+    for (int c = 0x21; c < 0x7f; ++c)
+        out[static_cast<std::size_t>(c)] = c != '#';
+    return out;
+}();
+
 bool is_valid_host(std::string_view host)
 {
     for (char c : host)
@@ -149,15 +158,11 @@ request_target parse_request_target(std::string_view target, std::string_view me
 {
     request_target out;
     for (char c : target) {
-        auto u = static_cast<unsigned char>(c);
-        if (u <= 0x20 || u >= 0x7f) {
-            out.violation = framing_violation::target_bytes;
-            return out;
-        }
-        if (c == '#') {
-            out.violation = framing_violation::target_fragment;
-            return out;
-        }
+        // One table read for the usual byte: visible ASCII other than '#'.
+        if (plain_target_byte[static_cast<unsigned char>(c)])
+            continue;
+        out.violation = c == '#' ? framing_violation::target_fragment : framing_violation::target_bytes;
+        return out;
     }
     if (!target.empty() && target.front() == '/')
         return out;
@@ -282,8 +287,12 @@ hop_by_hop_filter::hop_by_hop_filter(const http::basic_fields<Allocator>& fields
     : also_expect_(also_expect)
 {
     // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). Connection lines need not
-    // be adjacent (fields keep arrival order), so every line is read.
-    for_each_connection_token(fields, [&](std::string_view token) { named_.push_back(token); });
+    // be adjacent (fields keep arrival order), so every line is read. "keep-alive", the usual
+    // token, names Keep-Alive, which drops() matches by its enum: no name to compare for it.
+    for_each_connection_token(fields, [&](std::string_view token) {
+        if (!same_field_name(token, "keep-alive"))
+            named_.push_back(token);
+    });
 }
 
 bool hop_by_hop_filter::drops(http::field name, std::string_view name_string) const

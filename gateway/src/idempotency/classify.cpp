@@ -14,7 +14,7 @@ const config::route_config* match_route(const config::config& cfg, std::string_v
     // "OPTIONS *" asks about the server as a whole: the route that covers "/" takes it.
     auto path = target == "*" ? std::string_view("/") : target.substr(0, target.find('?'));
     for (const auto& r : cfg.routes)
-        if (path.substr(0, r.path_prefix.size()) == r.path_prefix)
+        if (path.starts_with(r.path_prefix))
             return &r;
     return nullptr;
 }

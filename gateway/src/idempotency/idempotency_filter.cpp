@@ -51,8 +51,14 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, con
         phases.answer().result = owner ? outcome::executed : outcome::pass_through;
         if (owner && phases.numbers_attempts())
             co_await phases.number_attempt();
-        bool answered = co_await forward(ctx, env, phases.route(), req, client, phases.answer(), scratch,
-                                         trace, received);
+        // The forwarding state in a block this thread reuses (proxy.hpp).
+        auto forwarded = make_recycled<forwarding>();
+        auto& pool = begin_forward(env, phases.route(), req, client, scratch, trace, received, *forwarded);
+        const bool head_request = req.method() == http::verb::head;
+        co_await pool.exchange(req, forwarded->buffers, head_request, forwarded->result);
+        bool answered =
+            end_forward(ctx, env, phases.route(), req, phases.answer(), trace, received, *forwarded);
+        forwarded.reset();
         auto& h = phases.answer();
         if (h.big && h.big->rest) {
             if (sink) {

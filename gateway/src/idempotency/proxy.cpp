@@ -234,29 +234,32 @@ void reframe(response_type& res, bool head_request)
         res.content_length(size);
 }
 
-asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
-                              const request_type& req, const client_info& client, handled& h,
-                              std::string& scratch, request_trace* trace, received_head received)
+upstream_pool& begin_forward(const request_env& env, const config::route_config& route,
+                             const request_type& req, const client_info& client, std::string& scratch,
+                             request_trace* trace, const received_head& received, forwarding& f)
 {
-    unsigned client_version = req.version();
-    bool head = req.method() == http::verb::head;
     // The upstream continues the trace from the exchange's own span (W3C Trace Context: a
     // participant forwards its span ID, not its caller's); tracestate passes on unchanged.
-    tracing::span_id exchange_span{};
-    auto started = std::chrono::steady_clock::now();
-    std::string traceparent;
+    f.started = std::chrono::steady_clock::now();
     if (trace) {
-        exchange_span = tracing::new_span_id();
-        traceparent = tracing::format_traceparent(trace->trace, exchange_span, trace->sampled);
+        f.exchange_span = tracing::new_span_id();
+        f.traceparent = tracing::format_traceparent(trace->trace, f.exchange_span, trace->sampled);
     }
-    const auto& request_id_header = env.cfg().request_id_header;
-    auto buffers = splice_request(req, received, request_id_header, client,
-                                  env.cfg().upstreams[route.upstream_index], traceparent, scratch);
-    upstream_result result;
-    co_await env.pools[route.upstream_index]->exchange(req, buffers, head, result);
+    f.buffers = splice_request(req, received, env.cfg().request_id_header, client,
+                               env.cfg().upstreams[route.upstream_index], f.traceparent, scratch);
+    return *env.pools[route.upstream_index];
+}
+
+bool end_forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
+                 const request_type& req, handled& h, request_trace* trace, const received_head& received,
+                 forwarding& f)
+{
+    auto& result = f.result;
+    const unsigned client_version = req.version();
+    const bool head = req.method() == http::verb::head;
     h.request_sent = result.sent;
     h.upstream_address = std::move(result.address);
-    auto took = std::chrono::steady_clock::now() - started;
+    auto took = std::chrono::steady_clock::now() - f.started;
     env.pools[route.upstream_index]->observe_exchange(took);
     h.upstream_us = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
     if (trace && trace->sampled) {
@@ -266,11 +269,12 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
             attributes.push_back({"http.response.status_code", std::int64_t{result.response.result_int()}});
         else
             attributes.push_back({"error.type", result.ec.message()});
-        trace->add_child("upstream " + route.upstream, tracing::span_kind::client, started,
+        trace->add_child("upstream " + route.upstream, tracing::span_kind::client, f.started,
                          result.ec || result.response.result_int() >= 500, std::move(attributes),
-                         exchange_span);
+                         f.exchange_span);
     }
     const auto& status_header = route.idempotency.status_header;
+    const auto& request_id_header = env.cfg().request_id_header;
     if (result.ec && result.head_only) {
         // The upstream ran and answered, over limits.max_response_body: nothing of it reaches the
         // client, and the key keeps what is known (settle).
@@ -287,7 +291,7 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
                                   "upstream \"" + route.upstream +
                                       "\": the answer's body is over limits.max_response_body",
                                   client_version, false);
-        co_return true;
+        return true;
     }
     if (result.ec) {
         h.upstream_error = upstream_error_kind(result.ec);
@@ -299,7 +303,7 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
         h.response = make_problem(
             env.cfg().problems.type_base(), timed_out ? problems::gateway_timeout : problems::bad_gateway,
             "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version, true);
-        co_return false;
+        return false;
     }
     if (result.response.result_int() >= 500)
         ctx.stats.upstream_5xx.fetch_add(1, std::memory_order_relaxed);
@@ -313,10 +317,10 @@ asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env, cons
         big->rest = std::move(result.rest);
         big->length = result.length;
         h.big = std::move(big);
-        co_return true;
+        return true;
     }
     reframe(h.response, head);
-    co_return true;
+    return true;
 }
 
 } // namespace idemgate::gateway::detail

@@ -5,9 +5,12 @@
 #include "core/exchange.hpp"
 #include "observability/request_trace.hpp"
 #include "state/process.hpp"
+#include "upstream/upstream_pool.hpp"
 
-#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <idemgate/gateway/tracing.hpp>
 #include <idemgate/store/store.hpp>
+#include <string>
 
 namespace idemgate::gateway::detail {
 
@@ -25,17 +28,34 @@ std::string upstream_authority(const config::upstream_config& upstream);
 store::stored_response recordable_head(const response_type& res, std::string_view request_id_header,
                                        std::string_view status_header);
 
-// Forwards `req` to the route's upstream and fills h.response. Returns true when the upstream
-// answered (any status); false when the gateway answered 502/504 itself. An answer larger than
-// limits.max_record_body sets h.big: h.response then holds its head and first bytes (or the
-// 502 when it is over max_response_body; the upstream answered all the same). With `trace` (tracing
-// on), the upstream gets a traceparent naming the exchange's own span, and a sampled request
-// records that span. `req` is left as the client sent it: the upstream's head is written from
-// `received` (the client's head as received, or empty) with the edits spliced in, the request
-// ID the gateway made among the added lines.
-boost::asio::awaitable<bool> forward(gateway_context& ctx, const request_env& env,
-                                     const config::route_config& route, const request_type& req,
-                                     const client_info& client, handled& h, std::string& scratch,
-                                     request_trace* trace = nullptr, received_head received = {});
+// Forwarding `req` to the route's upstream, in two plain steps around the exchange, which the
+// filter awaits itself (a forwarding coroutine between them cost a frame and its resumptions on
+// every request):
+//
+//     auto& pool = begin_forward(env, route, req, client, scratch, trace, received, f);
+//     co_await pool.exchange(req, f.buffers, head_request, f.result);
+//     bool answered = end_forward(ctx, env, route, req, h, trace, received, f);
+//
+// begin_forward writes the upstream's head in `scratch` from `received` (the client's head as
+// received, or empty) with the edits spliced in, the request ID the gateway made among the added
+// lines; `req` is left as the client sent it. With `trace` (tracing on), the upstream gets a
+// traceparent naming the exchange's own span, which end_forward records for a sampled request.
+// end_forward fills h.response and returns true when the upstream answered (any status); false
+// when the gateway answered 502/504 itself. An answer larger than limits.max_record_body sets
+// h.big: h.response then holds its head and first bytes (or the 502 when it is over
+// max_response_body; the upstream answered all the same).
+struct forwarding {
+    upstream_result result;
+    request_buffers buffers;
+    std::string traceparent;
+    tracing::span_id exchange_span{};
+    std::chrono::steady_clock::time_point started;
+};
+upstream_pool& begin_forward(const request_env& env, const config::route_config& route,
+                             const request_type& req, const client_info& client, std::string& scratch,
+                             request_trace* trace, const received_head& received, forwarding& f);
+bool end_forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
+                 const request_type& req, handled& h, request_trace* trace, const received_head& received,
+                 forwarding& f);
 
 } // namespace idemgate::gateway::detail

@@ -299,8 +299,11 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                 co_return;
             tcp_layer.expires_never(); // whole: the connection may go back to the pool
         } else {
-            result.response = parser.release();
-            detail::drop_trailer_fields(result.response, header_fields);
+            // Moved out of the parser in place (release() makes a temporary first). Only a
+            // chunked answer can have trailer fields.
+            result.response = std::move(parser.get());
+            if (parser.chunked())
+                detail::drop_trailer_fields(result.response, header_fields);
         }
         if constexpr (!std::is_same_v<Connection, plain_connection>) {
             // The session to offer on the next connect: read now, since a TLS 1.3 server sends

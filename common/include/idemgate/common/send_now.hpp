@@ -28,7 +28,7 @@ std::size_t send_now(boost::asio::ip::tcp::socket& socket, const ConstBufferSequ
                      boost::system::error_code& ec)
 {
     ec = {};
-    std::array<iovec, 8> iov{};
+    std::array<iovec, 8> iov; // only the first `count` are read: not cleared first
     std::size_t count = 0;
     for (auto it = boost::asio::buffer_sequence_begin(buffers);
          it != boost::asio::buffer_sequence_end(buffers) && count < iov.size(); ++it) {
