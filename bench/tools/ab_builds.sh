@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Two gateway builds side by side, interleaved (A B A B ...), on first executions over Redis
+# (conf/gateway-redis.yaml) and plain proxying (conf/gateway-proxy.yaml): req/s from wrk and the
+# gateway's CPU per request from /proc, each build in turn against the same nginx upstream and
+# the same redis-server. Ratios to nginx taken an hour apart cannot tell a change from the
+# machine's drift (10-35 % here); pairs of runs a few seconds apart can.
+#
+#   bench/tools/ab_builds.sh A/bin/idemgate B/bin/idemgate [ROUNDS]
+#
+# Environment: DURATION=4 (seconds per wrk run)  CONNECTIONS=64  THREADS=2 (gateway threads).
+# Needs wrk, nginx and redis-server (bench/run.sh installs them). Prints one line per run and the
+# median A/B ratios; writes nothing.
+set -euo pipefail
+[[ $# -ge 2 ]] || { sed -n '3,12p' "$0"; exit 2; }
+a_bin=$1 b_bin=$2 rounds=${3:-4}
+duration=${DURATION:-4} connections=${CONNECTIONS:-64} threads=${THREADS:-2}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=$(mktemp -d /tmp/idemgate-ab.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+upstream_port=$(free_port)
+mkdir -p "$work/nginx"
+cat > "$work/nginx.conf" <<NGINX
+worker_processes 1; daemon off; error_log $work/nginx/error.log; pid $work/nginx/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off; keepalive_requests 1000000;
+  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
+  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
+  server { listen 127.0.0.1:$upstream_port;
+           location / { default_type application/json; return 201 '{"id":"ord_1","status":"created"}'; } }
+}
+NGINX
+nginx -c "$work/nginx.conf" -p "$work/nginx" & pids+=($!)
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no > "$work/redis.log" 2>&1 & pids+=($!)
+sleep 0.5
+ticks=$(getconf CLK_TCK)
+
+# One run: prints "<req/s> <gateway CPU µs per request>".
+run() {
+    local bin=$1 conf=$2 gateway_port admin_port pid before after out requests rps
+    gateway_port=$(free_port) admin_port=$(free_port)
+    sed -e "s/@PORT@/$gateway_port/; s/@ADMIN_PORT@/$admin_port/; s/@THREADS@/$threads/" \
+        -e "s/@REDIS_PORT@/$redis_port/; s/@UPSTREAM_PORT@/$upstream_port/" \
+        "$root/bench/conf/$conf" > "$work/gateway.yaml"
+    "$bin" --config "$work/gateway.yaml" > "$work/gateway.log" 2>&1 & pid=$!
+    for _ in $(seq 100); do
+        curl -fs -o /dev/null "http://127.0.0.1:$admin_port/healthz" && break
+        sleep 0.05
+    done
+    before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    out=$(BENCH_PREFIX="ab-$$-$RANDOM$RANDOM" wrk -t2 -c"$connections" -d"${duration}s" \
+          -s "$root/bench/first_execution.lua" "http://127.0.0.1:$gateway_port/api/orders" 2>&1)
+    after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
+    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+    python3 -c "print('%.0f %.2f' % ($rps, ($after - $before) * 1e6 / $ticks / $requests))"
+}
+
+declare -A ratios
+for round in $(seq "$rounds"); do
+    for scenario in first_execution proxy; do
+        conf=gateway-redis.yaml
+        [[ $scenario = proxy ]] && conf=gateway-proxy.yaml
+        read -r a_rps a_cpu < <(run "$a_bin" "$conf")
+        read -r b_rps b_cpu < <(run "$b_bin" "$conf")
+        printf 'round %d %-15s A %6.0f req/s %6.2f µs/req   B %6.0f req/s %6.2f µs/req\n' \
+            "$round" "$scenario" "$a_rps" "$a_cpu" "$b_rps" "$b_cpu"
+        ratios[$scenario.rps]+="$(python3 -c "print($a_rps / $b_rps)") "
+        ratios[$scenario.cpu]+="$(python3 -c "print($a_cpu / $b_cpu)") "
+    done
+done
+for scenario in first_execution proxy; do
+    python3 - "$scenario" ${ratios[$scenario.rps]} -- ${ratios[$scenario.cpu]} <<'PY'
+import statistics, sys
+name, rest = sys.argv[1], sys.argv[2:]
+cut = rest.index("--")
+rps, cpu = [float(x) for x in rest[:cut]], [float(x) for x in rest[cut + 1:]]
+print(f"{name}: A/B req/s median {statistics.median(rps):.3f} ({min(rps):.3f}-{max(rps):.3f}), "
+      f"CPU per request median {statistics.median(cpu):.3f} ({min(cpu):.3f}-{max(cpu):.3f})")
+PY
+done
