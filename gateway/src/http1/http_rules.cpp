@@ -342,10 +342,8 @@ header_lookup find_header(const http::basic_fields<Allocator>& fields, std::stri
     // the ordered index's lookup compares whole names case-insensitively at every step.
     header_lookup out;
     for (const auto& f : fields) {
-        if (!same_field_name(f.name_string(), name))
-            continue;
-        if (out.count++ == 0)
-            out.value = f.value();
+        if (same_field_name(f.name_string(), name))
+            out.add(f.value());
     }
     return out;
 }

@@ -82,16 +82,12 @@ void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
     // Both names in one pass over the lines.
     static constexpr std::string_view traceparent_name = "traceparent";
     header_lookup incoming, traceparent;
-    const auto count = [](header_lookup& found, std::string_view value) {
-        if (found.count++ == 0)
-            found.value = value;
-    };
     for (const auto& f : fields) {
         const auto name = f.name_string();
         if (same_field_name(name, traceparent_name))
-            count(traceparent, f.value());
+            traceparent.add(f.value());
         if (!header_name.empty() && same_field_name(name, header_name))
-            count(incoming, f.value());
+            incoming.add(f.value());
     }
     if (!header_name.empty()) {
         ids.incoming_lines = incoming.count;

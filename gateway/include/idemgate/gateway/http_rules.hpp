@@ -103,6 +103,13 @@ inline bool same_field_name(std::string_view a, std::string_view b) noexcept
 struct header_lookup {
     int count = 0;
     std::string_view value;
+
+    // One more line of that name: counted, its value kept when it is the first.
+    void add(std::string_view line_value) noexcept
+    {
+        if (count++ == 0)
+            value = line_value;
+    }
 };
 template<class Allocator>
 header_lookup find_header(const http::basic_fields<Allocator>& fields, std::string_view name);

@@ -161,10 +161,10 @@ asio::awaitable<void> redis_connection::write_loop(std::shared_ptr<redis_connect
         // (send_first); the rest, if any, is written asynchronously.
         std::array<asio::const_buffer, 1> rest{asio::buffer(writing_)};
         auto* plain = transport_.plain_socket();
-        if (plain && !send_first(*plain, rest, ec))
-            std::tie(ec, std::ignore) = co_await asio::async_write(*plain, rest, as_tuple(asio::deferred));
-        else if (!plain)
+        if (!plain)
             std::tie(ec, std::ignore) = co_await transport_.async_write(asio::buffer(writing_));
+        else if (!send_first(*plain, rest, ec))
+            std::tie(ec, std::ignore) = co_await asio::async_write(*plain, rest, as_tuple(asio::deferred));
         if (gen != generation_ || !connected_)
             co_return;
         writing_.clear();
