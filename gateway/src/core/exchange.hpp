@@ -62,7 +62,8 @@ struct handled {
 
     // Back to the state of a new one, keeping the storage of the strings and of the answer's
     // body for the connection's next request (assigning a new one builds and destroys a whole
-    // answer). Every member is reset here; the unit tests compare a cleared one with a new one.
+    // answer). Every member is reset here: one left out would carry its value into the
+    // connection's next request, so a member added above is added here too.
     void clear() noexcept
     {
         response.base().clear();
