@@ -219,7 +219,16 @@ TEST_CASE("replays leave out replay_drop_headers and carry a fresh Date, from th
     http_connection conn(f.port(), io_timeout);
     const headers_type keyed{{"Idempotency-Key", key}, {"Content-Type", "application/json"}};
     auto from_store = conn.request("POST", "/api/orders", keyed, "{}");
-    auto from_tier = conn.request("POST", "/api/orders", keyed, "{}");
+    // With the Redis store, the confirmation of the start-up subscription to removals empties
+    // every tier (removals before it may have been missed); on a loaded machine it can come after
+    // the first replay's copy, and the next replay reads the store again. Replayed until one came
+    // from the tier (bounded): the first of them is the one checked.
+    http_response from_tier;
+    for (int attempt = 0; attempt < 20 && tier_hits() == 0; ++attempt) {
+        if (attempt > 0)
+            std::this_thread::sleep_for(50ms); // the clear is a posted task in each thread
+        from_tier = conn.request("POST", "/api/orders", keyed, "{}");
+    }
     CHECK(tier_hits() == 1);
     for (const auto* replay : {&from_store, &from_tier}) {
         CHECK(replay->status == 201);
