@@ -9,10 +9,14 @@
 #   bench/tools/ab_builds.sh A/bin/idemgate B/bin/idemgate [ROUNDS]
 #
 # Environment: DURATION=4 (seconds per wrk run)  CONNECTIONS=64  THREADS=2 (gateway threads).
+# SYSCALLS=1 also counts the gateway's system calls per request during each run, from the
+# kernel's tracepoints (`perf stat -e raw_syscalls:sys_enter,...`: counted in the kernel, so the
+# gateway is not slowed as under strace); needs perf and root. The tracepoints still add a little
+# to every system call, which flatters a build that makes fewer: compare CPU from runs without.
 # Needs wrk, nginx and redis-server (bench/run.sh installs them). Prints one line per run and the
 # median A/B ratios; writes nothing.
 set -euo pipefail
-[[ $# -ge 2 ]] || { sed -n '3,12p' "$0"; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '3,/^set /p' "$0" | grep '^#'; exit 2; }
 a_bin=$1 b_bin=$2 rounds=${3:-4}
 duration=${DURATION:-4} connections=${CONNECTIONS:-64} threads=${THREADS:-2}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -47,7 +51,7 @@ ticks=$(getconf CLK_TCK)
 
 # One run: prints "<req/s> <gateway CPU µs per request>".
 run() {
-    local bin=$1 conf=$2 gateway_port admin_port pid before after out requests rps
+    local bin=$1 conf=$2 label=${3:-} gateway_port admin_port pid before after out requests rps
     gateway_port=$(free_port) admin_port=$(free_port)
     sed -e "s/@PORT@/$gateway_port/; s/@ADMIN_PORT@/$admin_port/; s/@THREADS@/$threads/" \
         -e "s/@REDIS_PORT@/$redis_port/; s/@UPSTREAM_PORT@/$upstream_port/" \
@@ -57,23 +61,38 @@ run() {
         curl -fs -o /dev/null "http://127.0.0.1:$admin_port/healthz" && break
         sleep 0.05
     done
+    local counter=""
+    if [[ -n ${SYSCALLS:-} ]]; then
+        perf stat -x, -o "$work/syscalls.csv" -e "$syscall_events" -p "$pid" & counter=$!
+        sleep 0.2
+    fi
     before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     out=$(BENCH_PREFIX="ab-$$-$RANDOM$RANDOM" wrk -t2 -c"$connections" -d"${duration}s" \
           -s "$root/bench/first_execution.lua" "http://127.0.0.1:$gateway_port/api/orders" 2>&1)
     after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+    if [[ -n $counter ]]; then kill -INT "$counter"; wait "$counter" 2>/dev/null || true; fi
     kill "$pid"; wait "$pid" 2>/dev/null || true
     requests=$(awk '/requests in/ {print $1}' <<<"$out")
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     python3 -c "print('%.0f %.2f' % ($rps, ($after - $before) * 1e6 / $ticks / $requests))"
+    if [[ -n $counter ]]; then
+        # Per request, by call (the count includes the 0.2 s before wrk: the gateway is idle then).
+        awk -F, -v n="$requests" -v label="$label" 'BEGIN { printf "  %s system calls per request: ", label }
+            $1 ~ /^[0-9]+$/ { sub(/^(raw_)?syscalls:sys_enter_?/, "", $3);
+            printf "%s%s %.2f", sep, ($3 == "" ? "all" : $3), $1 / n; sep = ", " } END { print "" }' \
+            "$work/syscalls.csv" >&2
+    fi
 }
+syscall_events=raw_syscalls:sys_enter,syscalls:sys_enter_recvfrom,syscalls:sys_enter_recvmsg
+syscall_events+=,syscalls:sys_enter_sendmsg,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_ctl
 
 declare -A ratios
 for round in $(seq "$rounds"); do
     for scenario in first_execution proxy; do
         conf=gateway-redis.yaml
         [[ $scenario = proxy ]] && conf=gateway-proxy.yaml
-        read -r a_rps a_cpu < <(run "$a_bin" "$conf")
-        read -r b_rps b_cpu < <(run "$b_bin" "$conf")
+        read -r a_rps a_cpu < <(run "$a_bin" "$conf" A)
+        read -r b_rps b_cpu < <(run "$b_bin" "$conf" B)
         printf 'round %d %-15s A %6.0f req/s %6.2f µs/req   B %6.0f req/s %6.2f µs/req\n' \
             "$round" "$scenario" "$a_rps" "$a_cpu" "$b_rps" "$b_cpu"
         ratios[$scenario.rps]+="$(python3 -c "print($a_rps / $b_rps)") "
