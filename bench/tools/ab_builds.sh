@@ -12,7 +12,7 @@
 # SYSCALLS=1 also counts the gateway's system calls per request during each run, from the
 # kernel's tracepoints (`perf stat -e raw_syscalls:sys_enter,...`: counted in the kernel, so the
 # gateway is not slowed as under strace); needs perf and root. The tracepoints still add a little
-# to every system call, which flatters a build that makes fewer: compare CPU from runs without.
+# to every system call, which can flatter a build that makes fewer: compare CPU from runs without.
 # Needs wrk, nginx and redis-server (bench/run.sh installs them). Prints one line per run and the
 # median A/B ratios; writes nothing.
 set -euo pipefail
