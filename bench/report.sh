@@ -100,7 +100,11 @@ md=$out_dir/latest.md
     fi
     if [[ $(field '.syscalls // [] | length') -gt 0 ]]; then
         echo
-        echo "System calls per request (\`strace -c -f\` on a separate 2 s run, wrk -t1 -c16; strace slows the target, so no timing here):"
+        if [[ $(field '.syscalls_method // "strace"') = perf ]]; then
+            echo "System calls per request (the kernel's tracepoints read by \`perf stat\` on a separate 2 s run, wrk -t1 -c16; not timed):"
+        else
+            echo "System calls per request (\`strace -c -f\` on a separate 2 s run, wrk -t1 -c16; strace slows the target, so no timing here):"
+        fi
         echo
         echo "| target | scenario | requests | system calls | per request | most frequent (per request) |"
         echo "|---|---|---:|---:|---:|---|"

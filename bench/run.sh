@@ -118,7 +118,9 @@ install_packages() {
     local missing=() p wanted=(nginx-light)
     [[ $ONLY = memory ]] || wanted+=(wrk haproxy gnuplot-nox jq) # jq: bench/report.sh reads the results JSON
     [[ $ONLY != h2 ]] || wanted+=(nghttp2-client)                # h2load
-    [[ -n $ONLY || ${SYSCALLS:-1} = 0 ]] || wanted+=(strace) # the system calls per request table
+    # The system calls per request table: perf reads the kernel's counts (as root); strace is the
+    # fallback where perf cannot (another user, a kernel without syscall tracepoints).
+    [[ -n $ONLY || ${SYSCALLS:-1} = 0 ]] || wanted+=(linux-perf strace)
     # Node and npm by command: a nodejs from another repository carries its own npm.
     if [[ $NODE_PEER = 1 ]] && ! { command -v node && command -v npm; } >/dev/null; then wanted+=(nodejs npm); fi
     for p in "${wanted[@]}"; do
@@ -332,11 +334,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 # ---------------------------------------------------------------- system calls per request
-# A separate short run per row under strace (bench/lib/measure.sh); SYSCALLS=0 skips them.
-if [[ ${SYSCALLS:-1} != 0 ]] && ! command -v strace >/dev/null; then
-    say "WARNING: strace missing (SKIP_INSTALL=1?): no system calls per request table"
+# A separate short run per row, counted by the kernel's tracepoints (perf) or else under strace
+# (bench/lib/measure.sh); SYSCALLS=0 skips them.
+[[ ${SYSCALLS:-1} = 0 ]] || pick_syscall_method
+if [[ ${SYSCALLS:-1} != 0 && -z $syscall_method ]]; then
+    say "WARNING: neither perf (as root) nor strace (SKIP_INSTALL=1?): no system calls per request table"
 fi
-if [[ ${SYSCALLS:-1} != 0 ]] && command -v strace >/dev/null; then
+if [[ -n $syscall_method ]]; then
     sys_plan=(bare-beast:static:replay_one nginx-cache:replay_one:replay_one nginx-proxy:proxy:first_execution)
     ((have_gateway)) && sys_plan+=(idemgate-redis:replay_one:replay_one idemgate-redis-tier:replay_one:replay_one
         idemgate-memory:replay_one:replay_one idemgate-redis:first_execution:first_execution)

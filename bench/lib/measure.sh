@@ -122,36 +122,76 @@ timed_run() {
         "${new_conns:+new connections $new_conns${resumed:+ (resumed $resumed)} }$verdict"
 }
 
-# measure_syscalls ENTRY...: strace -c -f on a short separate run per entry (target:scenario:
-# script): strace slows what it traces, so these runs are not timed; what they count (system calls
-# per request) does not depend on speed. Appends to syscall_rows:
+# How measure_syscalls counts, set by pick_syscall_method: "perf" (the kernel's tracepoints, read
+# with perf stat: counted in the kernel, so the target runs at nearly its own pace, and a read that
+# finds nothing is counted as it happens under load), "strace" (strace -c -f: it slows the target,
+# which then finds bytes waiting more often and makes fewer such reads), or "" (neither).
+syscall_method=""
+syscall_events=""
+pick_syscall_method() {
+    local tracing="" dir name
+    for dir in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+        [[ -d $dir/events/syscalls ]] && tracing=$dir && break
+    done
+    if [[ -n $tracing ]] && command -v perf >/dev/null &&
+        perf stat -e raw_syscalls:sys_enter -o /dev/null -- true >/dev/null 2>&1; then
+        syscall_events=raw_syscalls:sys_enter
+        for name in read readv recvfrom recvmsg write writev sendto sendmsg sendfile64 epoll_wait epoll_pwait \
+            epoll_ctl accept4 close getsockopt setsockopt openat newfstatat pread64 futex madvise \
+            timerfd_settime io_uring_enter; do
+            [[ -d $tracing/events/syscalls/sys_enter_$name ]] && syscall_events+=",syscalls:sys_enter_$name"
+        done
+        syscall_method=perf
+    elif command -v strace >/dev/null; then
+        syscall_method=strace
+    fi
+}
+
+# measure_syscalls ENTRY...: the target's system calls on a short separate run per entry
+# (target:scenario:script), counted as pick_syscall_method chose. These runs are not timed. Appends
+# to syscall_rows:
 #   target \t scenario \t requests \t calls \t calls per request \t top calls
 syscall_rows=()
 measure_syscalls() {
-    local entry target scenario script trace strace_args p strace_pid out reqs calls top per
+    local entry target scenario script trace args p counter_pid out reqs calls top per
     for entry in "$@"; do
         IFS=: read -r target scenario script <<<"$entry"
-        trace=$work/strace-$target-$scenario.txt
-        strace_args=()
-        for p in $(server_pids "$target"); do strace_args+=(-p "$p"); done
-        strace -f -c -o "$trace" "${strace_args[@]}" 2>"$trace.log" &
-        strace_pid=$!
-        sleep 0.5 # strace attaches to every thread before the run starts
+        trace=$work/syscalls-$target-$scenario.txt
+        args=()
+        if [[ $syscall_method = perf ]]; then
+            local pids=""
+            for p in $(server_pids "$target"); do pids+=${pids:+,}$p; done
+            perf stat -x, -o "$trace" -e "$syscall_events" -p "$pids" 2>"$trace.log" &
+        else
+            for p in $(server_pids "$target"); do args+=(-p "$p"); done
+            strace -f -c -o "$trace" "${args[@]}" 2>"$trace.log" &
+        fi
+        counter_pid=$!
+        sleep 0.5 # the counter attaches to every thread before the run starts
         out=$(BENCH_PREFIX="sys-$scenario-$run_id" BENCH_WARM_PREFIX="$warm_prefix" BENCH_KEYS=$WARM_KEYS \
             wrk -t1 -c16 -d2s --timeout 5s -s "$bench_dir/$script.lua" \
             "http://127.0.0.1:$(port_of "$target")/api/orders" 2>&1) || true
-        kill -INT "$strace_pid" 2>/dev/null || true
-        wait "$strace_pid" 2>/dev/null || true
+        kill -INT "$counter_pid" 2>/dev/null || true
+        wait "$counter_pid" 2>/dev/null || true
         reqs=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed -E 's/.*"requests":([0-9]+).*/\1/' || true)
-        calls=$(awk '$NF == "total" { print $4 }' "$trace" 2>/dev/null || true)
-        top=$(awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $4, $NF }' "$trace" 2>/dev/null | sort -rn | head -4 |
-            awk -v r="${reqs:-0}" '{ printf "%s%s %.2f", sep, $2, r ? $1 / r : 0; sep = ", " }')
+        local by_call # "count name" per system call
+        if [[ $syscall_method = perf ]]; then
+            # "count,unit,event,..." lines; the total is raw_syscalls:sys_enter, the rest by call.
+            calls=$(awk -F, '$3 == "raw_syscalls:sys_enter" && $1 ~ /^[0-9]+$/ { print $1 }' "$trace" 2>/dev/null || true)
+            by_call=$(awk -F, '$3 ~ /^syscalls:sys_enter_/ && $1 ~ /^[0-9]+$/ && $1 > 0 {
+                sub(/^syscalls:sys_enter_/, "", $3); print $1, $3 }' "$trace" 2>/dev/null || true)
+        else
+            calls=$(awk '$NF == "total" { print $4 }' "$trace" 2>/dev/null || true)
+            by_call=$(awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $4, $NF }' "$trace" 2>/dev/null || true)
+        fi
+        top=$(sort -rn <<<"$by_call" | head -4 |
+            awk -v r="${reqs:-0}" 'NF == 2 { printf "%s%s %.2f", sep, $2, r ? $1 / r : 0; sep = ", " }')
         if [[ -n $reqs && $reqs -gt 0 && -n $calls ]]; then
             per=$(awk -v c="$calls" -v r="$reqs" 'BEGIN { printf "%.2f", c / r }')
             syscall_rows+=("$target"$'\t'"$scenario"$'\t'"$reqs"$'\t'"$calls"$'\t'"$per"$'\t'"$top")
-            say "syscalls $target $scenario: $per per request ($calls for $reqs requests): $top"
+            say "syscalls ($syscall_method) $target $scenario: $per per request ($calls for $reqs requests): $top"
         else
-            say "syscalls $target $scenario: no result (strace: $(tail -1 "$trace.log" 2>/dev/null))"
+            say "syscalls $target $scenario: no result ($syscall_method: $(tail -1 "$trace.log" 2>/dev/null))"
         fi
     done
 }

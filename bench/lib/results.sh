@@ -53,6 +53,7 @@ write_results_json() {
             awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"new_connections_per_request\":%s,\"resumed\":\"%s\"}", sep, $1, $2, $3, $4; sep = "," }' "$tls_summary"
             echo ']},'
         fi
+        printf '"syscalls_method":"%s",\n' "$syscall_method"
         printf '"syscalls":['
         sep=""
         for row in "${syscall_rows[@]}"; do
