@@ -365,6 +365,13 @@ TEST_SUITE("redis over TLS")
         REQUIRE(owner < cluster.size());
         auto target = (owner + 1) % cluster.size();
         auto target_id = cluster.node(target).cli({"CLUSTER", "MYID"});
+        auto owner_id = cluster.node(owner).cli({"CLUSTER", "MYID"});
+        // Redis's own procedure: importing on the target and migrating on the owner first, so that
+        // the target's SETSLOT NODE bumps its config epoch. Without that, the owner's heartbeat,
+        // still claiming the slot at a higher epoch before it is told, could take the slot back in
+        // the target's view: each node would then send MOVED to the other.
+        CHECK(cluster.node(target).cli({"CLUSTER", "SETSLOT", slot, "IMPORTING", owner_id}) == "OK");
+        CHECK(cluster.node(owner).cli({"CLUSTER", "SETSLOT", slot, "MIGRATING", target_id}) == "OK");
         CHECK(cluster.node(target).cli({"CLUSTER", "SETSLOT", slot, "NODE", target_id}) == "OK");
         for (std::size_t i = 0; i < cluster.size(); ++i)
             if (i != target)
