@@ -99,6 +99,8 @@ bin=$BUILD_DIR/bin
 source "$bench_dir/lib/servers.sh"  # say, die, the processes we own, the server starters
 # shellcheck source=lib/measure.sh
 source "$bench_dir/lib/measure.sh"  # timed runs, CPU per request, system calls, medians
+# shellcheck source=lib/syscalls.sh
+source "$bench_dir/lib/syscalls.sh" # how system calls are counted (perf or strace)
 # shellcheck source=lib/checks.sh
 source "$bench_dir/lib/checks.sh"   # sanity checks, warm-up, the duplicate storm
 # shellcheck source=lib/memory.sh

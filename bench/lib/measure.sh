@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 # bench/lib/measure.sh: what bench/run.sh measures on running targets: one timed wrk run (req/s,
 # latency, server and Redis CPU per request from /proc, the upstream's request count, TLS
-# connections), system calls per request under strace, and the medians over the rounds.
+# connections), system calls per request (lib/syscalls.sh), and the medians over the rounds.
 # Sourced by run.sh after bench/lib/servers.sh; reads run.sh's settings and the ports and PIDs
 # start_targets set.
 # shellcheck disable=SC2154 # settings, ports and PIDs are assigned by run.sh and servers.sh
@@ -122,31 +122,6 @@ timed_run() {
         "${new_conns:+new connections $new_conns${resumed:+ (resumed $resumed)} }$verdict"
 }
 
-# How measure_syscalls counts, set by pick_syscall_method: "perf" (the kernel's tracepoints, read
-# with perf stat: counted in the kernel, so the target runs at nearly its own pace, and a read that
-# finds nothing is counted as it happens under load), "strace" (strace -c -f: it slows the target,
-# which then finds bytes waiting more often and makes fewer such reads), or "" (neither).
-syscall_method=""
-syscall_events=""
-pick_syscall_method() {
-    local tracing="" dir name
-    for dir in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-        [[ -d $dir/events/syscalls ]] && tracing=$dir && break
-    done
-    if [[ -n $tracing ]] && command -v perf >/dev/null &&
-        perf stat -e raw_syscalls:sys_enter -o /dev/null -- true >/dev/null 2>&1; then
-        syscall_events=raw_syscalls:sys_enter
-        for name in read readv recvfrom recvmsg write writev sendto sendmsg sendfile64 epoll_wait epoll_pwait \
-            epoll_ctl accept4 close getsockopt setsockopt openat newfstatat pread64 futex madvise \
-            timerfd_settime io_uring_enter; do
-            [[ -d $tracing/events/syscalls/sys_enter_$name ]] && syscall_events+=",syscalls:sys_enter_$name"
-        done
-        syscall_method=perf
-    elif command -v strace >/dev/null; then
-        syscall_method=strace
-    fi
-}
-
 # measure_syscalls ENTRY...: the target's system calls on a short separate run per entry
 # (target:scenario:script), counted as pick_syscall_method chose. These runs are not timed. Appends
 # to syscall_rows:
@@ -176,10 +151,9 @@ measure_syscalls() {
         reqs=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed -E 's/.*"requests":([0-9]+).*/\1/' || true)
         local by_call # "count name" per system call
         if [[ $syscall_method = perf ]]; then
-            # "count,unit,event,..." lines; the total is raw_syscalls:sys_enter, the rest by call.
-            calls=$(awk -F, '$3 == "raw_syscalls:sys_enter" && $1 ~ /^[0-9]+$/ { print $1 }' "$trace" 2>/dev/null || true)
-            by_call=$(awk -F, '$3 ~ /^syscalls:sys_enter_/ && $1 ~ /^[0-9]+$/ && $1 > 0 {
-                sub(/^syscalls:sys_enter_/, "", $3); print $1, $3 }' "$trace" 2>/dev/null || true)
+            by_call=$(perf_syscall_counts "$trace")
+            calls=$(awk '$2 == "all" { print $1 }' <<<"$by_call")
+            by_call=$(awk '$2 != "all"' <<<"$by_call")
         else
             calls=$(awk '$NF == "total" { print $4 }' "$trace" 2>/dev/null || true)
             by_call=$(awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $4, $NF }' "$trace" 2>/dev/null || true)

@@ -28,6 +28,12 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# shellcheck source=../lib/syscalls.sh
+source "$root/bench/lib/syscalls.sh"
+if [[ -n ${SYSCALLS:-} ]]; then
+    pick_syscall_method
+    [[ $syscall_method = perf ]] || { echo "SYSCALLS=1 needs perf and the syscall tracepoints (as root)" >&2; exit 2; }
+fi
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 upstream_port=$(free_port)
@@ -76,15 +82,13 @@ run() {
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     python3 -c "print('%.0f %.2f' % ($rps, ($after - $before) * 1e6 / $ticks / $requests))"
     if [[ -n $counter ]]; then
-        # Per request, by call (the count includes the 0.2 s before wrk: the gateway is idle then).
-        awk -F, -v n="$requests" -v label="$label" 'BEGIN { printf "  %s system calls per request: ", label }
-            $1 ~ /^[0-9]+$/ { sub(/^(raw_)?syscalls:sys_enter_?/, "", $3);
-            printf "%s%s %.2f", sep, ($3 == "" ? "all" : $3), $1 / n; sep = ", " } END { print "" }' \
-            "$work/syscalls.csv" >&2
+        # Per request: all of them (the largest count, so first), then the five most frequent
+        # calls (the count includes the 0.2 s before wrk: the gateway is idle then).
+        perf_syscall_counts "$work/syscalls.csv" | sort -rn | head -6 |
+            awk -v n="$requests" -v label="$label" 'BEGIN { printf "  %s system calls per request: ", label }
+                { printf "%s%s %.2f", sep, $2, $1 / n; sep = ", " } END { print "" }' >&2
     fi
 }
-syscall_events=raw_syscalls:sys_enter,syscalls:sys_enter_recvfrom,syscalls:sys_enter_recvmsg
-syscall_events+=,syscalls:sys_enter_sendmsg,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_ctl
 
 declare -A ratios
 for round in $(seq "$rounds"); do
