@@ -7,8 +7,10 @@
 // The input is one client connection (keep-alive, pipelined requests), parsed three times: in
 // one piece and in small pieces with the default limits (the outcome must not depend on how TCP
 // cut the bytes), and once with tiny limits so the limit paths run too; and the head scan must
-// find the head's end and folds where their definitions put them. Every invariant failure
-// aborts with a message, so libFuzzer keeps the input.
+// find the head's end and folds where their definitions put them. The head is also read as an
+// upstream's answer: what the plain answer reader takes, Beast's response parser must read the
+// same way (answer_head.hpp). Every invariant failure aborts with a message, so libFuzzer keeps
+// the input.
 #include <algorithm>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
@@ -23,6 +25,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/answer_head.hpp>
+#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
@@ -430,6 +434,40 @@ void check_same(const std::vector<outcome>& whole, const std::vector<outcome>& p
     same(whole.size() == pieces.size(), "the number of requests read depends on segmentation");
 }
 
+// The same bytes as an upstream's answer head: what the plain reader takes, Beast's response
+// parser reads the same way (status, version, reason, fields in order, length, keep-alive).
+void check_plain_answer(std::string_view head)
+{
+    constexpr std::size_t header_limit = 64 * 1024;
+    http::response<http::string_body, pooled_fields> plain;
+    plain_answer info;
+    if (!read_plain_answer(head, header_limit, ~std::uint64_t{0}, plain.base(), info)) {
+        require(plain.begin() == plain.end() && plain.result_int() == 200 && plain.version() == 11,
+                "a head left to Beast was read in part");
+        return;
+    }
+    http::response_parser<http::string_body> beast;
+    beast.header_limit(header_limit);
+    beast.body_limit(boost::none);
+    boost::system::error_code ec;
+    const auto used = beast.put(boost::asio::buffer(head.data(), head.size()), ec);
+    require(!ec && beast.is_header_done() && used == head.size(),
+            "Beast refuses a head the plain reader took");
+    const auto& m = beast.get();
+    require(plain.result_int() == m.result_int() && plain.version() == m.version() &&
+                plain.reason() == m.reason(),
+            "the plain reader's status line differs from Beast's");
+    require(beast.content_length() && *beast.content_length() == info.content_length && !beast.chunked(),
+            "the plain reader's length differs from Beast's");
+    require(beast.keep_alive() == info.keep_alive, "the plain reader's keep-alive differs from Beast's");
+    auto a = plain.begin();
+    auto b = m.begin();
+    for (; a != plain.end() && b != m.end(); ++a, ++b)
+        require(a->name() == b->name() && a->name_string() == b->name_string() && a->value() == b->value(),
+                "the plain reader's fields differ from Beast's");
+    require(a == plain.end() && b == m.end(), "the plain reader's field count differs from Beast's");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
@@ -448,5 +486,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t q = 0; q + 1 < bytes.size() && (end == std::string_view::npos || q <= end); ++q)
         folded = folded || (bytes[q] == '\n' && (bytes[q + 1] == ' ' || bytes[q + 1] == '\t'));
     require(scan.folded == folded, "the head scan's fold is wrong");
+    if (scan.end > 0)
+        check_plain_answer(bytes.substr(0, scan.end));
     return 0;
 }

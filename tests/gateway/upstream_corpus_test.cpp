@@ -419,4 +419,46 @@ TEST_CASE(
     CHECK(upstream.executions(target) == 1);
 }
 
+TEST_CASE("bytes an upstream sends after an answer's body are never read as the next answer")
+{
+    // An answer with more bytes after its body: in the same segment as the head, or with the rest
+    // of the body 50 ms later. The connection must not go back to the pool with them: a GET (sent
+    // on a recently used connection without a check) would read them as its own answer.
+    answer_case whole;
+    whole.name = "stray-whole";
+    whole.keep_open = true;
+    whole.parts = {
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"};
+    answer_case split;
+    split.name = "stray-split";
+    split.keep_open = true;
+    split.parts = {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\no",
+                   "kHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"};
+    answer_case next;
+    next.name = "next";
+    next.keep_open = true;
+    next.parts = {"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext"};
+    scripted_upstream upstream({{target_prefix + whole.name, &whole},
+                                {target_prefix + split.name, &split},
+                                {target_prefix + next.name, &next}});
+
+    gateway_options options;
+    auto store = make_store(options);
+    gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), options));
+    wait_until_ready(gateway);
+
+    // One client connection: every request is served by the same gateway thread and its pool.
+    http_connection client(gateway.port());
+    for (const auto* first : {&whole, &split, &whole, &split}) {
+        CAPTURE(first->name);
+        auto a = client.request("GET", target_prefix + first->name);
+        CHECK(a.status == 200);
+        CHECK(a.body == "ok");
+        auto b = client.request("GET", target_prefix + next.name);
+        CHECK(b.status == 200);
+        CHECK(b.body == "next");
+    }
+    CHECK(upstream.executions(target_prefix + next.name) == 4);
+}
+
 TEST_SUITE_END();
