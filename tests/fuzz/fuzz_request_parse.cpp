@@ -8,8 +8,8 @@
 // one piece and in small pieces with the default limits (the outcome must not depend on how TCP
 // cut the bytes), and once with tiny limits so the limit paths run too; and the head scan must
 // find the head's end and folds where their definitions put them. The head is also read as an
-// upstream's answer: what the plain answer reader takes, Beast's response parser must read the
-// same way (answer_head.hpp). Every invariant failure aborts with a message, so libFuzzer keeps
+// upstream's answer and as a request: what the plain readers take, Beast's parsers must read the
+// same way (plain_head.hpp). Every invariant failure aborts with a message, so libFuzzer keeps
 // the input.
 #include <algorithm>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -25,11 +25,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <idemgate/config/config.hpp>
-#include <idemgate/gateway/answer_head.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/plain_head.hpp>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -468,6 +468,40 @@ void check_plain_answer(std::string_view head)
     require(a == plain.end() && b == m.end(), "the plain reader's field count differs from Beast's");
 }
 
+// The same for a request head, with the gateway's default limits.
+void check_plain_request(std::string_view head, const idemgate::config::limits_config& limits)
+{
+    http::request<http::string_body, pooled_fields> plain;
+    plain_request info;
+    if (!read_plain_request(head, limits.max_header_bytes, limits.max_request_body, plain.base(), info)) {
+        require(plain.begin() == plain.end() && plain.target().empty(),
+                "a request head left to Beast was read in part");
+        return;
+    }
+    http::request_parser<http::string_body> beast;
+    beast.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    beast.body_limit(limits.max_request_body);
+    boost::system::error_code ec;
+    const auto used = beast.put(boost::asio::buffer(head.data(), head.size()), ec);
+    require(!ec && beast.is_header_done() && used == head.size(),
+            "Beast refuses a request head the plain reader took");
+    const auto& m = beast.get();
+    require(plain.method() == m.method() && plain.method_string() == m.method_string() &&
+                plain.target() == m.target() && plain.version() == m.version(),
+            "the plain reader's request line differs from Beast's");
+    require(beast.content_length().has_value() == info.content_length.has_value() &&
+                beast.content_length().value_or(0) == info.content_length.value_or(0) && !beast.chunked(),
+            "the plain reader's request length differs from Beast's");
+    require(beast.keep_alive() == info.keep_alive,
+            "the plain reader's request keep-alive differs from Beast's");
+    auto a = plain.begin();
+    auto b = m.begin();
+    for (; a != plain.end() && b != m.end(); ++a, ++b)
+        require(a->name() == b->name() && a->name_string() == b->name_string() && a->value() == b->value(),
+                "the plain reader's request fields differ from Beast's");
+    require(a == plain.end() && b == m.end(), "the plain reader's request field count differs from Beast's");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
@@ -486,7 +520,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t q = 0; q + 1 < bytes.size() && (end == std::string_view::npos || q <= end); ++q)
         folded = folded || (bytes[q] == '\n' && (bytes[q + 1] == ' ' || bytes[q + 1] == '\t'));
     require(scan.folded == folded, "the head scan's fold is wrong");
-    if (scan.end > 0)
+    if (scan.end > 0) {
         check_plain_answer(bytes.substr(0, scan.end));
+        check_plain_request(bytes.substr(0, scan.end), defaults);
+    }
     return 0;
 }

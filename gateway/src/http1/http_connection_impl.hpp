@@ -9,6 +9,7 @@
 #include "http1/answer_fields.hpp"
 #include "http1/connection_support.hpp"
 #include "http1/http_connection.hpp"
+#include "http1/request_reader.hpp"
 #include "idempotency/big_answer.hpp"
 #include "idempotency/classify.hpp"
 #include "idempotency/idempotency_filter.hpp"
@@ -44,20 +45,26 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 namespace {
 
 template<class Stream>
-class http_connection {
+class http_connection : request_reader<Stream> {
     static constexpr auto use_tuple = await_tuple<Stream>;
+    using reader = request_reader<Stream>;
+    using reader::buffer_;
+    using reader::deadline_;
+    using reader::received_;
+    using reader::socket;
+    using reader::stream_;
 
 public:
     http_connection(gateway_context& ctx, worker& w, Stream& stream, client_info client)
-        : ctx_(ctx), env_(w.current(ctx)), cfg_(&env_->cfg()), worker_(w), stream_(stream),
-          client_(std::move(client)), deadline_(stream.get_executor())
+        : reader(stream), ctx_(ctx), env_(w.current(ctx)), cfg_(&env_->cfg()), worker_(w),
+          client_(std::move(client))
     {
     }
 
     asio::awaitable<void> run()
     {
         for (;;) {
-            if (!co_await wait_for_request())
+            if (!co_await this->wait_for_request(*cfg_))
                 break;
             if (!co_await serve_one())
                 break;
@@ -70,10 +77,9 @@ public:
                 beast::get_lowest_layer(stream_),
                 {std::min(cfg_->timeouts.client_write, std::chrono::milliseconds(2000))});
         } else if (!keep_open_) {
-            auto& socket = beast::get_lowest_layer(stream_).socket();
             error_code ignored;
-            socket.shutdown(tcp::socket::shutdown_send, ignored);
-            socket.close(ignored);
+            socket().shutdown(tcp::socket::shutdown_send, ignored);
+            socket().close(ignored);
         }
     }
 
@@ -82,23 +88,6 @@ public:
 
 private:
     access_log_sink access_sink() { return {ctx_.access_log.get(), worker_.access_log, worker_.ioc}; }
-
-    tcp::socket& socket() { return beast::get_lowest_layer(stream_).socket(); }
-
-    // Waits for the first byte of the next request under the idle timeout; the header timeout
-    // starts only once a request has begun. An idle connection is closed without an answer.
-    asio::awaitable<bool> wait_for_request()
-    {
-        if (buffer_.size() > 0)
-            co_return true;
-        beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg_->timeouts.idle);
-        auto [ec, n] = co_await io_object(stream_).async_read_some(buffer_.prepare(16 * 1024), use_tuple);
-        deadline_.disarm();
-        if (!ec)
-            buffer_.commit(n);
-        co_return !ec;
-    }
 
     // Answers a request the gateway could not read, then the connection closes. `header`: the
     // request's header when it was read (a keyed request is then told it was rejected).
@@ -123,93 +112,6 @@ private:
             log_rejected(access_sink(), client_, ids_, res.result_int(), detail, ec);
     }
 
-    // Reads the header by feeding the parser from the buffer ourselves, for three reasons:
-    // - every byte the parser consumed counts against max_header_bytes: Beast 1.81 applies
-    //   header_limit to the start line and to the fields separately and per buffer, so many small
-    //   fields arriving at once passed at about twice the limit;
-    // - obs-fold (a line starting with SP/HT) is refused: Beast joins it to the previous value,
-    //   which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2; nginx refuses too);
-    // - empty lines before the request line are skipped (RFC 9112 2.2).
-    asio::awaitable<error_code>
-    read_header(http::request_parser<http::string_body, field_allocator<char>>& parser)
-    {
-        std::size_t header_bytes = 0;
-        bool line_start = false; // the last consumed byte ended a line
-        error_code ec;
-        beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg_->timeouts.header_read);
-        for (;;) {
-            if (buffer_.size() > 0) {
-                std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-                if (header_bytes == 0 && !parser.got_some()) {
-                    auto skip = pending.find_first_not_of("\r\n");
-                    skip = skip == std::string_view::npos ? pending.size() : skip;
-                    if (skip > 0) {
-                        header_bytes += skip;
-                        buffer_.consume(skip);
-                        if (header_bytes > cfg_->limits.max_header_bytes) {
-                            ec = http::error::header_limit;
-                            break;
-                        }
-                        continue;
-                    }
-                }
-                if (has_obs_fold(pending, line_start)) {
-                    ec = http::error::bad_field;
-                    break;
-                }
-                error_code pec;
-                auto used = parser.put(buffer_.data(), pec);
-                line_start = used > 0 ? pending[used - 1] == '\n' : line_start;
-                received_.append(pending.data(), used); // forwarded as received (head_splice.hpp)
-                buffer_.consume(used);
-                header_bytes += used;
-                if (header_bytes > cfg_->limits.max_header_bytes) {
-                    ec = http::error::header_limit;
-                    break;
-                }
-                if (pec && pec != http::error::need_more) {
-                    ec = pec;
-                    break;
-                }
-                if (parser.is_header_done())
-                    break;
-                if (!pec && used > 0)
-                    continue;
-                if (buffer_.size() >= cfg_->limits.max_header_bytes + 4) {
-                    ec = http::error::header_limit;
-                    break;
-                }
-            }
-            auto [rec, n] =
-                co_await io_object(stream_).async_read_some(buffer_.prepare(16 * 1024), use_tuple);
-            if (rec) {
-                ec = rec == asio::error::eof
-                         ? error_code(parser.got_some() || header_bytes > 0 ? http::error::partial_message
-                                                                            : http::error::end_of_stream)
-                         : rec;
-                break;
-            }
-            buffer_.commit(n);
-        }
-        deadline_.disarm();
-        if (ec == asio::error::operation_aborted && deadline_.fired())
-            ec = beast::error::timeout;
-        co_return ec;
-    }
-
-    asio::awaitable<error_code>
-    read_body(http::request_parser<http::string_body, field_allocator<char>>& parser)
-    {
-        beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg_->timeouts.body_read);
-        auto [ec, n] = co_await http::async_read(io_object(stream_), buffer_, parser, use_tuple);
-        deadline_.disarm();
-        if (ec == asio::error::operation_aborted && deadline_.fired())
-            ec = beast::error::timeout;
-        co_return ec;
-    }
-
     // Reads, checks and handles one request; false when the connection must close.
     asio::awaitable<bool> serve_one()
     {
@@ -225,8 +127,8 @@ private:
         ids_.request_id.clear();
         ids_.generated = false;
         ids_.trace_id.clear();
-        received_.clear();
-        if (auto ec = co_await read_header(parser)) {
+        this->next_request();
+        if (auto ec = co_await this->read_header(parser, *cfg_)) {
             // A body_limit here was announced by Content-Length: the header is whole.
             co_await refuse_read(ec, false, 11, ec == http::error::body_limit ? &parser.get() : nullptr);
             co_return false;
@@ -245,7 +147,7 @@ private:
         // Routes, the fingerprint and the upstream see the origin-form path of an absolute-form
         // target, and its authority as Host.
         to_origin_form(header);
-        if (!parser.is_done() && version >= 11) {
+        if (this->body_pending(parser) && version >= 11) {
             auto expect = find_header(header, "Expect");
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                 static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -255,11 +157,12 @@ private:
                     co_return false;
             }
         }
-        const auto fields_before_body = parser.chunked() ? std::distance(header.begin(), header.end()) : 0;
-        if (!parser.is_done()) {
+        const auto fields_before_body =
+            this->chunked(parser) ? std::distance(header.begin(), header.end()) : 0;
+        if (this->body_pending(parser)) {
             error_code body_ec;
-            if (!parse_buffered(parser, buffer_, body_ec))
-                body_ec = co_await read_body(parser);
+            if (!this->body_buffered(parser, body_ec))
+                body_ec = co_await this->read_body(parser, *cfg_);
             if (body_ec) {
                 co_await refuse_read(body_ec, true, version, &parser.get());
                 co_return false;
@@ -267,14 +170,14 @@ private:
         }
         // Beast 1.81 merges chunked trailer fields into the header: a trailer could change the
         // key, the tenant or credentials after the checks above, so any trailer is refused.
-        if (parser.chunked() &&
+        if (this->chunked(parser) &&
             std::distance(parser.get().begin(), parser.get().end()) != fields_before_body) {
             co_await answer_and_close(problems::bad_framing, "chunked trailer fields are not accepted",
                                       version, &parser.get());
             co_return false;
         }
 
-        bool client_keep_alive = parser.keep_alive(); // from what it read, without a lookup
+        bool client_keep_alive = this->keep_alive(parser); // from what it read, without a lookup
         request_type& req = parser.get(); // used where it was parsed; the parser is reset at the end
         // The upstream sees the ID the client gets back: a missing one is added to the forwarded
         // head (not to the parsed request), an unusable one replaced (set() erases it first).
@@ -400,16 +303,12 @@ private:
     std::shared_ptr<request_env> env_; // the live configuration of the current request
     const config::config* cfg_;
     worker& worker_;
-    Stream& stream_;
     client_info client_;
-    deadline deadline_;
     request_ids ids_; // the current request's
     bool keep_open_ = false;
     bool unread_input_ = false; // an answer went out before the request was read to its end
-    beast::flat_buffer buffer_;
-    std::string scratch_;  // rendered message heads, reused for every message on this connection
-    std::string received_; // the current request's head as received
-    std::optional<http::request_parser<http::string_body, field_allocator<char>>> parser_;
+    std::string scratch_;       // rendered message heads, reused for every message on this connection
+    std::optional<typename reader::parser_type> parser_;
     handled h_;
     std::optional<request_trace> trace_;
 };

@@ -2,7 +2,7 @@
 #include "upstream/answer_read.hpp"
 
 #include <cstring>
-#include <idemgate/gateway/answer_head.hpp>
+#include <idemgate/gateway/plain_head.hpp>
 #include <string>
 #include <string_view>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reading an upstream's answer (upstream_exchange.cpp): its head as received, checked before it is
-// parsed; the common shape read without Beast's parser (answer_head.hpp), any other by Beast's.
+// parsed; the common shape read without Beast's parser (plain_head.hpp), any other by Beast's.
 #include "transport/wire.hpp"
 #include "upstream/upstream_pool.hpp"
 
@@ -59,7 +59,7 @@ inline bool has_body(unsigned status, bool head_request)
 
 using parser_type = http::response_parser<http::string_body, field_allocator<char>>;
 
-// How an answer was read: in full here (`plain`, answer_head.hpp), or by Beast's parser, which
+// How an answer was read: in full here (`plain`, plain_head.hpp), or by Beast's parser, which
 // has its head and maybe its body (or `ec`, `refused`).
 struct answer_read {
     error_code ec;

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// An upstream's answer head of the common shape, read without Beast's parser: what it reads must
-// be exactly what Beast's parser makes of the same bytes, and every other head is left to Beast.
+// A head of the common shape (an upstream's answer, a client's request), read without Beast's
+// parser: what it reads must be exactly what Beast's parser makes of the same bytes, and every
+// other head is left to Beast.
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <doctest/doctest.h>
-#include <idemgate/gateway/answer_head.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_scan.hpp>
+#include <idemgate/gateway/plain_head.hpp>
 #include <idemgate/gateway/response_rules.hpp>
 #include <iterator>
 #include <string>
@@ -88,12 +89,14 @@ TEST_CASE("plain answer head: the common shapes are read, as Beast reads them")
         "HTTP/1.1 200 OK\r\nX-Pad:\t  padded value \t \r\ncontent-length: 0002\r\n\r\n",
         "HTTP/1.1 200 OK\r\nX-Obs: caf\xc3\xa9 \xff\x80\r\nContent-Length: 2\r\n\r\n",
         "HTTP/1.1 599 Whatever\r\nA: 1\r\nA: 2\r\na: 3\r\nContent-Length: 1048576\r\n\r\n",
-        "HTTP/1.1 200 OK\r\nX-Long: " + std::string(5000, 'v') + "\r\nContent-Length: 2\r\n\r\n",
     };
     for (const auto& head : taken) {
         CAPTURE(head);
         CHECK(read_both_ways(head));
     }
+    std::string long_value = "HTTP/1.1 200 OK\r\nX-Long: ";
+    long_value.append(5000, 'v').append("\r\nContent-Length: 2\r\n\r\n");
+    CHECK(read_both_ways(long_value));
     // The longest length read here: eighteen digits (it cannot overflow).
     CHECK(read_both_ways("HTTP/1.1 200 OK\r\nContent-Length: 999999999999999999\r\n\r\n", ~std::uint64_t{0}));
 }
@@ -139,13 +142,15 @@ TEST_CASE("plain answer head: every other head is left to Beast's parser")
         "HTTP/1.1 200 OK\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\n",
         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n",      // no empty line
         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nx", // bytes after the head
-        many,
-        "HTTP/1.1 200 OK\r\nX-Big: " + std::string(header_limit, 'v') + "\r\nContent-Length: 2\r\n\r\n",
     };
     for (const auto& head : left) {
         CAPTURE(head);
         CHECK_FALSE(read_both_ways(head));
     }
+    CHECK_FALSE(read_both_ways(many));
+    std::string big = "HTTP/1.1 200 OK\r\nX-Big: "; // over the header limit
+    big.append(header_limit, 'v').append("\r\nContent-Length: 2\r\n\r\n");
+    CHECK_FALSE(read_both_ways(big));
     // A body over the caller's limit goes to Beast's parser, which reads it by pieces.
     CHECK(read_both_ways(nginx_head, 17));
     CHECK_FALSE(read_both_ways(nginx_head, 16));
@@ -178,6 +183,136 @@ TEST_CASE("plain answer head: a byte changed anywhere in a head is read as Beast
         }
     }
     // Both ways happen: many changes keep the shape (in a value, say), many do not.
+    CHECK(taken > tried / 10);
+    CHECK(taken < tried);
+}
+
+namespace {
+
+// The same for a request: method, target, version, fields, Content-Length (or none) and
+// keep-alive as Beast's request parser reads them.
+bool read_request_both_ways(const std::string& head, std::uint64_t body_limit = max_body)
+{
+    http::request<http::string_body, pooled_fields> plain;
+    plain_request info;
+    const bool taken = read_plain_request(head, header_limit, body_limit, plain.base(), info);
+    if (!taken) {
+        CHECK(plain.begin() == plain.end());
+        CHECK(plain.target().empty()); // as constructed
+        return false;
+    }
+    http::request_parser<http::string_body> beast;
+    beast.header_limit(header_limit);
+    beast.body_limit(body_limit);
+    boost::system::error_code ec;
+    auto used = beast.put(boost::asio::buffer(head), ec);
+    REQUIRE_MESSAGE(!ec, "Beast refuses a head the plain reader took: " << ec.message());
+    REQUIRE(beast.is_header_done());
+    CHECK(used == head.size());
+    const auto& m = beast.get();
+    CHECK(plain.method() == m.method());
+    CHECK(plain.method_string() == m.method_string());
+    CHECK(plain.target() == m.target());
+    CHECK(plain.version() == m.version());
+    CHECK(beast.content_length().has_value() == info.content_length.has_value());
+    CHECK(beast.content_length().value_or(0) == info.content_length.value_or(0));
+    CHECK(beast.is_done() == (info.content_length.value_or(0) == 0));
+    CHECK(beast.keep_alive() == info.keep_alive);
+    CHECK_FALSE(beast.chunked());
+    auto a = plain.begin();
+    auto b = m.begin();
+    for (; a != plain.end() && b != m.end(); ++a, ++b) {
+        CHECK(a->name() == b->name());
+        CHECK(a->name_string() == b->name_string());
+        CHECK(a->value() == b->value());
+    }
+    CHECK(a == plain.end());
+    CHECK(b == m.end());
+    return true;
+}
+
+const std::string post_head = "POST /api/orders?x=1 HTTP/1.1\r\n"
+                              "Host: 127.0.0.1:8080\r\n"
+                              "Content-Type: application/json\r\n"
+                              "Idempotency-Key: 3f0a8c1e-order-7\r\n"
+                              "Content-Length: 17\r\n"
+                              "\r\n";
+
+} // namespace
+
+TEST_CASE("plain request head: the common shapes are read, as Beast reads them")
+{
+    const std::vector<std::string> taken = {
+        post_head,
+        "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        "GET /x HTTP/1.0\r\n\r\n",
+        "DELETE /orders/7 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        "PATCH /a%20b/~c!$&'()*+,;=:@ HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+        "PUT /a HTTP/1.1\r\nX-Empty:\r\nX-Pad:\t v \t\r\nX-Obs: \xc3\xa9\r\nContent-Length: 1048576\r\n\r\n",
+        "OPTIONS /a HTTP/1.1\r\nHost: a\r\nHost: b\r\nhost: c\r\n\r\n",
+    };
+    for (const auto& head : taken) {
+        CAPTURE(head);
+        CHECK(read_request_both_ways(head));
+    }
+}
+
+TEST_CASE("plain request head: every other head is left to Beast's parser")
+{
+    const std::vector<std::string> left = {
+        "get / HTTP/1.1\r\nHost: a\r\n\r\n",
+        "FOO / HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET * HTTP/1.1\r\nHost: a\r\n\r\n",
+        "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n",
+        "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET /\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET /  HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\nHost: a\r\n\r\n",
+        "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 1, 1\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n", // over the body limit: Beast's 413
+        "GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        "GET / HTTP/1.1\r\nX-Fold: a\r\n b\r\n\r\n",
+        "GET / HTTP/1.1\r\nX-Del: \x7f\r\n\r\n",
+        "GET / HTTP/1.1\r\nName : v\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\n\r\nx",
+    };
+    for (const auto& head : left) {
+        CAPTURE(head);
+        CHECK_FALSE(read_request_both_ways(head));
+    }
+}
+
+TEST_CASE("plain request head: a byte changed anywhere in a head is read as Beast reads it, or left to it")
+{
+    const std::string heads[] = {post_head, "GET /a?b=c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"};
+    const char bytes[] = {'\0', '\t', ' ', ':', '\r', '\n', '\x7f', '\x80',
+                          'a',  ',',  '0', '(', '/',  '*',  'G'};
+    std::size_t taken = 0, tried = 0;
+    for (const auto& head : heads) {
+        for (std::size_t at = 0; at < head.size(); ++at) {
+            for (char c : bytes) {
+                auto changed = head;
+                changed[at] = c;
+                CAPTURE(changed);
+                ++tried;
+                taken += read_request_both_ways(changed) ? 1 : 0;
+                auto inserted = head;
+                inserted.insert(at, 1, c);
+                CAPTURE(inserted);
+                ++tried;
+                taken += read_request_both_ways(inserted) ? 1 : 0;
+            }
+        }
+    }
     CHECK(taken > tried / 10);
     CHECK(taken < tried);
 }

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <array>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+#include <cstring>
+#include <idemgate/gateway/field_allocator.hpp>
+#include <idemgate/gateway/plain_head.hpp>
+#include <optional>
+
+namespace idemgate::gateway {
+
+namespace {
+
+// RFC 9110 5.6.2 tchar: the bytes of a field name (the same set as Beast's parser).
+constexpr std::array<bool, 256> token_table = [] {
+    std::array<bool, 256> t{};
+    for (int c = '0'; c <= '9'; ++c)
+        t[static_cast<std::size_t>(c)] = true;
+    for (int c = 'a'; c <= 'z'; ++c)
+        t[static_cast<std::size_t>(c)] = true;
+    for (int c = 'A'; c <= 'Z'; ++c)
+        t[static_cast<std::size_t>(c)] = true;
+    for (char c : std::string_view("!#$%&'*+-.^_`|~"))
+        t[static_cast<unsigned char>(c)] = true;
+    return t;
+}();
+
+// A byte Beast's parser takes in a reason phrase or a field value: HT, SP, VCHAR and obs-text.
+constexpr bool text_byte(unsigned char c) noexcept
+{
+    return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+// Whether [p, end) holds only text bytes: eight at a time, a byte at a time around a control
+// byte or DEL (then only HT passes).
+bool all_text(const char* p, const char* end) noexcept
+{
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+        std::uint64_t w;
+        std::memcpy(&w, p, 8);
+        const std::uint64_t below_space = (w - ones * 0x20) & ~w & highs; // some byte < 0x20
+        const std::uint64_t x = w ^ (ones * 0x7f);
+        const std::uint64_t del = (x - ones) & ~x & highs; // some byte == 0x7f
+        if ((below_space | del) != 0)
+            for (int i = 0; i < 8; ++i)
+                if (!text_byte(static_cast<unsigned char>(p[i])))
+                    return false;
+        p += 8;
+    }
+    for (; p != end; ++p)
+        if (!text_byte(static_cast<unsigned char>(*p)))
+            return false;
+    return true;
+}
+
+bool digit(char c) noexcept
+{
+    return c >= '0' && c <= '9';
+}
+
+// Trivial, so the array of them is not initialised on every call.
+struct field_span {
+    http::field name;
+    const char* name_data;
+    std::size_t name_size;
+    const char* value_data;
+    std::size_t value_size;
+};
+
+constexpr std::size_t max_fields = 64;
+
+// The field lines of a head, from `p` (the line after the start line) to the empty line that
+// ends `last`, and what Beast's parser reads from them for the framing.
+struct field_lines {
+    std::array<field_span, max_fields> fields; // NOLINT: filled before it is read
+    std::size_t count = 0;
+    bool has_length = false;
+    std::uint64_t length = 0;
+    bool close = false;
+    bool keep = false;
+};
+
+// False when a line is not of the common shape (see plain_head.hpp).
+bool read_field_lines(const char* p, const char* last, field_lines& out)
+{
+    namespace beast = boost::beast;
+    while (!(p[0] == '\r' && p[1] == '\n')) {
+        if (out.count == max_fields)
+            return false;
+        const char* name_first = p;
+        while (token_table[static_cast<unsigned char>(*p)])
+            ++p;
+        if (*p != ':' || p == name_first)
+            return false;
+        const std::string_view name(name_first, static_cast<std::size_t>(p - name_first));
+        ++p;
+        while (*p == ' ' || *p == '\t')
+            ++p;
+        const char* eol = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(last - p)));
+        // A folded next line (obs-fold) is Beast's to read: it joins the lines.
+        if (eol == nullptr || eol[1] != '\n' || eol[2] == ' ' || eol[2] == '\t' || !all_text(p, eol))
+            return false;
+        const char* value_last = eol;
+        while (value_last != p && (value_last[-1] == ' ' || value_last[-1] == '\t'))
+            --value_last;
+        const std::string_view value(p, static_cast<std::size_t>(value_last - p));
+        p = eol + 2;
+
+        const auto f = http::string_to_field(name);
+        switch (f) {
+        case http::field::content_length:
+            if (out.has_length || value.empty() || value.size() > 18)
+                return false;
+            for (char c : value) {
+                if (!digit(c))
+                    return false;
+                out.length = out.length * 10 + static_cast<std::uint64_t>(c - '0');
+            }
+            out.has_length = true;
+            break;
+        case http::field::connection:
+        case http::field::proxy_connection:
+            if (beast::iequals(value, "close"))
+                out.close = true;
+            else if (beast::iequals(value, "keep-alive"))
+                out.keep = true;
+            else
+                return false;
+            break;
+        case http::field::transfer_encoding:
+        case http::field::upgrade: return false;
+        default: break;
+        }
+        out.fields[out.count++] = {f, name.data(), name.size(), value.data(), value.size()};
+    }
+    return p + 2 == last;
+}
+
+template<class Fields>
+void insert_fields(const field_lines& lines, Fields& fields)
+{
+    for (std::size_t i = 0; i < lines.count; ++i) {
+        const auto& f = lines.fields[i];
+        fields.insert(f.name, {f.name_data, f.name_size}, {f.value_data, f.value_size});
+    }
+}
+
+// Beast's parser.keep_alive(): HTTP/1.1 unless "close", HTTP/1.0 only with "keep-alive" (a body
+// of known length, or none, never ends with the connection).
+bool keep_alive(unsigned version, const field_lines& lines)
+{
+    return version == 11 ? !lines.close : lines.keep;
+}
+
+bool ends_head(std::string_view head)
+{
+    return head.size() >= 4 && head.substr(head.size() - 4) == "\r\n\r\n";
+}
+
+} // namespace
+
+template<class Fields>
+bool read_plain_answer(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
+                       http::response_header<Fields>& res, plain_answer& out)
+{
+    // "HTTP/1.x 200 " at least, and the head's empty line.
+    if (head.size() >= header_limit || head.size() < 17 || !ends_head(head))
+        return false;
+    const char* p = head.data();
+    const char* const last = p + head.size();
+    if (std::memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') || p[8] != ' ' || !digit(p[9]) ||
+        !digit(p[10]) || !digit(p[11]) || p[12] != ' ')
+        return false;
+    const unsigned version = p[7] == '1' ? 11 : 10;
+    const unsigned status = static_cast<unsigned>((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+    if (status < 200 || status > 599 || status == 204 || status == 304)
+        return false;
+    p += 13;
+    const char* eol = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(last - p)));
+    if (eol == nullptr || eol[1] != '\n' || !all_text(p, eol))
+        return false;
+    const std::string_view reason(p, static_cast<std::size_t>(eol - p));
+    field_lines lines;
+    if (!read_field_lines(eol + 2, last, lines) || !lines.has_length || lines.length > max_body)
+        return false;
+    res.result(status);
+    res.version(version);
+    res.reason(reason);
+    insert_fields(lines, res);
+    out.content_length = lines.length;
+    out.keep_alive = keep_alive(version, lines);
+    return true;
+}
+
+template<class Fields>
+bool read_plain_request(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
+                        http::request_header<Fields>& req, plain_request& out)
+{
+    // "GET / HTTP/1.1" at least, and the head's empty line.
+    if (head.size() >= header_limit || head.size() < 18 || !ends_head(head))
+        return false;
+    const char* p = head.data();
+    const char* const last = p + head.size();
+    const char* method_first = p;
+    while (token_table[static_cast<unsigned char>(*p)])
+        ++p;
+    const std::string_view method(method_first, static_cast<std::size_t>(p - method_first));
+    const auto verb = http::string_to_verb(method);
+    if (*p != ' ' || verb == http::verb::unknown)
+        return false;
+    ++p;
+    // An origin-form target of visible ASCII; other forms and bytes are Beast's to read.
+    const char* target_first = p;
+    if (*p != '/')
+        return false;
+    while (*p > ' ' && *p < 0x7f)
+        ++p;
+    const std::string_view target(target_first, static_cast<std::size_t>(p - target_first));
+    if (last - p < 11 || std::memcmp(p, " HTTP/1.", 8) != 0 || (p[8] != '0' && p[8] != '1') || p[9] != '\r' ||
+        p[10] != '\n')
+        return false;
+    const unsigned version = p[8] == '1' ? 11 : 10;
+    field_lines lines;
+    if (!read_field_lines(p + 11, last, lines) || (lines.has_length && lines.length > max_body))
+        return false;
+    req.target(target);
+    req.method(verb);
+    req.version(version);
+    insert_fields(lines, req);
+    out.content_length = lines.has_length ? std::optional<std::uint64_t>(lines.length) : std::nullopt;
+    out.keep_alive = keep_alive(version, lines);
+    return true;
+}
+
+template bool read_plain_answer(std::string_view, std::size_t, std::uint64_t,
+                                http::response_header<http::fields>&, plain_answer&);
+template bool read_plain_answer(std::string_view, std::size_t, std::uint64_t,
+                                http::response_header<pooled_fields>&, plain_answer&);
+template bool read_plain_request(std::string_view, std::size_t, std::uint64_t,
+                                 http::request_header<http::fields>&, plain_request&);
+template bool read_plain_request(std::string_view, std::size_t, std::uint64_t,
+                                 http::request_header<pooled_fields>&, plain_request&);
+
+} // namespace idemgate::gateway
