@@ -9,8 +9,10 @@
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/plain_head.hpp>
 #include <idemgate/gateway/response_rules.hpp>
+#include <initializer_list>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace idemgate::gateway;
@@ -19,6 +21,47 @@ namespace {
 
 constexpr std::size_t header_limit = 64 * 1024;
 constexpr std::uint64_t max_body = 1024 * 1024;
+
+// The same field lines, in order, with their names as sent.
+template<class A, class B>
+void check_same_fields(const A& plain, const B& beast)
+{
+    auto a = plain.begin();
+    auto b = beast.begin();
+    for (; a != plain.end() && b != beast.end(); ++a, ++b) {
+        CHECK(a->name() == b->name());
+        CHECK(a->name_string() == b->name_string());
+        CHECK(a->value() == b->value());
+    }
+    CHECK(a == plain.end());
+    CHECK(b == beast.end());
+}
+
+// `read` (which reads a head both ways and says whether the plain reader took it) on each
+// one-byte change and insertion of each head, for each byte in `bytes`. Both outcomes must
+// happen: many changes keep the shape (in a value, say), many do not.
+template<class Read>
+void check_every_variant(std::initializer_list<std::string> heads, std::string_view bytes, Read read)
+{
+    std::size_t taken = 0, tried = 0;
+    for (const auto& head : heads) {
+        for (std::size_t at = 0; at < head.size(); ++at) {
+            for (char c : bytes) {
+                auto changed = head;
+                changed[at] = c;
+                auto inserted = head;
+                inserted.insert(at, 1, c);
+                for (const auto* variant : {&changed, &inserted}) {
+                    CAPTURE(*variant);
+                    ++tried;
+                    taken += read(*variant) ? 1 : 0;
+                }
+            }
+        }
+    }
+    CHECK(taken > tried / 10);
+    CHECK(taken < tried);
+}
 
 // Reads `head` both ways. When the plain reader takes it, Beast's parser must read the same
 // status, version, reason, fields (in order, with their names as sent), Content-Length and
@@ -50,15 +93,7 @@ bool read_both_ways(const std::string& head, std::uint64_t body_limit = max_body
     CHECK(beast.keep_alive() == info.keep_alive);
     CHECK_FALSE(beast.chunked());
     CHECK(check_response_framing(plain.base()) == response_violation::none);
-    auto a = plain.begin();
-    auto b = m.begin();
-    for (; a != plain.end() && b != m.end(); ++a, ++b) {
-        CHECK(a->name() == b->name());
-        CHECK(a->name_string() == b->name_string());
-        CHECK(a->value() == b->value());
-    }
-    CHECK(a == plain.end());
-    CHECK(b == m.end());
+    check_same_fields(plain, m);
     return true;
 }
 
@@ -160,31 +195,12 @@ TEST_CASE("plain answer head: a byte changed anywhere in a head is read as Beast
 {
     // Each position of two heads, each byte that matters to the grammar: whatever the plain
     // reader takes, Beast's parser reads the same way (read_both_ways checks it).
-    const std::string heads[] = {nginx_head,
-                                 "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"};
-    const char bytes[] = {'\0', '\t', ' ', ':', '\r', '\n', '\x7f', '\x80', 'a', ',', '0', '(', 'k', 'C'};
-    std::size_t taken = 0, tried = 0;
-    for (const auto& head : heads) {
-        for (std::size_t at = 0; at < head.size(); ++at) {
-            for (char c : bytes) {
-                auto changed = head;
-                changed[at] = c;
-                CAPTURE(changed);
-                ++tried;
-                if (read_both_ways(changed))
-                    ++taken;
-                auto inserted = head;
-                inserted.insert(at, 1, c);
-                CAPTURE(inserted);
-                ++tried;
-                if (read_both_ways(inserted))
-                    ++taken;
-            }
-        }
-    }
-    // Both ways happen: many changes keep the shape (in a value, say), many do not.
-    CHECK(taken > tried / 10);
-    CHECK(taken < tried);
+    using namespace std::string_view_literals;
+    check_every_variant(
+        {nginx_head, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"},
+        "\0\t :\r\n\x7f\x80"
+        "a,0(kC"sv,
+        [](const std::string& h) { return read_both_ways(h); });
 }
 
 namespace {
@@ -219,15 +235,7 @@ bool read_request_both_ways(const std::string& head, std::uint64_t body_limit = 
     CHECK(beast.is_done() == (info.content_length.value_or(0) == 0));
     CHECK(beast.keep_alive() == info.keep_alive);
     CHECK_FALSE(beast.chunked());
-    auto a = plain.begin();
-    auto b = m.begin();
-    for (; a != plain.end() && b != m.end(); ++a, ++b) {
-        CHECK(a->name() == b->name());
-        CHECK(a->name_string() == b->name_string());
-        CHECK(a->value() == b->value());
-    }
-    CHECK(a == plain.end());
-    CHECK(b == m.end());
+    check_same_fields(plain, m);
     return true;
 }
 
@@ -293,26 +301,9 @@ TEST_CASE("plain request head: every other head is left to Beast's parser")
 
 TEST_CASE("plain request head: a byte changed anywhere in a head is read as Beast reads it, or left to it")
 {
-    const std::string heads[] = {post_head, "GET /a?b=c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"};
-    const char bytes[] = {'\0', '\t', ' ', ':', '\r', '\n', '\x7f', '\x80',
-                          'a',  ',',  '0', '(', '/',  '*',  'G'};
-    std::size_t taken = 0, tried = 0;
-    for (const auto& head : heads) {
-        for (std::size_t at = 0; at < head.size(); ++at) {
-            for (char c : bytes) {
-                auto changed = head;
-                changed[at] = c;
-                CAPTURE(changed);
-                ++tried;
-                taken += read_request_both_ways(changed) ? 1 : 0;
-                auto inserted = head;
-                inserted.insert(at, 1, c);
-                CAPTURE(inserted);
-                ++tried;
-                taken += read_request_both_ways(inserted) ? 1 : 0;
-            }
-        }
-    }
-    CHECK(taken > tried / 10);
-    CHECK(taken < tried);
+    using namespace std::string_view_literals;
+    check_every_variant({post_head, "GET /a?b=c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"},
+                        "\0\t :\r\n\x7f\x80"
+                        "a,0(/*G"sv,
+                        [](const std::string& h) { return read_request_both_ways(h); });
 }
