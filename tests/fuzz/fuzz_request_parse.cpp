@@ -434,6 +434,18 @@ void check_same(const std::vector<outcome>& whole, const std::vector<outcome>& p
     same(whole.size() == pieces.size(), "the number of requests read depends on segmentation");
 }
 
+// The plain reader's fields are Beast's: the same lines in order, names as sent.
+template<class A, class B>
+void require_same_fields(const A& plain, const B& beast)
+{
+    auto a = plain.begin();
+    auto b = beast.begin();
+    for (; a != plain.end() && b != beast.end(); ++a, ++b)
+        require(a->name() == b->name() && a->name_string() == b->name_string() && a->value() == b->value(),
+                "the plain reader's fields differ from Beast's");
+    require(a == plain.end() && b == beast.end(), "the plain reader's field count differs from Beast's");
+}
+
 // The same bytes as an upstream's answer head: what the plain reader takes, Beast's response
 // parser reads the same way (status, version, reason, fields in order, length, keep-alive).
 void check_plain_answer(std::string_view head)
@@ -460,12 +472,7 @@ void check_plain_answer(std::string_view head)
     require(beast.content_length() && *beast.content_length() == info.content_length && !beast.chunked(),
             "the plain reader's length differs from Beast's");
     require(beast.keep_alive() == info.keep_alive, "the plain reader's keep-alive differs from Beast's");
-    auto a = plain.begin();
-    auto b = m.begin();
-    for (; a != plain.end() && b != m.end(); ++a, ++b)
-        require(a->name() == b->name() && a->name_string() == b->name_string() && a->value() == b->value(),
-                "the plain reader's fields differ from Beast's");
-    require(a == plain.end() && b == m.end(), "the plain reader's field count differs from Beast's");
+    require_same_fields(plain, m);
 }
 
 // The same for a request head, with the gateway's default limits.
@@ -494,12 +501,7 @@ void check_plain_request(std::string_view head, const idemgate::config::limits_c
             "the plain reader's request length differs from Beast's");
     require(beast.keep_alive() == info.keep_alive,
             "the plain reader's request keep-alive differs from Beast's");
-    auto a = plain.begin();
-    auto b = m.begin();
-    for (; a != plain.end() && b != m.end(); ++a, ++b)
-        require(a->name() == b->name() && a->name_string() == b->name_string() && a->value() == b->value(),
-                "the plain reader's request fields differ from Beast's");
-    require(a == plain.end() && b == m.end(), "the plain reader's request field count differs from Beast's");
+    require_same_fields(plain, m);
 }
 
 } // namespace

@@ -17,7 +17,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
-#include <idemgate/common/recycled.hpp>
 #include <idemgate/gateway/response_rules.hpp>
 #include <openssl/ssl.h>
 #include <optional>
