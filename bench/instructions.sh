@@ -36,6 +36,9 @@
 #   RESULTS_DIR=bench/results  SKIP_INSTALL=0  KEEP_WORK=0 (1: keep the temp dir: logs, callgrind files)
 #   PIN_CPU=<last CPU> (every process on that CPU; "" leaves them free)
 #   BENCH_CLIENT=$BUILD_DIR/bin/bench-client (the client runs outside valgrind: any build's will do)
+#   CALLGRIND_ARGS="" (more callgrind options for the gateway and nginx, e.g. "--cache-sim=yes
+#   --branch-sim=yes": the events they add are in the kept files, KEEP_WORK=1, on each file's
+#   "summary:" line; the tables still report instructions)
 #
 # Not part of scripts/test.sh: it is a bench (about 1.5 minutes at the defaults on 2 cores).
 set -euo pipefail
@@ -117,6 +120,7 @@ WARMUP=${WARMUP:-200}
 ROUNDS=${ROUNDS:-2}
 PATHS=${PATHS:-tier_replay redis_replay memory_first redis_first proxy nginx_proxy}
 key_in=header # bench-client --key-in: where the measured requests carry their key
+read -ra callgrind_args <<<"${CALLGRIND_ARGS:-}" # extra callgrind options (word-split)
 REDIS_INSTRUCTIONS=${REDIS_INSTRUCTIONS:-1}
 RESULTS_DIR=${RESULTS_DIR:-$bench_dir/results}
 ((REQUESTS > 0 && WARMUP > 0 && ROUNDS > 0)) || die "REQUESTS, WARMUP and ROUNDS must be positive"
@@ -347,7 +351,7 @@ run_path() {
     fi
     "$bin/idemgate" --config "$dir/gateway.yaml" --check >"$dir/check.log" 2>&1 ||
         { cat "$dir/check.log" >&2; die "$path: config rejected"; }
-    start "$path-$round-gateway" "${pin[@]}" valgrind --tool=callgrind --instr-atstart=no \
+    start "$path-$round-gateway" "${pin[@]}" valgrind --tool=callgrind --instr-atstart=no "${callgrind_args[@]}" \
         "--callgrind-out-file=$dir/gateway.cg" "$bin/idemgate" --config "$dir/gateway.yaml"
     gw_pid=$started_pid
     line=$(wait_for_log "$path-$round-gateway" "$gw_pid" '"msg":"listening"')
@@ -448,7 +452,7 @@ run_nginx_path() {
     render nginx-common.inc "$dir/nginx-common.inc" "DIR=$dir"
     render nginx-proxy.conf "$dir/nginx.conf" "DIR=$dir" "PORT=$nginx_port" "UPSTREAM_PORT=$upstream_port" \
         "WORKERS=1" "USER_LINE=" "LISTEN_SSL=" "TLS_INCLUDE="
-    start "nginx_proxy-$round" "${pin[@]}" valgrind --tool=callgrind --instr-atstart=no \
+    start "nginx_proxy-$round" "${pin[@]}" valgrind --tool=callgrind --instr-atstart=no "${callgrind_args[@]}" \
         "--callgrind-out-file=$dir/nginx.cg" "$NGINX" -p "$dir" -c "$dir/nginx.conf" \
         -g "daemon off; master_process off;"
     pid=$started_pid

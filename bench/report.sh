@@ -43,11 +43,13 @@ records=$(field '.records // .redis_memory[0]?.records // "?"')
 gateway_built=$(field 'if has("gateway_built") then .gateway_built else any(.medians[]; .target | startswith("idemgate-")) end')
 
 # The medians with the formats run.sh printed them in (jq prints 8.50 as 8.5):
-#   target scenario rps p50 p99 server_cpu redis_cpu check rps_min rps_max
+#   target scenario rps p50 p99 server_cpu redis_cpu check rps_min rps_max server_sys ("-" in a
+#   JSON written before the kernel's part was recorded)
 summary=$tmp/summary.tsv
 jq -r '.medians[] | [.target, .scenario, .rps, .p50_us, .p99_us, .server_cpu_us_per_req, .redis_cpu_us_per_req,
-    .check, .rps_min, .rps_max] | @tsv' "$json" |
-    awk -F'\t' '{ printf "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' >"$summary"
+    .check, .rps_min, .rps_max, (.server_sys_us_per_req // "-")] | @tsv' "$json" |
+    awk -F'\t' '{ printf "%s\t%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\t%s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+        ($11 == "-" ? "-" : sprintf("%.2f", $11)) }' >"$summary"
 
 # The storm's client JSON as idemgate-loadtest printed it: jq would rewrite its numbers (1E0 as 1),
 # so it is cut from the line run.sh wrote for each entry; jq's form only if that layout is gone.
@@ -78,14 +80,14 @@ md=$out_dir/latest.md
     echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
     echo "The machine is shared: other processes (builds) running at the same time lower every figure; compare ratios."
     echo
-    echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | redis CPU µs/req | check |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
-    while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi; do
+    echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | of it in the kernel | redis CPU µs/req | check |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    while IFS=$'\t' read -r t s r p50 p99 cpu rcpu v lo hi sys; do
         [[ $t = idemgate-redis || $t = idemgate-redis-tier || $t = idemgate-redis-log || $t = idemgate-redis-traced || $t = idemgate-uring || $t = idemgate-cluster || $t = idemgate-tls || $t = idemgate-https || $t = express-node* ]] || rcpu=""
         if [[ $v = ok ]]; then
-            echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $rcpu | ok |"
+            echo "| $t | $s | $r | $lo–$hi | $p50 | $p99 | $cpu | $sys | $rcpu | ok |"
         else
-            echo "| $t | $s | FAIL | | | | | | $v |"
+            echo "| $t | $s | FAIL | | | | | | | $v |"
         fi
     done <"$summary"
     if ((storm_count)); then
@@ -149,6 +151,7 @@ md=$out_dir/latest.md
     echo "Server CPU per request: utime+stime of the target's own processes (the gateway; nginx master and workers;"
     echo "haproxy; not the upstream behind a proxy), all threads, read from /proc (what pidstat reads) before and"
     echo "after a run, divided by the requests wrk completed. It depends far less on other load than req/s does."
+    echo "Of it in the kernel: the stime part alone (system calls, loopback TCP, wake-ups), the same way."
     echo "Redis CPU is the redis-server behind idemgate-redis; the CPU ratios count it with the gateway. Redis memory: INFO used_memory delta over $records records per body size created through the gateway into an empty redis-server."
     echo
     echo "Sanity checks before the runs:"

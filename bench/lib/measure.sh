@@ -19,6 +19,15 @@ cpu_ticks() { # utime+stime of processes (all threads; the same figures pidstat 
     done
     echo "$total"
 }
+sys_ticks() { # stime alone (the kernel's share of cpu_ticks), in clock ticks
+    local pid total=0 t
+    for pid in "$@"; do
+        [[ -r /proc/$pid/stat ]] || continue
+        t=$(awk '{sub(/^.*\) /, ""); print $13}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        total=$((total + ${t:-0}))
+    done
+    echo "$total"
+}
 server_pids() { # the target's own processes: nginx master and its workers, or the one process
     local pid
     pid=$(pid_of "$1")
@@ -41,11 +50,12 @@ tls_connections() {
 # timed_run ROUND ENTRY PROGRESS: one wrk run of a plan entry (target:scenario:script[:connections
 # [:seconds]]) with its checks; appends a line to $runs (and to $tls_runs on a TLS target):
 #   target scenario round rps p50 p99 requests non_2xx socket_errors upstream_requests
-#   server_cpu_us_per_req redis_cpu_us_per_req verdict
+#   server_cpu_us_per_req redis_cpu_us_per_req verdict server_sys_us_per_req (the kernel's part
+#   of server_cpu_us_per_req)
 timed_run() {
     local round=$1 entry=$2 progress=$3
     local target scenario script conns secs close wrk_env port gw_pid redis_pid tls0 tls1 served0 served1
-    local gw0 gw1 rd0 rd1 out result rps p50 p99 reqs status_errors socket_errors upstream_delta gw_cpu_us
+    local gw0 gw1 sys0 sys1 gw_sys_us rd0 rd1 out result rps p50 p99 reqs status_errors socket_errors upstream_delta gw_cpu_us
     local rd_cpu_us new_conns resumed c0 r0 c1 r1 verdict
     IFS=: read -r target scenario script conns secs <<<"$entry"
     conns=${conns:-$CONNECTIONS}
@@ -67,18 +77,20 @@ timed_run() {
     if ((${#wrk_env[@]})); then tls0=$(tls_connections "$target"); fi
     served0=$(upstream_served)
     gw0=$(cpu_ticks "${gw_pid[@]}")
+    sys0=$(sys_ticks "${gw_pid[@]}")
     rd0=$(cpu_ticks "${redis_pid[@]}")
     out=$(env "${wrk_env[@]}" BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" \
         BENCH_KEYS="$WARM_KEYS" BENCH_CONNECTION_CLOSE=$close wrk -t"$WRK_THREADS" -c"$conns" -d"${secs}s" \
         --timeout 5s -s "$bench_dir/$script.lua" "$(url_of "$port")/api/orders" 2>&1) || true
     gw1=$(cpu_ticks "${gw_pid[@]}")
+    sys1=$(sys_ticks "${gw_pid[@]}")
     rd1=$(cpu_ticks "${redis_pid[@]}")
     served1=$(upstream_served)
     if ((${#wrk_env[@]})); then tls1=$(tls_connections "$target"); fi
     result=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed 's/^BENCH_RESULT //' || true)
     if [[ -z $result ]]; then
         say "wrk failed on $target $scenario: $out"
-        printf '%s\t%s\t%d\t0\t0\t0\t0\t0\t0\t0\t0\t0\tFAIL: wrk produced no result\n' \
+        printf '%s\t%s\t%d\t0\t0\t0\t0\t0\t0\t0\t0\t0\tFAIL: wrk produced no result\t0\n' \
             "$target" "$scenario" "$round" >>"$runs"
         return 0
     fi
@@ -88,6 +100,7 @@ timed_run() {
     socket_errors=$(($(num connect) + $(num read) + $(num write) + $(num timeout)))
     upstream_delta=$((served1 - served0 - 1)) # the status request itself counts once
     gw_cpu_us=$(awk -v d=$((gw1 - gw0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
+    gw_sys_us=$(awk -v d=$((sys1 - sys0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
     rd_cpu_us=$(awk -v d=$((rd1 - rd0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
     new_conns="" resumed=""
     if [[ -n $tls0 && -n $tls1 ]]; then
@@ -115,9 +128,9 @@ timed_run() {
     elif [[ -n $resumed && $TLS_RESUMPTION != 1 ]] && ((resumed > 0)); then
         verdict="FAIL: $resumed resumed handshakes with TLS_RESUMPTION=0"
     fi
-    printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$scenario" "$round" "$rps" \
+    printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$scenario" "$round" "$rps" \
         "$p50" "$p99" "$reqs" "$status_errors" "$socket_errors" "$upstream_delta" "$gw_cpu_us" "$rd_cpu_us" \
-        "$verdict" >>"$runs"
+        "$verdict" "$gw_sys_us" >>"$runs"
     say "$progress round $round $target $scenario: $rps req/s p50 ${p50}us p99 ${p99}us upstream+$upstream_delta" \
         "${new_conns:+new connections $new_conns${resumed:+ (resumed $resumed)} }$verdict"
 }
@@ -172,7 +185,7 @@ measure_syscalls() {
 
 # Medians per target+scenario of $runs into $summary (the middle run of ROUNDS, mean of the middle
 # two when even); any failed round fails the pair:
-#   target scenario rps p50 p99 server_cpu redis_cpu verdict rps_min rps_max
+#   target scenario rps p50 p99 server_cpu redis_cpu verdict rps_min rps_max server_sys
 summarize_runs() {
     awk -F'\t' '
     function sorted(list, a,   n, i, j, t) {
@@ -190,14 +203,15 @@ summarize_runs() {
     {
         k = $1 "\t" $2
         if (!(k in seen)) { seen[k] = 1; order[++count] = k }
-        rps[k] = rps[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; cpu[k] = cpu[k] " " $11; rcpu[k] = rcpu[k] " " $12
+        rps[k] = rps[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; cpu[k] = cpu[k] " " $11; rcpu[k] = rcpu[k] " " $12; sys[k] = sys[k] " " ($14 == "" ? 0 : $14)
         if ($13 != "ok" && !(k in verdict)) verdict[k] = $13
     }
     END {
         for (i = 1; i <= count; i++) {
             k = order[i]
-            printf "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\n", k, median(rps[k]), median(p50[k]), median(p99[k]),
-                median(cpu[k]), median(rcpu[k]), (k in verdict) ? verdict[k] : "ok", lowest(rps[k]), highest(rps[k])
+            printf "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\t%.2f\n", k, median(rps[k]), median(p50[k]), median(p99[k]),
+                median(cpu[k]), median(rcpu[k]), (k in verdict) ? verdict[k] : "ok", lowest(rps[k]), highest(rps[k]),
+                median(sys[k])
         }
     }' "$runs" >"$summary"
 }

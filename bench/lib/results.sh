@@ -28,10 +28,10 @@ write_results_json() {
             "$ONLY" "$(json_str "$cpu_model")" "$(json_str "$allocator")" "$( ((have_gateway)) && echo true || echo false)" \
             "$RECORDS" "$STORM_KEYS" "$STORM_REPEATS"
         echo '"medians":['
-        awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"server_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\",\"rps_min\":%s,\"rps_max\":%s}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10; sep = ",\n" }' "$summary"
+        awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"server_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\",\"rps_min\":%s,\"rps_max\":%s,\"server_sys_us_per_req\":%s}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11; sep = ",\n" }' "$summary"
         echo '],'
         echo '"runs":['
-        awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"round\":%s,\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"requests\":%s,\"non_2xx\":%s,\"socket_errors\":%s,\"upstream_requests\":%s,\"server_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\"}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13; sep = ",\n" }' "$runs"
+        awk -F'\t' 'BEGIN { sep = "" } { printf "%s{\"target\":\"%s\",\"scenario\":\"%s\",\"round\":%s,\"rps\":%s,\"p50_us\":%s,\"p99_us\":%s,\"requests\":%s,\"non_2xx\":%s,\"socket_errors\":%s,\"upstream_requests\":%s,\"server_cpu_us_per_req\":%s,\"redis_cpu_us_per_req\":%s,\"check\":\"%s\",\"server_sys_us_per_req\":%s}", sep, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14; sep = ",\n" }' "$runs"
         echo '],'
         # One storm entry per line with the client's JSON last, as it printed it: report.sh copies
         # that text into the table unchanged.
