@@ -10,24 +10,20 @@
 upstream_served() { # requests the upstream nginx has served so far
     curl -s --max-time 2 "http://127.0.0.1:$upstream_port/__nginx_status" | awk '/^ *[0-9]+ +[0-9]+ +[0-9]+/ {print $3}'
 }
-cpu_ticks() { # utime+stime of processes (all threads; the same figures pidstat reads), in clock ticks
-    local pid total=0 t
+ticks_of() { # "FIELD..." PID...: those /proc/PID/stat fields summed over processes (all threads), in clock ticks
+    local fields=$1 pid total=0 t
+    shift
     for pid in "$@"; do
         [[ -r /proc/$pid/stat ]] || continue
-        t=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        t=$(awk -v f="$fields" '{sub(/^.*\) /, ""); n = split(f, k, " "); s = 0; for (i = 1; i <= n; i++) s += $k[i]; print s}' \
+            "/proc/$pid/stat" 2>/dev/null || echo 0)
         total=$((total + ${t:-0}))
     done
     echo "$total"
 }
-sys_ticks() { # stime alone (the kernel's share of cpu_ticks), in clock ticks
-    local pid total=0 t
-    for pid in "$@"; do
-        [[ -r /proc/$pid/stat ]] || continue
-        t=$(awk '{sub(/^.*\) /, ""); print $13}' "/proc/$pid/stat" 2>/dev/null || echo 0)
-        total=$((total + ${t:-0}))
-    done
-    echo "$total"
-}
+# Fields after the command name: 12 utime, 13 stime (the same figures pidstat reads).
+cpu_ticks() { ticks_of "12 13" "$@"; }
+sys_ticks() { ticks_of 13 "$@"; } # the kernel's share of cpu_ticks
 server_pids() { # the target's own processes: nginx master and its workers, or the one process
     local pid
     pid=$(pid_of "$1")
