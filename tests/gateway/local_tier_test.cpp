@@ -186,13 +186,15 @@ TEST_CASE("local tier: a copy never outlives its record's TTL")
 
 TEST_CASE("local tier: max_age bounds a copy; the store still replays after it")
 {
-    gateway_fixture f(tier_options("1MiB", "300ms"));
+    // max_age long enough that the replay right after the first answer falls inside it even on
+    // a loaded machine: only the wait below is meant to pass it.
+    gateway_fixture f(tier_options("1MiB", "2s"));
     one_connection c(f.port());
     const auto key = unique_key("tier-age");
     REQUIRE(c.post(key, "{}").status == 201);
     CHECK(c.post(key, "{}").header("idempotent-replayed") == "true");
     CHECK(hits(*f.gateway) == 1);
-    std::this_thread::sleep_for(400ms); // past max_age
+    std::this_thread::sleep_for(2200ms); // past max_age
     auto before = reserves(*f.gateway);
     auto late = c.post(key, "{}");
     CHECK(late.header("idempotent-replayed") == "true");
