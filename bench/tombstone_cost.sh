@@ -10,15 +10,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BIN:-$root/build/bin}
 RECORDS=${RECORDS:-20000}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=lib/scratch.sh
+source "$root/bench/lib/scratch.sh" # $work, $pids, free_port
+scratch_init idemgate-tombstone-cost
 wait_line() { # file pattern
     for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
     echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; exit 1

@@ -20,36 +20,18 @@ set -euo pipefail
 a_bin=$1 b_bin=$2 rounds=${3:-4}
 duration=${DURATION:-4} connections=${CONNECTIONS:-64} threads=${THREADS:-2}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-work=$(mktemp -d /tmp/idemgate-ab.XXXXXX)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=../lib/scratch.sh
+source "$root/bench/lib/scratch.sh" # $work, $pids, free_port, start_upstream
+scratch_init idemgate-ab
 # shellcheck source=../lib/syscalls.sh
 source "$root/bench/lib/syscalls.sh"
 if [[ -n ${SYSCALLS:-} ]]; then
     pick_syscall_method
     [[ $syscall_method = perf ]] || { echo "SYSCALLS=1 needs perf and the syscall tracepoints (as root)" >&2; exit 2; }
 fi
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 upstream_port=$(free_port)
-mkdir -p "$work/nginx"
-cat > "$work/nginx.conf" <<NGINX
-worker_processes 1; daemon off; error_log $work/nginx/error.log; pid $work/nginx/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off; keepalive_requests 1000000;
-  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
-  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
-  server { listen 127.0.0.1:$upstream_port;
-           location / { default_type application/json; return 201 '{"id":"ord_1","status":"created"}'; } }
-}
-NGINX
-nginx -c "$work/nginx.conf" -p "$work/nginx" & pids+=($!)
+start_upstream "$upstream_port"
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no > "$work/redis.log" 2>&1 & pids+=($!)
 sleep 0.5

@@ -17,40 +17,17 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=${BUILD_DIR:-$root/build}/bin/idemgate
 duration=${DURATION:-5} connections=${CONNECTIONS:-64} threads=${THREADS:-2}
 [[ -x $bin ]] || { echo "no gateway at $bin (BUILD_DIR?)" >&2; exit 2; }
-work=$(mktemp -d /tmp/idemgate-cpu-split.XXXXXX)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-
-# nginx_conf NAME WORKERS SERVER_BLOCK: a foreground nginx writing only under $work/NAME.
-nginx_conf() {
-    mkdir -p "$work/$1"
-    cat >"$work/$1.conf" <<NGINX
-worker_processes $2; daemon off; error_log $work/$1/error.log; pid $work/$1/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off; keepalive_requests 1000000;
-  client_body_temp_path $work/$1; proxy_temp_path $work/$1; fastcgi_temp_path $work/$1;
-  uwsgi_temp_path $work/$1; scgi_temp_path $work/$1;
-  $3
-}
-NGINX
-}
+# shellcheck source=../lib/scratch.sh
+source "$root/bench/lib/scratch.sh" # $work, $pids, free_port, nginx_conf, start_nginx, start_upstream
+scratch_init idemgate-cpu-split
 upstream_port=$(free_port) proxy_port=$(free_port) gateway_port=$(free_port) admin_port=$(free_port)
-nginx_conf upstream 1 "server { listen 127.0.0.1:$upstream_port;
-    location / { default_type application/json; return 201 '{\"id\":\"ord_1\",\"status\":\"created\"}'; } }"
 # The bench's nginx proxy (conf/nginx-proxy.conf): keep-alive to the upstream, HTTP/1.1.
 nginx_conf proxy "$threads" "upstream app { server 127.0.0.1:$upstream_port; keepalive 64; keepalive_requests 1000000; }
   server { listen 127.0.0.1:$proxy_port;
     location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
-nginx -c "$work/upstream.conf" -p "$work/upstream" & pids+=($!)
-nginx -c "$work/proxy.conf" -p "$work/proxy" & pids+=($!)
-nginx_pid=$!
+start_upstream "$upstream_port"
+start_nginx proxy
+nginx_pid=$started_pid
 # The proxy configuration names no store; the template's Redis port is filled but never dialled.
 sed -e "s/@PORT@/$gateway_port/; s/@ADMIN_PORT@/$admin_port/; s/@THREADS@/$threads/" \
     -e "s/@UPSTREAM_PORT@/$upstream_port/; s/@REDIS_PORT@/$(free_port)/" \
