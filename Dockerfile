@@ -1,24 +1,26 @@
 # SPDX-License-Identifier: Apache-2.0
-# Multi-stage build: compile on debian:bookworm with the same install script CI uses (only its
-# compiler and -dev packages), then a small runtime image with the binaries, a default config and
-# a non-root user. scripts/container-check.sh builds and runs it (with podman, no daemon).
+# Multi-stage build. The build stage installs and builds exactly as the README's first command
+# does (scripts/install-deps.sh --run, then scripts/demo.sh's own build into build-demo/), so
+# scripts/container-check.sh can run the demo in this stage's image: a fresh Debian root that
+# proves the demo's package list. The runtime stage is a small image with the binaries, a
+# default config and a non-root user. scripts/container-check.sh builds and runs both (with
+# podman, no daemon).
 FROM debian:bookworm AS build
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN bash scripts/install-deps.sh --compile && apt-get clean && rm -rf /var/lib/apt/lists/*
+RUN bash scripts/install-deps.sh --run && apt-get clean && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-        -DIDEMGATE_BUILD_TESTS=OFF -DIDEMGATE_BUILD_BENCH=OFF \
- && cmake --build build -j2 --target idemgate idemgate-loadtest order-service \
- && strip build/bin/idemgate build/bin/idemgate-loadtest build/bin/order-service
+RUN bash scripts/demo.sh --build-only \
+ && cmake --build build-demo -j2 --target idemgate-loadtest \
+ && strip build-demo/bin/idemgate build-demo/bin/idemgate-loadtest build-demo/bin/order-service
 
 FROM debian:bookworm-slim AS runtime
 COPY scripts/install-deps.sh /tmp/install-deps.sh
 RUN bash /tmp/install-deps.sh --runtime && apt-get clean && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin idemgate
-COPY --from=build /src/build/bin/idemgate /usr/local/bin/idemgate
-COPY --from=build /src/build/bin/idemgate-loadtest /usr/local/bin/idemgate-loadtest
-COPY --from=build /src/build/bin/order-service /usr/local/bin/order-service
+COPY --from=build /src/build-demo/bin/idemgate /usr/local/bin/idemgate
+COPY --from=build /src/build-demo/bin/idemgate-loadtest /usr/local/bin/idemgate-loadtest
+COPY --from=build /src/build-demo/bin/order-service /usr/local/bin/order-service
 COPY config/docker.yaml /etc/idemgate/idemgate.yaml
 USER idemgate
 EXPOSE 8080 9090

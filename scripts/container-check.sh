@@ -7,7 +7,11 @@
 #      Debian's packages (mmdebstrap --variant=minbase, slimmed like debian:*-slim: no man pages,
 #      docs or translations) and imported under both names.
 #   2. podman build --isolation=chroot --pull=never (crun cannot run here; chroot can).
-#   3. the runtime image's order-service and gateway (buildah run --isolation=chroot
+#   3. the README's first command in a fresh root: the build stage (tagged $IMAGE-build from the
+#      layer cache of step 2, no second compile) installed and built exactly as scripts/demo.sh
+#      does, so `scripts/demo.sh --no-build --no-wait` run in it fails if the demo's package list
+#      (install-deps.sh --run) lacks anything the demo needs.
+#   4. the runtime image's order-service and gateway (buildah run --isolation=chroot
 #      --network=host) on free loopback ports, the gateway with a test config (memory store) in
 #      front of the service; checks /healthz, one executed and one replayed POST (Idempotent-
 #      Replayed: true, byte-identical body), then prints the image size.
@@ -15,7 +19,7 @@
 # buildah processes under a host `timeout`, and the EXIT trap stops them and removes the working
 # container and temporary files.
 #   --base-only                      step 1 only (scripts/test.sh runs it while it compiles)
-#   --run-only                       skip steps 1 and 2: run the checks on an existing $IMAGE
+#   --run-only                       skip steps 1 and 2: run the checks on existing images
 #   IMAGE=localhost/idemgate:check   the tag it builds
 #   CONTAINER_NO_CACHE=1             build without podman's layer cache (a CI machine's first build)
 #   CONTAINER_NEW_BASE=1             make the base images again even if they exist
@@ -134,6 +138,16 @@ build_image() {
     printf '[%4d s] %s\n' $((SECONDS - build_start)) "$line"
   done
   step "podman build: $image"
+  # The build stage under its own tag: every layer is in the cache from the build above.
+  timeout 600 podman build --isolation=chroot --pull=never --target build -t "$image-build" . >"$work/build-stage.log" 2>&1 || {
+    cat "$work/build-stage.log" >&2
+    echo "container-check: tagging the build stage failed" >&2
+    exit 1
+  }
+  if grep -q '^\[[0-9]*/[0-9]*\] Building' "$work/build-stage.log"; then
+    echo "container-check: the build stage compiled again (the layer cache was not used)" >&2
+  fi
+  step "build stage tagged $image-build"
 }
 
 if ((!run_only)); then
@@ -142,14 +156,28 @@ if ((!run_only)); then
   build_image
 fi
 
-# --- 3. run the image's order-service and gateway ---
-container=$(buildah from --pull=never "$image")
 run_in() { # runs a command in the working container, bounded on both sides
   local limit=$1
   shift
   timeout -k 5 $((limit + 10)) buildah run --isolation=chroot --network=host "$container" -- \
     timeout -k 2 "$limit" "$@"
 }
+
+# --- 3. the demo in the build stage's fresh root ---
+container=$(buildah from --pull=never "$image-build")
+demo_rc=0
+run_in 180 bash scripts/demo.sh --no-build --no-wait >"$work/demo.log" 2>&1 || demo_rc=$?
+buildah rm "$container" >/dev/null
+container=""
+if ((demo_rc != 0)) || ! grep -q '^Idempotent-Replayed: true' "$work/demo.log"; then
+  cat "$work/demo.log" >&2
+  echo "container-check: FAILED: scripts/demo.sh in the build stage's root (exit $demo_rc)" >&2
+  exit 1
+fi
+step "the demo ran in the build stage's fresh root ($(grep -c '^\$ ' "$work/demo.log") commands shown)"
+
+# --- 4. run the image's order-service and gateway ---
+container=$(buildah from --pull=never "$image")
 
 # Waits (bounded) until file $1 has a line matching $2; prints that line.
 wait_for_line() {

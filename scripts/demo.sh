@@ -11,27 +11,41 @@
 #   first attempt is still running (409 in flight), the record of a key through the admin API
 #   (with a token made for this run), and its /metrics.
 # Then it keeps everything running until Ctrl-C and stops all it started.
-#   --no-wait   stop everything and exit after the curl lines (used to test this script)
-#   --no-build  skip install-deps.sh and build.sh (binaries must already be in $BUILD_DIR/bin)
+# It builds only what it runs (idemgate and order-service, no tests, no bench) into its own
+# folder, build-demo/ (BUILD_DIR overrides it), and installs only what that needs
+# (scripts/install-deps.sh --run); scripts/test.sh keeps its own build/ with every test.
+#   --no-wait     stop everything and exit after the curl lines (used to test this script)
+#   --no-build    skip installing and building (binaries must already be in $BUILD_DIR/bin)
+#   --build-only  install what is missing and build, then exit (the quick start, the Dockerfile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 wait_at_end=1
 build=1
+build_only=0
 for arg in "$@"; do
   case "$arg" in
     --no-wait) wait_at_end=0 ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --build-only) build_only=1 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 
+build_dir="${BUILD_DIR:-build-demo}"
 if ((build)); then
   bash scripts/install-deps.sh --run
-  bash scripts/build.sh
+  # The demo's own build: the two programs it runs, without the tests (doctest is not in the
+  # --run list) and the bench programs.
+  BUILD_DIR="$build_dir" bash scripts/build.sh -DIDEMGATE_BUILD_TESTS=OFF -DIDEMGATE_BUILD_BENCH=OFF \
+    -- idemgate order-service
 fi
-bin="${BUILD_DIR:-build}/bin"
+if ((build_only)); then
+  echo "demo.sh: built $build_dir/bin/idemgate and $build_dir/bin/order-service"
+  exit 0
+fi
+bin="$build_dir/bin"
 for b in idemgate order-service; do
   [[ -x "$bin/$b" ]] || { echo "demo.sh: $bin/$b not found (build first)" >&2; exit 1; }
 done

@@ -3,9 +3,11 @@
 # Installs every Debian 12 package idemgate needs to build, test and run its demo.
 # The one list of dependencies: README, .ci/run and the Dockerfile all call this script.
 #   (none)      everything: building, every test, fuzzing, the container and package checks
-#   --run       what the demo needs (scripts/demo.sh): compiling, redis-server and curl
-#   --compile   only what compiling idemgate, idemgate-loadtest and order-service needs (the
-#               image's build stage: no test, fuzz or container tools)
+#   --run       what the demo needs (scripts/demo.sh, its build and the quick start): compiling
+#               idemgate and order-service without the tests, redis-server and curl; the image's
+#               build stage installs this list, and scripts/container-check.sh runs the demo there
+#   --compile   only what compiling idemgate, idemgate-loadtest and order-service needs (no test,
+#               fuzz or container tools, no redis-server)
 #   --runtime   only the shared libraries the binaries need (for the Docker runtime stage)
 set -euo pipefail
 
