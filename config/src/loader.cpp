@@ -164,7 +164,7 @@ void loader::load_limits(const map_view& top, limits_config& limits)
 {
     map_view map(*this, child(top, "limits"), "limits",
                  {"max_request_body", "max_record_body", "max_response_body", "max_header_bytes",
-                  "max_connections", "max_waiting"});
+                  "max_response_header_bytes", "max_connections", "max_waiting"});
     read_size(map, "max_request_body", limits.max_request_body);
     read_size(map, "max_record_body", limits.max_record_body);
     read_size(map, "max_response_body", limits.max_response_body);
@@ -176,6 +176,7 @@ void loader::load_limits(const map_view& top, limits_config& limits)
         problem(map.path_of("max_record_body"), "must not be above limits.max_response_body (" +
                                                     std::to_string(limits.max_response_body) + " bytes)");
     read_size(map, "max_header_bytes", limits.max_header_bytes, false);
+    read_size(map, "max_response_header_bytes", limits.max_response_header_bytes, false);
     read_int(map, "max_connections", limits.max_connections, 1, std::numeric_limits<std::size_t>::max());
     read_int(map, "max_waiting", limits.max_waiting, 0, std::numeric_limits<std::size_t>::max());
 }

@@ -216,6 +216,8 @@ std::string print_config(const config& c)
     out << size_text(c.limits.max_response_body);
     key(out, "max_header_bytes");
     out << size_text(c.limits.max_header_bytes);
+    key(out, "max_response_header_bytes");
+    out << size_text(c.limits.max_response_header_bytes);
     key(out, "max_connections");
     out << c.limits.max_connections;
     key(out, "max_waiting");

@@ -267,7 +267,7 @@ def check_config(root, bin_dir):
 STATUS = {"bad_request": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404,
           "request_timeout": 408, "conflict": 409, "payload_too_large": 413,
           "unprocessable_entity": 422, "too_many_requests": 429,
-          "request_header_fields_too_large": 431, "bad_gateway": 502,
+          "request_header_fields_too_large": 431, "not_implemented": 501, "bad_gateway": 502,
           "service_unavailable": 503, "gateway_timeout": 504}
 
 

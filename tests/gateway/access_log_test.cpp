@@ -3,6 +3,7 @@
 // slower than the traffic drops (and counts) lines instead of slowing requests down.
 #include "gateway_fixture.hpp"
 
+#include <cmath>
 #include <doctest/doctest.h>
 #include <map>
 #include <optional>
@@ -179,6 +180,10 @@ TEST_CASE("an access line explains its upstream exchange; a failed one also gets
     CHECK(ok_line->at("upstream_address") == boost::json::value(f.upstream.address()));
     CHECK(ok_line->at("upstream_us").as_int64() > 0);
     CHECK(ok_line->at("upstream_us").as_int64() <= ok_line->at("latency_us").as_int64());
+    // The same in milliseconds, a number (as on the error line): microseconds / 1000.
+    REQUIRE(ok_line->at("upstream_ms").is_double());
+    CHECK(std::llround(ok_line->at("upstream_ms").as_double() * 1000) ==
+          ok_line->at("upstream_us").as_int64());
     CHECK(!ok_line->contains("error"));
     CHECK(ok_line->at("bytes_in").as_int64() == 15);
     CHECK(ok_line->at("bytes_out").as_int64() == static_cast<std::int64_t>(ok.body.size()));

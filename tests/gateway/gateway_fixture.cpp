@@ -116,6 +116,8 @@ gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(opt
 
 namespace {
 
+} // namespace
+
 // "listening" means the sockets are bound; a remote store may still be connecting. Ready is the
 // event tests need: poll /readyz (bounded) rather than sleep.
 void wait_until_ready(gateway_process& gateway)
@@ -131,12 +133,10 @@ void wait_until_ready(gateway_process& gateway)
             break;
         if (std::chrono::steady_clock::now() > deadline)
             throw std::runtime_error("idemgate /readyz did not answer 200 within 10 s (last status " +
-                                     std::to_string(status) + ")");
+                                     std::to_string(status) + "):\n" + gateway.process().output());
         std::this_thread::sleep_for(10ms);
     }
 }
-
-} // namespace
 
 void gateway_fixture::start_gateway()
 {

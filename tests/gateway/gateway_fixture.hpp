@@ -88,6 +88,10 @@ private:
     bool options_breaks_store_ = false;
 };
 
+// Waits (bounded, 10 s) until the gateway's /readyz answers 200: "listening" means the sockets
+// are bound, while a remote store may still be connecting. Throws with the gateway's output.
+void wait_until_ready(gateway_process& gateway);
+
 // True when this run uses the Redis store (IDEMGATE_TEST_STORE=redis).
 bool redis_store_under_test();
 

@@ -478,9 +478,10 @@ TEST_CASE("unreachable upstream gives 502 and releases the key")
     CHECK(second.header("idempotent-replayed") != "true");
 }
 
-TEST_CASE("upstream timeout gives 504 and the retry runs")
+TEST_CASE("upstream timeout gives 504 and, with on_unknown_outcome: release, the retry runs")
 {
     gateway_options options;
+    options.idempotency_extra = "      on_unknown_outcome: release\n";
     options.timeouts = "  upstream_response: 300ms\n";
     gateway_fixture f(options);
     const std::string key = unique_key("timeout");

@@ -178,6 +178,17 @@ std::vector<reloadable_row> reloadable_rows()
                     [](auto& f) {
                         CHECK(plain_request(f, {{"X-Pad", std::string(3000, 'a')}}).status == 431);
                     }});
+    rows.push_back({"limits.max_response_header_bytes",
+                    [](auto& o) { o.limits = "  max_response_header_bytes: 64KiB\n"; },
+                    text_edit("max_response_header_bytes: 64KiB", "max_response_header_bytes: 4KiB"),
+                    [](auto& f) {
+                        const std::string key = unique_key("reload-head-limit");
+                        auto first = f.post("/api/orders", key, "{}", {{"X-Test-Head-Bytes", "8000"}});
+                        CHECK(is_problem(first, 502));
+                        auto retry = f.post("/api/orders", key, "{}");
+                        CHECK(is_problem(retry, 422)); // the answer began: it ran, never again
+                        CHECK(f.executions() == 1);
+                    }});
     rows.push_back({"limits.max_connections", [](auto& o) { o.limits = "  max_connections: 2\n"; },
                     text_edit("max_connections: 2", "max_connections: 4"),
                     [](auto& f) {

@@ -231,9 +231,26 @@ TEST_CASE("on_unknown_outcome: hold keeps a key whose request was sent but not a
     }
 }
 
-TEST_CASE("the default on_unknown_outcome releases: the retry runs again")
+TEST_CASE("the default on_unknown_outcome holds: the retry does not run again")
 {
     gateway_options options;
+    options.timeouts = "  upstream_response: 300ms\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("hold-timeout-default");
+    auto first = f.post("/api/orders", key, "{}", {{"X-Test-Delay-Ms", "1000"}});
+    CHECK(is_problem(first, 504));
+    CHECK(first.header("idempotency-status") == "held");
+    auto retry = f.post("/api/orders", key, "{}");
+    CHECK(is_problem(retry, 409));
+    CHECK(parse_object(retry.body)["type"] == "/.well-known/idempotency/problems/outcome-unknown");
+    CHECK(f.wait_for_executions(1));
+    CHECK(f.executions() == 1);
+}
+
+TEST_CASE("on_unknown_outcome: release is the opt-in that runs the retry again")
+{
+    gateway_options options;
+    options.idempotency_extra = "      on_unknown_outcome: release\n";
     options.timeouts = "  upstream_response: 300ms\n";
     gateway_fixture f(options);
     const std::string key = unique_key("release-timeout");

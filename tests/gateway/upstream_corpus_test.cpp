@@ -34,6 +34,7 @@ struct answer_case {
     std::string name;
     int status = 0;
     bool recorded = false;
+    bool status_only = false; // refused after its status line: a status-only record, the retry 422
     std::optional<std::string> body;
     bool keep_open = false;         // the fake upstream keeps the connection open after its bytes
     std::vector<std::string> parts; // what the upstream sends back, 50 ms apart (${pause})
@@ -99,9 +100,10 @@ answer_case load_case(const fs::path& file)
             c.status = std::stoi(value);
             has_status = true;
         } else if (name == "recorded") {
-            if (value != "yes" && value != "no")
-                throw std::runtime_error("recorded: is yes or no");
+            if (value != "yes" && value != "no" && value != "status-only")
+                throw std::runtime_error("recorded: is yes, no or status-only");
             c.recorded = value == "yes";
+            c.status_only = value == "status-only";
             has_recorded = true;
         } else if (name == "body") {
             c.body = unescape(value);
@@ -309,6 +311,13 @@ std::vector<std::string> run_case(const answer_case& c, std::uint16_t port, scri
             fail("the replay's body differs from the first answer's");
         if (executed != 1)
             fail("the retry of a recorded answer executed again upstream");
+    } else if (c.status_only) {
+        if (!is_problem(retry, 422) ||
+            parse_object(retry.body)["type"] != "/.well-known/idempotency/problems/answer-not-replayable")
+            fail("the retry of an answer that began was not refused 422 answer-not-replayable: " +
+                 retry.raw.substr(0, 300));
+        if (executed != 1)
+            fail("the retry of an answer that began executed again upstream");
     } else {
         if (retry.header("idempotent-replayed") == "true")
             fail("the retry was replayed: the answer was recorded");
@@ -317,21 +326,6 @@ std::vector<std::string> run_case(const answer_case& c, std::uint16_t port, scri
                  " time(s), expected once");
     }
     return failures;
-}
-
-// Ready means the store is reachable too (Redis connects after the listening line).
-void wait_until_ready(gateway_process& gateway)
-{
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < deadline) {
-        try {
-            if (http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200)
-                return;
-        } catch (const std::exception&) {
-        }
-        std::this_thread::sleep_for(10ms); // polling readiness, an event with no signal
-    }
-    throw std::runtime_error("idemgate /readyz did not answer 200 within 10 s");
 }
 
 } // namespace
@@ -388,8 +382,7 @@ TEST_CASE("every upstream answer in the corpus gets its expected status and reco
     MESSAGE(cases.size() << " upstream answers: " << passed << " as expected");
 }
 
-TEST_CASE(
-    "an answer refused for its framing is an unknown outcome: with on_unknown_outcome: hold the key is held")
+TEST_CASE("an answer refused for its framing went by its status: on_status hold holds the key")
 {
     answer_case gzip;
     gzip.name = "held";
@@ -399,7 +392,8 @@ TEST_CASE(
     scripted_upstream upstream({{target, &gzip}});
 
     gateway_options options;
-    options.idempotency_extra = "      on_unknown_outcome: hold\n";
+    // The answer began (HTTP/1.1 200): its status decides, here held by on_status.
+    options.idempotency_extra = "      on_status: { \"200\": hold }\n";
     auto store = make_store(options);
     gateway_process gateway(gateway_yaml(store, upstream.port(), free_port(), options));
     wait_until_ready(gateway);

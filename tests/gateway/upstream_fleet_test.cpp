@@ -47,16 +47,7 @@ struct fleet_gateway {
              "[POST]\n";
         y += "timeouts:\n  upstream_connect: 1s\n  upstream_response: 10s\n";
         gateway = std::make_unique<gateway_process>(y, std::move(env));
-        auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            try {
-                if (http_request(gateway->admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200)
-                    return;
-            } catch (const std::exception&) {
-            }
-            std::this_thread::sleep_for(10ms); // polling readiness of a process we started
-        }
-        throw std::runtime_error("gateway not ready:\n" + gateway->process().output());
+        wait_until_ready(*gateway);
     }
 
     http_response post(const std::string& key, std::vector<std::pair<std::string, std::string>> headers = {})

@@ -37,6 +37,14 @@
 //                           then close it without a word once it has been idle N ms
 //     X-Test-Echo-Head: 1   the body is the request's head as received, byte for byte
 //                           (request line through the empty line), as text/plain
+//   Faults for the at-most-once tests (what an upstream dying at each point looks like):
+//     X-Test-Drop-Next: 1   answer this one (keep-alive), then close the connection without
+//                           reading the next request once its first bytes arrive (not counted)
+//     X-Test-Drop: 1        read the request, then close without running it (not counted)
+//     X-Test-Cut-Head: N    count it, send the first N bytes of the answer's head, then close
+//     X-Test-Head-Bytes: N  the answer's head carries N bytes of 'h' in X-Big lines
+//     X-Test-Bad-Framing: 1 count it, then answer with two different Content-Length fields
+//     X-Test-Bare-LF: 1     count it, then answer with bare LF line ends (no CR)
 //   Every answer carries X-Upstream-Execution, ETag, Location, Content-Type and the hop-by-hop
 //   headers Keep-Alive, Connection: keep-alive, X-Hop and X-Hop that a proxy must strip.
 //   The default body echoes {"execution","method","target","body","headers"}.
@@ -229,12 +237,46 @@ scripted_answer(const http::request<http::string_body>& req)
     co_return res;
 }
 
+// The answer's head as sent (status line through the empty line), with bare LF if asked.
+std::string head_of(const http::response<http::string_body>& res, bool bare_lf)
+{
+    std::ostringstream wire;
+    wire << res.base();
+    auto head = wire.str();
+    if (bare_lf) {
+        std::string out;
+        for (char c : head)
+            if (c != '\r')
+                out.push_back(c);
+        head = std::move(out);
+    }
+    return head;
+}
+
+// Closes the connection once the next request's first bytes have arrived, without reading them:
+// the kernel answers the unread bytes with a reset, as an upstream that closed in the middle of
+// its keep-alive timeout does.
+template<class Stream>
+asio::awaitable<void> drop_when_readable(Stream& stream)
+{
+    auto& socket = beast::get_lowest_layer(stream).socket();
+    co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+    beast::error_code ignored;
+    socket.set_option(asio::socket_base::linger(true, 0), ignored);
+    socket.close(ignored);
+}
+
 template<class Stream>
 asio::awaitable<void> serve(Stream& stream)
 {
     beast::flat_buffer buffer;
     std::chrono::milliseconds idle_close{60000}; // how long the next request may take to arrive
+    bool drop_next = false;
     for (;;) {
+        if (drop_next && buffer.size() == 0) {
+            co_await drop_when_readable(stream);
+            co_return;
+        }
         http::request_parser<http::string_body> parser;
         parser.header_limit(256 * 1024);
         parser.body_limit(64 * 1024 * 1024);
@@ -261,6 +303,10 @@ asio::awaitable<void> serve(Stream& stream)
         bool control = req.target().starts_with("/__");
         if (auto ms = header_number(req, "X-Test-Close-Idle-Ms", -1); !control && ms >= 0)
             idle_close = std::chrono::milliseconds(ms);
+        // Read and never run: what an upstream that dies before its handler looks like.
+        if (!control && header_is_one(req, "X-Test-Drop"))
+            break;
+        drop_next = !control && header_is_one(req, "X-Test-Drop-Next");
         http::response<http::string_body> res;
         if (control) {
             res = control_answer(req);
@@ -276,6 +322,32 @@ asio::awaitable<void> serve(Stream& stream)
         // The request ran but its answer is lost: what a crash after commit looks like.
         if (!control && header_is_one(req, "X-Test-Abort"))
             break;
+        // Beast keeps a field's value under 64 KiB: a larger head is several X-Big lines.
+        for (long big = header_number(req, "X-Test-Head-Bytes", -1); !control && big > 0; big -= 8000)
+            res.insert("X-Big", std::string(static_cast<std::size_t>(std::min(big, 8000L)), 'h'));
+        if (!control && (header_number(req, "X-Test-Cut-Head", -1) >= 0 ||
+                         header_is_one(req, "X-Test-Bad-Framing") || header_is_one(req, "X-Test-Bare-LF"))) {
+            // An answer that began and cannot be read: cut in its head, framed two ways, or with
+            // bare LF line ends.
+            std::string bytes;
+            if (header_is_one(req, "X-Test-Bad-Framing")) {
+                res.set(http::field::content_length, std::to_string(res.body().size()));
+                res.insert(http::field::content_length, std::to_string(res.body().size() + 1));
+                bytes = head_of(res, false) + res.body();
+            } else if (header_is_one(req, "X-Test-Bare-LF")) {
+                bytes = head_of(res, true) + res.body();
+            } else {
+                bytes = head_of(res, false);
+                bytes.resize(std::min(bytes.size(),
+                                      static_cast<std::size_t>(header_number(req, "X-Test-Cut-Head", 0))));
+            }
+            co_await asio::async_write(stream, asio::buffer(bytes), asio::as_tuple(asio::use_awaitable));
+            // A cut head ends the connection; the others keep it open, as a live upstream does,
+            // so a gateway that waits for more would wait for its timeout.
+            if (header_number(req, "X-Test-Cut-Head", -1) >= 0)
+                break;
+            continue;
+        }
         bool close = !req.keep_alive() || (!control && header_is_one(req, "X-Test-Close"));
         beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
         if (!control && header_is_one(req, "X-Test-Interim")) {

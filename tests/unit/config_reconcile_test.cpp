@@ -78,8 +78,12 @@ TEST_CASE("reconcile: --check names the key path of each problem")
               .find(at + "method: \"G T\" is not an HTTP method") != std::string::npos);
     CHECK(problem(holding + "      reconcile: { path: \"/o/{key}\", every_s: 1 }\n")
               .find(at + "every_s: unknown key") != std::string::npos);
-    CHECK(problem(minimal + "    idempotency:\n      reconcile: { path: \"/o/{key}\" }\n")
+    CHECK(problem(minimal + "    idempotency:\n      on_unknown_outcome: release\n"
+                            "      reconcile: { path: \"/o/{key}\" }\n")
               .find(at + "path: nothing on this route holds a key") != std::string::npos);
+    // The default on_unknown_outcome (hold) holds keys: reconcile has something to resolve.
+    CHECK_NOTHROW(
+        idemgate::config::parse(minimal + "    idempotency:\n      reconcile: { path: \"/o/{key}\" }\n"));
     // Off: nothing else is checked.
     CHECK_NOTHROW(idemgate::config::parse(minimal + "    idempotency:\n      reconcile: { path: \"\" }\n"));
 }

@@ -93,3 +93,39 @@ TEST_CASE("a status line without a reason phrase is recognised, nothing else")
     CHECK_FALSE(lacks_reason_separator("HTTP/1.1 301\n\n"));
     CHECK_FALSE(lacks_reason_separator("HTTP/1.1 301"));
 }
+
+TEST_CASE("an answer began once a whole final status line arrived")
+{
+    struct row {
+        std::string_view bytes;
+        unsigned status;
+    };
+    const row rows[] = {
+        {"HTTP/1.1 201 Created\r\n", 201},
+        {"HTTP/1.1 201 Created\r\nContent-Le", 201},          // cut in the head
+        {"HTTP/1.1 201 Created\nContent-Length: 2\n\n", 201}, // bare LF
+        {"HTTP/1.0 500 Oops\r\n", 500},
+        {"HTTP/1.1 204\r\n", 204},                     // no reason, no SP
+        {"HTTP/1.1 204 \r\n", 204},                    // empty reason
+        {"HTTP/1.1 201 Cr\xe9\xe9 obs-text\r\n", 201}, // obs-text in the reason
+        {"HTTP/1.1 201 Created", 0},                   // the line has not ended
+        {"HTTP/1.1 2", 0},
+        {"", 0},
+        {"HTTP/1.1 100 Continue\r\n", 0}, // interim
+        {"HTTP/1.1 103 Early Hints\r\n", 0},
+        {"HTTP/1.1 600 Nope\r\n", 0},
+        {"HTTP/1.1 099 Nope\r\n", 0},
+        {"HTTP/2.0 200 OK\r\n", 0},
+        {"HTTP/1.1 20x OK\r\n", 0},
+        {"HTTP/1.1 2000 OK\r\n", 0},
+        {"HTTP/1.1  200 OK\r\n", 0},
+        {"HTTP/1.1 200OK\r\n", 0},
+        {"HTTP/1.1 200 O\x01K\r\n", 0}, // a control character in the reason
+        {"http/1.1 200 OK\r\n", 0},
+        {"garbage\r\n", 0},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.bytes);
+        CHECK(arrived_final_status(r.bytes) == r.status);
+    }
+}

@@ -37,6 +37,9 @@ constexpr std::array docs{
     problem_doc{&p::unauthorized, "The operator's admin API needs its bearer token."},
     problem_doc{&p::record_not_found, "No record exists for this scope and key."},
     problem_doc{&p::no_route, "No route of the gateway covers this path. Check the URL."},
+    problem_doc{&p::method_not_supported,
+                "CONNECT asks for a tunnel, which the gateway does not open: nothing was forwarded. "
+                "Send the request itself to the gateway."},
     problem_doc{&p::in_flight,
                 "The first request with this key is still being processed. Retry after the Retry-After "
                 "seconds with the same key and body: you will get its answer, and it runs only once."},

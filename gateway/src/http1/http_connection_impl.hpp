@@ -63,8 +63,8 @@ public:
 
     asio::awaitable<void> run()
     {
-        for (;;) {
-            if (!co_await this->wait_for_request(*cfg_))
+        for (bool first_request = true;; first_request = false) {
+            if (!co_await this->wait_for_request(*cfg_, first_request))
                 break;
             if (!co_await serve_one())
                 break;

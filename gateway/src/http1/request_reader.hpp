@@ -36,12 +36,14 @@ protected:
 
     // Waits for the first byte of the next request under the idle timeout; the header timeout
     // starts only once a request has begun. An idle connection is closed without an answer.
-    boost::asio::awaitable<bool> wait_for_request(const config::config& cfg)
+    // A new connection's first request waits under header_read instead: a client that connects
+    // and never sends a byte must not hold a connection slot for the keep-alive time.
+    boost::asio::awaitable<bool> wait_for_request(const config::config& cfg, bool first_request)
     {
         if (buffer_.size() > 0)
             co_return true;
         boost::beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg.timeouts.idle);
+        deadline_.arm(socket(), first_request ? cfg.timeouts.header_read : cfg.timeouts.idle);
         auto [ec, n] = co_await io_object(stream_).async_read_some(buffer_.prepare(16 * 1024), use_tuple);
         deadline_.disarm();
         if (!ec)

@@ -11,6 +11,21 @@
 
 namespace idemgate::gateway::detail {
 
+namespace {
+
+// A method the route guards is never sent twice, as the key's owner or not (shadow mode, a store
+// failure under on_failure: pass_through, a request without a key): guarding it says it is not
+// safe to repeat. Other requests keep RFC 9110 9.2.2's resend of idempotent methods.
+resend_policy resend_for(const config::route_config& route, const request_type& req)
+{
+    const auto& policy = route.idempotency;
+    if (policy.enabled && guards_method(policy, req.method_string()))
+        return resend_policy::never;
+    return resend_policy::idempotent_methods;
+}
+
+} // namespace
+
 // Runs the phases in order until one has the answer or sends the request upstream; this is the
 // one place a request is forwarded.
 boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, const request_env& env,
@@ -18,6 +33,13 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, con
                                             std::string& scratch, request_trace* trace, answer_sink* sink,
                                             received_head received)
 {
+    if (req.method() == http::verb::connect) {
+        // A tunnel is not a request the gateway can guard, record or replay: never forwarded.
+        out.response = make_problem(env.cfg().problems.type_base(), problems::method_not_supported,
+                                    "CONNECT is not proxied", req.version(), true);
+        out.result = outcome::rejected;
+        co_return;
+    }
     if (auto own = answer_own_path(env.cfg(), req)) {
         out.response = std::move(*own);
         if (out.response.result_int() >= 400)
@@ -55,7 +77,8 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, con
         auto forwarded = make_recycled<forwarding>();
         auto& pool = begin_forward(env, phases.route(), req, client, scratch, trace, received, *forwarded);
         const bool head_request = req.method() == http::verb::head;
-        co_await pool.exchange(req, forwarded->buffers, head_request, forwarded->result);
+        co_await pool.exchange(req, forwarded->buffers, head_request, resend_for(phases.route(), req),
+                               forwarded->result);
         bool answered =
             end_forward(ctx, env, phases.route(), req, phases.answer(), trace, received, *forwarded);
         forwarded.reset();

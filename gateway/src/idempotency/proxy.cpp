@@ -293,6 +293,25 @@ bool end_forward(gateway_context& ctx, const request_env& env, const config::rou
                                   client_version, false);
         return true;
     }
+    if (result.ec && result.began_status) {
+        // The answer began (its status line arrived) and cannot be read to its end: the upstream
+        // ran the request and answered with that status, so the key goes by it (on_status; a
+        // status-only record under record), while the client gets the gateway's 502 at once.
+        h.upstream_error = upstream_error_kind(result.ec);
+        auto big = std::make_shared<big_answer>();
+        big->head.status = result.began_status;
+        big->length = 0;
+        h.big = std::move(big);
+        log::warn("upstream answer began and could not be read: answered 502, the key goes by its status",
+                  {{"upstream", route.upstream},
+                   {"status", static_cast<std::int64_t>(result.began_status)},
+                   {"error", result.ec.message()}});
+        h.response = make_problem(env.cfg().problems.type_base(), problems::bad_gateway,
+                                  "upstream \"" + route.upstream + "\": " + result.ec.message() +
+                                      " after its status line (" + std::to_string(result.began_status) + ")",
+                                  client_version, true);
+        return true;
+    }
     if (result.ec) {
         h.upstream_error = upstream_error_kind(result.ec);
         std::string_view request_id = received.added_request_id;

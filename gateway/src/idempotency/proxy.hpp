@@ -33,7 +33,7 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
 // every request):
 //
 //     auto& pool = begin_forward(env, route, req, client, scratch, trace, received, f);
-//     co_await pool.exchange(req, f.buffers, head_request, f.result);
+//     co_await pool.exchange(req, f.buffers, head_request, resend, f.result);
 //     bool answered = end_forward(ctx, env, route, req, h, trace, received, f);
 //
 // begin_forward writes the upstream's head in `scratch` from `received` (the client's head as

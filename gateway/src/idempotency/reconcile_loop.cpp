@@ -85,7 +85,8 @@ asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std
         req.set(policy.tenant_header, p.tenant);
     std::string scratch;
     upstream_result result;
-    co_await env.pools[route->upstream_index]->exchange(req, false, scratch, result);
+    co_await env.pools[route->upstream_index]->exchange(req, false, resend_policy::idempotent_methods,
+                                                        scratch, result);
     const auto next_due = now + rc->every.count();
     if (result.ec || result.rest || result.head_only) {
         auto fields = fields_of(p);

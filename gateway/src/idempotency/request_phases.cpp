@@ -25,12 +25,18 @@ response_type replay_response(store::stored_response&& stored, unsigned version,
     response_type res{http::int_to_status(stored.status), version};
     if (!stored.reason.empty())
         res.reason(stored.reason);
-    for (auto& h : stored.headers)
+    // Only the record of a HEAD answer keeps a Content-Length (settle): the body it counts was
+    // never sent, so it is replayed as recorded rather than set to the empty body's length.
+    bool head_answer = false;
+    for (auto& h : stored.headers) {
+        if (boost::beast::iequals(h.name, "Content-Length"))
+            head_answer = true;
         if (!dropped_from_replay(h.name, drop))
             res.insert(h.name, h.value);
+    }
     res.set("Idempotent-Replayed", "true");
     res.body() = std::move(stored.body);
-    reframe(res, false);
+    reframe(res, head_answer);
     return res;
 }
 
@@ -324,7 +330,7 @@ asio::awaitable<void> request_phases::number_attempt()
 
 void request_phases::announce_big_answer()
 {
-    if (!route_ || facts_.key_count == 0)
+    if (!route_ || !tells_key_status())
         return;
     if (h_.result == outcome::executed) {
         auto completion = decide_after_upstream(true, h_.big->head.status, true, policy().on_unknown_outcome,
@@ -348,8 +354,16 @@ void request_phases::finish_answer()
                        route_ ? policy().mismatch_status : 0);
     else if (shadow_)
         h_.key_state = key_status::ignored; // shadow mode changes nothing the client sees
-    if (route_ && facts_.key_count > 0 && h_.key_state != key_status::none)
+    if (route_ && tells_key_status() && h_.key_state != key_status::none)
         h_.status_header = policy().status_header;
+}
+
+bool request_phases::tells_key_status() const
+{
+    // A key came, or the route takes keys from the body and guards this method: the client may
+    // believe its body carried one, so it is told that none was found (ignored).
+    return facts_.key_count > 0 ||
+           (policy().key_from != config::key_source::header && guards_method(policy(), req_.method_string()));
 }
 
 } // namespace idemgate::gateway::detail

@@ -84,6 +84,8 @@ public:
 
 private:
     const config::idempotency_config& policy() const noexcept { return route_->idempotency; }
+    // Whether the answer carries the route's status header (routes[].idempotency.status_header).
+    bool tells_key_status() const;
     // account() for this request, and its store operation as a client span when traced.
     boost::system::error_code account(store_op op, clock_type::time_point started,
                                       boost::system::error_code ec);

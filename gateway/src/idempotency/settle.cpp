@@ -38,6 +38,11 @@ store::record request_phases::completed_record()
         return done;
     }
     done.response = recordable_head(h_.response, env_.cfg().request_id_header, policy().status_header);
+    // A HEAD answer has no body to measure: its Content-Length is the one a GET would get (RFC
+    // 9110 9.3.2), kept so that the replay says the same (replay_response keeps it).
+    if (req_.method() == http::verb::head)
+        if (auto it = h_.response.find(http::field::content_length); it != h_.response.end())
+            done.response.headers.push_back({"Content-Length", std::string(it->value())});
     // Move the body into the record and back after complete: no copy of the body on the hot path.
     done.response.body = std::move(h_.response.body());
     return done;
@@ -107,12 +112,11 @@ asio::awaitable<void> request_phases::settle(bool answered)
     const auto record_ttl = tenant_.record_ttl;
     // The quota is left with the reservation's token, which the record takes: keep a copy.
     std::string token = admitted_ ? in_flight_.owner_token : std::string();
-    // A big answer is judged by the upstream's status (the client may have got a 502 instead);
-    // one whose body broke off after the upstream began answering is an unknown outcome.
+    // A big answer, or one that began and could not be read, is judged by the upstream's status
+    // (the client may have got a 502 instead): its status line arrived, so the upstream ran the
+    // request, even when its body broke off later.
     const auto* big = h_.big.get();
     const unsigned status = big ? big->head.status : h_.response.result_int();
-    if (big && big->upstream_broke)
-        answered = false;
     auto completion = decide_after_upstream(answered, status, h_.request_sent, policy().on_unknown_outcome,
                                             policy().on_status);
     if (answered)

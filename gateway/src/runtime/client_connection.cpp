@@ -49,7 +49,8 @@ asio::awaitable<void> serve_plain_client(gateway_context& ctx, worker& w, tcp::s
         if (cfg.http2.enabled && cfg.http2.cleartext) {
             // Counted while it waits, as the codecs count it (limits.max_connections).
             ctx.stats.connections_active.fetch_add(1);
-            first = co_await peek_first_bytes(socket, cfg.timeouts.idle);
+            // A new connection's first bytes: under header_read, as its first request.
+            first = co_await peek_first_bytes(socket, cfg.timeouts.header_read);
             ctx.stats.connections_active.fetch_sub(1);
         }
     }

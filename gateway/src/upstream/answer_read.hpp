@@ -36,7 +36,9 @@ asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer
     for (;;) {
         std::string_view bytes(static_cast<const char*>(buffer.data().data()), buffer.size());
         scan = scan_head(bytes);
-        if (scan.end > 0 || bytes.size() > limit)
+        // A head that ended with bare LF ("\n\n") will never end with CRLF: the parser refuses
+        // it now rather than the deadline later.
+        if (scan.end > 0 || bytes.size() > limit || bytes.find("\n\n") != std::string_view::npos)
             co_return error_code{};
         auto [ec, n] =
             co_await io_object(stream).async_read_some(buffer.prepare(16 * 1024), await_tuple<Stream>);
@@ -75,10 +77,26 @@ struct answer_read {
     bool announced_too_large = false;
     bool plain = false;
     bool plain_keep_alive = false;
+    // The final status line seen in the buffer before Beast's parser took the head (which it
+    // may consume before it fails): for began_status.
+    unsigned seen_status = 0;
 
     // Whether the connection may carry another exchange (Connection and the version as read; an
     // answer delimited by the end of the connection never).
     bool keep_alive() const { return plain ? plain_keep_alive : parser->keep_alive(); }
+    // After a failed read: the status of the final answer that began (upstream_result::
+    // began_status), from what was read of it; `buffer` holds what was not consumed.
+    unsigned began_status(const beast::flat_buffer& buffer, const upstream_result& result) const
+    {
+        if (plain)
+            return result.response.result_int();
+        if (parser && parser->is_header_done())
+            return parser->get().result_int() >= 200 ? parser->get().result_int() : 0;
+        if (seen_status)
+            return seen_status;
+        return arrived_final_status(
+            std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()));
+    }
 };
 
 // An answer of the common shape read without Beast's parser: its head into `result.response`
@@ -96,7 +114,7 @@ asio::awaitable<void> read_answer(Stream& stream, beast::flat_buffer& buffer, bo
                                   const config::limits_config& limits, upstream_result& result,
                                   answer_read& out)
 {
-    constexpr std::size_t header_limit = 64 * 1024;
+    const std::size_t header_limit = limits.max_response_header_bytes;
     const auto record_limit = limits.max_record_body;
     const auto response_limit = limits.max_response_body;
     for (int interim = 0; interim < 8; ++interim) {
@@ -134,6 +152,8 @@ asio::awaitable<void> read_answer(Stream& stream, beast::flat_buffer& buffer, bo
                 co_return;
             }
         }
+        out.seen_status = arrived_final_status(
+            std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()));
         out.parser = make_recycled<parser_type>();
         auto& p = *out.parser;
         p.body_limit(boost::none); // the sizes are checked here, with the answer's head at hand

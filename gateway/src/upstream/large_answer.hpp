@@ -126,6 +126,8 @@ asio::awaitable<bool> read_by_piece(Connection& conn, Stream& stream, beast::fla
         stats.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
         result.ec = make_error_code(rec == beast::error::timeout ? error::upstream_timeout
                                                                  : error::upstream_protocol);
+        // Its head was read: the answer began, and its status is the upstream's outcome.
+        result.began_status = bp->get().result_int();
         co_return true;
     }
     http::response_header<pooled_fields> head = bp->get().base(); // a copy: the parser may read on

@@ -72,6 +72,29 @@ response_violation check_response_head(std::string_view head) noexcept
     return response_violation::none;
 }
 
+unsigned arrived_final_status(std::string_view bytes) noexcept
+{
+    constexpr std::string_view version = "HTTP/1.";
+    if (bytes.size() < 13 || !bytes.starts_with(version) || (bytes[7] != '0' && bytes[7] != '1') ||
+        bytes[8] != ' ' || !is_digit(bytes[9]) || !is_digit(bytes[10]) || !is_digit(bytes[11]))
+        return 0;
+    auto line_end = bytes.find('\n', 12);
+    if (line_end == std::string_view::npos)
+        return 0;
+    // After the code: the line end, or a SP and a reason of visible characters, SP and HT.
+    auto rest = bytes.substr(12, line_end - 12);
+    if (!rest.empty() && rest.back() == '\r')
+        rest.remove_suffix(1);
+    if (!rest.empty() && rest.front() != ' ')
+        return 0;
+    for (char c : rest)
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
+            return 0;
+    const unsigned status =
+        static_cast<unsigned>((bytes[9] - '0') * 100 + (bytes[10] - '0') * 10 + (bytes[11] - '0'));
+    return status >= 200 && status <= 599 ? status : 0;
+}
+
 bool lacks_reason_separator(std::string_view head) noexcept
 {
     // "HTTP/" DIGIT "." DIGIT SP 3DIGIT CRLF

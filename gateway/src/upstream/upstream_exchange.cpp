@@ -49,36 +49,37 @@ bool is_idempotent(http::verb v)
 // costs no extra frame.
 asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
                                               const request_buffers& buffers, bool head_request,
-                                              upstream_result& result)
+                                              resend_policy resend, upstream_result& result)
 {
     if (tls_)
-        return exchange_over<tls_connection_ptr>(req, buffers, head_request, result);
-    return exchange_over<plain_connection>(req, buffers, head_request, result);
+        return exchange_over<tls_connection_ptr>(req, buffers, head_request, resend, result);
+    return exchange_over<plain_connection>(req, buffers, head_request, resend, result);
 }
 
 asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
-                                              bool head_request, std::string& scratch,
+                                              bool head_request, resend_policy resend, std::string& scratch,
                                               upstream_result& result)
 {
     auto buffers = message_buffers(req, scratch);
-    co_await exchange(req, buffers, head_request, result);
+    co_await exchange(req, buffers, head_request, resend, result);
 }
 
 template<class Connection>
 asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req,
                                                    const request_buffers& buffers, bool head_request,
-                                                   upstream_result& result)
+                                                   resend_policy resend, upstream_result& result)
 {
     // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
     // answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
     // the end. Connecting has its own deadline and is not counted.
     std::optional<std::chrono::steady_clock::time_point> deadline;
+    const bool may_resend = resend == resend_policy::idempotent_methods && is_idempotent(req.method());
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
         // A second attempt (the reused connection was dead) takes a new connection.
-        const auto reuse = attempt > 0                   ? idle_reuse::never
-                           : is_idempotent(req.method()) ? idle_reuse::recent_as_is
-                                                         : idle_reuse::checked;
+        const auto reuse = attempt > 0  ? idle_reuse::never
+                           : may_resend ? idle_reuse::recent_as_is
+                                        : idle_reuse::checked;
         std::shared_ptr<address_slot> picked;
         auto got = take_ready<Connection>(reuse, picked);
         if (!got.conn)
@@ -148,15 +149,17 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             log::warn("upstream answer refused: its framing cannot be read exactly",
                       {{"upstream", fleet_->name()}, {"reason", describe(refused)}});
             result.ec = make_error_code(error::upstream_protocol);
+            result.began_status = answer.began_status(buffer, result);
             co_return;
         }
         if (rec) {
-            // Only an idempotent request may be sent again once it was written (RFC 9110 9.2.2):
-            // the upstream may have run a POST that died without an answer. That holds across
-            // addresses too: a written POST is never sent to another member of the fleet.
+            // Only an idempotent request may be sent again once it was written (RFC 9110 9.2.2),
+            // and never one of a method its route guards: the upstream may have run a POST, or a
+            // guarded PUT, that died without an answer. That holds across addresses too: such a
+            // written request is never sent to another member of the fleet.
             bool nothing_received =
                 !answer.plain && (!answer.parser || !answer.parser->got_some()) && buffer.size() == 0;
-            if (reused && nothing_received && is_idempotent(req.method()) &&
+            if (reused && nothing_received && may_resend &&
                 (rec == http::error::end_of_stream || rec == asio::error::eof ||
                  rec == asio::error::connection_reset))
                 continue;
@@ -170,6 +173,7 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                 metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
                 result.ec = make_error_code(error::upstream_protocol);
             }
+            result.began_status = answer.began_status(buffer, result);
             co_return;
         }
         if (answer.plain) {

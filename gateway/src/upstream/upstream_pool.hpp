@@ -54,6 +54,11 @@ struct upstream_result {
     // error::upstream_too_large with `response` holding the answer's head (no body): the upstream
     // answered, over limits.max_response_body (announced by Content-Length when `length` is set).
     bool head_only = false;
+    // With `ec` after the request was written: the status of an answer that began (its status
+    // line arrived whole) and could not be read to its end (a head over
+    // limits.max_response_header_bytes, framing refused, bare LF, cut or timed out); 0 when none
+    // began. Such an answer is an outcome of the upstream by that status, not an unknown one.
+    unsigned began_status = 0;
 };
 
 // Not thread-safe: owned by one I/O thread and used from its executor only. Plain HTTP, or
@@ -63,6 +68,12 @@ struct upstream_result {
 // request picks one (balance), idle connections are kept per address.
 // A request as written upstream: its head, then its body.
 using request_buffers = std::array<boost::asio::const_buffer, 2>;
+
+// Whether a request written on a reused connection that then died without an answer may go out
+// again on a fresh one. RFC 9110 9.2.2 allows it for idempotent methods; a route that guards a
+// method says that method is not safe to repeat, so its requests are never sent twice
+// (`never`), and they take an idle connection only after its liveness check, as a POST does.
+enum class resend_policy : unsigned char { idempotent_methods, never };
 
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
@@ -93,8 +104,9 @@ public:
     // A connect failure (nothing sent) moves on to the next address, all under one
     // timeouts.upstream_connect. A reused connection whose write fails is retried once on a
     // fresh connection (the race every keep-alive proxy has with the upstream's idle close); one
-    // that dies after the request was written is retried only for idempotent methods (RFC 9110
-    // 9.2.2) - a POST written to one address is never sent to another.
+    // that dies after the request was written is retried only under resend_policy::
+    // idempotent_methods and only for idempotent methods (RFC 9110 9.2.2) - a POST written to one
+    // address is never sent to another, nor is any request under resend_policy::never.
     // idemgate_upstream_duration_seconds{upstream}: the caller times the whole exchange.
     void observe_exchange(std::chrono::steady_clock::duration took);
 
@@ -103,10 +115,11 @@ public:
     // `result` (default-constructed by the caller, so it is not carried back through the frame).
     boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
                                           const request_buffers& buffers, bool head_request,
-                                          upstream_result& result);
+                                          resend_policy resend, upstream_result& result);
     // The same for a request written as its parsed fields render (rendered into `scratch`).
     boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
-                                          bool head_request, std::string& scratch, upstream_result& result);
+                                          bool head_request, resend_policy resend, std::string& scratch,
+                                          upstream_result& result);
 
 private:
     using plain_connection = std::unique_ptr<boost::beast::tcp_stream>;
@@ -157,7 +170,7 @@ private:
     template<class Connection>
     boost::asio::awaitable<void> exchange_over(const http::request<http::string_body, pooled_fields>& req,
                                                const request_buffers& buffers, bool head_request,
-                                               upstream_result& result);
+                                               resend_policy resend, upstream_result& result);
     // Whether acquire may hand out an idle connection, and whether it is checked first.
     enum class idle_reuse {
         never,       // a new connection

@@ -143,8 +143,10 @@ struct idempotency_config {
     fingerprint_config fingerprint;
     route_mode mode = route_mode::enforce;
     // A request sent upstream that got no answer (timeout or connection lost after sending):
-    // release the key (a retry executes again) or hold it as outcome_unknown until record_ttl.
-    unknown_outcome_mode on_unknown_outcome = unknown_outcome_mode::release;
+    // hold the key as outcome_unknown until record_ttl (the default: the upstream may have run
+    // it, so it is never run again), or release it (a retry executes again: for APIs that are
+    // safe to repeat).
+    unknown_outcome_mode on_unknown_outcome = unknown_outcome_mode::hold;
     bool expose_expiry = false; // recorded and replayed answers carry Idempotency-Expires
     // A duplicate of a request still in flight: 409 + Retry-After at once (reject), or wait up to
     // wait_timeout for the first answer and replay it (wait).
@@ -201,8 +203,11 @@ struct limits_config {
     std::size_t max_record_body = 8 * 1024 * 1024;
     std::size_t max_response_body = std::size_t{1024} * 1024 * 1024;
     std::size_t max_header_bytes = 16 * 1024; // 431 above it
-    std::size_t max_connections = 10000;      // client connections, all threads
-    std::size_t max_waiting = 10000;          // duplicates waiting at once (wait mode); 503 beyond
+    // An upstream answer's head above it cannot be read: 502, and the answer is an outcome by
+    // its status line (a status-only record under on_status: record).
+    std::size_t max_response_header_bytes = 64 * 1024;
+    std::size_t max_connections = 10000; // client connections, all threads
+    std::size_t max_waiting = 10000;     // duplicates waiting at once (wait mode); 503 beyond
 };
 
 struct timeouts_config {

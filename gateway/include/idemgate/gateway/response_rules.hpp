@@ -32,6 +32,12 @@ response_violation check_response_head(std::string_view head) noexcept;
 bool lacks_reason_separator(std::string_view head) noexcept;
 inline constexpr std::size_t reason_separator_at = 12; // after "HTTP/1.1 301"
 
+// The status of a final answer whose status line has arrived whole: `bytes` begin with
+// "HTTP/1.x NNN", then a SP and a reason or nothing, up to a line end (CRLF or a bare LF), and
+// NNN is 200-599. 0 otherwise (not there yet, an interim 1xx, or not a status line). An answer
+// that began is an outcome of the upstream, even when the rest of it cannot be read.
+unsigned arrived_final_status(std::string_view bytes) noexcept;
+
 // Checks the parsed fields of a final answer whose body is read (not 1xx, 204, 304 or a HEAD
 // answer).
 // Defined for http::fields and pooled_fields (field_allocator.hpp).
