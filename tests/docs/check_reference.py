@@ -265,7 +265,7 @@ def check_config(root, bin_dir):
 
 
 STATUS = {"bad_request": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404,
-          "request_timeout": 408, "conflict": 409, "payload_too_large": 413,
+          "method_not_allowed": 405, "request_timeout": 408, "conflict": 409, "payload_too_large": 413,
           "unprocessable_entity": 422, "too_many_requests": 429,
           "request_header_fields_too_large": 431, "not_implemented": 501, "bad_gateway": 502,
           "service_unavailable": 503, "gateway_timeout": 504}
@@ -308,7 +308,36 @@ def check_problems(root):
     for slug, (n, _) in sorted(rows.items()):
         if slug not in defined:
             problems.append("docs/reference/problems.md:%d: %s is not a problem type the gateway defines" % (n, slug))
-    return problems, "%d problem types, %d rows" % (len(defined), len(rows))
+    outcomes = check_outcomes(root, problems)
+    return problems, "%d problem types, %d rows, %d outcomes" % (len(defined), len(rows), outcomes)
+
+
+def check_outcomes(root, problems):
+    """The access log's outcomes (to_string(outcome) in decision.cpp) against the two places the
+    documentation lists them: the access log reference's list and the contract's vocabulary table."""
+    source = open(os.path.join(root, "gateway/src/idempotency/decision.cpp"), encoding="utf-8").read()
+    names = set(re.findall(r'case outcome::\w+:\s*return "(\w+)";', source))
+    if not names:
+        problems.append("decision.cpp: no `case outcome::...: return \"...\";` found (the check needs updating)")
+        return 0
+    logs = open(os.path.join(root, "docs/reference/logs.md"), encoding="utf-8").read()
+    m = re.search(r"with `outcome` \((.*?); see", logs, re.S)
+    listed = set(re.findall(r"`(\w+)`", m.group(1))) if m else set()
+    for name in sorted(names - listed):
+        problems.append("docs/reference/logs.md: the access log's outcome list lacks `%s`" % name)
+    for name in sorted(listed - names):
+        problems.append("docs/reference/logs.md: `%s` in the outcome list is not an outcome the gateway logs" % name)
+    contract = open(os.path.join(root, "docs/guide/contract.md"), encoding="utf-8").read()
+    table = contract.split("| what the gateway did with a keyed request | access log `outcome` |", 1)
+    column = set()
+    if len(table) == 2:
+        for line in table[1].split("\n\n", 1)[0].splitlines():
+            cells = line.split("|")
+            if len(cells) > 2:
+                column |= set(re.findall(r"`(\w+)`", cells[2]))
+    for name in sorted(names - column):
+        problems.append("docs/guide/contract.md: the vocabulary table has no row whose outcome is `%s`" % name)
+    return len(names)
 
 
 def check_cli(root):

@@ -121,6 +121,35 @@ TEST_CASE("client lookup: a bad key is refused like a bad key field; only GET")
     CHECK(f.executions() == 0);
 }
 
+TEST_CASE("every 405 is a method-not-allowed problem whose status is 405, with Allow")
+{
+    gateway_options options;
+    options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
+    options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", "admin-token-0123456789");
+    gateway_fixture f(options);
+    const std::vector<std::pair<std::string, std::string>> auth{
+        {"Authorization", "Bearer admin-token-0123456789"}};
+    struct row {
+        std::uint16_t port;
+        const char* method;
+        const char* path;
+        const char* allow;
+    };
+    const row rows[] = {
+        {f.gateway->admin_port(), "POST", "/healthz", "GET, HEAD"},
+        {f.gateway->admin_port(), "GET", "/admin/v1/reload", "POST"},
+        {f.gateway->admin_port(), "PUT", "/admin/v1/records?key=k", "GET, DELETE"},
+        {f.port(), "POST", "/.well-known/idempotency/problems/no-route", "GET"},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(std::string(r.path));
+        auto res = http_request(r.port, r.method, r.path, auth, {});
+        CHECK(is_problem(res, 405)); // the body's status is 405 too
+        CHECK(type_of(res) == "/.well-known/idempotency/problems/method-not-allowed");
+        CHECK(res.header("allow") == r.allow);
+    }
+}
+
 TEST_CASE("client lookup: a tenant sees only its own records")
 {
     gateway_fixture f(lookup_options());
@@ -263,7 +292,10 @@ TEST_CASE("problem pages: every type's page is served, and answers link to them"
                              "upstream-unavailable",
                              "upstream-timeout",
                              "store-unavailable",
-                             "shutting-down"}) {
+                             "shutting-down",
+                             "method-not-allowed",
+                             "invalid-configuration",
+                             "method-not-supported"}) {
         auto page =
             gateway_request(f.port(), "GET", std::string("/.well-known/idempotency/problems/") + slug);
         CHECK_MESSAGE(page.status == 200, slug);

@@ -301,7 +301,36 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
         auto it = service.find(key);
         return it == service.end() || it->second.empty() ? std::string("<absent>") : it->second.front();
     };
-    CHECK(one("ExecReload") == "/bin/kill -HUP $MAINPID");
+    // Reload validates before it signals: a broken file fails `systemctl reload` itself.
+    REQUIRE(service["ExecReload"].size() == 2);
+    CHECK(service["ExecReload"][0] == "/usr/local/bin/idemgate --config /etc/idemgate/idemgate.yaml --check");
+    CHECK(service["ExecReload"][1] == "/bin/kill -HUP $MAINPID");
+    {
+        // The unit's own validating command, on this build's binary: a broken file fails it (so
+        // systemd never sends the SIGHUP), naming the key path; a good one passes.
+        temp_dir dir;
+        auto command = service["ExecReload"][0];
+        command.replace(command.find("/usr/local/bin/idemgate"),
+                        std::string("/usr/local/bin/idemgate").size(), bin_dir() + "/idemgate");
+        const std::string good =
+            "listen: \"127.0.0.1:0\"\nadmin_listen: \"127.0.0.1:0\"\nstore: { type: memory }\n"
+            "upstreams:\n  orders: { address: \"127.0.0.1:9\" }\n"
+            "routes:\n  - path_prefix: \"/\"\n    upstream: orders\n";
+        auto reload_with = [&](const std::string& yaml) {
+            auto path = dir.write_file("idemgate.yaml", yaml);
+            auto cmd = command;
+            cmd.replace(cmd.find("/etc/idemgate/idemgate.yaml"),
+                        std::string("/etc/idemgate/idemgate.yaml").size(), path);
+            child_process run("/bin/sh", {"-c", cmd});
+            int status = run.wait_exit(30s).value_or(-1);
+            return std::make_pair(status, run.output());
+        };
+        auto ok = reload_with(good);
+        CHECK_MESSAGE(ok.first == 0, ok.second);
+        auto broken = reload_with(good + "timeouts: { idle: 5x }\n");
+        CHECK(broken.first != 0);
+        CHECK_MESSAGE(broken.second.find("timeouts.idle") != std::string::npos, broken.second);
+    }
     CHECK(one("Type") == "notify"); // READY=1, RELOADING=1, STOPPING=1, WATCHDOG=1 (sd_notify)
     CHECK(one("NotifyAccess") == "main");
     CHECK(one("WatchdogSec") != "<absent>");
@@ -388,11 +417,13 @@ TEST_CASE("every metric the Grafana dashboard and the alert rules use is exporte
     // they use. promtool checks their syntax and firing (tests/deploy/check_prometheus.sh).
     auto rules = read_text(deploy_dir / "prometheus" / "alerts.yaml");
     std::set<std::string> alerted;
-    for (std::size_t at = rules.find("idemgate_"); at != std::string::npos; at = rules.find("idemgate_", at + 1)) {
+    for (std::size_t at = rules.find("idemgate_"); at != std::string::npos;
+         at = rules.find("idemgate_", at + 1)) {
         if (at > 0 && (std::isalnum(static_cast<unsigned char>(rules[at - 1])) || rules[at - 1] == '_'))
             continue;
         auto end = at;
-        while (end < rules.size() && (std::islower(static_cast<unsigned char>(rules[end])) || rules[end] == '_'))
+        while (end < rules.size() &&
+               (std::islower(static_cast<unsigned char>(rules[end])) || rules[end] == '_'))
             ++end;
         alerted.insert(rules.substr(at, end - at));
     }

@@ -201,6 +201,21 @@ TEST_CASE("SIGTERM with nothing in flight exits 0 promptly")
     CHECK(std::chrono::steady_clock::now() - start < 5s);
 }
 
+TEST_CASE("SIGUSR1 and SIGUSR2 (logrotate's habit) are logged and never stop the gateway")
+{
+    gateway_fixture f;
+    for (int sig : {SIGUSR1, SIGUSR2}) {
+        f.process().signal(sig);
+        CHECK(f.process()
+                  .wait_for_line(
+                      [](const std::string& l) { return l.find("signal ignored") != std::string::npos; }, 5s)
+                  .has_value());
+    }
+    CHECK(f.post("/api/orders", unique_key("after-usr1"), "{}").status == 201);
+    f.process().signal(SIGTERM);
+    CHECK(f.process().wait_exit(10s) == 0);
+}
+
 TEST_CASE("--check accepts a valid config")
 {
     temp_dir dir;

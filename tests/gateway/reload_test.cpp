@@ -110,6 +110,7 @@ TEST_CASE("a broken file keeps the running configuration; every problem is logge
     auto refused = http_request(f.gateway->admin_port(), "POST", "/admin/v1/reload",
                                 {{"Authorization", "Bearer " + admin_token}}, {});
     CHECK(is_problem(refused, 422));
+    CHECK(parse_object(refused.body)["type"] == "/.well-known/idempotency/problems/invalid-configuration");
     CHECK(refused.body.find("routes[0].idempotency.record_ttl") != std::string::npos);
     // And applies a good file.
     write_text(path, good);

@@ -84,9 +84,8 @@ response_type admin::answer(const http::request<http::empty_body>& req)
     auto path = req.target().substr(0, req.target().find('?'));
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
-        res =
-            make_problem(base, problems::bad_request, "the admin port answers GET only", req.version(), true);
-        res.result(http::status::method_not_allowed);
+        res = make_problem(base, problems::method_not_allowed, "the admin port answers GET only",
+                           req.version(), true);
         res.set(http::field::allow, "GET, HEAD");
     } else if (path == "/healthz") {
         res.body() = "ok\n";
@@ -240,18 +239,17 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     auto path = req.target().substr(0, req.target().find('?'));
     if (path == "/admin/v1/reload") {
         if (req.method() != http::verb::post) {
-            auto res =
-                make_problem(base, problems::bad_request, "/admin/v1/reload answers POST", version, true);
-            res.result(http::status::method_not_allowed);
+            auto res = make_problem(base, problems::method_not_allowed, "/admin/v1/reload answers POST",
+                                    version, true);
             res.set(http::field::allow, "POST");
             co_return res;
         }
         std::vector<std::string> problems_found;
         if (!reload_ || !reload_(problems_found)) {
             // 422 with every problem, each naming its key path: the old configuration is live.
-            auto res = make_problem(base, problems::bad_request,
+            auto res = make_problem(base, problems::invalid_configuration,
                                     "the configuration file has problems; the running configuration is kept",
-                                    version, true, {}, 422);
+                                    version, true);
             auto body = boost::json::parse(res.body()).as_object();
             boost::json::array list;
             for (const auto& p : problems_found)
@@ -273,9 +271,8 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         co_return make_problem(base, problems::no_route,
                                "admin API paths: /admin/v1/records, /admin/v1/reload", version, true);
     if (req.method() != http::verb::get && req.method() != http::verb::delete_) {
-        auto res = make_problem(base, problems::bad_request, "/admin/v1/records answers GET and DELETE",
-                                version, true);
-        res.result(http::status::method_not_allowed);
+        auto res = make_problem(base, problems::method_not_allowed,
+                                "/admin/v1/records answers GET and DELETE", version, true);
         res.set(http::field::allow, "GET, DELETE");
         co_return res;
     }

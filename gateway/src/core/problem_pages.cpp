@@ -37,6 +37,11 @@ constexpr std::array docs{
     problem_doc{&p::unauthorized, "The operator's admin API needs its bearer token."},
     problem_doc{&p::record_not_found, "No record exists for this scope and key."},
     problem_doc{&p::no_route, "No route of the gateway covers this path. Check the URL."},
+    problem_doc{&p::method_not_allowed,
+                "The path exists but not for this method; the Allow field lists the methods it answers."},
+    problem_doc{&p::invalid_configuration,
+                "The reload was refused and the running configuration is kept: fix each entry of "
+                "problems (each names its key path, line and column), then reload again."},
     problem_doc{&p::method_not_supported,
                 "CONNECT asks for a tunnel, which the gateway does not open: nothing was forwarded. "
                 "Send the request itself to the gateway."},

@@ -51,8 +51,8 @@ std::optional<response_type> answer_own_path(const config::config& cfg, const re
         return std::nullopt;
     auto base = cfg.problems.type_base();
     if (req.method() != http::verb::get) {
-        auto res = make_problem(base, problems::bad_request, "the gateway answers GET only on this path",
-                                req.version(), req.keep_alive(), {}, 405);
+        auto res = make_problem(base, problems::method_not_allowed,
+                                "the gateway answers GET only on this path", req.version(), req.keep_alive());
         res.set(http::field::allow, "GET");
         return res;
     }

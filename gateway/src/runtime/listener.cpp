@@ -134,6 +134,14 @@ void listener::wait_for_signal()
             wait_for_signal();
             return;
         }
+        if (sig == SIGUSR1 || sig == SIGUSR2) {
+            // logrotate's habit is SIGUSR1 ("reopen your logs"): the logs go to stdout, which the
+            // service manager owns, so there is nothing to reopen; never the default action (exit).
+            log::info("signal ignored: logs go to stdout, nothing to reopen",
+                      {{"signal", sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2"}});
+            wait_for_signal();
+            return;
+        }
         begin_drain(sig == SIGINT ? "SIGINT" : "SIGTERM");
         wait_for_signal(); // a second signal during the drain is ignored, not fatal
     });
@@ -217,6 +225,8 @@ void listener::run(const std::function<void()>& on_started, std::function<void()
     for (const auto& f : ctx_.live()->fleets)
         f->start(control_); // re-resolution (resolve_every), once per process
     signals_ = std::make_unique<asio::signal_set>(control_, SIGINT, SIGTERM, SIGHUP);
+    signals_->add(SIGUSR1);
+    signals_->add(SIGUSR2);
     wait_for_signal();
     auto control_guard = asio::make_work_guard(control_);
     for (auto& w : workers_)

@@ -30,7 +30,7 @@ enum class outcome {
     reconciled      // a held key resolved by a probe (reconcile): its answer replayed
 };
 std::string_view to_string(outcome o) noexcept;
-inline constexpr int outcome_count = 13;
+inline constexpr int outcome_count = static_cast<int>(outcome::reconciled) + 1; // the last one
 
 // What the gateway tells the client about its key (routes[].idempotency.status_header), for
 // every answer to a request that carried one.

@@ -37,6 +37,10 @@ inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tena
 inline constexpr problem unauthorized{http::status::unauthorized, "unauthorized", "Admin token required"};
 inline constexpr problem record_not_found{http::status::not_found, "record-not-found", "No such record"};
 inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
+inline constexpr problem method_not_allowed{http::status::method_not_allowed, "method-not-allowed",
+                                            "This path does not answer this method"};
+inline constexpr problem invalid_configuration{http::status::unprocessable_entity, "invalid-configuration",
+                                               "The configuration file has problems"};
 inline constexpr problem method_not_supported{http::status::not_implemented, "method-not-supported",
                                               "The gateway does not proxy this method"};
 inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
