@@ -37,6 +37,10 @@ constexpr std::array docs{
     problem_doc{&p::unauthorized, "The operator's admin API needs its bearer token."},
     problem_doc{&p::record_not_found, "No record exists for this scope and key."},
     problem_doc{&p::no_route, "No route of the gateway covers this path. Check the URL."},
+    problem_doc{&p::invalid_path,
+                "The path has a '%' not followed by two hexadecimal digits, or a '..' segment that climbs "
+                "above the root, so no route can be told for it (the detail says where). Fix the path; "
+                "nothing was executed."},
     problem_doc{&p::in_flight,
                 "The first request with this key is still being processed. Retry after the Retry-After "
                 "seconds with the same key and body: you will get its answer, and it runs only once."},

@@ -37,6 +37,7 @@ inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tena
 inline constexpr problem unauthorized{http::status::unauthorized, "unauthorized", "Admin token required"};
 inline constexpr problem record_not_found{http::status::not_found, "record-not-found", "No such record"};
 inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
+inline constexpr problem invalid_path{http::status::bad_request, "invalid-path", "Invalid request path"};
 inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
                                    "A request with this Idempotency-Key is still being processed"};
 inline constexpr problem outcome_unknown{http::status::conflict, "outcome-unknown",
