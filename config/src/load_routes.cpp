@@ -32,6 +32,8 @@ void loader::load_routes(const map_view& top, config& cfg)
         if (auto text = scalar(map, "path_prefix", "a string")) {
             if (text->empty() || text->front() != '/')
                 problem(map.path_of("path_prefix"), quote(*text) + " must start with '/'");
+            else if (auto wrong = prefix_not_normal(*text); !wrong.empty())
+                problem(map.path_of("path_prefix"), quote(*text) + wrong);
             else
                 route.path_prefix = std::move(*text);
         } else if (!map.find("path_prefix")) {

@@ -28,6 +28,10 @@ bool is_token(std::string_view text);
 // An RFC 6901 pointer to a field of a JSON document (not "", the whole document).
 bool is_field_pointer(std::string_view text);
 bool is_host_name_char(char c);
+// Requests are matched on the normal form of their path (<idemgate/common/path_normal_form.hpp>),
+// so a route's prefix spelled otherwise would match none of them: what is wrong with `prefix`
+// (words to follow it quoted), or "" when it is in normal form.
+std::string prefix_not_normal(std::string_view prefix);
 bool is_ipv6_char(char c);
 
 // parse_endpoint with the reason for a refusal, so a config problem can say what is wrong.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <idemgate/common/path_normal_form.hpp>
 #include <limits>
 #include <string>
 #include <utility>
@@ -81,6 +82,25 @@ bool is_token(std::string_view text)
         if (!is_tchar(c))
             return false;
     return true;
+}
+
+std::string prefix_not_normal(std::string_view prefix)
+{
+    // A prefix may end inside a segment ("/api/ord") or an escape ("/a/%2"): it is judged with
+    // "00" after it.
+    std::string probe = std::string(prefix) + "00";
+    std::string storage;
+    auto normal = normalize_path(probe, storage);
+    if (normal.problem != path_problem::none)
+        return " has no normal form: " + describe(normal.problem, normal.offset);
+    if (normal.path == probe)
+        return {};
+    std::string out = " is not in normal form, and requests are matched on the normal form of their path "
+                      "(RFC 3986 6.2.2, runs of '/' as one)";
+    auto suggestion = normalize_path(prefix, storage);
+    if (suggestion.problem == path_problem::none)
+        out += ": write \"" + std::string(suggestion.path) + "\"";
+    return out;
 }
 
 bool is_host_name_char(char c)

@@ -280,6 +280,7 @@ TEST_CASE("problem pages: every type's page is served, and answers link to them"
                              "unauthorized",
                              "record-not-found",
                              "no-route",
+                             "invalid-path",
                              "request-in-flight",
                              "outcome-unknown",
                              "request-released",

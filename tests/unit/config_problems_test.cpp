@@ -19,6 +19,13 @@ TEST_CASE("each kind of config problem names its key path")
     };
     // `minimal` ends in its route, so the lines a case appends extend that route.
     const std::string& route_head = minimal;
+    auto prefix_route = [](const char* prefix) {
+        return "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: \"" + std::string(prefix) +
+               "\", upstream: o }\n";
+    };
+    const std::string not_normal =
+        " is not in normal form, and requests are matched on the normal form of their "
+        "path (RFC 3986 6.2.2, runs of '/' as one): write ";
     const row rows[] = {
         {"unknown key at the top", minimal + "listne: \"127.0.0.1:1\"\n",
          "listne: unknown key (did you mean \"listen\"?)"},
@@ -105,6 +112,16 @@ TEST_CASE("each kind of config problem names its key path")
         {"path_prefix without a slash",
          "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: api, upstream: o }\n",
          "routes[0].path_prefix: \"api\" must start with '/'"},
+        {"path_prefix with a run of slashes", prefix_route("/api//orders"),
+         "routes[0].path_prefix: \"/api//orders\"" + not_normal + "\"/api/orders\""},
+        {"path_prefix with an escaped unreserved character", prefix_route("/%7euser/./"),
+         "routes[0].path_prefix: \"/%7euser/./\"" + not_normal + "\"/~user/\""},
+        {"path_prefix with a bad escape", prefix_route("/api/%zz"),
+         "routes[0].path_prefix: \"/api/%zz\" has no normal form: the path has a '%' not followed by two "
+         "hexadecimal digits at position 6"},
+        {"path_prefix above the root", prefix_route("/../api"),
+         "routes[0].path_prefix: \"/../api\" has no normal form: the path's \"..\" segment at position 2 "
+         "climbs above the root"},
         {"missing path_prefix", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { upstream: o }\n",
          "routes[0].path_prefix: required key is missing"},
         {"missing route upstream", "upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: / }\n",
@@ -140,6 +157,17 @@ TEST_CASE("each kind of config problem names its key path")
         INFO(r.name);
         // Joined, so a failure prints every problem reported; exactly one is expected.
         CHECK(joined(problems_of(r.yaml)) == r.problem);
+    }
+}
+
+TEST_CASE("a path_prefix in normal form loads, also when it ends inside a segment or an escape")
+{
+    for (const char* prefix : {"/", "/api/", "/api/ord", "/api/orders%2F", "/a%20b/", "/a/%2", "/a/%", "/a/.",
+                               "/a/.well", "/a|b"}) {
+        CAPTURE(prefix);
+        auto c = cfg::parse("upstreams:\n  o: { address: \"h:1\" }\nroutes:\n  - { path_prefix: \"" +
+                            std::string(prefix) + "\", upstream: o }\n");
+        CHECK(c.routes.at(0).path_prefix == prefix);
     }
 }
 

@@ -27,6 +27,7 @@ TEST_CASE("every refusal of the filter: its problem, status, outcome, key status
     using enum retry_hint;
     constexpr expected_row table[] = {
         {no_route, 404, "no-route", outcome::rejected, key_status::none, none, false, true, false},
+        {invalid_path, 400, "invalid-path", outcome::rejected, key_status::none, none, false, false, false},
         {bad_connection_header, 400, "bad-connection-header", outcome::rejected, key_status::rejected, none,
          true, false, false},
         {missing_key, 400, "missing-idempotency-key", outcome::rejected, key_status::none, none, false, false,

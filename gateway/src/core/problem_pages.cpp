@@ -45,6 +45,10 @@ constexpr std::array docs{
     problem_doc{&p::method_not_supported,
                 "CONNECT asks for a tunnel, which the gateway does not open: nothing was forwarded. "
                 "Send the request itself to the gateway."},
+    problem_doc{&p::invalid_path,
+                "The path has a '%' not followed by two hexadecimal digits, or a '..' segment that climbs "
+                "above the root, so no route can be told for it (the detail says where). Fix the path; "
+                "nothing was executed."},
     problem_doc{&p::in_flight,
                 "The first request with this key is still being processed. Retry after the Retry-After "
                 "seconds with the same key and body: you will get its answer, and it runs only once."},

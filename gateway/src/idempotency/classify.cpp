@@ -4,15 +4,17 @@
 #include <array>
 #include <boost/beast/core/string.hpp>
 #include <idemgate/common/digest.hpp>
+#include <idemgate/common/path_normal_form.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/json_key.hpp>
 
 namespace idemgate::gateway::detail {
 
-const config::route_config* match_route(const config::config& cfg, std::string_view target)
+const config::route_config* match_route(const config::config& cfg, std::string_view path)
 {
     // "OPTIONS *" asks about the server as a whole: the route that covers "/" takes it.
-    auto path = target == "*" ? std::string_view("/") : target.substr(0, target.find('?'));
+    if (path == "*")
+        path = "/";
     for (const auto& r : cfg.routes)
         if (path.starts_with(r.path_prefix))
             return &r;
@@ -21,7 +23,11 @@ const config::route_config* match_route(const config::config& cfg, std::string_v
 
 std::string_view status_header_for(const config::config& cfg, const request_type& req)
 {
-    const auto* route = match_route(cfg, req.target());
+    std::string storage;
+    auto normal = normalize_target(req.target(), storage);
+    if (normal.problem != path_problem::none)
+        return {};
+    const auto* route = match_route(cfg, normal.path);
     if (!route || route->idempotency.status_header.empty())
         return {};
     if (find_header(req, route->idempotency.key_header).count == 0)

@@ -14,8 +14,9 @@
 
 namespace idemgate::gateway::detail {
 
-// The first route whose path_prefix the target's path (query left out) starts with.
-const config::route_config* match_route(const config::config& cfg, std::string_view target);
+// The first route whose path_prefix `path` starts with: the request's path in normal form
+// (<idemgate/common/path_normal_form.hpp>), without the query; "*" (OPTIONS *) is taken as "/".
+const config::route_config* match_route(const config::config& cfg, std::string_view path);
 
 // Is the request guarded, and are its key and tenant well-formed? Returns the refusal (a
 // rejection, answered before the store), or nothing with `facts` and `verdict` filled for a

@@ -21,6 +21,7 @@ using enum retry_hint;
 constexpr std::array<refusal_rule, refusal_count> rules{{
     {no_route, problems::no_route, outcome::rejected, key_status::none, none, false,
      "no route matches this path", false},
+    {invalid_path, problems::invalid_path, outcome::rejected, key_status::none, none, false, {}, false},
     {bad_connection_header,
      problems::bad_connection_header,
      outcome::rejected,

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/path_normal_form.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 
 namespace idemgate::gateway::detail {
@@ -104,12 +105,19 @@ phase_result request_phases::classify()
     std::string_view lookup_key;
     if ((route_ = lookup_route(env_.cfg(), req_.target(), lookup_key))) {
         lookup_ = true;
+        normal_target_ = req_.target(); // a lookup path is matched as spelled
         if (auto rejection =
                 classify_lookup(*route_, req_, client_, lookup_key, facts_, lookup_path_key_, key_storage_))
             return refuse(std::move(*rejection));
         return phase_result::next;
     }
-    route_ = match_route(env_.cfg(), req_.target());
+    // Routes and fingerprints see the path's normal form, so that no spelling of a guarded path
+    // ("/api//orders", "/api/%6Frders") slips past its route; the upstream gets the client's.
+    auto normal = normalize_target(req_.target(), target_storage_);
+    if (normal.problem != path_problem::none)
+        return refuse({refusal::invalid_path, describe(normal.problem, normal.offset)});
+    normal_target_ = normal.target;
+    route_ = match_route(env_.cfg(), normal.path);
     if (!route_)
         return refuse({refusal::no_route});
     shadow_ = policy().mode == config::route_mode::shadow;
@@ -140,7 +148,7 @@ phase_result request_phases::scope()
     scope_ = store::scope{scope_tenant_, h_.key};
     in_flight_.state = store::record_state::in_flight;
     in_flight_.fingerprint =
-        fingerprint(req_.method_string(), req_.target(), req_.body(), policy().fingerprint, req_);
+        fingerprint(req_.method_string(), normal_target_, req_.body(), policy().fingerprint, req_);
     return phase_result::next;
 }
 

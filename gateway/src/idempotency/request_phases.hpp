@@ -108,6 +108,10 @@ private:
     const unsigned version_; // the client's: forwarding rewrites the request's to HTTP/1.1
 
     const config::route_config* route_ = nullptr;
+    // The target with its path in normal form (routes and the fingerprint): a view of the
+    // request's own target when it was normal, else of target_storage_.
+    std::string_view normal_target_;
+    std::string target_storage_;
     bool shadow_ = false;
     request_facts facts_;
     std::string key_storage_; // a quoted key with escapes, decoded (facts_.key points into it)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Request fingerprint: SHA-256 over `method \n path-with-query \n decoded-body`, lower-case hex,
-// or, under a route's fingerprint options, over what those options select.
+// or, under a route's fingerprint options, over what those options select. The filter passes the
+// target with its path in normal form (<idemgate/common/path_normal_form.hpp>), so that two
+// spellings of one path are one request.
 #include <boost/beast/http/fields.hpp>
 #include <idemgate/config/config.hpp>
 #include <optional>

@@ -43,6 +43,7 @@ inline constexpr problem invalid_configuration{http::status::unprocessable_entit
                                                "The configuration file has problems"};
 inline constexpr problem method_not_supported{http::status::not_implemented, "method-not-supported",
                                               "The gateway does not proxy this method"};
+inline constexpr problem invalid_path{http::status::bad_request, "invalid-path", "Invalid request path"};
 inline constexpr problem in_flight{http::status::conflict, "request-in-flight",
                                    "A request with this Idempotency-Key is still being processed"};
 inline constexpr problem outcome_unknown{http::status::conflict, "outcome-unknown",

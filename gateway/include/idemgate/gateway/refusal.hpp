@@ -12,6 +12,7 @@ namespace idemgate::gateway {
 
 enum class refusal {
     no_route,                   // no route matches the path
+    invalid_path,               // the path has no normal form (a bad escape, ".." above the root)
     bad_connection_header,      // Connection names the key or tenant header
     missing_key,                // the route requires a key and the request has none
     invalid_key,                // several key lines, or not 1 to 255 visible ASCII characters
@@ -31,7 +32,7 @@ enum class refusal {
     not_replayable,             // the first answer was too big to record (a status-only record)
     record_expired,             // the record expired; its tombstone remains (tombstone_ttl)
 };
-inline constexpr int refusal_count = 19;
+inline constexpr int refusal_count = 20;
 
 enum class retry_hint {
     none,
@@ -46,7 +47,7 @@ struct refusal_rule {
     key_status key; // what the status header says about the key (none: no key, or no route)
     retry_hint retry_after;
     bool close;              // the connection closes after the answer
-    std::string_view detail; // the document's detail; empty: worded from the route's headers
+    std::string_view detail; // the document's detail; empty: worded where it is refused (route, path)
     bool status_from_route;  // the route's mismatch_status replaces the problem's status
 };
 
