@@ -57,6 +57,44 @@ TEST_CASE("canonical JSON sorts keys, drops whitespace and keeps array order and
     CHECK(canonical_json("1", {}) == "1");
 }
 
+// Canonical texts and fingerprints of bodies whose numbers are integers within 64 bits, as the
+// Boost.JSON DOM made them: they must not change, or every record made under json: canonical
+// would stop matching its retries. The hashes are computed independently (sha256 of the framed
+// parts: "<size>:<bytes>" for the options, method, target and canonical text, "j" before it).
+TEST_CASE("canonical JSON without fractions or exponents keeps its earlier text and fingerprint")
+{
+    using idemgate::gateway::canonical_json;
+    // Every escape the serialiser writes; other characters, U+2028 and DEL included, as UTF-8.
+    CHECK(canonical_json(
+              R"({"z":[true,false,null],"a":"\u0000\u001f\b\t\n\f\r\"\\\/\u007f\u00e9\ud83d\ude00 \u2028"})",
+              {}) ==
+          "{\"a\":\"\\u0000\\u001f\\b\\t\\n\\f\\r\\\"\\\\/\x7f\xc3\xa9\xf0\x9f\x98\x80 \xe2\x80\xa8\","
+          "\"z\":[true,false,null]}");
+    CHECK(canonical_json(R"({"n":[0,-1,9223372036854775807,-9223372036854775808,18446744073709551615,42]})",
+                         {}) ==
+          R"({"n":[0,-1,9223372036854775807,-9223372036854775808,18446744073709551615,42]})");
+    // Keys by their bytes: "" < "B" < "a" < "aa" < "b" < "é".
+    CHECK(canonical_json("{\"b\":1,\"B\":2,\"\xc3\xa9\":3,\"a\":4,\"\":5,\"aa\":6}", {}) ==
+          "{\"\":5,\"B\":2,\"a\":4,\"aa\":6,\"b\":1,\"\xc3\xa9\":3}");
+    // A duplicate key: the last one counts, and an ignored field goes with all its duplicates.
+    CHECK(canonical_json(R"({"a":1,"b":2,"a":{"x":3,"x":4}})", {}) == R"({"a":{"x":4},"b":2})");
+    CHECK(canonical_json(R"({"a":1,"a":2,"b":3})", {"/a"}) == R"({"b":3})");
+    CHECK(canonical_json(R"({"m":{"t":1},"m":{"t":2,"k":5}})", {"/m/t"}) == R"({"m":{"k":5}})");
+    // An array element removed shifts the next ones: the same pointer twice removes two.
+    CHECK(canonical_json(R"({"l":[1,2,3]})", {"/l/0", "/l/0"}) == R"({"l":[3]})");
+    CHECK(canonical_json(R"({"a/b":{"":1,"c":2}})", {"/a~1b/"}) == R"({"a/b":{"c":2}})");
+    // A lone surrogate is not JSON.
+    CHECK(canonical_json(R"("\ud800")", {}) == std::nullopt);
+
+    boost::beast::http::fields none;
+    auto canonical = options_with(true, {}, idemgate::config::json_mode::canonical);
+    CHECK(fingerprint("POST", "/p", R"( { "b":2, "a":[1,"x"] } )", canonical, none) ==
+          "604950e856d4182cc878ea3e9b39d7bcc27811e8175e7fa7f2f2224c1666b977");
+    auto ignoring = options_with(true, {}, idemgate::config::json_mode::canonical, {"/t"});
+    CHECK(fingerprint("POST", "/p", R"({"t":5,"a":{"c":"\n"}})", ignoring, none) ==
+          "1c571ba7045c48686fe15fc818d10cdbccb539b20bfe84fc127ab0d7cb983c30");
+}
+
 TEST_CASE("a number beyond a double's range leaves the body to be fingerprinted by its bytes")
 {
     using idemgate::gateway::canonical_json;
