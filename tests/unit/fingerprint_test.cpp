@@ -95,21 +95,43 @@ TEST_CASE("canonical JSON without fractions or exponents keeps its earlier text 
           "1c571ba7045c48686fe15fc818d10cdbccb539b20bfe84fc127ab0d7cb983c30");
 }
 
-TEST_CASE("a number beyond a double's range leaves the body to be fingerprinted by its bytes")
+TEST_CASE("canonical JSON keeps every number's source text, so different spellings are different requests")
 {
     using idemgate::gateway::canonical_json;
     using idemgate::gateway::fingerprint;
-    // Read as infinity, it would be written "Infinity" (not JSON), and 1e400 and 2e400 would match.
-    CHECK(canonical_json(R"({"a":1e400})", {}) == std::nullopt);
-    CHECK(canonical_json(R"([1,[-2e999]])", {}) == std::nullopt);
-    CHECK(canonical_json(R"({"a":1.5e308})", {}) == R"({"a":1.5E308})");
+    // Beyond a double's range: kept as written, never "Infinity".
+    CHECK(canonical_json(R"({"a":1e400})", {}) == R"({"a":1e400})");
+    CHECK(canonical_json(R"([1,[-2e999]])", {}) == R"([1,[-2e999]])");
+    CHECK(canonical_json(R"({"a":1.5e308})", {}) == R"({"a":1.5e308})");
+    CHECK(canonical_json(R"({"a":[1.0, 1e2, 2.5E+3, -0, -0.0, 0e0]})", {}) ==
+          R"({"a":[1.0,1e2,2.5E+3,-0,-0.0,0e0]})");
+    // Read as a double this number did not come back to the same text; as text it is a fixpoint.
+    const std::string rounded = R"({"n":88888880000000000000008991356044281235})";
+    CHECK(canonical_json(rounded, {}) == rounded);
+
     boost::beast::http::fields f;
     idemgate::config::fingerprint_config options;
     options.json = idemgate::config::json_mode::canonical;
-    CHECK(fingerprint("POST", "/p", R"({"a":1e400})", options, f) !=
-          fingerprint("POST", "/p", R"({"a":2e400})", options, f));
-    CHECK(fingerprint("POST", "/p", R"({"a":1e400})", options, f) ==
-          fingerprint("POST", "/p", R"({"a":1e400})", options, f));
+    auto fp = [&](const std::string& body) { return fingerprint("POST", "/p", body, options, f); };
+    // Integers past 64 bits that one double would hold, differing in the last digit (hashes
+    // computed independently, as above).
+    CHECK(fp(R"({"account":18446744073709551616})") ==
+          "ff64553e4dcfb964656358daece26e389e6038eb844a23a85e6f36568c7d00c4");
+    CHECK(fp(R"({"account":18446744073709551617})") ==
+          "adfff65d27875c4d772fa0f61c55ec5f6d91983876e9e24aea430acff6e46c56");
+    CHECK(fp(R"({"amount":1.50})") == "33db6f6d38e8d1bceec3c1c4df822615a363bd4115bb4d8fa725c1a0114c620d");
+    const std::vector<std::string> spellings{
+        R"({"a":1e2})",   R"({"a":100})",  R"({"a":1.0})", R"({"a":1})",
+        R"({"a":-0})",    R"({"a":0})",    R"({"a":0.3})", R"({"a":0.30000000000000001})",
+        R"({"a":1e400})", R"({"a":2e400})"};
+    for (std::size_t i = 0; i < spellings.size(); ++i) {
+        CAPTURE(spellings[i]);
+        CHECK(fp(spellings[i]) == fp(spellings[i]));
+        for (std::size_t j = i + 1; j < spellings.size(); ++j)
+            CHECK(fp(spellings[i]) != fp(spellings[j]));
+    }
+    // Whitespace and key order still do not matter around them.
+    CHECK(fp(R"({"b":1.0,"a":1e400})") == fp("{ \"a\" : 1e400 ,\n \"b\" : 1.0 }"));
 }
 
 TEST_CASE("ignored JSON fields are removed by pointer, including escaped and nested ones")
