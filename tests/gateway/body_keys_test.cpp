@@ -3,6 +3,7 @@
 // header, against the real binary over both stores.
 #include "gateway_fixture.hpp"
 
+#include <cstdlib>
 #include <doctest/doctest.h>
 #include <functional>
 
@@ -89,6 +90,28 @@ TEST_CASE("body keys: a legacy JSON client's field is its key: replayed, mismatc
         CHECK(post_body(f, "/legacy/orders", unguarded).header("idempotent-replayed") != "true");
         CHECK(f.executions() == before + 2);
     }
+}
+
+TEST_CASE("body keys: integers past 64 bits differing in the last digit are two keys")
+{
+    gateway_fixture f(body_key_options());
+    const auto run = std::to_string(100000000 + std::hash<std::string>{}(unique_key("big")) % 900000000);
+    const std::string a = "1" + run + "000000000000001";
+    const std::string b = "1" + run + "000000000000002";
+    // One double holds both: read as doubles they were one key.
+    REQUIRE(std::strtod(a.c_str(), nullptr) == std::strtod(b.c_str(), nullptr));
+    const std::string first_body = R"({"client_ref":)" + a + R"(,"amount":1})";
+    const std::string second_body = R"({"client_ref":)" + b + R"(,"amount":1})";
+    auto first = post_body(f, "/legacy/orders", first_body);
+    REQUIRE(first.status == 201);
+    auto second = post_body(f, "/legacy/orders", second_body);
+    CHECK(second.status == 201);
+    CHECK(second.header("idempotent-replayed") != "true");
+    CHECK(f.executions() == 2);
+    // Each replays its own.
+    CHECK(post_body(f, "/legacy/orders", second_body).body == second.body);
+    CHECK(post_body(f, "/legacy/orders", first_body).body == first.body);
+    CHECK(f.executions() == 2);
 }
 
 TEST_CASE("body keys: required: true answers 400 naming the pointer")

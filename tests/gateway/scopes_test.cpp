@@ -105,6 +105,22 @@ TEST_CASE("canonical JSON fingerprints: key order and ignored fields do not make
     CHECK(f.executions() == 1);
 }
 
+TEST_CASE("canonical JSON fingerprints: integers past 64 bits differing in the last digit are a mismatch")
+{
+    gateway_options options;
+    options.idempotency_extra = "      fingerprint:\n        json: canonical\n";
+    gateway_fixture f(options);
+    const std::string key = unique_key("account");
+    REQUIRE(f.post("/api/orders", key, R"({"account":18446744073709551616})").status == 201);
+    // Both read as one double: another account's retry was once replayed this answer.
+    auto other = f.post("/api/orders", key, R"({"account":18446744073709551617})");
+    CHECK(is_problem(other, 409));
+    CHECK(other.header("idempotent-replayed") != "true");
+    auto again = f.post("/api/orders", key, "{ \"account\" : 18446744073709551616 }");
+    CHECK(again.header("idempotent-replayed") == "true");
+    CHECK(f.executions() == 1);
+}
+
 TEST_CASE("a header listed in fingerprint.headers joins the fingerprint; the query can be left out")
 {
     gateway_options options;

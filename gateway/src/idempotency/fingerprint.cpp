@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "idempotency/json_tree.hpp"
+
 #include <algorithm>
 #include <array>
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
-#include <cmath>
+#include <boost/json/serializer.hpp>
 #include <idemgate/common/digest.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <memory>
 #include <openssl/evp.h>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace idemgate::gateway {
 
@@ -92,74 +94,135 @@ std::optional<std::size_t> array_index(const std::string& token)
     return n;
 }
 
-void remove_pointer(json::value& root, std::string_view pointer)
+// The child of the container at `at` that `token` names, among those not removed: of a duplicate
+// key the last, the one a reader takes.
+std::optional<std::uint32_t> live_child(const json_tree& tree, std::uint32_t at, const std::string& token)
 {
-    auto tokens = pointer_tokens(pointer);
-    if (tokens.empty())
-        return;
-    json::value* at = &root;
-    for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
-        if (auto* obj = at->if_object()) {
-            auto it = obj->find(tokens[i]);
-            if (it == obj->end())
-                return;
-            at = &it->value();
-        } else if (auto* arr = at->if_array()) {
-            auto index = array_index(tokens[i]);
-            if (!index || *index >= arr->size())
-                return;
-            at = &(*arr)[*index];
-        } else {
-            return;
+    const auto& container = tree.nodes[at];
+    std::optional<std::uint32_t> found;
+    std::optional<std::size_t> index;
+    if (container.type == json_node::kind::array)
+        index = array_index(token);
+    else if (container.type != json_node::kind::object)
+        return found;
+    for (std::uint32_t c = at + 1; c < container.end; c = tree.nodes[c].end) {
+        if (tree.nodes[c].removed)
+            continue;
+        if (container.type == json_node::kind::object) {
+            if (tree.key(tree.nodes[c]) == token)
+                found = c;
+        } else if (index && (*index)-- == 0) {
+            return c;
         }
     }
-    if (auto* obj = at->if_object()) {
-        obj->erase(tokens.back());
-    } else if (auto* arr = at->if_array()) {
-        auto index = array_index(tokens.back());
-        if (index && *index < arr->size())
-            arr->erase(arr->begin() + static_cast<std::ptrdiff_t>(*index));
+    return found;
+}
+
+// Removes the value `pointer` names, as erasing it from Boost.JSON's DOM would: every duplicate
+// of a key goes, and a removed array element shifts the indices after it.
+void remove_pointer(json_tree& tree, std::string_view pointer)
+{
+    auto tokens = pointer_tokens(pointer);
+    if (tokens.empty() || tree.nodes.empty())
+        return;
+    std::uint32_t at = 0;
+    for (std::size_t i = 0; i + 1 < tokens.size(); ++i) {
+        auto next = live_child(tree, at, tokens[i]);
+        if (!next)
+            return;
+        at = *next;
+    }
+    const auto& container = tree.nodes[at];
+    if (container.type == json_node::kind::object) {
+        for (std::uint32_t c = at + 1; c < container.end; c = tree.nodes[c].end)
+            if (tree.key(tree.nodes[c]) == tokens.back())
+                tree.nodes[c].removed = true;
+    } else if (auto element = live_child(tree, at, tokens.back())) {
+        tree.nodes[*element].removed = true;
     }
 }
 
-// False when the document holds a number a double cannot represent (1e400): Boost.JSON reads it
-// as infinity and would write "Infinity", which is not JSON and would make 1e400 and 2e400 one
-// fingerprint; such a body is fingerprinted by its bytes instead.
-bool write_canonical(const json::value& v, std::string& out)
-{
-    if (const auto* obj = v.if_object()) {
-        std::vector<const json::key_value_pair*> members;
-        members.reserve(obj->size());
-        for (const auto& kv : *obj)
-            members.push_back(&kv);
-        std::sort(members.begin(), members.end(),
-                  [](const auto* a, const auto* b) { return a->key() < b->key(); });
-        out.push_back('{');
-        for (std::size_t i = 0; i < members.size(); ++i) {
-            if (i)
-                out.push_back(',');
-            out += json::serialize(json::string_view(members[i]->key()));
-            out.push_back(':');
-            if (!write_canonical(members[i]->value(), out))
-                return false;
+// The canonical text: members sorted by their keys' bytes (of a duplicate key the last, as
+// Boost.JSON keeps it), no insignificant whitespace, strings escaped as Boost.JSON serialises
+// them, every number exactly as the client wrote it. A number is never read as a double, so
+// digits beyond 64 bits, a fraction's spelling and a number beyond a double's range (1e400) all
+// stay; 1, 1.0, 1e0 and -0 against 0 are different requests (a false mismatch is the safe side).
+class canonical_writer {
+public:
+    canonical_writer(const json_tree& tree, std::string& out) : tree_(tree), out_(out) {}
+
+    void write(std::uint32_t at)
+    {
+        const auto& n = tree_.nodes[at];
+        switch (n.type) {
+        case json_node::kind::object: write_object(at); break;
+        case json_node::kind::array: {
+            out_.push_back('[');
+            bool first = true;
+            for (std::uint32_t c = at + 1; c < n.end; c = tree_.nodes[c].end) {
+                if (tree_.nodes[c].removed)
+                    continue;
+                if (!first)
+                    out_.push_back(',');
+                first = false;
+                write(c);
+            }
+            out_.push_back(']');
+            break;
         }
-        out.push_back('}');
-    } else if (const auto* arr = v.if_array()) {
-        out.push_back('[');
-        for (std::size_t i = 0; i < arr->size(); ++i) {
-            if (i)
-                out.push_back(',');
-            if (!write_canonical((*arr)[i], out))
-                return false;
+        case json_node::kind::string: write_string(tree_.text_of(n)); break;
+        case json_node::kind::number: out_ += tree_.text_of(n); break;
+        case json_node::kind::true_: out_ += "true"; break;
+        case json_node::kind::false_: out_ += "false"; break;
+        case json_node::kind::null: out_ += "null"; break;
         }
-        out.push_back(']');
-    } else {
-        if (v.is_double() && !std::isfinite(v.get_double()))
-            return false;
-        out += json::serialize(v);
     }
-    return true;
-}
+
+private:
+    void write_object(std::uint32_t at)
+    {
+        // The members of every open object share one list: this one's are [first, last).
+        const auto& n = tree_.nodes[at];
+        std::size_t first = members_.size();
+        for (std::uint32_t c = at + 1; c < n.end; c = tree_.nodes[c].end)
+            if (!tree_.nodes[c].removed)
+                members_.push_back(c);
+        std::size_t last = members_.size();
+        auto key_of = [this](std::uint32_t c) { return tree_.key(tree_.nodes[c]); };
+        std::stable_sort(members_.begin() + static_cast<std::ptrdiff_t>(first), members_.end(),
+                         [&](std::uint32_t a, std::uint32_t b) { return key_of(a) < key_of(b); });
+        out_.push_back('{');
+        bool written = false;
+        for (std::size_t i = first; i < last; ++i) {
+            if (i + 1 < last && key_of(members_[i]) == key_of(members_[i + 1]))
+                continue; // a later duplicate of this key follows
+            if (written)
+                out_.push_back(',');
+            written = true;
+            write_string(key_of(members_[i]));
+            out_.push_back(':');
+            write(members_[i]);
+        }
+        out_.push_back('}');
+        members_.resize(first);
+    }
+
+    void write_string(std::string_view s)
+    {
+        json::string_view view(s.data(), s.size());
+        serializer_.reset(view);
+        char buffer[256];
+        while (!serializer_.done()) {
+            auto part = serializer_.read(buffer, sizeof buffer);
+            out_.append(part.data(), part.size());
+        }
+    }
+
+    const json_tree& tree_;
+    std::string& out_;
+    std::vector<std::uint32_t> members_;
+    json::serializer serializer_;
+};
 
 } // namespace
 
@@ -176,16 +239,16 @@ std::string fingerprint(std::string_view method, std::string_view target, std::s
 
 std::optional<std::string> canonical_json(std::string_view body, const std::vector<std::string>& ignore)
 {
-    boost::system::error_code ec;
-    json::value root = json::parse(json::string_view(body.data(), body.size()), ec);
-    if (ec)
+    unsigned char arena[4096];
+    std::pmr::monotonic_buffer_resource resource(arena, sizeof arena);
+    json_tree tree(&resource);
+    if (!read_json(body, tree))
         return std::nullopt;
     for (const auto& pointer : ignore)
-        remove_pointer(root, pointer);
+        remove_pointer(tree, pointer);
     std::string out;
     out.reserve(body.size());
-    if (!write_canonical(root, out))
-        return std::nullopt;
+    canonical_writer(tree, out).write(0);
     return out;
 }
 

@@ -1,26 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <boost/json/monotonic_resource.hpp>
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
+#include "idempotency/json_tree.hpp"
+
 #include <idemgate/gateway/json_key.hpp>
+#include <memory_resource>
 
 namespace idemgate::gateway {
 
-namespace json = boost::json;
-
 namespace {
 
-// The value's text as a key part, or false for anything but a non-empty string or a number.
-bool append_value(const json::value& v, std::string& out)
+// The value's text as a key part, or false for anything but a non-empty string or a number. A
+// number is its source text: an integer's digits however many, a fraction or exponent as
+// written. -0 is "0", the spelling keys had when integers were read as int64.
+bool append_value(const json_tree& tree, const json_node& n, std::string& out)
 {
-    switch (v.kind()) {
-    case json::kind::string:
-        out.append(v.get_string().data(), v.get_string().size());
-        return !v.get_string().empty();
-    case json::kind::int64: out += std::to_string(v.get_int64()); return true;
-    case json::kind::uint64: out += std::to_string(v.get_uint64()); return true;
-    case json::kind::double_: out += json::serialize(v); return true;
+    switch (n.type) {
+    case json_node::kind::string: out += tree.text_of(n); return n.text_size != 0;
+    case json_node::kind::number:
+        out += tree.text_of(n) == "-0" ? std::string_view("0") : tree.text_of(n);
+        return true;
     default: return false;
     }
 }
@@ -43,22 +40,19 @@ json_key key_from_json(std::string_view body, const std::vector<std::string>& po
 {
     json_key out;
     key.clear();
-    // The document lives only for this call: one arena, on the stack for small bodies, instead
-    // of an allocation per string, object and array.
+    // The document lives only for this call: one arena, on the stack for small bodies, holds its
+    // nodes and characters.
     unsigned char arena[4096];
-    json::monotonic_resource resource(arena, sizeof arena);
-    boost::system::error_code ec;
-    json::value root = json::parse(json::string_view(body.data(), body.size()), ec, &resource);
-    if (ec)
+    std::pmr::monotonic_buffer_resource resource(arena, sizeof arena);
+    json_tree tree(&resource);
+    if (!read_json(body, tree))
         return out;
     std::string part;
     for (std::size_t i = 0; i < pointers.size(); ++i) {
         const auto& pointer = pointers[i];
-        boost::system::error_code pointer_ec;
-        const json::value* at =
-            root.find_pointer(json::string_view(pointer.data(), pointer.size()), pointer_ec);
+        const json_node* at = find_pointer(tree, pointer);
         part.clear();
-        if (!at || !append_value(*at, part)) {
+        if (!at || !append_value(tree, *at, part)) {
             out.result = json_key::status::missing;
             out.missing = i;
             key.clear();

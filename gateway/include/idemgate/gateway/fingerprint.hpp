@@ -28,10 +28,11 @@ std::string fingerprint(std::string_view method, std::string_view target, std::s
                         const config::fingerprint_config& options,
                         const boost::beast::http::basic_fields<Allocator>& fields);
 
-// Canonical JSON (RFC 8785-like: object keys sorted by their bytes, no insignificant
-// whitespace, numbers and strings as Boost.JSON serialises them) after removing every field
-// `ignore` points at (JSON Pointers, RFC 6901; a pointer to nothing is ignored). nullopt when
-// `body` is not one JSON value.
+// Canonical JSON (RFC 8785-like: object keys sorted by their bytes, of a duplicate key the last,
+// no insignificant whitespace, strings as Boost.JSON serialises them) after removing every field
+// `ignore` points at (JSON Pointers, RFC 6901; a pointer to nothing is ignored). Each number is
+// its source text, unchanged: 1, 1.0 and 1e0 are three documents, and digits past 64 bits count.
+// nullopt when `body` is not one JSON value.
 std::optional<std::string> canonical_json(std::string_view body, const std::vector<std::string>& ignore);
 
 } // namespace idemgate::gateway

@@ -17,10 +17,11 @@ struct json_key {
     std::size_t missing = 0; // with status::missing: the index of the first such pointer
 };
 
-// The key at `pointers` (RFC 6901) in `body`, written to `key`: the string's characters, or an
-// integer's decimal digits (another number as Boost.JSON writes it). With several pointers each
-// value is percent-encoded ('%' as %25, ',' as %2C) and the values are joined by ',', so two
-// different lists of values never make one key.
+// The key at `pointers` (RFC 6901) in `body`, written to `key`: the string's characters, or the
+// number's source text (an integer's digits however many, so -5 is "-5" and -0 is "0"; a fraction
+// or exponent as written, so 1.5e3 is "1.5e3"). With several pointers each value is
+// percent-encoded ('%' as %25, ',' as %2C) and the values are joined by ',', so two different
+// lists of values never make one key.
 json_key key_from_json(std::string_view body, const std::vector<std::string>& pointers, std::string& key);
 
 } // namespace idemgate::gateway
