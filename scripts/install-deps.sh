@@ -21,6 +21,7 @@ compile_pkgs=(
   libjemalloc-dev       # the idemgate binary's allocator (CMakeLists.txt: IDEMGATE_JEMALLOC)
   libsystemd-dev        # sd_notify: readiness, reload, stop and watchdog for Type=notify units
   libnghttp2-dev        # HTTP/2 to clients (the h2 codec)
+  zlib1g-dev            # gzip request bodies decoded for their fingerprint (fingerprint.decode)
 )
 build_pkgs=(
   "${compile_pkgs[@]}"
@@ -43,7 +44,7 @@ run_pkgs=(
   redis-server curl ca-certificates  # the demo's store, and the curl lines it shows
 )
 runtime_pkgs=(
-  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 libsystemd0 libnghttp2-14 ca-certificates curl
+  libssl3 libyaml-cpp0.7 libhiredis0.14 libsqlite3-0 libjemalloc2 libsystemd0 libnghttp2-14 zlib1g ca-certificates curl
 )
 
 case "${1:-}" in

@@ -134,7 +134,7 @@ std::vector<std::string> changed_sections(const std::string& old_text, const std
 std::string fingerprint_config::describe() const
 {
     // Today's defaults describe as "": fingerprints made before these options existed still match.
-    if (query && headers.empty() && json == json_mode::raw)
+    if (query && headers.empty() && json == json_mode::raw && decode == body_decoding::none)
         return {};
     std::string out = "fp2";
     out += query ? ";q" : ";noq";
@@ -147,6 +147,8 @@ std::string fingerprint_config::describe() const
         out += ";json";
     for (const auto& p : ignore_json_fields)
         out += ";ignore=" + p;
+    if (decode == body_decoding::gzip)
+        out += ";gunzip";
     return out;
 }
 

@@ -269,7 +269,9 @@ void loader::load_key_source(const map_view& map, idempotency_config& idem)
 
 void loader::load_fingerprint(const YAML::Node& node, const std::string& path, fingerprint_config& fp)
 {
-    map_view map(*this, node, path, {"query", "headers", "json", "ignore_json_fields"});
+    map_view map(*this, node, path, {"query", "headers", "json", "ignore_json_fields", "decode"});
+    read_choice(map, "decode", "a content coding to decode",
+                {{"none", body_decoding::none}, {"gzip", body_decoding::gzip}}, fp.decode);
     read_bool(map, "query", fp.query);
     if (const auto* list = map.find("headers"))
         load_header_list(*list, map.path_of("headers"), fp.headers);

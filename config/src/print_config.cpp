@@ -45,6 +45,8 @@ void idempotency(YAML::Emitter& out, const idempotency_config& i)
     out << (i.fingerprint.json == json_mode::raw ? "raw" : "canonical");
     key(out, "ignore_json_fields");
     string_list(out, i.fingerprint.ignore_json_fields);
+    key(out, "decode");
+    out << (i.fingerprint.decode == body_decoding::gzip ? "gzip" : "none");
     out << YAML::EndMap;
     key(out, "mode");
     out << (i.mode == route_mode::enforce ? "enforce" : "shadow");

@@ -6,6 +6,7 @@
 #include "gateway_fixture.hpp"
 
 #include <doctest/doctest.h>
+#include <idemgate/test/gzip.hpp>
 #include <thread>
 
 using namespace idemgate::test;
@@ -240,6 +241,47 @@ TEST_CASE("a guarded request on a key_from: json route whose body has no key is 
     // An unguarded method on that route carries no key and is told nothing.
     auto get = gateway_request(f.port(), "GET", "/bodykey/orders");
     CHECK(get.header("idempotency-status").empty());
+}
+
+TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("promise-gzip");
+
+TEST_CASE("fingerprint.decode: gzip: a retry whose gzip header differs is the same request; a bomb is 413")
+{
+    gateway_options options;
+    options.extra_routes = "  - path_prefix: \"/gz/\"\n    upstream: orders\n    idempotency:\n"
+                           "      methods: [POST]\n      fingerprint: { decode: gzip }\n";
+    options.limits = "  max_request_body: 64KiB\n";
+    gateway_fixture f(options);
+    const std::string body = R"({"order":"o-1","amount":1250})";
+    const auto at_one = idemgate::test::gzip_member(body, 1700000001);
+    const auto at_two = idemgate::test::gzip_member(body, 1700000002, "retry.json");
+    REQUIRE(at_one != at_two);
+    const std::vector<std::pair<std::string, std::string>> gz{{"Content-Encoding", "gzip"}};
+
+    const std::string key = unique_key("gzip");
+    auto first = f.post("/gz/orders", key, at_one, gz);
+    CHECK(first.status == 201);
+    auto retry = f.post("/gz/orders", key, at_two, gz);
+    CHECK(retry.header("idempotent-replayed") == "true");
+    CHECK(retry.body == first.body);
+    // Another decoded body under the key is still another request.
+    auto other = f.post("/gz/orders", key, idemgate::test::gzip_member(R"({"order":"o-2"})", 1), gz);
+    CHECK(is_problem(other, 409));
+    CHECK(f.executions() == 1);
+
+    // Without decode (the /api/ route), the encoded bytes are the fingerprint: a mismatch.
+    const std::string raw_key = unique_key("gzip-raw");
+    CHECK(f.post("/api/orders", raw_key, at_one, gz).status == 201);
+    CHECK(is_problem(f.post("/api/orders", raw_key, at_two, gz), 409));
+
+    // A body that decodes past max_request_body is refused before anything runs.
+    const auto bomb = idemgate::test::gzip_member(std::string(4 * 1024 * 1024, '{'), 1, nullptr, 9);
+    REQUIRE(bomb.size() < 64 * 1024);
+    auto refused = f.post("/gz/orders", unique_key("gzip-bomb"), bomb, gz);
+    CHECK(is_problem(refused, 413));
+    CHECK(f.executions() == 2);
 }
 
 TEST_SUITE_END();

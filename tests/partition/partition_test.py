@@ -298,6 +298,7 @@ def one_run(bindir, setting, replicas, fault, work, seconds=18, warmup=4):
         _, keys_body = curl("/__keys")
         executions = json.loads(keys_body)
         result.update(measure(answers, executions, fault_at, c, samples))
+        result.update(accounted(curl("/metrics", admin=True)[1]))
     finally:
         c.stop()
     return result
@@ -341,6 +342,18 @@ def measure(answers, executions, fault_at, c, samples):
             "longest_without_2xx": max(gaps) if gaps else None,
             "first_execution_ms": 1000 * sum(first_lat) / len(first_lat) if first_lat else None,
             "switch_logged": switch_at is not None, "left_old_primary_s": left}
+
+
+def accounted(metrics_text):
+    """What the gateway itself counted of a fault's cost: completes that failed (the answer went
+    out, no record kept) and records fewer replicas acknowledged than min_replicas_ack. A key that
+    ran twice must be one of these, or the operator's figures fall short of what happened."""
+    def total(name):
+        return sum(float(line.rsplit(" ", 1)[1]) for line in metrics_text.splitlines()
+                   if line.startswith(name + " ") or line.startswith(name + "{"))
+    lost = total("idemgate_records_lost_total")
+    unreplicated = total("idemgate_records_unreplicated_total")
+    return {"failed_completes": int(lost), "unreplicated_records": int(unreplicated)}
 
 
 def fmt(v, unit=""):
@@ -389,6 +402,10 @@ def main():
             name = f"{setting}/{replicas} replica(s)/{fault}"
             if setting.startswith("strict") and r["twice"]:
                 failures.append(f"{name}: {r['twice']} keys ran twice, e.g. {r['twice_keys']}")
+            if r["twice"] > r["failed_completes"] + r["unreplicated_records"]:
+                failures.append(f"{name}: {r['twice']} keys ran twice, more than the gateway counted: "
+                                f"{r['failed_completes']} failed completes + {r['unreplicated_records']} "
+                                "unreplicated records")
             if setting.startswith("strict") and r["wrong_answers"]:
                 failures.append(f"{name}: {r['wrong_answers']} keys answered by another execution")
             if fault == "partial":

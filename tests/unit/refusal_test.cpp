@@ -64,6 +64,8 @@ TEST_CASE("every refusal of the filter: its problem, status, outcome, key status
          none, false, true, false},
         {record_expired, 422, "record-expired", outcome::expired, key_status::expired, none, false, true,
          false},
+        {decoded_body_too_large, 413, "body-too-large", outcome::rejected, key_status::rejected, none, true,
+         true, false},
     };
     static_assert(std::size(table) == refusal_count, "a test row per refusal");
     for (const auto& want : table) {

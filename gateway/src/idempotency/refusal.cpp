@@ -85,6 +85,9 @@ constexpr std::array<refusal_rule, refusal_count> rules{{
      "the first request with this key ran; its answer is no longer kept (record_ttl), and it is not run "
      "again while the key's tombstone lasts (tombstone_ttl)",
      false},
+    {decoded_body_too_large, problems::body_too_large, outcome::rejected, key_status::rejected, none, true,
+     "the body, decoded from Content-Encoding: gzip for its fingerprint, is over limits.max_request_body",
+     false},
 }};
 
 constexpr bool rows_in_order()

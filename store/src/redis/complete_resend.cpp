@@ -68,6 +68,12 @@ asio::awaitable<boost::system::error_code> complete_resender::settle(boost::syst
         if (acked >= wanted)
             co_return ec;
         shared_->stats.records_unreplicated.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        // The primary may or may not have taken it (the connection failed, or timed out): no
+        // replica is known to hold it. Counted and logged as every unreplicated record is, so
+        // what a failover costs adds up in idemgate_records_unreplicated_total.
+        shared_->stats.records_unreplicated.fetch_add(1, std::memory_order_relaxed);
+        shared_->log_unreplicated(key, -1, command_result{ec, nullptr, {}});
     }
     if (add(std::move(key), std::move(prefix), std::move(value), std::move(publish),
             clock_type::now() + record_ttl))

@@ -37,9 +37,11 @@ void render_redis_metrics(const redis_stats& s, std::string& out)
                        "1: Redis maxmemory-policy is noeviction; 0: another policy, records can be "
                        "evicted; -1: unknown (not read yet, or CONFIG GET refused).");
     prometheus::sample(out, "idemgate_redis_eviction_safe", "", double(s.eviction_safe.load()));
-    counter("idemgate_records_unreplicated_total",
-            "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT).", "",
-            double(s.records_unreplicated.load()));
+    counter(
+        "idemgate_records_unreplicated_total",
+        "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT), or whose "
+        "write's outcome is unknown (consistency strict: written again).",
+        "", double(s.records_unreplicated.load()));
     counter("idemgate_store_primary_switches_total",
             "Times the sentinels named a new primary; data connections to the old one were closed.", "",
             double(s.primary_switches.load()));

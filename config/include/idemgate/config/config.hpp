@@ -88,11 +88,17 @@ private:
 enum class tenant_source { header, client_cert };
 
 // What the request fingerprint covers besides method and path.
+// A request body's content coding undone before it is fingerprinted.
+enum class body_decoding { none, gzip };
+
 struct fingerprint_config {
     bool query = true;                           // the query string
     std::vector<std::string> headers;            // header values that join the fingerprint
     json_mode json = json_mode::raw;             // canonical: parsed, keys sorted, no whitespace
     std::vector<std::string> ignore_json_fields; // JSON Pointers removed first (implies canonical)
+    // gzip: a body sent with Content-Encoding: gzip is fingerprinted decoded (bounded by
+    // limits.max_request_body); none: the bytes as sent.
+    body_decoding decode = body_decoding::none;
     // Everything above as one string; it is hashed into the fingerprint, so a record made under
     // other options never matches (it is a mismatch).
     std::string describe() const;

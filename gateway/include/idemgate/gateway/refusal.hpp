@@ -31,8 +31,9 @@ enum class refusal {
     tenant_key_rate,            // the tenant's new_keys_per_second is exhausted
     not_replayable,             // the first answer was too big to record (a status-only record)
     record_expired,             // the record expired; its tombstone remains (tombstone_ttl)
+    decoded_body_too_large,     // fingerprint.decode: gzip and the decoded body is over max_request_body
 };
-inline constexpr int refusal_count = 20;
+inline constexpr int refusal_count = static_cast<int>(refusal::decoded_body_too_large) + 1; // the last one
 
 enum class retry_hint {
     none,
