@@ -102,10 +102,14 @@ def main():
             problems.append("the retry lacks Idempotent-Replayed: true")
         if not re.search(r"^Idempotency-Status: replayed\r?$", second, re.M | re.I):
             problems.append("the retry lacks Idempotency-Status: replayed")
-        # The first body runs to the second answer; the second is followed by the metrics lines.
-        body1 = first.split("\r\n\r\n", 1)[1] if "\r\n\r\n" in first else ""
-        body2 = second.split("\r\n\r\n", 1)[1] if "\r\n\r\n" in second else ""
-        if not body1 or not body2.startswith(body1):
+        # Each body is its Content-Length's bytes: the processes the block started in the
+        # background write their log lines to the same output, anywhere between them.
+        def body_of(answer):
+            head, _, rest = answer.partition("\r\n\r\n")
+            m = re.search(r"^Content-Length: (\d+)\r?$", head, re.M | re.I)
+            return rest[:int(m.group(1))] if m else ""
+        body1, body2 = body_of(first), body_of(second)
+        if not body1 or body1 != body2:
             problems.append("the replayed body %r is not the first one %r" % (body2, body1))
     for outcome in ("executed", "replayed"):
         if not re.search(r'^idemgate_requests_total\{outcome="%s"\} 1$' % outcome, out, re.M):
