@@ -402,7 +402,10 @@ def main():
             name = f"{setting}/{replicas} replica(s)/{fault}"
             if setting.startswith("strict") and r["twice"]:
                 failures.append(f"{name}: {r['twice']} keys ran twice, e.g. {r['twice_keys']}")
-            if r["twice"] > r["failed_completes"] + r["unreplicated_records"]:
+            # With min_replicas_ack (ack, strict) the gateway learns which records no replica took;
+            # async asks no replica, so a failover's cost there is not counted (docs/operations/
+            # failover.md): its figures are reported, not checked.
+            if setting != "async" and r["twice"] > r["failed_completes"] + r["unreplicated_records"]:
                 failures.append(f"{name}: {r['twice']} keys ran twice, more than the gateway counted: "
                                 f"{r['failed_completes']} failed completes + {r['unreplicated_records']} "
                                 "unreplicated records")
