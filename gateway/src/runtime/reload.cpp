@@ -143,7 +143,8 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
         return false;
     }
     // What a running process cannot change: its sockets, threads, store and admin API.
-    for (const auto& key : config::changed_sections(boot_text_, text, restart_only::keys()))
+    for (const auto& key :
+         config::changed_sections(boot_text_, text, restart_only::keys(), restart_only::reloadable_parts()))
         log::warn("configuration reload: this setting needs a restart; the running value is kept",
                   {{"key", key}});
     if (tls_switched)

@@ -28,12 +28,20 @@ const std::vector<std::string>& restart_only::keys()
     return names;
 }
 
+const std::vector<std::string>& restart_only::reloadable_parts()
+{
+    static const std::vector<std::string> names{"store.refusal"};
+    return names;
+}
+
 void restart_only::keep_in(config::config& next) const
 {
     next.listen = listen;
     next.admin_listen = admin_listen;
     next.threads = threads;
+    auto refusal = next.store.refusal; // reloadable
     next.store = store;
+    next.store.refusal = refusal;
     next.admin = admin;
     next.tracing = tracing;
 }

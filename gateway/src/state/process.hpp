@@ -38,6 +38,8 @@ struct restart_only {
     static restart_only of(const config::config& cfg);
     // The top-level keys these settings come from, as config::changed_sections compares them.
     static const std::vector<std::string>& keys();
+    // The parts of those sections a reload applies all the same (store.refusal).
+    static const std::vector<std::string>& reloadable_parts();
     // `next` with these settings put back to the running values.
     void keep_in(config::config& next) const;
 };
