@@ -263,6 +263,7 @@ TEST_CASE("problem pages: every type's page is served, and answers link to them"
                              "upstream-unavailable",
                              "upstream-timeout",
                              "store-unavailable",
+                             "store-full",
                              "shutting-down"}) {
         auto page =
             gateway_request(f.port(), "GET", std::string("/.well-known/idempotency/problems/") + slug);

@@ -12,7 +12,7 @@ namespace idemgate::gateway::detail {
 struct refused {
     refusal reason = refusal::no_route;
     std::string detail;           // replaces the row's text (rows worded from the route's headers)
-    long long retry_after_ms = 0; // retry_hint::quota_wait: how long the quota asks to wait
+    long long retry_after_ms = 0; // retry_hint::quota_wait, full_wait: how long to wait
     // The Location of the first answer for this key (a mismatch): the problem's "location" and a
     // Link with rel="original".
     std::string location;

@@ -152,6 +152,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
                   "is kept",
                   {{"key", "tls"}});
     ctx_.boot.keep_in(next);
+    ctx_.backend->set_refusal_policy({next.store.refusal.errors, next.store.refusal.window});
     if (tls_switched)
         next.tls = ctx_.live()->cfg.tls;
     if (any_route_waits(next) && !ctx_.boot.settlement_notifications)
