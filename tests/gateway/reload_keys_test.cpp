@@ -156,12 +156,27 @@ int readyz_status(gateway_fixture& f, std::string& body)
     return res.status;
 }
 
-// readiness.store.
+// store.refusal (reloadable although store is not) and readiness.store.
 void add_store_health_rows(std::vector<reloadable_row>& rows)
 {
     auto text_edit = [](std::string from, std::string to) {
         return [from, to](gateway_fixture&, std::string text) { return replaced(std::move(text), from, to); };
     };
+    rows.push_back(
+        {"store.refusal.errors", [](auto& o) { o.store_extra = "  refusal:\n    errors: 50\n"; },
+         text_edit("errors: 50", "errors: 2"),
+         [](auto& f) {
+             if (!f.store.redis) {
+                 MESSAGE("store.refusal: needs a Redis of its own (IDEMGATE_TEST_STORE=redis)");
+                 return;
+             }
+             REQUIRE(f.store.redis->command({"ACL", "SETUSER", "default", "-evalsha", "-eval"}) == "+OK\r\n");
+             for (int i = 0; i < 2; ++i)
+                 CHECK(f.post("/api/orders", unique_key("reload-refusal"), "{}").status == 201);
+             std::string body;
+             CHECK(poll_until(3s, [&] { return readyz_status(f, body) == 503; }));
+             CHECK(body.find("refusing writes") != std::string::npos);
+         }});
     rows.push_back({"readiness.store",
                     [](auto& o) {
                         o.top_level = "readiness:\n  store: required\n";
