@@ -108,7 +108,8 @@ config load_text(const std::string& text, const std::string& path)
 }
 
 std::vector<std::string> changed_sections(const std::string& old_text, const std::string& new_text,
-                                          const std::vector<std::string>& keys)
+                                          const std::vector<std::string>& keys,
+                                          const std::vector<std::string>& reloadable_parts)
 {
     std::vector<std::string> out;
     YAML::Node before, after;
@@ -118,11 +119,15 @@ std::vector<std::string> changed_sections(const std::string& old_text, const std
     } catch (const YAML::Exception&) {
         return keys; // unreadable: treat every section as changed (the caller parsed both already)
     }
-    auto text_of = [](const YAML::Node& doc, const std::string& key) {
+    auto text_of = [&](const YAML::Node& doc, const std::string& key) {
         if (!doc.IsMap() || !doc[key])
             return std::string();
+        auto section = YAML::Clone(doc[key]);
+        for (const auto& part : reloadable_parts)
+            if (part.starts_with(key + ".") && section.IsMap())
+                section.remove(part.substr(key.size() + 1));
         YAML::Emitter e;
-        e << doc[key];
+        e << section;
         return std::string(e.c_str());
     };
     for (const auto& k : keys)

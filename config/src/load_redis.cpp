@@ -13,8 +13,8 @@ void loader::load_redis(const map_view& store, redis_config& redis)
     map_view map(*this, child(store, "redis"), "store.redis",
                  {"mode", "address", "nodes", "topology_refresh", "password_env", "username", "db",
                   "key_prefix", "command_timeout", "connect_timeout", "reconnect_backoff_max",
-                  "eviction_check_interval", "min_replicas_ack", "consistency", "wait_timeout", "sentinel",
-                  "tls"});
+                  "eviction_check_interval", "allow_eviction", "min_replicas_ack", "consistency",
+                  "wait_timeout", "sentinel", "tls"});
     if (auto text = scalar(map, "mode", "a string")) {
         if (*text == "standalone")
             redis.mode = redis_mode::standalone;
@@ -109,6 +109,7 @@ void loader::load_redis(const map_view& store, redis_config& redis)
     read_duration(map, "connect_timeout", redis.connect_timeout);
     read_duration(map, "reconnect_backoff_max", redis.reconnect_backoff_max);
     read_duration(map, "eviction_check_interval", redis.eviction_check_interval, true);
+    read_bool(map, "allow_eviction", redis.allow_eviction);
 
     read_string(map, "password_env", redis.password_env);
     if (!redis.password_env.empty()) {

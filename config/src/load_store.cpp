@@ -10,9 +10,9 @@ namespace idemgate::config::detail {
 
 void loader::load_store(const map_view& top, store_config& store)
 {
-    map_view map(
-        *this, child(top, "store"), "store",
-        {"type", "on_failure", "redis", "memory", "key_secret_env", "hash_keys", "encryption", "local_tier"});
+    map_view map(*this, child(top, "store"), "store",
+                 {"type", "on_failure", "redis", "memory", "key_secret_env", "hash_keys", "encryption",
+                  "local_tier", "refusal"});
     read_string(map, "key_secret_env", store.key_secret_env);
     if (!store.key_secret_env.empty()) {
         const char* value = getenv_(store.key_secret_env.c_str());
@@ -38,6 +38,14 @@ void loader::load_store(const map_view& top, store_config& store)
     load_redis(map, store.redis);
     load_memory(map, store.memory);
     load_local_tier(map, store.local_tier);
+    load_refusal(map, store.refusal);
+}
+
+void loader::load_refusal(const map_view& store, refusal_config& refusal)
+{
+    map_view map(*this, child(store, "refusal"), "store.refusal", {"errors", "window"});
+    read_int(map, "errors", refusal.errors, 1, 1000000);
+    read_duration(map, "window", refusal.window);
 }
 
 void loader::load_memory(const map_view& store, memory_config& memory)

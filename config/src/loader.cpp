@@ -96,7 +96,7 @@ void loader::load(const YAML::Node& root, config& cfg)
     map_view top(*this, root, "",
                  {"listen", "admin_listen", "threads", "access_log", "log_level", "request_id_header",
                   "store", "upstreams", "routes", "limits", "timeouts", "admin", "tenants", "tls", "tracing",
-                  "http2", "problems"});
+                  "http2", "problems", "readiness"});
     if (root.IsDefined() && !root.IsNull() && !root.IsMap())
         return; // reported by `top`; nothing below can be read.
     read_endpoint(top, "listen", cfg.listen);
@@ -121,6 +121,7 @@ void loader::load(const YAML::Node& root, config& cfg)
     load_tenants(top, cfg.tenants);
     load_tracing(top, cfg.tracing);
     load_problems(top, cfg.problems);
+    load_readiness(top, cfg.readiness);
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
             cfg.store.key_secret_env.empty())
@@ -252,6 +253,15 @@ void loader::load_problems(const map_view& top, problems_config& problems)
                 quote(uri) +
                     " is not a URI prefix (e.g. \"https://docs.example.com/problems/\", or \"\" for the "
                     "gateway's own pages)");
+}
+
+// readiness: { store: required | ignore }
+void loader::load_readiness(const map_view& top, readiness_config& readiness)
+{
+    map_view map(*this, child(top, "readiness"), "readiness", {"store"});
+    read_choice(map, "store", "a readiness rule",
+                {{"required", store_readiness::required}, {"ignore", store_readiness::ignore}},
+                readiness.store);
 }
 
 void loader::load_tracing(const map_view& top, tracing_config& tracing)

@@ -303,6 +303,7 @@ private:
     void load_tracing(const map_view& top, tracing_config& tracing);
     void load_http2(const map_view& top, http2_config& http2);
     void load_problems(const map_view& top, problems_config& problems);
+    void load_readiness(const map_view& top, readiness_config& readiness);
     void check_lookup_path(const std::string& path, const route_config& route,
                            const std::vector<route_config>& before);
     void check_readable(const std::string& path, const std::string& file);
@@ -317,6 +318,7 @@ private:
     // load_store.cpp
     void load_store(const map_view& top, store_config& store);
     void load_local_tier(const map_view& store, local_tier_config& tier);
+    void load_refusal(const map_view& store, refusal_config& refusal);
     void load_encryption(const map_view& store, encryption_config& encryption);
     std::string record_key(const map_view& map, std::string_view key, const std::string& name);
     void load_memory(const map_view& store, memory_config& memory);

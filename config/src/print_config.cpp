@@ -299,6 +299,11 @@ std::string print_config(const config& c)
     key(out, "base_uri");
     out << YAML::DoubleQuoted << c.problems.base_uri;
     out << YAML::EndMap;
+    key(out, "readiness");
+    out << YAML::BeginMap;
+    key(out, "store");
+    out << (c.readiness.store == store_readiness::required ? "required" : "ignore");
+    out << YAML::EndMap;
     out << YAML::EndMap;
     return std::string(out.c_str()) + "\n";
 }

@@ -144,6 +144,8 @@ void store(YAML::Emitter& out, const store_config& s)
     out << duration_text(r.reconnect_backoff_max);
     key(out, "eviction_check_interval");
     out << duration_text(r.eviction_check_interval);
+    key(out, "allow_eviction");
+    out << r.allow_eviction;
     key(out, "min_replicas_ack");
     out << r.min_replicas_ack;
     key(out, "consistency");
@@ -167,6 +169,13 @@ void store(YAML::Emitter& out, const store_config& s)
     out << duration_text(s.local_tier.max_age);
     key(out, "admit");
     out << (s.local_tier.admit == tier_admission::replay ? "replay" : "complete");
+    out << YAML::EndMap;
+    key(out, "refusal");
+    out << YAML::BeginMap;
+    key(out, "errors");
+    out << s.refusal.errors;
+    key(out, "window");
+    out << duration_text(s.refusal.window);
     out << YAML::EndMap;
     out << YAML::EndMap;
 }

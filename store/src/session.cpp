@@ -96,4 +96,23 @@ std::string backend::record_id(scope s) const
 
 void backend::render_metrics(std::string&) const {}
 
+store_status backend::status() const
+{
+    return {};
+}
+
+void backend::set_refusal_policy(const refusal_policy&) {}
+
+duration backend::full_retry_after() const
+{
+    return duration(1000);
+}
+
+std::string_view store_condition_name(std::size_t index) noexcept
+{
+    static constexpr std::string_view names[store_condition_count] = {"refusing", "evicting", "full",
+                                                                      "command_refused"};
+    return index < store_condition_count ? names[index] : std::string_view{};
+}
+
 } // namespace idemgate::store

@@ -238,10 +238,14 @@ def check_config(root, bin_dir):
     restart = set(STRING.findall(m.group(1))) if m else set()
     if not restart:
         problems.append("gateway/src/state/process.cpp: restart_only::keys() not found")
+    # Parts of a restart-only section that a reload applies all the same (store.refusal).
+    m = re.search(r"restart_only::reloadable_parts\(\)\s*\{.*?\{(.*?)\}", process, re.S)
+    parts = set(STRING.findall(m.group(1))) if m else set()
     for key, (number, cells) in sorted(rows.items()):
         top = re.split(r"[.\[]", key, 1)[0]
         reload = cells[3] if len(cells) > 3 else ""
-        want = "restart-only" if top in restart else "reloadable"
+        part = any(key == p or key.startswith(p + ".") for p in parts)
+        want = "restart-only" if top in restart and not part else "reloadable"
         if not reload.startswith(want):
             problems.append("docs/reference/configuration.md:%d: %s: the reload column says %r; "
                             "restart_only::keys() makes it %s" % (number, key, reload[:40], want))

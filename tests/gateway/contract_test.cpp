@@ -293,6 +293,7 @@ TEST_CASE("problem pages: every type's page is served, and answers link to them"
                              "upstream-unavailable",
                              "upstream-timeout",
                              "store-unavailable",
+                             "store-full",
                              "shutting-down",
                              "method-not-allowed",
                              "invalid-configuration",

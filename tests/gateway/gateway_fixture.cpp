@@ -151,6 +151,17 @@ std::unique_ptr<gateway_process> gateway_fixture::start_another()
     return another;
 }
 
+bool poll_until(milliseconds timeout, const std::function<bool()>& pred)
+{
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > deadline)
+            return false;
+        std::this_thread::sleep_for(20ms); // polling for an event the gateway shows on a port
+    }
+    return true;
+}
+
 bool redis_store_under_test()
 {
     const char* choice = std::getenv("IDEMGATE_TEST_STORE");

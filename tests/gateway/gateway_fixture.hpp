@@ -6,6 +6,7 @@
 #include "idemgate/test/harness.hpp"
 
 #include <boost/json.hpp>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -91,6 +92,9 @@ private:
 // Waits (bounded, 10 s) until the gateway's /readyz answers 200: "listening" means the sockets
 // are bound, while a remote store may still be connecting. Throws with the gateway's output.
 void wait_until_ready(gateway_process& gateway);
+
+// Polls `pred` (every 20 ms) until it holds or `timeout` passed; whether it held.
+bool poll_until(milliseconds timeout, const std::function<bool()>& pred);
 
 // True when this run uses the Redis store (IDEMGATE_TEST_STORE=redis).
 bool redis_store_under_test();

@@ -149,6 +149,59 @@ void add_http2_rows(std::vector<reloadable_row>& rows)
                     }});
 }
 
+int readyz_status(gateway_fixture& f, std::string& body)
+{
+    auto res = gateway_request(f.gateway->admin_port(), "GET", "/readyz");
+    body = res.body;
+    return res.status;
+}
+
+// store.refusal (reloadable although store is not) and readiness.store.
+void add_store_health_rows(std::vector<reloadable_row>& rows)
+{
+    auto text_edit = [](std::string from, std::string to) {
+        return [from, to](gateway_fixture&, std::string text) { return replaced(std::move(text), from, to); };
+    };
+    rows.push_back(
+        {"store.refusal.errors", [](auto& o) { o.store_extra = "  refusal:\n    errors: 50\n"; },
+         text_edit("errors: 50", "errors: 2"),
+         [](auto& f) {
+             if (!f.store.redis) {
+                 MESSAGE("store.refusal: needs a Redis of its own (IDEMGATE_TEST_STORE=redis)");
+                 return;
+             }
+             REQUIRE(f.store.redis->command({"ACL", "SETUSER", "default", "-evalsha", "-eval"}) == "+OK\r\n");
+             for (int i = 0; i < 2; ++i)
+                 CHECK(f.post("/api/orders", unique_key("reload-refusal"), "{}").status == 201);
+             std::string body;
+             CHECK(poll_until(3s, [&] { return readyz_status(f, body) == 503; }));
+             CHECK(body.find("refusing writes") != std::string::npos);
+         }});
+    rows.push_back({"readiness.store",
+                    [](auto& o) {
+                        o.top_level = "readiness:\n  store: required\n";
+                        o.memory_max_entries = 1;
+                    },
+                    text_edit("store: required", "store: ignore"),
+                    [](auto& f) {
+                        if (f.store.cluster) {
+                            MESSAGE("readiness.store: the shared cluster is not broken for one row");
+                            return;
+                        }
+                        auto how = f.break_store();
+                        INFO(how);
+                        CHECK(is_problem(f.post("/api/orders", unique_key("reload-readiness"), "{}"), 503));
+                        std::string body;
+                        CHECK(readyz_status(f, body) == 200);
+                        // The condition is named all the same.
+                        CHECK(poll_until(3s, [&] {
+                            readyz_status(f, body);
+                            return body.find("unavailable") != std::string::npos ||
+                                   body.find("full") != std::string::npos;
+                        }));
+                    }});
+}
+
 std::vector<reloadable_row> reloadable_rows()
 {
     auto text_edit = [](std::string from, std::string to) {
@@ -555,6 +608,7 @@ std::vector<reloadable_row> reloadable_rows()
              CHECK(is_problem(f.post("/tenant/x", unique_key("reload-tenant-2"), "{}", tenant), 429));
          }});
     add_http2_rows(rows);
+    add_store_health_rows(rows);
     return rows;
 }
 

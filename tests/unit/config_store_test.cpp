@@ -204,3 +204,58 @@ TEST_CASE("the memory store warns that it neither encrypts nor hashes")
     CHECK(w[0].starts_with("store.encryption: the memory store does not encrypt records"));
     CHECK(w[1].starts_with("store.hash_keys: the memory store does not hash keys"));
 }
+
+TEST_CASE("store health: store.refusal, store.redis.allow_eviction and readiness.store, with their problems")
+{
+    auto defaults = cfg::parse(minimal, no_env);
+    CHECK(defaults.store.refusal.errors == 5);
+    CHECK(defaults.store.refusal.window == 10s);
+    CHECK_FALSE(defaults.store.redis.allow_eviction);
+    CHECK(defaults.readiness.store == cfg::store_readiness::required);
+
+    auto c = cfg::parse(minimal + R"(store:
+  refusal: { errors: 2, window: 30s }
+  redis: { allow_eviction: true }
+readiness:
+  store: ignore
+)",
+                        no_env);
+    CHECK(c.store.refusal.errors == 2);
+    CHECK(c.store.refusal.window == 30s);
+    CHECK(c.store.redis.allow_eviction);
+    CHECK(c.readiness.store == cfg::store_readiness::ignore);
+    // --print-config writes them back.
+    auto again = cfg::parse(cfg::print_config(c), no_env);
+    CHECK(again.store.refusal.errors == 2);
+    CHECK(again.store.refusal.window == 30s);
+    CHECK(again.store.redis.allow_eviction);
+    CHECK(again.readiness.store == cfg::store_readiness::ignore);
+
+    const std::pair<std::string, std::string> rows[] = {
+        {"store:\n  refusal: { errors: 0 }\n", "store.refusal.errors: 0 out of range (1-1000000)"},
+        {"store:\n  refusal: { window: 0s }\n", "store.refusal.window: must be greater than 0"},
+        {"store:\n  refusal: { window: soon }\n", "store.refusal.window: \"soon\" is not a duration"},
+        {"store:\n  refusal: { count: 3 }\n", "store.refusal.count: unknown key"},
+        {"store:\n  redis: { allow_eviction: maybe }\n",
+         "store.redis.allow_eviction: \"maybe\" is not a boolean (use true or false)"},
+        {"readiness:\n  store: optional\n",
+         "readiness.store: \"optional\" is not a readiness rule (use required or ignore)"},
+        {"readiness:\n  upstream: required\n", "readiness.upstream: unknown key"},
+    };
+    for (const auto& [yaml, problem] : rows) {
+        CAPTURE(yaml);
+        CHECK(joined(problems_of(minimal + yaml)).starts_with(problem));
+    }
+}
+
+TEST_CASE("a reload compares the restart-only sections without their reloadable parts")
+{
+    const std::string before = "store:\n  type: redis\n  refusal: { errors: 5 }\nthreads: 2\n";
+    const std::string refusal_only = "store:\n  type: redis\n  refusal: { errors: 9 }\nthreads: 2\n";
+    const std::string type_too = "store:\n  type: memory\n  refusal: { errors: 9 }\nthreads: 2\n";
+    const std::vector<std::string> keys{"store", "threads"};
+    const std::vector<std::string> parts{"store.refusal"};
+    CHECK(cfg::changed_sections(before, refusal_only, keys, parts).empty());
+    CHECK(cfg::changed_sections(before, refusal_only, keys) == std::vector<std::string>{"store"});
+    CHECK(cfg::changed_sections(before, type_too, keys, parts) == std::vector<std::string>{"store"});
+}

@@ -182,6 +182,34 @@ TEST_CASE("memory store: the bound refuses new keys but evicts expired ones firs
     CHECK_FALSE(run(f.ioc, f.s->reserve({"", "2"}, in_flight("t"), 30s)).acquired);
 }
 
+TEST_CASE("memory store: full is a condition until room is found, and says when its oldest record expires")
+{
+    fixture f(2);
+    CHECK(f.backend->status().conditions == 0);
+    CHECK(f.backend->full_retry_after() == 1s); // empty: the floor
+    CHECK(run(f.ioc, f.s->reserve({"", "1"}, in_flight("t"), 10s)).acquired);
+    CHECK(run(f.ioc, f.s->reserve({"", "2"}, in_flight("t"), 30s)).acquired);
+    CHECK(f.backend->status().conditions == 0); // full, but nothing refused yet
+    CHECK(run(f.ioc, f.s->reserve({"", "3"}, in_flight("t"), 30s)).ec == make_error_code(error::store_full));
+    auto status = f.backend->status();
+    CHECK(status.conditions == static_cast<unsigned>(store::store_condition::full));
+    REQUIRE(status.reasons.size() == 1);
+    CHECK(status.reasons[0].find("the oldest record expires in 10s") != std::string::npos);
+    CHECK(f.backend->full_retry_after() == 10s);
+    f.clock.now += 7500ms;
+    CHECK(f.backend->full_retry_after() == 2500ms);
+    // The oldest record expired: the next reservation reclaims it, so no longer full.
+    f.clock.now += 3s;
+    CHECK(f.backend->status().conditions == 0);
+    CHECK(run(f.ioc, f.s->reserve({"", "3"}, in_flight("t"), 2h)).acquired);
+    // Retry-After is capped: a store full of long-lived records says 60 s.
+    CHECK(run(f.ioc, f.s->reserve({"", "4"}, in_flight("t"), 2h)).ec == make_error_code(error::store_full));
+    f.clock.now += 30s; // key "2" expired, is reclaimed by the next reservation
+    CHECK(run(f.ioc, f.s->reserve({"", "4"}, in_flight("t"), 2h)).acquired);
+    CHECK(run(f.ioc, f.s->reserve({"", "5"}, in_flight("t"), 2h)).ec == make_error_code(error::store_full));
+    CHECK(f.backend->full_retry_after() == store::full_retry_cap);
+}
+
 TEST_CASE(
     "memory store: the byte bound counts bodies, refuses new keys, and frees bytes on expiry and release")
 {

@@ -64,6 +64,10 @@ TEST_CASE("every refusal of the filter: its problem, status, outcome, key status
          none, false, true, false},
         {record_expired, 422, "record-expired", outcome::expired, key_status::expired, none, false, true,
          false},
+        {store_refusing, 503, "store-unavailable", outcome::store_error, key_status::unavailable, one_second,
+         false, true, false},
+        {store_full, 503, "store-full", outcome::store_error, key_status::unavailable, full_wait, false, true,
+         false},
         {decoded_body_too_large, 413, "body-too-large", outcome::rejected, key_status::rejected, none, true,
          true, false},
     };

@@ -90,16 +90,10 @@ response_type admin::answer(const http::request<http::empty_body>& req)
     } else if (path == "/healthz") {
         res.body() = "ok\n";
     } else if (path == "/readyz") {
-        bool ok = ctx_.ready();
-        res.result(ok ? http::status::ok : http::status::service_unavailable);
-        if (ok)
-            res.body() = "ready\n";
-        else if (ctx_.draining.load())
-            res.body() = "draining\n";
-        else
-            res.body() = "store " + std::string(ctx_.backend->kind()) + " unavailable\n";
+        answer_readyz(ctx_, res);
     } else if (path == "/metrics") {
         res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        ctx_.refresh_store_gauges();
         res.body() = ctx_.stats.render(ctx_.ready(), metrics_extra_);
         if (auto live = ctx_.live()) {
             // Which file is live: its hash as an info line, and the reload generation.
@@ -359,6 +353,7 @@ asio::awaitable<void> admin::watch_store()
     asio::steady_timer timer(control_);
     bool was_ready = false;
     bool first = true;
+    unsigned was_conditions = 0;
     for (;;) {
         bool now_ready = ctx_.backend->ready();
         if (now_ready != was_ready || first) {
@@ -369,6 +364,19 @@ asio::awaitable<void> admin::watch_store()
                            {{"store", ctx_.backend->kind()}});
             was_ready = now_ready;
             first = false;
+        }
+        // The other conditions (refusing, evicting, full, a command refused), as /readyz says them.
+        unsigned conditions = 0;
+        auto lines = ctx_.store_lines(conditions);
+        conditions &= ~store_unreachable_bit;
+        if (conditions != was_conditions) {
+            boost::json::array said(lines.begin(), lines.end());
+            if (conditions != 0)
+                log::warn("store condition: /readyz names it",
+                          {{"store", ctx_.backend->kind()}, {"readyz", said}});
+            else
+                log::info("store conditions cleared", {{"store", ctx_.backend->kind()}});
+            was_conditions = conditions;
         }
         timer.expires_after(std::chrono::milliseconds(now_ready ? 250 : 20));
         auto [ec] = co_await timer.async_wait(use_tuple);

@@ -14,6 +14,11 @@
 
 namespace idemgate::gateway::detail {
 
+// GET /readyz: 200 "ready" or 503 ("draining", or "not ready"), then one line per store
+// condition ("store redis refusing writes: ..."; under readiness.store: ignore the answer stays
+// 200 and the lines are there all the same) and per store note (recent events, warnings).
+void answer_readyz(const gateway_context& ctx, response_type& res);
+
 class admin {
 public:
     // `metrics_extra` appends backend-specific Prometheus lines to /metrics (may be empty).

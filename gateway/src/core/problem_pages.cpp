@@ -94,6 +94,9 @@ constexpr std::array docs{
     problem_doc{&p::store_unavailable,
                 "The gateway's idempotency store is unavailable, so it cannot guarantee a single execution; "
                 "nothing was executed. Retry later with the same key."},
+    problem_doc{&p::store_full,
+                "The gateway's idempotency store has no room for a new key until older records expire; "
+                "nothing was executed. Retry after the Retry-After seconds with the same key."},
     problem_doc{&p::shutting_down, "The gateway is shutting down. Retry with the same key; another instance "
                                    "answers."},
 };

@@ -85,6 +85,13 @@ constexpr std::array<refusal_rule, refusal_count> rules{{
      "the first request with this key ran; its answer is no longer kept (record_ttl), and it is not run "
      "again while the key's tombstone lasts (tombstone_ttl)",
      false},
+    {store_refusing, problems::store_unavailable, outcome::store_error, key_status::unavailable, one_second,
+     false,
+     "the request was not forwarded because the store refuses writes: its answer could not be recorded",
+     false},
+    {store_full, problems::store_full, outcome::store_error, key_status::unavailable, full_wait, false,
+     "the request was not forwarded because the store has no room for its key until older records expire",
+     false},
     {decoded_body_too_large, problems::body_too_large, outcome::rejected, key_status::rejected, none, true,
      "the body, decoded from Content-Encoding: gzip for its fingerprint, is over limits.max_request_body",
      false},
@@ -169,6 +176,7 @@ void render_refusal(handled& h, const refused& r, std::string_view type_base, un
     case retry_hint::none: break;
     case retry_hint::one_second: h.response.set(http::field::retry_after, "1"); break;
     case retry_hint::quota_wait:
+    case retry_hint::full_wait:
         h.response.set(http::field::retry_after, std::to_string(retry_after_seconds(r.retry_after_ms)));
         break;
     }

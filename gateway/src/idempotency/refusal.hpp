@@ -11,8 +11,8 @@ namespace idemgate::gateway::detail {
 // A refusal a phase decided on, with what its row leaves to the request.
 struct refused {
     refusal reason = refusal::no_route;
-    std::string detail;           // replaces the row's text (rows worded from the route or the path)
-    long long retry_after_ms = 0; // retry_hint::quota_wait: how long the quota asks to wait
+    std::string detail; // replaces the row's text (rows worded from the route, the path or its headers)
+    long long retry_after_ms = 0; // retry_hint::quota_wait, full_wait: how long to wait
     // The Location of the first answer for this key (a mismatch): the problem's "location" and a
     // Link with rel="original".
     std::string location;

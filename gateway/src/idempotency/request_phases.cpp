@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
+#include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/path_normal_form.hpp>
 #include <idemgate/gateway/content_decoding.hpp>
@@ -204,7 +205,7 @@ asio::awaitable<phase_result> request_phases::reserve()
     in_flight_.created_unix_ms = log::now_unix_ms();
     tenant_ = resolve_tenant_policy(env_.cfg(), policy(), h_.tenant);
     auto t0 = clock_type::now();
-    store::reserve_result reserved = co_await w_.store->reserve(scope_, in_flight_, tenant_.lock_ttl);
+    store::reserve_result reserved = co_await reserve_or_read();
     if (account(store_op::reserve, t0, reserved.ec))
         log::coalesced(log::level::warn, "store reserve failed", reserved.ec.message(),
                        {{"error", reserved.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
@@ -256,7 +257,7 @@ asio::awaitable<phase_result> request_phases::reserve()
     case reserve_action::outcome_unknown: co_return refuse({refusal::outcome_unknown});
     case reserve_action::fingerprint_mismatch:
         co_return refuse({refusal::mismatch, {}, 0, original_location(*reserved.existing)});
-    case reserve_action::reject_store_failure: co_return refuse({refusal::store_unavailable});
+    case reserve_action::reject_store_failure: co_return refuse_store_failure(reserved.ec);
     case reserve_action::pass_through_store_failure:
         ctx_.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
         h_.key_state = key_status::unavailable;
@@ -264,6 +265,34 @@ asio::awaitable<phase_result> request_phases::reserve()
     case reserve_action::forward_and_record: break;
     }
     co_return phase_result::next;
+}
+
+// Which 503: a full store says when to retry, a store that refuses writes says so; a plain
+// function, so its refusal is not one more object in reserve's coroutine frame.
+phase_result request_phases::refuse_store_failure(boost::system::error_code ec)
+{
+    if (ec == error::store_full)
+        return refuse({refusal::store_full, {}, ctx_.backend->full_retry_after().count()});
+    return refuse({read_only_ && !ec ? refusal::store_refusing : refusal::store_unavailable});
+}
+
+asio::awaitable<store::reserve_result> request_phases::reserve_or_read()
+{
+    if (ctx_.backend->refusing())
+        return read_while_refusing();
+    return w_.store->reserve(scope_, in_flight_, tenant_.lock_ttl);
+}
+
+// A key that holds a record is answered as ever (a replay, a conflict); a free one comes back
+// neither acquired nor held, which the decision treats as a store failure (on_failure).
+asio::awaitable<store::reserve_result> request_phases::read_while_refusing()
+{
+    read_only_ = true;
+    store::lookup_result found = co_await w_.store->lookup(scope_);
+    store::reserve_result out;
+    out.ec = found.ec;
+    out.existing = std::move(found.existing);
+    co_return out;
 }
 
 // Wait mode: a duplicate of an in-flight request waits for the first one to settle, within

@@ -92,6 +92,12 @@ private:
     phase_result refuse(refused r);
     boost::asio::awaitable<std::optional<reserve_action>>
     wait_for_first(std::optional<store::record>& existing);
+    // The store's reserve, or while the store refuses writes (store::backend::refusing) a read of
+    // what the key holds: nothing is reserved, so a new key is refused before anything runs. A
+    // plain function, so the usual path awaits the store's coroutine with no frame of its own.
+    boost::asio::awaitable<store::reserve_result> reserve_or_read();
+    boost::asio::awaitable<store::reserve_result> read_while_refusing();
+    phase_result refuse_store_failure(boost::system::error_code ec);
     phase_result replay(store::record&& existing);
     store::record completed_record();
     // After `done` was recorded: its tombstone (routes[].idempotency.tombstone_ttl).
@@ -127,7 +133,8 @@ private:
     local_tier* tier_ = nullptr;
     std::string record_id_; // the local tier's name of the record (tier on)
     tenant_policy tenant_;
-    bool admitted_ = false; // admit counted the key in its tenant's quota: settle leaves it
+    bool admitted_ = false;  // admit counted the key in its tenant's quota: settle leaves it
+    bool read_only_ = false; // the store refused writes: reserve only read the key
 };
 
 // A recorded answer as a replay: its status, reason and fields but Date and those matching

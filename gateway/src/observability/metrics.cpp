@@ -75,7 +75,8 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
 #undef IDEMGATE_METRICS_FAMILY
 #undef IDEMGATE_METRICS_MEMBER
     prometheus::header(out, "idemgate_ready", "gauge",
-                       "1 when the gateway is ready (store reachable, not draining).");
+                       "1 when the gateway is ready (not draining; the store reachable and without a "
+                       "condition, unless readiness.store is ignore).");
     prometheus::sample(out, "idemgate_ready", "", ready ? 1.0 : 0.0);
     if (extra)
         extra(out);

@@ -143,7 +143,8 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
         return false;
     }
     // What a running process cannot change: its sockets, threads, store and admin API.
-    for (const auto& key : config::changed_sections(boot_text_, text, restart_only::keys()))
+    for (const auto& key :
+         config::changed_sections(boot_text_, text, restart_only::keys(), restart_only::reloadable_parts()))
         log::warn("configuration reload: this setting needs a restart; the running value is kept",
                   {{"key", key}});
     if (tls_switched)
@@ -151,6 +152,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
                   "is kept",
                   {{"key", "tls"}});
     ctx_.boot.keep_in(next);
+    ctx_.backend->set_refusal_policy({next.store.refusal.errors, next.store.refusal.window});
     if (tls_switched)
         next.tls = ctx_.live()->cfg.tls;
     if (any_route_waits(next) && !ctx_.boot.settlement_notifications)

@@ -27,6 +27,7 @@ struct server::impl {
     impl(config::config c, std::shared_ptr<store::backend> b, std::function<void(std::string&)> extra)
         : ctx(c, std::move(b)), admin(ctx, control, std::move(extra)), boot_cfg(std::move(c))
     {
+        ctx.backend->set_refusal_policy({boot_cfg.store.refusal.errors, boot_cfg.store.refusal.window});
         admin.on_reload([this](std::vector<std::string>& problems) {
             return listener.reload("POST /admin/v1/reload", problems);
         });
@@ -96,12 +97,12 @@ int server::run()
     i.listener.run(
         [&i] {
             log::lifecycle("listening", {{"listen", endpoint_string(i.listener.endpoint())},
-                                    {"admin_listen", endpoint_string(i.admin.endpoint())},
-                                    {"threads", static_cast<std::int64_t>(i.listener.threads())},
-                                    {"tls", i.ctx.boot.listen_tls},
-                                    {"store", i.ctx.backend->kind()},
-                                    {"io", io_backend_name()},
-                                    {"version", IDEMGATE_VERSION}});
+                                         {"admin_listen", endpoint_string(i.admin.endpoint())},
+                                         {"threads", static_cast<std::int64_t>(i.listener.threads())},
+                                         {"tls", i.ctx.boot.listen_tls},
+                                         {"store", i.ctx.backend->kind()},
+                                         {"io", io_backend_name()},
+                                         {"version", IDEMGATE_VERSION}});
         },
         [&i] { i.admin.stop(); }, [&i] { return i.admin.accepting(); });
     // The I/O threads have stopped: every line of the drain reaches stdout before "stopped".

@@ -38,9 +38,14 @@ struct restart_only {
     static restart_only of(const config::config& cfg);
     // The top-level keys these settings come from, as config::changed_sections compares them.
     static const std::vector<std::string>& keys();
+    // The parts of those sections a reload applies all the same (store.refusal).
+    static const std::vector<std::string>& reloadable_parts();
     // `next` with these settings put back to the running values.
     void keep_in(config::config& next) const;
 };
+
+// The bit gateway_context::store_lines sets for an unreachable store, beside store_condition's.
+inline constexpr unsigned store_unreachable_bit = 1u << 31;
 
 struct gateway_context {
     gateway_context(const config::config& boot_cfg, std::shared_ptr<store::backend> b)
@@ -61,7 +66,14 @@ struct gateway_context {
     // Tracing on (tracing.otlp_endpoint): the exporter every sampled request's spans go to.
     std::unique_ptr<span_exporter> tracer;
 
-    bool ready() const { return !draining.load() && backend->ready(); }
+    // Ready: not draining, and (readiness.store: required) the store reachable without a condition.
+    bool ready() const { return !draining.load() && store_ready(); }
+    bool store_ready() const;
+    // The store as /readyz tells it: one line per condition ("unavailable" first), then notes.
+    // `conditions` gets the store_condition bits, plus unreachable (metrics' index 0) in bit 31.
+    std::vector<std::string> store_lines(unsigned& conditions) const;
+    // idemgate_store_condition from the store's state now.
+    void refresh_store_gauges();
 
     std::shared_ptr<const live_config> live() const
     {

@@ -63,10 +63,34 @@ public:
         std::size_t charge = charged_bytes(k, in_flight);
         if (!shards_.admit(charge) && !shards_.make_room(index, now, charge, budget)) {
             detail::record_shards::bump(sh.refused_full, 1);
+            full_.store(true, std::memory_order_relaxed);
             return {make_error_code(error::store_full), false, std::nullopt};
         }
         shards_.insert(sh, std::move(k), in_flight, now + ttl, charge);
+        if (full_.load(std::memory_order_relaxed)) // written only on a change: read by every thread
+            full_.store(false, std::memory_order_relaxed);
         return {{}, true, std::nullopt};
+    }
+
+    // Full since a reservation found no room, until one finds room again or the oldest record
+    // has expired (the next reservation reclaims it).
+    store_status status() const override
+    {
+        store_status out;
+        auto left = until_oldest_expires();
+        if (full_.load(std::memory_order_relaxed) && left.count() > 0) {
+            out.conditions |= static_cast<unsigned>(store_condition::full);
+            out.reasons.push_back("full: no room for a new key (store.memory.max_entries " +
+                                  std::to_string(options_.max_entries) + ", max_bytes " +
+                                  std::to_string(options_.max_bytes) + "); the oldest record expires in " +
+                                  std::to_string((left.count() + 999) / 1000) + "s");
+        }
+        return out;
+    }
+
+    duration full_retry_after() const override
+    {
+        return std::clamp(until_oldest_expires(), duration(1000), full_retry_cap);
     }
 
     boost::system::error_code complete(scope s, const record& completed, duration ttl)
@@ -259,7 +283,16 @@ public:
     memory_stats stats() const { return shards_.stats(); }
 
 private:
+    duration until_oldest_expires() const
+    {
+        auto earliest = shards_.earliest_expiry();
+        if (earliest == clock::time_point::max())
+            return duration(0);
+        return std::max(duration(0), std::chrono::ceil<duration>(earliest - options_.now()));
+    }
+
     memory_options options_;
+    std::atomic<bool> full_{false};
     detail::settle_notifier notifier_{false};
     detail::tenant_quotas quotas_;
     detail::record_shards shards_{options_}; // after options_, which it reads

@@ -190,6 +190,15 @@ public:
 
     shard& operator[](std::size_t index) noexcept { return shards_[index]; }
 
+    // The earliest expiry of any entry (time_point::max() when empty), read without the locks.
+    clock::time_point earliest_expiry() const noexcept
+    {
+        auto earliest = std::numeric_limits<clock::rep>::max();
+        for (const auto& sh : shards_)
+            earliest = std::min(earliest, sh.next_expiry.load(std::memory_order_relaxed));
+        return clock::time_point(clock::duration(earliest));
+    }
+
     memory_stats stats() const
     {
         memory_stats st;

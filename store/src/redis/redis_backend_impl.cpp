@@ -9,6 +9,7 @@
 #include "redis/client/settle_subscriber.hpp"
 #include "redis/client/shard_subscriber.hpp"
 #include "redis/complete_resend.hpp"
+#include "redis/health_monitor.hpp"
 #include "redis/redis_backend.hpp"
 #include "redis/redis_keys.hpp"
 #include "redis/redis_session.hpp"
@@ -27,6 +28,7 @@ public:
     redis_backend_impl(const config::redis_config& cfg, const redis_options& options)
         : shared_(std::make_shared<detail::redis_shared>(cfg, options))
     {
+        shared_->health.bind(refusing_);
         if (cfg.mode == config::redis_mode::cluster)
             topology_ = std::make_shared<detail::cluster_topology>(cfg.nodes);
         if (cfg.mode == config::redis_mode::sentinel)
@@ -68,11 +70,11 @@ public:
                 subscriber->removals_only();
             subscriber->start();
         }
-        std::unique_ptr<detail::command_router> router;
+        std::shared_ptr<detail::command_router> router;
         std::shared_ptr<detail::replica_waiter> waiter;
         std::shared_ptr<detail::complete_resender> resender;
         if (topology_) {
-            router = std::make_unique<detail::cluster_router>(std::move(ex), shared_, topology_);
+            router = std::make_shared<detail::cluster_router>(ex, shared_, topology_);
         } else {
             auto connect = [&] {
                 auto conn = std::make_shared<detail::redis_connection>(ex, shared_);
@@ -86,11 +88,17 @@ public:
                 waiter = std::make_shared<detail::replica_waiter>(ex, shared_, conn, connect());
                 resender = std::make_shared<detail::complete_resender>(ex, shared_, conn, waiter);
             }
-            router = std::make_unique<detail::single_router>(std::move(conn));
+            router = std::make_shared<detail::single_router>(std::move(conn));
         }
-        return detail::make_redis_session(
-            {std::move(router), shared_, std::move(subscriber), std::move(shard_subscriber),
-             std::move(refresher), first ? monitor_ : nullptr, std::move(waiter), std::move(resender)});
+        std::shared_ptr<detail::health_monitor> health;
+        if (first && shared_->options.health_checks) {
+            health = std::make_shared<detail::health_monitor>(ex, shared_, router);
+            health->start();
+        }
+        return detail::make_redis_session({std::move(router), shared_, std::move(subscriber),
+                                           std::move(shard_subscriber), std::move(refresher),
+                                           first ? monitor_ : nullptr, std::move(waiter), std::move(resender),
+                                           std::move(health)});
     }
 
     bool ready() const override
@@ -100,6 +108,8 @@ public:
         return shared_->stats.connections_up.load(std::memory_order_relaxed) > 0;
     }
     std::string_view kind() const noexcept override { return "redis"; }
+    store_status status() const override { return shared_->health.status(); }
+    void set_refusal_policy(const refusal_policy& policy) override { shared_->health.set_policy(policy); }
     std::string record_id(scope s) const override { return detail::redis_key_of(*shared_, s); }
     const redis_stats& stats() const noexcept override { return shared_->stats; }
     void render_metrics(std::string& out) const override

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "redis/redis_backend.hpp"
+#include "redis/redis_health.hpp"
 
 #include <idemgate/common/prometheus.hpp>
 #include <string_view>
@@ -37,6 +38,24 @@ void render_redis_metrics(const redis_stats& s, std::string& out)
                        "1: Redis maxmemory-policy is noeviction; 0: another policy, records can be "
                        "evicted; -1: unknown (not read yet, or CONFIG GET refused).");
     prometheus::sample(out, "idemgate_redis_eviction_safe", "", double(s.eviction_safe.load()));
+    prometheus::header(out, "idemgate_redis_persistence", "gauge",
+                       "1: Redis keeps its data across a restart (RDB save points or AOF); 0: neither, a "
+                       "restart empties it; -1: unknown (not read yet, or CONFIG GET refused).");
+    prometheus::sample(out, "idemgate_redis_persistence", "", double(s.persistence.load()));
+    prometheus::header(out, "idemgate_redis_refusals_total", "counter",
+                       "Error replies to writes (reserve, complete) by kind; store.refusal.errors of them "
+                       "within store.refusal.window put the store in the refusing state.");
+    for (std::size_t i = 0; i < s.refusals.size(); ++i)
+        prometheus::sample(out, "idemgate_redis_refusals_total",
+                           "kind=\"" + std::string(refusal_kind_name(i)) + "\"",
+                           double(s.refusals[i].load()));
+    counter("idemgate_store_emptied_total",
+            "Times the marker key was found gone or replaced: Redis lost its data (a restart without "
+            "persistence, a flush, an eviction), and keys recorded before may run again.",
+            "", double(s.emptied.load()));
+    counter("idemgate_records_unreplicated_total",
+            "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT).", "",
+            double(s.records_unreplicated.load()));
     counter(
         "idemgate_records_unreplicated_total",
         "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT), or whose "

@@ -15,9 +15,10 @@ class cluster_refresher;
 class sentinel_monitor;
 class replica_waiter;
 class complete_resender;
+class health_monitor;
 
 struct redis_session_parts {
-    std::unique_ptr<command_router> router;
+    std::shared_ptr<command_router> router;
     std::shared_ptr<redis_shared> shared;
     std::shared_ptr<settle_subscriber> subscriber;    // the first session runs it, if any
     std::shared_ptr<detail::shard_subscriber> shards; // cluster wait mode: the first session
@@ -25,6 +26,7 @@ struct redis_session_parts {
     std::shared_ptr<sentinel_monitor> monitor;        // sentinel mode: the first session
     std::shared_ptr<replica_waiter> waiter;           // consistency strict
     std::shared_ptr<complete_resender> resender;      // consistency strict
+    std::shared_ptr<health_monitor> health;           // redis_options::health_checks: the first session
 };
 
 std::unique_ptr<session> make_redis_session(redis_session_parts parts);

@@ -6,6 +6,7 @@
 #include "redis/client/settle_subscriber.hpp"
 #include "redis/client/shard_subscriber.hpp"
 #include "redis/complete_resend.hpp"
+#include "redis/health_monitor.hpp"
 #include "redis/redis_backend.hpp"
 #include "redis/redis_keys.hpp"
 #include "redis/redis_probes.hpp"
@@ -40,19 +41,21 @@ using detail::ttl_ms;
 class redis_session final : public session {
 public:
     // The first session also owns the process-wide helpers it runs on its thread (cluster
-    // refresher, wait-mode subscriber, sentinel monitor) and stops them while that thread's
-    // io_context still exists.
-    redis_session(std::unique_ptr<detail::command_router> router,
+    // refresher, wait-mode subscriber, sentinel monitor, health monitor) and stops them while that
+    // thread's io_context still exists.
+    redis_session(std::shared_ptr<detail::command_router> router,
                   std::shared_ptr<detail::redis_shared> shared,
                   std::shared_ptr<detail::settle_subscriber> subscriber,
                   std::shared_ptr<detail::shard_subscriber> shard_subscriber,
                   std::shared_ptr<detail::cluster_refresher> refresher,
                   std::shared_ptr<detail::sentinel_monitor> monitor,
                   std::shared_ptr<detail::replica_waiter> waiter,
-                  std::shared_ptr<detail::complete_resender> resender)
+                  std::shared_ptr<detail::complete_resender> resender,
+                  std::shared_ptr<detail::health_monitor> health)
         : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
           shard_subscriber_(std::move(shard_subscriber)), refresher_(std::move(refresher)),
-          monitor_(std::move(monitor)), waiter_(std::move(waiter)), resender_(std::move(resender))
+          monitor_(std::move(monitor)), waiter_(std::move(waiter)), resender_(std::move(resender)),
+          health_(std::move(health))
     {
     }
 
@@ -71,6 +74,8 @@ public:
             refresher_->shutdown();
         if (monitor_)
             monitor_->shutdown();
+        if (health_)
+            health_->shutdown();
     }
 
     asio::awaitable<reserve_result> reserve(scope s, const record& in_flight, duration lock_ttl) override
@@ -113,6 +118,7 @@ public:
         reserve_result out;
         if (r.ec) {
             log_if_error_reply("reserve", "SET", r);
+            note_refusal("reserve", "SET", r);
             out.ec = r.ec;
         } else if (r.reply->type == REDIS_REPLY_NIL) {
             out.acquired = true;
@@ -138,6 +144,7 @@ public:
         auto px = ttl_ms(record_ttl);
         std::array<std::string_view, 3> argv{value, px, publish_flag()}; // the record names its owner
         auto r = co_await run_script("complete", complete_lua(), 1, script_args(argv), key);
+        note_refusal("complete", "EVALSHA", r);
         auto ec = owned_outcome(r);
         if (resender_) { // consistency strict
             // Named arguments: GCC 12 mishandles temporaries inside a co_await expression.
@@ -318,6 +325,14 @@ private:
         co_return r;
     }
 
+    // An error reply to a write counts towards the refusing state (timeouts and lost
+    // connections do not: they are unreachability).
+    void note_refusal(std::string_view operation, std::string_view command, const detail::command_result& r)
+    {
+        if (r.ec == error::store_error_reply && r.reply && r.reply->str)
+            shared_->health.note_refusal(operation, command, std::string_view(r.reply->str, r.reply->len));
+    }
+
     error_code decode(std::string_view key, std::string_view bytes, record& out)
     {
         return detail::decode_logged(*shared_, key, bytes, out);
@@ -347,7 +362,7 @@ private:
             shared_->log_error_reply(operation, command, r);
     }
 
-    std::unique_ptr<detail::command_router> router_;
+    std::shared_ptr<detail::command_router> router_; // shared with the health monitor
     std::shared_ptr<detail::redis_shared> shared_;
     std::shared_ptr<detail::settle_subscriber> subscriber_;      // the first session runs it
     std::shared_ptr<detail::shard_subscriber> shard_subscriber_; // cluster wait mode: likewise
@@ -355,6 +370,7 @@ private:
     std::shared_ptr<detail::sentinel_monitor> monitor_;          // sentinel mode: the first session runs it
     std::shared_ptr<detail::replica_waiter> waiter_;             // consistency strict
     std::shared_ptr<detail::complete_resender> resender_;        // consistency strict
+    std::shared_ptr<detail::health_monitor> health_;             // health_checks: the first session runs it
 };
 
 } // namespace
@@ -363,10 +379,10 @@ namespace detail {
 
 std::unique_ptr<session> make_redis_session(redis_session_parts parts)
 {
-    return std::make_unique<redis_session>(std::move(parts.router), std::move(parts.shared),
-                                           std::move(parts.subscriber), std::move(parts.shards),
-                                           std::move(parts.refresher), std::move(parts.monitor),
-                                           std::move(parts.waiter), std::move(parts.resender));
+    return std::make_unique<redis_session>(
+        std::move(parts.router), std::move(parts.shared), std::move(parts.subscriber),
+        std::move(parts.shards), std::move(parts.refresher), std::move(parts.monitor),
+        std::move(parts.waiter), std::move(parts.resender), std::move(parts.health));
 }
 
 } // namespace detail

@@ -282,6 +282,15 @@ struct problems_config {
     }
 };
 
+// What /readyz says about the store. required: every store condition (unreachable, refusing
+// writes, evicting without allow_eviction, full, a command refused) makes the gateway not ready.
+// ignore: /readyz stays 200 whatever the store's state (new keys still get the store's 503).
+enum class store_readiness { required, ignore };
+
+struct readiness_config {
+    store_readiness store = store_readiness::required;
+};
+
 struct config {
     endpoint listen{"127.0.0.1", 8080};
     endpoint admin_listen{"127.0.0.1", 9090};
@@ -297,6 +306,7 @@ struct config {
     http2_config http2;
     tracing_config tracing;
     problems_config problems;
+    readiness_config readiness;
     std::vector<upstream_config> upstreams;
     std::vector<route_config> routes;
     limits_config limits;
@@ -345,8 +355,11 @@ std::string read_file(const std::string& path);
 config load_text(const std::string& text, const std::string& path);
 // The top-level `keys` whose YAML differs between two documents (reload: the settings that
 // need a restart). Formatting and comments do not count as changes.
+// `reloadable_parts` ("store.refusal") are left out of the comparison: keys a reload applies
+// although their section needs a restart.
 std::vector<std::string> changed_sections(const std::string& old_text, const std::string& new_text,
-                                          const std::vector<std::string>& keys);
+                                          const std::vector<std::string>& keys,
+                                          const std::vector<std::string>& reloadable_parts = {});
 
 // Valid but risky settings, one message per line naming the key path. A guarded route whose
 // lock_ttl is not comfortably above 2 x upstream_connect + upstream_response + 1 s (a retried

@@ -59,7 +59,10 @@ struct redis_config {
     duration connect_timeout{1000};
     duration reconnect_backoff_max{2000};    // reconnect with exponential backoff up to this
     duration eviction_check_interval{30000}; // re-read maxmemory-policy; 0 = on (re)connect only
-    unsigned min_replicas_ack = 0;           // > 0: WAIT for that many replicas after each complete
+    // A maxmemory-policy other than noeviction is accepted (a warning) instead of keeping the
+    // gateway not ready: an evicted record lets a duplicate run again.
+    bool allow_eviction = false;
+    unsigned min_replicas_ack = 0; // > 0: WAIT for that many replicas after each complete
     redis_consistency consistency = redis_consistency::async;
     duration wait_timeout{50}; // strict: how long WAIT waits for the replicas after a reservation
     redis_tls_config tls;
@@ -92,6 +95,14 @@ struct encryption_config {
     bool enabled() const noexcept { return !key.empty() || !previous_key.empty(); }
 };
 
+// When error replies to writes (reserve, complete) put the store in the refusing state: `errors`
+// of them within `window`. While refusing, new keys are not forwarded and the gateway is not
+// ready; a probe write that succeeds ends it. Reloadable, unlike the rest of store.
+struct refusal_config {
+    std::uint32_t errors = 5;
+    duration window{10000};
+};
+
 struct store_config {
     store_type type = store_type::memory;
     std::string key_secret_env; // env var with a secret (>= 32 bytes): credential scopes, hash_keys
@@ -105,6 +116,7 @@ struct store_config {
     memory_config memory;
     local_tier_config local_tier;
     failure_mode on_failure = failure_mode::reject;
+    refusal_config refusal;
 };
 
 } // namespace idemgate::config

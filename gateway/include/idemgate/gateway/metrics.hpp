@@ -40,6 +40,8 @@ using gauge = std::atomic<std::int64_t>;
 template<std::size_t N>
 using counters = std::array<counter, N>;
 template<std::size_t N>
+using gauges = std::array<gauge, N>;
+template<std::size_t N>
 using histograms = std::array<latency_histogram, N>;
 
 // An array member's labels, one per element in index order.
@@ -55,6 +57,11 @@ inline constexpr labels<4> wait_end_labels{"result=\"settled\"", "result=\"relea
                                            "result=\"timed_out\"", "result=\"refused\""};
 // Index 0 too many in flight, 1 rate exceeded.
 inline constexpr labels<2> tenant_limit_labels{"limit=\"max_in_flight\"", "limit=\"new_keys_per_second\""};
+// Index 0 unreachable, then store::store_condition's bits in order.
+inline constexpr std::size_t store_condition_series = 5;
+inline constexpr labels<store_condition_series> store_condition_labels{
+    "condition=\"unreachable\"", "condition=\"refusing\"", "condition=\"evicting\"", "condition=\"full\"",
+    "condition=\"command_refused\""};
 // Index 0 applied, 1 refused (the old configuration kept).
 inline constexpr labels<2> reload_result_labels{"result=\"ok\"", "result=\"failed\""};
 // Index 0 a full handshake, 1 a resumed session.
@@ -104,6 +111,10 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
     FAMILY("idemgate_store_bypassed_total", "counter",                                                      \
            "Guarded requests forwarded unprotected because the store failed (on_failure: pass_through).")   \
     MEMBER(metric::counter, store_bypassed, "")                                                             \
+    FAMILY("idemgate_store_condition", "gauge",                                                             \
+           "1 while the store has the condition (unreachable, refusing writes, evicting, full, a command "  \
+           "refused); each makes /readyz 503 unless readiness.store is ignore.")                            \
+    MEMBER(metric::gauges<metric::store_condition_series>, store_conditions, metric::store_condition_labels)\
     FAMILY("idemgate_records_lost_total", "counter",                                                        \
            "Responses sent to the client but not recorded (complete failed); the lock expires by "          \
            "lock_ttl.")                                                                                     \

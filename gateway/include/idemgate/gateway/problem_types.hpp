@@ -73,6 +73,8 @@ inline constexpr problem gateway_timeout{http::status::gateway_timeout, "upstrea
                                          "The upstream did not answer in time"};
 inline constexpr problem store_unavailable{http::status::service_unavailable, "store-unavailable",
                                            "The idempotency store is unavailable"};
+inline constexpr problem store_full{http::status::service_unavailable, "store-full",
+                                    "The idempotency store is full"};
 inline constexpr problem shutting_down{http::status::service_unavailable, "shutting-down",
                                        "The gateway is shutting down"};
 } // namespace problems

@@ -31,6 +31,8 @@ enum class refusal {
     tenant_key_rate,            // the tenant's new_keys_per_second is exhausted
     not_replayable,             // the first answer was too big to record (a status-only record)
     record_expired,             // the record expired; its tombstone remains (tombstone_ttl)
+    store_refusing,             // a new key while the store refuses writes and store.on_failure: reject
+    store_full,                 // the store has no room for a new key and store.on_failure: reject
     decoded_body_too_large,     // fingerprint.decode: gzip and the decoded body is over max_request_body
 };
 inline constexpr int refusal_count = static_cast<int>(refusal::decoded_body_too_large) + 1; // the last one
@@ -38,7 +40,8 @@ inline constexpr int refusal_count = static_cast<int>(refusal::decoded_body_too_
 enum class retry_hint {
     none,
     one_second, // Retry-After: 1
-    quota_wait  // Retry-After: the quota's own wait, rounded up to seconds (retry_after_seconds)
+    quota_wait, // Retry-After: the quota's own wait, rounded up to seconds (retry_after_seconds)
+    full_wait   // Retry-After: until the store's oldest record expires (at most 60 s), likewise
 };
 
 struct refusal_rule {

@@ -56,6 +56,15 @@ struct redis_stats {
     // record has a TTL, so volatile-* evicts them too); -1 unknown: not read yet, or CONFIG refused
     // (renamed or disabled on managed Redis), which is tolerated with a warning.
     std::atomic<int> eviction_safe{-1};
+    // Whether a restart keeps the records, from CONFIG GET save and appendonly (read with the
+    // policy): 1 RDB save points or AOF on; 0 neither (a restart empties Redis); -1 unknown.
+    std::atomic<int> persistence{-1};
+    // Error replies to writes (reserve, complete) by kind, each counted towards the refusing state
+    // (refusal_kind order: NOPERM, READONLY, OOM, NOSCRIPT, other).
+    std::array<std::atomic<std::uint64_t>, 5> refusals{};
+    // Times the marker key (<key_prefix>:marker) was found gone or replaced: Redis lost its data
+    // (a restart without persistence, a flush, an eviction).
+    std::atomic<std::uint64_t> emptied{0};
     // Redis Cluster: redirects followed (MOVED, ASK), commands given up after max redirects,
     // slot map reads (and failed ones), slots served and primaries in the last map.
     std::atomic<std::uint64_t> cluster_moved{0};
@@ -126,6 +135,13 @@ struct redis_options {
     // store.encryption: completed records are stored sealed (record_codec.hpp, version 2), and
     // sealed records open under its current or previous key.
     record_cipher cipher;
+    // The health monitor (the gateway turns it on): after each (re)connect, and every
+    // health_interval while the store refuses writes or a command, one run of each command the
+    // store needs on <key_prefix>:probe; and the marker key <key_prefix>:marker, written once and
+    // read every health_interval, whose loss says Redis lost its data. Off, neither key is
+    // written and error replies never put the store in the refusing state (nothing would end it).
+    bool health_checks = false;
+    std::chrono::milliseconds health_interval{1000};
 };
 
 // The Redis backend; open_session() connects (and keeps reconnecting) in the background.

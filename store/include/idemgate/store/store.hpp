@@ -5,6 +5,7 @@
 // A backend (memory, redis) is created once per process; each I/O thread opens its own
 // session on its own executor, so a session is only ever used from one thread and Redis
 // commands from every request on that thread share (pipeline on) one connection.
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/system/error_code.hpp>
@@ -204,6 +205,34 @@ public:
     virtual boost::asio::awaitable<boost::system::error_code> remove(scope s, bool& removed);
 };
 
+// What keeps a store from serving besides being unreachable (backend::ready), one bit each:
+// every one makes the gateway not ready (readiness.store: required).
+enum class store_condition : unsigned {
+    refusing = 1u << 0,        // error replies to writes: new keys are refused until a probe write succeeds
+    evicting = 1u << 1,        // Redis may evict records (maxmemory-policy) and allow_eviction is off
+    full = 1u << 2,            // no room for a new key (the memory store at its bounds)
+    command_refused = 1u << 3, // a command the store needs was refused by its check (an ACL)
+};
+inline constexpr std::size_t store_condition_count = 4;
+// The condition of bit `index` as a word ("refusing", "evicting", "full", "command_refused").
+std::string_view store_condition_name(std::size_t index) noexcept;
+
+// How many error replies to writes within `window` put a store in the refusing state.
+struct refusal_policy {
+    std::uint32_t errors = 5;
+    duration window{10000};
+};
+
+// The longest Retry-After a full store answers, whatever its oldest record's expiry.
+inline constexpr duration full_retry_cap{60000};
+
+// What a store says for /readyz and the logs.
+struct store_status {
+    unsigned conditions = 0;          // store_condition bits
+    std::vector<std::string> reasons; // one line per condition set, saying why
+    std::vector<std::string> notes;   // not conditions: warnings and recent events (an emptied Redis)
+};
+
 // The process-wide store.
 class backend {
 public:
@@ -217,6 +246,17 @@ public:
 
     // Human-readable kind for logs and metrics ("memory", "redis").
     virtual std::string_view kind() const noexcept = 0;
+
+    // The store's conditions and notes (not reachability: ready()). Thread-safe; the default has none.
+    virtual store_status status() const;
+    // Read per request: the store refuses writes (or its check found a command refused), so a
+    // new key must not be forwarded. Thread-safe, one load.
+    bool refusing() const noexcept { return refusing_->load(std::memory_order_relaxed); }
+    // store.refusal; reloadable. The default ignores it (a store that never refuses).
+    virtual void set_refusal_policy(const refusal_policy& policy);
+    // A full store (error::store_full): how long until room is likely, from its oldest record's
+    // expiry, between 1 s and full_retry_cap. The default says 1 s.
+    virtual duration full_retry_after() const;
 
     // A record's identity in this store, the same in every process sharing it (the Redis key).
     // The gateway's local tier is keyed by it.
@@ -235,6 +275,9 @@ public:
     }
 
 protected:
+    // Set by the backend's health tracking (which may outlive the backend, hence shared).
+    const std::shared_ptr<std::atomic<bool>> refusing_ = std::make_shared<std::atomic<bool>>(false);
+
     void removed(std::string_view record_id) const
     {
         if (removal_listener_)

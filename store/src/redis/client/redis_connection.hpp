@@ -11,6 +11,7 @@
 // Everything here runs on the connection's executor (one I/O thread); only shutdown() may be
 // called from elsewhere.
 #include "redis/client/redis_transport.hpp"
+#include "redis/redis_health.hpp"
 #include "settle_notifier.hpp"
 
 #include <atomic>
@@ -81,6 +82,7 @@ struct redis_shared {
     const redis_options options;
     const std::shared_ptr<redis_tls_context> tls; // one OpenSSL context per backend; null = plain TCP
     redis_stats stats;
+    redis_health health{cfg, stats};            // refusing, a refused command, eviction, persistence
     std::atomic<bool> version_checked{false};   // the Redis version is checked once per backend
     std::size_t max_pending = 100000;           // commands queued or awaiting a reply
     std::size_t max_pending_bytes = 256u << 20; // bytes queued but not yet written
@@ -118,6 +120,8 @@ struct redis_shared {
     // when the policy may evict, info when it is noeviction again, a warning when unreadable.
     // Called by every connection's check; thread-safe.
     void note_eviction_policy(std::optional<std::string_view> policy, std::string_view why = {});
+    // What CONFIG GET said of save and appendonly (nullopt: refused or unreadable).
+    void note_persistence(std::optional<bool> persists) { health.note_persistence(persists); }
 
     // Logs an error reply to `command` (what `operation` sent), rate-limited by
     // options.error_log_interval. Thread-safe, lock-free.

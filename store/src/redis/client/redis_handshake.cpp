@@ -143,7 +143,8 @@ asio::awaitable<void> redis_connection::watch_eviction_policy(std::shared_ptr<re
 
 asio::awaitable<void> redis_connection::check_eviction_policy()
 {
-    std::array<std::string_view, 3> args{"CONFIG", "GET", "maxmemory-policy"};
+    // Redis 7 answers several parameters at once, as name and value pairs in any order.
+    std::array<std::string_view, 5> args{"CONFIG", "GET", "maxmemory-policy", "save", "appendonly"};
     auto r = co_await execute(args);
     if (stopped_)
         co_return;
@@ -151,14 +152,29 @@ asio::awaitable<void> redis_connection::check_eviction_policy()
         co_return; // timeout or connection lost: nothing learned, the next check retries
     if (r.ec) {
         shared_->note_eviction_policy(std::nullopt, reply_text(r));
+        shared_->note_persistence(std::nullopt);
         co_return;
     }
-    if (r.reply->type != REDIS_REPLY_ARRAY || r.reply->elements != 2 ||
-        r.reply->element[1]->type != REDIS_REPLY_STRING) {
+    std::optional<std::string_view> policy, save, appendonly;
+    if (r.reply->type == REDIS_REPLY_ARRAY && r.reply->elements % 2 == 0) {
+        for (std::size_t i = 0; i + 1 < r.reply->elements; i += 2) {
+            const auto* name = r.reply->element[i];
+            const auto* value = r.reply->element[i + 1];
+            if (name->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING)
+                continue;
+            std::string_view n(name->str, name->len), v(value->str, value->len);
+            (n == "maxmemory-policy" ? policy : n == "save" ? save : appendonly) = v;
+        }
+    }
+    if (!policy)
         shared_->note_eviction_policy(std::nullopt, "unexpected reply to CONFIG GET maxmemory-policy");
-        co_return;
-    }
-    shared_->note_eviction_policy(std::string_view(r.reply->element[1]->str, r.reply->element[1]->len));
+    else
+        shared_->note_eviction_policy(*policy);
+    // Neither RDB save points nor AOF: a restart of Redis comes back empty.
+    if (save && appendonly)
+        shared_->note_persistence(!save->empty() || *appendonly == "yes");
+    else
+        shared_->note_persistence(std::nullopt);
 }
 
 asio::awaitable<void> redis_connection::watch_role(std::shared_ptr<redis_connection>, std::uint64_t gen)

@@ -38,6 +38,7 @@ std::string reply_text(const command_result& r)
 void redis_shared::note_eviction_policy(std::optional<std::string_view> policy, std::string_view why)
 {
     std::string now(policy.value_or(std::string_view{}));
+    health.note_policy(policy);
     std::lock_guard lock(policy_mutex_);
     if (policy_read_ && now == last_policy_)
         return; // every connection checks; only a change is logged
@@ -60,11 +61,17 @@ void redis_shared::note_eviction_policy(std::optional<std::string_view> policy, 
     } else {
         stats.eviction_safe.store(0, std::memory_order_relaxed);
         // Every record has a TTL, so volatile-* policies evict them as readily as allkeys-*.
-        log::error("REDIS MAY EVICT IDEMPOTENCY RECORDS: maxmemory-policy is not noeviction; "
-                   "an evicted record lets a duplicate request run again",
-                   {{"address", address},
-                    {"maxmemory_policy", printable_text(now)},
-                    {"fix", "CONFIG SET maxmemory-policy noeviction"}});
+        if (cfg.allow_eviction)
+            log::warn("redis may evict idempotency records: maxmemory-policy is not noeviction (allowed by "
+                      "store.redis.allow_eviction); an evicted record lets a duplicate request run again",
+                      {{"address", address}, {"maxmemory_policy", printable_text(now)}});
+        else
+            log::error("REDIS MAY EVICT IDEMPOTENCY RECORDS: maxmemory-policy is not noeviction; an evicted "
+                       "record lets a duplicate request run again. The gateway is not ready until it is "
+                       "noeviction (or store.redis.allow_eviction is true)",
+                       {{"address", address},
+                        {"maxmemory_policy", printable_text(now)},
+                        {"fix", "CONFIG SET maxmemory-policy noeviction"}});
     }
 }
 
