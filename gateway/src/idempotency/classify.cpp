@@ -5,8 +5,10 @@
 #include <boost/beast/core/string.hpp>
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/path_normal_form.hpp>
+#include <idemgate/gateway/content_decoding.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/json_key.hpp>
+#include <iterator>
 
 namespace idemgate::gateway::detail {
 
@@ -189,6 +191,39 @@ std::optional<refused> refusal_for(const config::idempotency_config& policy, con
                        policy.tenant_header + " must appear once, with 1 to 255 visible ASCII characters"};
     }
     return std::nullopt;
+}
+
+namespace {
+
+// Content-Encoding names exactly one coding, gzip (or its old alias x-gzip), on one line.
+bool gzip_coded(const request_type& req)
+{
+    auto range = req.equal_range(http::field::content_encoding);
+    if (range.first == range.second || std::next(range.first) != range.second)
+        return false;
+    auto value = range.first->value();
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+        value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+        value.remove_suffix(1);
+    return boost::beast::iequals(value, "gzip") || boost::beast::iequals(value, "x-gzip");
+}
+
+} // namespace
+
+std::optional<std::string_view> fingerprint_body(const request_type& req,
+                                                 const config::fingerprint_config& fp, std::size_t limit,
+                                                 std::string& decoded)
+{
+    std::string_view body = req.body();
+    if (fp.decode != config::body_decoding::gzip || !gzip_coded(req))
+        return body;
+    switch (gunzip(body, limit, decoded)) {
+    case decode_result::decoded: return std::string_view(decoded);
+    case decode_result::too_large: return std::nullopt;
+    case decode_result::invalid: break; // not gzip after all: fingerprinted as sent
+    }
+    return body;
 }
 
 } // namespace idemgate::gateway::detail

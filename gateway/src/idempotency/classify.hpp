@@ -44,4 +44,11 @@ std::optional<refused> refusal_for(const config::idempotency_config& policy, con
 // limit): the route's status_header when the request carried the route's key, else "".
 std::string_view status_header_for(const config::config& cfg, const request_type& req);
 
+// The body a request's fingerprint reads: as sent, or, under fingerprint.decode: gzip with
+// Content-Encoding naming gzip alone, decoded into `decoded` (a body that is not one whole gzip
+// member stays as sent). Nothing when it decodes past `limit` (413).
+std::optional<std::string_view> fingerprint_body(const request_type& req,
+                                                 const config::fingerprint_config& fp, std::size_t limit,
+                                                 std::string& decoded);
+
 } // namespace idemgate::gateway::detail

@@ -14,7 +14,6 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/path_normal_form.hpp>
-#include <idemgate/gateway/content_decoding.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <iterator>
 
@@ -140,24 +139,6 @@ phase_result request_phases::classify()
     return phase_result::pass_through;
 }
 
-namespace {
-
-// Content-Encoding names exactly one coding, gzip (or its old alias x-gzip), on one line.
-bool gzip_coded(const request_type& req)
-{
-    auto range = req.equal_range(http::field::content_encoding);
-    if (range.first == range.second || std::next(range.first) != range.second)
-        return false;
-    auto value = range.first->value();
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-        value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
-        value.remove_suffix(1);
-    return boost::beast::iequals(value, "gzip") || boost::beast::iequals(value, "x-gzip");
-}
-
-} // namespace
-
 phase_result request_phases::scope()
 {
     // Copies: forwarding may erase header lines these views point into.
@@ -168,17 +149,12 @@ phase_result request_phases::scope()
     h_.principal = std::move(resolved.principal);
     scope_ = store::scope{scope_tenant_, h_.key};
     in_flight_.state = store::record_state::in_flight;
-    std::string_view body = req_.body();
     std::string decoded;
-    if (policy().fingerprint.decode == config::body_decoding::gzip && gzip_coded(req_)) {
-        switch (gunzip(body, env_.cfg().limits.max_request_body, decoded)) {
-        case decode_result::decoded: body = decoded; break;
-        case decode_result::too_large: return refuse({refusal::decoded_body_too_large});
-        case decode_result::invalid: break; // not gzip after all: fingerprinted as sent
-        }
-    }
+    auto body = fingerprint_body(req_, policy().fingerprint, env_.cfg().limits.max_request_body, decoded);
+    if (!body)
+        return refuse({refusal::decoded_body_too_large});
     in_flight_.fingerprint =
-        fingerprint(req_.method_string(), normal_target_, body, policy().fingerprint, req_);
+        fingerprint(req_.method_string(), normal_target_, *body, policy().fingerprint, req_);
     return phase_result::next;
 }
 
