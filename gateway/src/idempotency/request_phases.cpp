@@ -15,7 +15,6 @@
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/path_normal_form.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
-#include <iterator>
 
 namespace idemgate::gateway::detail {
 
