@@ -147,8 +147,10 @@ private:
         }
         // Routes, the fingerprint and the upstream see the origin-form path of an absolute-form
         // target, and its authority as Host.
-        to_origin_form(header);
-        if (this->body_pending(parser) && version >= 11) {
+        head_facts& facts = this->facts();
+        if (to_origin_form(header)) // it may add Host: counted before a chunked body's trailers
+            facts.header_fields = static_cast<std::size_t>(std::distance(header.begin(), header.end()));
+        if (facts.body_pending && version >= 11) {
             auto expect = find_header(header, "Expect");
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                 static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -158,9 +160,7 @@ private:
                     co_return false;
             }
         }
-        const auto fields_before_body =
-            this->chunked(parser) ? std::distance(header.begin(), header.end()) : 0;
-        if (this->body_pending(parser)) {
+        if (facts.body_pending) {
             error_code body_ec;
             if (!this->body_buffered(parser, body_ec))
                 body_ec = co_await this->read_body(parser, *cfg_);
@@ -171,15 +171,15 @@ private:
         }
         // Beast 1.81 merges chunked trailer fields into the header: a trailer could change the
         // key, the tenant or credentials after the checks above, so any trailer is refused.
-        if (this->chunked(parser) &&
-            std::distance(parser.get().begin(), parser.get().end()) != fields_before_body) {
+        if (facts.chunked && static_cast<std::size_t>(std::distance(
+                                 parser.get().begin(), parser.get().end())) != facts.header_fields) {
             co_await answer_and_close(problems::bad_framing, "chunked trailer fields are not accepted",
                                       version, &parser.get());
             co_return false;
         }
 
-        bool client_keep_alive = this->keep_alive(parser); // from what it read, without a lookup
-        request_type& req = parser.get(); // used where it was parsed; the parser is reset at the end
+        bool client_keep_alive = facts.keep_alive; // from what it read, without a lookup
+        request_type& req = parser.get();          // used where it was parsed; the parser is reset at the end
         // The upstream sees the ID the client gets back: a missing one is added to the forwarded
         // head (not to the parsed request), an unusable one replaced (set() erases it first).
         ex.received = {received_, {}};
