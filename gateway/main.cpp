@@ -25,7 +25,7 @@ namespace {
 constexpr const char* default_config_path = "/etc/idemgate/idemgate.yaml";
 
 constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check | --print-config | --contract]
-       idemgate --help | --version
+       idemgate --print-keys | --help | --version
 
   -c, --config FILE  YAML configuration (default /etc/idemgate/idemgate.yaml; see
                      config/idemgate.example.yaml)
@@ -33,6 +33,8 @@ constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check | --print-co
                      (each with its line and column in the file) otherwise
   --print-config     print the effective configuration (every key, defaults filled in,
                      secrets as the variables they come from) as YAML and exit
+  --print-keys       print every configuration key the loader accepts, one a line, with
+                     "reloadable" or "restart-only" (what a reload does with it), and exit
   --contract         print the idempotency contract (an OpenAPI 3.1 document, the same as
                      GET /.well-known/idempotency) and exit
   --help             this text
@@ -80,6 +82,11 @@ int main(int argc, char** argv)
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
             std::fputs(usage, stdout);
+            return 0;
+        }
+        if (arg == "--print-keys") {
+            for (const auto& k : idemgate::config::describe_keys())
+                std::printf("%s %s\n", k.path.c_str(), k.restart_only ? "restart-only" : "reloadable");
             return 0;
         }
         if (arg == "--version") {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <idemgate/common/enum_count.hpp>
 #include <idemgate/store/backend_factory.hpp>
 
 namespace idemgate::store {
@@ -28,7 +29,8 @@ constexpr bool in_type_order()
             return false;
     return true;
 }
-static_assert(in_type_order(), "one row per store_type, in its order");
+static_assert(in_type_order() && backends.size() == enum_count<store_type>,
+              "one row per store_type, in its order");
 
 const detail::backend_entry& backend_for(store_type type)
 {

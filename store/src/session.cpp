@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Defaults of store::session's operator operations and of store::backend's optional parts, for
 // backends that do not offer them.
+#include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/store.hpp>
 
@@ -108,11 +109,26 @@ duration backend::full_retry_after() const
     return duration(1000);
 }
 
+namespace {
+
+// Bit i of store_condition is its i-th described enumerator.
+constexpr bool conditions_are_bits_in_order()
+{
+    std::size_t i = 0;
+    bool ok = true;
+    boost::mp11::mp_for_each<boost::describe::describe_enumerators<store_condition>>(
+        [&](auto d) { ok = ok && static_cast<unsigned>(d.value) == 1u << i++; });
+    return ok;
+}
+static_assert(conditions_are_bits_in_order(), "store_condition: bit i is the i-th described condition");
+
+} // namespace
+
 std::string_view store_condition_name(std::size_t index) noexcept
 {
-    static constexpr std::string_view names[store_condition_count] = {"refusing", "evicting", "full",
-                                                                      "command_refused"};
-    return index < store_condition_count ? names[index] : std::string_view{};
+    return index < store_condition_count
+               ? boost::describe::enum_to_string(static_cast<store_condition>(1u << index), "")
+               : std::string_view{};
 }
 
 } // namespace idemgate::store

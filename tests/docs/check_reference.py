@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The reference pages against the code they describe, in both directions:
 
-  check_reference.py config   SOURCE_DIR [--bin DIR]  docs/reference/configuration.md: every key the
-      loader accepts (the key list of each map_view in config/src/*.cpp) has a row, every row is a
-      key the loader accepts, every key `idemgate --print-config` prints has a row and each row's
-      default is the one it prints over a minimal file (with --bin), and each row's reload column
-      agrees with restart_only::keys() (gateway/src/state/process.cpp).
+  check_reference.py config   SOURCE_DIR --bin DIR  docs/reference/configuration.md: every key the
+      loader accepts (`idemgate --print-keys`: the key tables of config/src/*_keys.cpp) has a row,
+      every row is a key the loader accepts and its reload column is the one --print-keys gives
+      it, every key `idemgate --print-config` prints has a row and each row's default is the one
+      it prints over a minimal file.
   check_reference.py problems SOURCE_DIR   docs/reference/problems.md: one row per problem type of
       gateway/include/idemgate/gateway/problem_types.hpp with its slug, status and title, and the
       advice of the page the gateway serves for it (gateway/src/core/problem_pages.cpp).
@@ -26,65 +26,17 @@ import re
 import subprocess
 import sys
 
-# A map_view whose path is computed at run time: its generic path(s) in the reference, found by
-# the first key of its key list.
-COMPUTED_PATHS = {
-    "address": ["upstreams.<name>"],
-    "path_prefix": ["routes[]"],
-    "methods": ["routes[].idempotency"],
-    "min_length": ["routes[].idempotency.key_format"],
-    "query": ["routes[].idempotency.fingerprint"],
-    "max_in_flight": ["tenants.<name>"],
-    "path": ["routes[].idempotency.reconcile"],
-    "enabled": ["upstreams.<name>.tls", "store.redis.tls"],  # load_client_tls
-}
 # Maps whose keys are names the user chooses: the reference writes them as <name> or <status>.
 FREE_MAPS = {"upstreams": "<name>", "tenants": "<name>", "routes[].idempotency.on_status": "<status>"}
-
-MAP_VIEW = re.compile(r"map_view\s+\w+\s*\(\s*\*this\s*,(.*?)\{([^{}]*)\}\s*\)\s*;", re.S)
 STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
-def split_last_comma(text):
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        c = text[i]
-        if c in ")]":
-            depth += 1
-        elif c in "([":
-            depth -= 1
-        elif c == "," and depth == 0:
-            return text[i + 1:].strip()
-    return text.strip()
-
-
-def loader_keys(root, problems):
-    keys = {}
-    src = os.path.join(root, "config", "src")
-    for name in sorted(os.listdir(src)):
-        if not name.endswith(".cpp"):
-            continue
-        text = open(os.path.join(src, name), encoding="utf-8").read()
-        for m in MAP_VIEW.finditer(text):
-            line = text.count("\n", 0, m.start()) + 1
-            path_expr = split_last_comma(m.group(1).rstrip().rstrip(","))
-            names = STRING.findall(m.group(2))
-            if not names:
-                continue  # a map of names the user chooses (upstreams, tenants, on_status)
-            literal = re.fullmatch(r'"([^"]*)"', path_expr)
-            if literal:
-                prefixes = [literal.group(1)]
-            elif names[0] in COMPUTED_PATHS:
-                prefixes = COMPUTED_PATHS[names[0]]
-            else:
-                problems.append("config/src/%s:%d: a map_view with the computed path %s and first key %r: "
-                                "add its generic path to COMPUTED_PATHS in %s" %
-                                (name, line, path_expr, names[0], os.path.basename(__file__)))
-                continue
-            for prefix in prefixes:
-                for k in names:
-                    keys[(prefix + "." if prefix else "") + k] = "config/src/%s:%d" % (name, line)
-    return keys
+def loader_keys(binary):
+    """Every key the loader accepts, with whether it needs a restart: `idemgate --print-keys`."""
+    out = subprocess.run([binary, "--print-keys"], capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise SystemExit("idemgate --print-keys failed: %s" % out.stderr)
+    return dict(line.split() for line in out.stdout.splitlines())
 
 
 def cells_of(line):
@@ -212,9 +164,12 @@ def printed_defaults(binary):
 
 
 def check_config(root, bin_dir):
+    if not bin_dir:
+        raise SystemExit("config: needs --bin DIR (the directory of the idemgate binary)")
+    binary = os.path.join(bin_dir, "idemgate")
     problems = []
     ref = os.path.join(root, "docs", "reference", "configuration.md")
-    accepted = loader_keys(root, problems)
+    accepted = loader_keys(binary)
     rows = reference_keys(ref)
     problems += DUPLICATES
     if not rows:
@@ -223,48 +178,34 @@ def check_config(root, bin_dir):
 
     def covered(key):  # a block is documented through its keys' rows
         return key in documented or any(d.startswith(key + ".") or d.startswith(key + "[]") for d in documented)
-    for key, where in sorted(accepted.items()):
+    for key in sorted(accepted):
         if not covered(key):
-            problems.append("%s: %s is accepted by the loader (%s) and has no row: add one" %
-                            (os.path.relpath(ref, root), key, where))
-    for key, (number, _) in sorted(rows.items()):
-        base = re.sub(r"\.<status>$", "", key)
-        if key not in accepted and not (key.endswith(".<status>") and base in accepted):
-            problems.append("docs/reference/configuration.md:%d: %s is not a key the loader accepts "
-                            "(config/src/*.cpp): remove or rename the row" % (number, key))
-    # The reload column against the restart-only sections.
-    process = open(os.path.join(root, "gateway", "src", "state", "process.cpp"), encoding="utf-8").read()
-    m = re.search(r"restart_only::keys\(\)\s*\{.*?\{(.*?)\}", process, re.S)
-    restart = set(STRING.findall(m.group(1))) if m else set()
-    if not restart:
-        problems.append("gateway/src/state/process.cpp: restart_only::keys() not found")
-    # Parts of a restart-only section that a reload applies all the same (store.refusal).
-    m = re.search(r"restart_only::reloadable_parts\(\)\s*\{.*?\{(.*?)\}", process, re.S)
-    parts = set(STRING.findall(m.group(1))) if m else set()
+            problems.append("%s: %s is accepted by the loader (idemgate --print-keys) and has no row: add one" %
+                            (os.path.relpath(ref, root), key))
     for key, (number, cells) in sorted(rows.items()):
-        top = re.split(r"[.\[]", key, 1)[0]
+        if key not in accepted:
+            problems.append("docs/reference/configuration.md:%d: %s is not a key the loader accepts "
+                            "(idemgate --print-keys): remove or rename the row" % (number, key))
+            continue
         reload = cells[3] if len(cells) > 3 else ""
-        part = any(key == p or key.startswith(p + ".") for p in parts)
-        want = "restart-only" if top in restart and not part else "reloadable"
-        if not reload.startswith(want):
+        if not reload.startswith(accepted[key]):
             problems.append("docs/reference/configuration.md:%d: %s: the reload column says %r; "
-                            "restart_only::keys() makes it %s" % (number, key, reload[:40], want))
-    if bin_dir:
-        binary = os.path.join(bin_dir, "idemgate")
-        # The default column against the defaults --print-config fills in.
-        defaults = printed_defaults(binary)
-        for key, (number, cells) in sorted(rows.items()):
-            m = re.fullmatch(r"`([^`]*)`", cells[2]) if len(cells) > 2 else None
-            if not m or key not in defaults:
-                continue  # a default in words (the route's, absent), or a key printed only when set
-            if normal(m.group(1), text=True) != normal(defaults[key]):
-                problems.append("docs/reference/configuration.md:%d: %s: default %s, idemgate --print-config "
-                                "says %r" % (number, key, cells[2], defaults[key]))
-        for example in ("config/idemgate.example.yaml", "config/docker.yaml"):
-            for key in sorted(printed_keys(binary, os.path.join(root, example))):
-                if not covered(key):
-                    problems.append("docs/reference/configuration.md: %s (idemgate --print-config over %s) "
-                                    "has no row: add one" % (key, example))
+                            "idemgate --print-keys makes it %s (config/src/*_keys.cpp)" %
+                            (number, key, reload[:40], accepted[key]))
+    # The default column against the defaults --print-config fills in.
+    defaults = printed_defaults(binary)
+    for key, (number, cells) in sorted(rows.items()):
+        m = re.fullmatch(r"`([^`]*)`", cells[2]) if len(cells) > 2 else None
+        if not m or key not in defaults:
+            continue  # a default in words (the route's, absent), or a key printed only when set
+        if normal(m.group(1), text=True) != normal(defaults[key]):
+            problems.append("docs/reference/configuration.md:%d: %s: default %s, idemgate --print-config "
+                            "says %r" % (number, key, cells[2], defaults[key]))
+    for example in ("config/idemgate.example.yaml", "config/docker.yaml"):
+        for key in sorted(printed_keys(binary, os.path.join(root, example))):
+            if not covered(key):
+                problems.append("docs/reference/configuration.md: %s (idemgate --print-config over %s) "
+                                "has no row: add one" % (key, example))
     return problems, "%d keys the loader accepts, %d rows" % (len(accepted), len(rows))
 
 

@@ -91,3 +91,38 @@ TEST_CASE("print_config carries every key the example sets, and no secret's valu
     CHECK(printed_text.find("a-secret-of-at-least-32-bytes") == std::string::npos);
     CHECK(printed_text.find(std::string(64, 'a')) == std::string::npos);
 }
+
+TEST_CASE("describe_keys lists every key --print-config writes, and which need a restart")
+{
+    std::set<std::string> described, restart;
+    for (const auto& k : cfg::describe_keys()) {
+        CHECK_MESSAGE(described.insert(k.path).second, k.path << " is listed twice");
+        if (k.restart_only && k.path.find('.') == std::string::npos)
+            restart.insert(k.path);
+    }
+    auto example = cfg::read_file(IDEMGATE_SOURCE_DIR "/config/idemgate.example.yaml");
+    std::set<std::string> printed;
+    paths(YAML::Load(cfg::print_config(cfg::parse(example, every_secret))), "", printed);
+    std::string missing;
+    for (auto p : printed) {
+        // The generic path: a name the operator chose as <name>, a list item as [].
+        for (std::string_view map : {"upstreams.", "tenants."})
+            if (p.starts_with(map)) {
+                auto end = p.find('.', map.size());
+                p = std::string(map) + "<name>" + (end == std::string::npos ? "" : p.substr(end));
+            }
+        if (auto at = p.find("on_status."); at != std::string::npos)
+            p = p.substr(0, at) + "on_status.<status>";
+        if (p.starts_with("routes["))
+            p = "routes[]" + p.substr(p.find(']') + 1);
+        if (!described.count(p))
+            missing += " " + p;
+    }
+    CHECK_MESSAGE(missing.empty(), "printed but not described:" << missing);
+    // restart_only::keep_in (gateway/src/state/process.cpp) keeps exactly these, and store.refusal
+    // within store is applied.
+    CHECK(restart == std::set<std::string>{"admin", "admin_listen", "listen", "store", "threads", "tracing"});
+    for (const auto& k : cfg::describe_keys())
+        if (k.path == "store.refusal" || k.path.starts_with("store.refusal."))
+            CHECK_FALSE(k.restart_only);
+}

@@ -11,6 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/beast/core/string.hpp>
+#include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <nghttp2/nghttp2.h>
@@ -21,8 +22,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr std::array<std::string_view, 5> limit_names{"stream_resets", "control_frames", "header_list",
-                                                      "protocol", "stall"};
+static_assert(h2_limit_count == enum_count<h2_limit>, "a metric label per h2_limit");
 // Control frames (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, empty DATA) a connection may send: a
 // burst, then a steady rate, well above what a client multiplexing real requests sends.
 constexpr double control_burst = 2000, control_rate = 1000;
@@ -276,10 +276,9 @@ void h2_session::hit(h2_limit limit, std::string_view detail)
         return;
     limits_hit_ |= bit;
     ctx_.stats.h2_limits[static_cast<std::size_t>(limit)].fetch_add(1, std::memory_order_relaxed);
-    log::warn("http2: client connection ran into a limit",
-              {{"limit", limit_names[static_cast<std::size_t>(limit)]},
-               {"client", client_.ip},
-               {"detail", detail}});
+    log::warn(
+        "http2: client connection ran into a limit",
+        {{"limit", boost::describe::enum_to_string(limit, "")}, {"client", client_.ip}, {"detail", detail}});
 }
 
 bool h2_session::take(double& tokens, clock::time_point& last, double rate, double burst)

@@ -19,6 +19,7 @@
 #include "state/worker.hpp"
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/describe/enum.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -35,7 +36,7 @@ namespace idemgate::gateway::detail {
 
 class h2_stream_sink;
 
-enum class h2_limit { stream_resets, control_frames, header_list, protocol, stall };
+BOOST_DEFINE_ENUM_CLASS(h2_limit, stream_resets, control_frames, header_list, protocol, stall);
 
 // One request stream, from its HEADERS to its close.
 struct h2_stream {

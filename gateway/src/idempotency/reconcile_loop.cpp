@@ -10,6 +10,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/describe/enum.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
@@ -21,7 +22,9 @@ using std::chrono::milliseconds;
 
 namespace {
 
-enum class probe_result { found, not_found, retry, error, gave_up };
+BOOST_DEFINE_ENUM_CLASS(probe_result, found, not_found, retry, error, gave_up);
+static_assert(metric::reconcile_result_labels.size() == enum_count<probe_result>,
+              "a metric label per result");
 
 // Probes claimed at once; the rest stay due for the next tick.
 constexpr std::size_t claim_batch = 32;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
+#include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/path_normal_form.hpp>
@@ -62,8 +63,7 @@ boost::system::error_code request_phases::account(store_op op, clock_type::time_
 {
     detail::account(ctx_.stats, op, started, ec);
     if (trace_ && trace_->sampled) {
-        static constexpr std::string_view operations[] = {"reserve", "complete", "release"};
-        auto operation = operations[static_cast<int>(op)];
+        std::string_view operation = boost::describe::enum_to_string(op, "");
         std::vector<tracing::attribute> attributes{{"db.system", std::string(ctx_.backend->kind())},
                                                    {"idemgate.store.operation", std::string(operation)}};
         if (ec)
@@ -294,9 +294,8 @@ request_phases::wait_for_first(std::optional<store::record>& existing)
                                                              : wait_end::settled;
     stats.waits[static_cast<int>(end)].fetch_add(1, std::memory_order_relaxed);
     if (trace_) {
-        static constexpr std::string_view ends[] = {"settled", "released", "timed_out", "refused"};
         trace_->add_event("idemgate.wait",
-                          {{"idemgate.wait.result", std::string(ends[static_cast<int>(end)])}});
+                          {{"idemgate.wait.result", std::string(boost::describe::enum_to_string(end, ""))}});
     }
     existing = std::move(waited.existing);
     co_return action;

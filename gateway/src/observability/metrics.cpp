@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/prometheus.hpp>
 #include <idemgate/gateway/metrics.hpp>
 
@@ -11,10 +12,9 @@ std::string metric::outcome_label(std::size_t index)
 
 std::string metric::upstream_outcome_label(std::size_t index)
 {
-    static constexpr std::string_view actions[] = {"record", "release", "hold"};
     static constexpr std::string_view classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx"};
-    return "action=\"" + std::string(actions[index / 5]) + "\",code=\"" + std::string(classes[index % 5]) +
-           "\"";
+    auto action = boost::describe::enum_to_string(static_cast<completion_action>(index / 5), "");
+    return "action=\"" + std::string(action) + "\",code=\"" + std::string(classes[index % 5]) + "\"";
 }
 
 std::string metric::shadow_label(std::size_t index)

@@ -9,8 +9,9 @@ namespace {
 
 namespace http = boost::beast::http;
 
-constexpr std::array<const char*, route_method_count> method_names{"GET",   "HEAD",   "POST",    "PUT",
-                                                                   "PATCH", "DELETE", "OPTIONS", "other"};
+constexpr auto method_names =
+    std::to_array<const char*>({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"});
+static_assert(method_names.size() == route_method_count, "a name per method index");
 
 std::size_t method_index(http::verb method) noexcept
 {

@@ -2,6 +2,7 @@
 #include "state/process.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace idemgate::gateway::detail {
 
@@ -21,16 +22,34 @@ restart_only restart_only::of(const config::config& cfg)
     return r;
 }
 
+// From the configuration's key tables (config::describe_keys): the top-level keys that need a
+// restart, and the keys a reload applies inside one of them.
 const std::vector<std::string>& restart_only::keys()
 {
-    static const std::vector<std::string> names{"listen", "admin_listen", "threads",
-                                                "store",  "admin",        "tracing"};
+    static const auto names = [] {
+        std::vector<std::string> out;
+        for (const auto& k : config::describe_keys())
+            if (k.restart_only && k.path.find('.') == std::string::npos)
+                out.push_back(k.path);
+        return out;
+    }();
     return names;
 }
 
 const std::vector<std::string>& restart_only::reloadable_parts()
 {
-    static const std::vector<std::string> names{"store.refusal"};
+    static const auto names = [] {
+        std::vector<std::string> out;
+        std::set<std::string> restart;
+        for (const auto& k : config::describe_keys()) {
+            auto parent = k.path.substr(0, k.path.rfind('.'));
+            if (!k.restart_only && restart.count(parent))
+                out.push_back(k.path);
+            if (k.restart_only)
+                restart.insert(k.path);
+        }
+        return out;
+    }();
     return names;
 }
 

@@ -36,7 +36,8 @@ struct restart_only {
     config::tracing_config tracing;
 
     static restart_only of(const config::config& cfg);
-    // The top-level keys these settings come from, as config::changed_sections compares them.
+    // The top-level keys these settings come from, as config::changed_sections compares them:
+    // the ones the key tables mark restart-only (reload::restart in config/src/config_keys.cpp).
     static const std::vector<std::string>& keys();
     // The parts of those sections a reload applies all the same (store.refusal).
     static const std::vector<std::string>& reloadable_parts();

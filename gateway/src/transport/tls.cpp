@@ -6,6 +6,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
+#include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/client_tls.hpp>
 #include <idemgate/common/openssl_error.hpp>
 #include <idemgate/gateway/tls.hpp>
@@ -41,12 +42,11 @@ int select_protocol(SSL*, const unsigned char** out, unsigned char* out_len, con
 
 } // namespace
 
+static_assert(metric::tls_failure_labels.size() == enum_count<tls_failure>, "a label per tls_failure");
+
 const char* to_string(tls_failure f) noexcept
 {
-    static constexpr const char* names[tls_failure_count] = {
-        "plain_http",      "not_tls", "timeout",    "protocol_version", "no_client_cert",
-        "bad_client_cert", "alpn",    "peer_alert", "closed",           "other"};
-    return names[static_cast<int>(f)];
+    return boost::describe::enum_to_string(f, "other");
 }
 
 tls_failure classify_handshake_failure(const error_code& ec) noexcept

@@ -11,6 +11,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/describe/enum.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <idemgate/config/config.hpp>
@@ -26,7 +27,8 @@ namespace idemgate::gateway::detail {
 using tls_stream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
 
 // Why a client's handshake failed: the label of idemgate_tls_handshake_failures_total.
-enum class tls_failure {
+BOOST_DEFINE_ENUM_CLASS(
+    tls_failure,
     plain_http,       // an HTTP request line instead of a ClientHello (answered 400, closed)
     not_tls,          // other bytes that are not a TLS record
     timeout,          // no complete handshake within timeouts.header_read
@@ -36,9 +38,7 @@ enum class tls_failure {
     alpn,             // the client offered application protocols, none of them served here
     peer_alert,       // the client refused the handshake (e.g. it does not trust our certificate)
     closed,           // the client closed the connection during the handshake
-    other,
-};
-inline constexpr int tls_failure_count = 10;
+    other);
 const char* to_string(tls_failure f) noexcept;
 
 // Classifies a failed server-side handshake.

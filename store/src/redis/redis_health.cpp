@@ -3,6 +3,7 @@
 
 #include "redis/client/redis_connection.hpp"
 
+#include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/log.hpp>
 
 namespace idemgate::store::detail {
@@ -18,9 +19,7 @@ std::string seconds_text(std::chrono::milliseconds d)
 
 std::string_view refusal_kind_name(std::size_t index) noexcept
 {
-    static constexpr std::string_view names[refusal_kind_count] = {"noperm", "readonly", "oom", "noscript",
-                                                                   "other"};
-    return index < refusal_kind_count ? names[index] : std::string_view{};
+    return boost::describe::enum_to_string(static_cast<refusal_kind>(index), "");
 }
 
 std::optional<refusal_kind> classify_refusal(std::string_view reply, bool sentinel_mode) noexcept

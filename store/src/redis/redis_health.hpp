@@ -5,9 +5,11 @@
 // maxmemory-policy, persistence, and the loss of its data (the marker key gone). Shared by every
 // connection of one backend; thread-safe. Private to the store library.
 #include <atomic>
+#include <boost/describe/enum.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <idemgate/common/enum_count.hpp>
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <idemgate/store/store.hpp>
@@ -20,9 +22,9 @@
 namespace idemgate::store::detail {
 
 // The kinds of error replies redis_stats::refusals counts, in its order.
-enum class refusal_kind { noperm, readonly, oom, noscript, other };
-inline constexpr std::size_t refusal_kind_count = 5;
-std::string_view refusal_kind_name(std::size_t index) noexcept; // "noperm", ...
+BOOST_DEFINE_ENUM_CLASS(refusal_kind, noperm, readonly, oom, noscript, other);
+inline constexpr std::size_t refusal_kind_count = enum_count<refusal_kind>;
+std::string_view refusal_kind_name(std::size_t index) noexcept; // "noperm", ...: the enumerator's name
 
 // What an error reply to a write is: a refusal of that kind, or nullopt for the answers of a
 // store that is moving (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, BUSY, MASTERDOWN), which say

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // idemgate's configuration: YAML in, typed aggregates out. Every default documented here is
-// the value used when the key is absent; config/idemgate.example.yaml shows every key.
+// the value used when the key is absent; config/idemgate.example.yaml shows every key. A key
+// that takes one of a few words is an enumeration defined with its description
+// (BOOST_DEFINE_ENUM_CLASS): the words are the enumerators' names, read and printed from it.
 #include <array>
+#include <boost/describe/enum.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -18,11 +21,10 @@
 
 namespace idemgate::config {
 
-// How a request picks one of an upstream's addresses.
-enum class balance_mode {
-    round_robin,   // each I/O thread takes the healthy addresses in turn
-    least_pending, // the healthy address with the fewest requests in flight (all threads together)
-};
+// How a request picks one of an upstream's addresses: round_robin, each I/O thread takes the
+// healthy addresses in turn; least_pending, the healthy address with the fewest requests in flight
+// (all threads together).
+BOOST_DEFINE_ENUM_CLASS(balance_mode, round_robin, least_pending);
 
 struct upstream_config {
     std::string name;
@@ -44,7 +46,7 @@ struct upstream_config {
 inline constexpr std::size_t max_upstream_addresses = 64;
 
 // TLS termination on `listen`: present = HTTPS only on that port.
-enum class client_auth_mode { none, optional, required };
+BOOST_DEFINE_ENUM_CLASS(client_auth_mode, none, optional, required);
 struct listen_tls_config {
     std::string cert_file;      // PEM chain, leaf first (required)
     std::string key_file;       // its private key, PEM (required)
@@ -53,13 +55,13 @@ struct listen_tls_config {
     client_auth_mode client_auth = client_auth_mode::none;
 };
 
-enum class json_mode { raw, canonical };
-enum class route_mode { enforce, shadow };
-enum class unknown_outcome_mode { release, hold };
-enum class in_flight_mode { reject, wait };
+BOOST_DEFINE_ENUM_CLASS(json_mode, raw, canonical);
+BOOST_DEFINE_ENUM_CLASS(route_mode, enforce, shadow);
+BOOST_DEFINE_ENUM_CLASS(unknown_outcome_mode, release, hold);
+BOOST_DEFINE_ENUM_CLASS(in_flight_mode, reject, wait);
 // What happens to a key when its upstream answers with a status: kept for replay, freed (a
 // retry executes), or held as outcome_unknown (duplicates get 409 outcome-unknown).
-enum class status_action : std::uint8_t { record, release, hold };
+BOOST_DEFINE_FIXED_ENUM_CLASS(status_action, std::uint8_t, record, release, hold);
 
 // routes[].idempotency.on_status resolved into one action per status 100-599: the defaults
 // ("5xx", "408", "425", "429": release; everything else: record) with the route's entries
@@ -85,11 +87,11 @@ private:
 };
 // Where the tenant of a guarded request comes from: the tenant_header (or none when it is
 // empty), or the common name of the client certificate verified by the TLS listener.
-enum class tenant_source { header, client_cert };
+BOOST_DEFINE_ENUM_CLASS(tenant_source, header, client_cert);
 
 // What the request fingerprint covers besides method and path.
 // A request body's content coding undone before it is fingerprinted.
-enum class body_decoding { none, gzip };
+BOOST_DEFINE_ENUM_CLASS(body_decoding, none, gzip);
 
 struct fingerprint_config {
     bool query = true;                           // the query string
@@ -122,11 +124,11 @@ struct key_format_config {
 
 // Where a guarded request's key comes from: the key header (as always), a field of a JSON body,
 // or the header when present and the body otherwise.
-enum class key_source { header, json, header_or_json };
+BOOST_DEFINE_ENUM_CLASS(key_source, header, json, header_or_json);
 
 // Whose requests share one key space: a tenant's (every route, as before) or a route's (the
 // route's path_prefix joins the scope).
-enum class key_space_mode { tenant, route };
+BOOST_DEFINE_ENUM_CLASS(key_space_mode, tenant, route);
 
 struct idempotency_config {
     bool enabled = false;                              // true when the route has an idempotency block
@@ -266,7 +268,7 @@ struct tracing_config {
 };
 
 // The least severe application log line written (access lines are governed by access_log).
-enum class log_severity { debug, info, warn, error };
+BOOST_DEFINE_ENUM_CLASS(log_severity, debug, info, warn, error);
 
 // Where the gateway's own paths live on the client listener: its published contract, and the
 // pages documenting its problem types (when problems.base_uri is "").
@@ -285,7 +287,7 @@ struct problems_config {
 // What /readyz says about the store. required: every store condition (unreachable, refusing
 // writes, evicting without allow_eviction, full, a command refused) makes the gateway not ready.
 // ignore: /readyz stays 200 whatever the store's state (new keys still get the store's 503).
-enum class store_readiness { required, ignore };
+BOOST_DEFINE_ENUM_CLASS(store_readiness, required, ignore);
 
 struct readiness_config {
     store_readiness store = store_readiness::required;
@@ -346,6 +348,16 @@ config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*) =
 // environment variables they come from (never their values). Parsing it gives the same
 // configuration (idemgate --print-config).
 std::string print_config(const config& c);
+
+// One key the loader accepts: its path, with <name> for a name the operator chooses, <status>
+// for an on_status entry and [] for a list's items ("routes[].idempotency.lock_ttl"), and
+// whether a reload applies it or it needs a restart.
+struct key_description {
+    std::string path;
+    bool restart_only = false;
+};
+// Every key, in the order --print-config writes them (idemgate --print-keys).
+std::vector<key_description> describe_keys();
 
 // Reads and parses a file; a missing/unreadable file is a config_error naming the path.
 config load_file(const std::string& path);

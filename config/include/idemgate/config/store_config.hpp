@@ -3,6 +3,7 @@
 // The store's part of the configuration (store.*), and the small values every section shares:
 // durations, endpoints and client-side TLS. Included by config.hpp; every default documented
 // here is the value used when the key is absent.
+#include <boost/describe/enum.hpp>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -19,8 +20,8 @@ struct endpoint {
     std::string to_string() const { return host + ":" + std::to_string(port); }
 };
 
-enum class store_type { memory, redis };
-enum class failure_mode { reject, pass_through };
+BOOST_DEFINE_ENUM_CLASS(store_type, memory, redis);
+BOOST_DEFINE_ENUM_CLASS(failure_mode, reject, pass_through);
 
 // TLS from the gateway as a client: to Redis (store.redis.tls, managed Redis) and to an
 // upstream (upstreams.<name>.tls). Off by default; every other key needs
@@ -35,12 +36,12 @@ struct client_tls_config {
 };
 using redis_tls_config = client_tls_config;
 using upstream_tls_config = client_tls_config;
-enum class redis_mode { standalone, cluster, sentinel };
+BOOST_DEFINE_ENUM_CLASS(redis_mode, standalone, cluster, sentinel);
 
 // What a reservation must reach before the upstream runs. async: the primary only (Redis
 // replicates afterwards); strict: also min_replicas_ack replicas (WAIT), or the request is
 // refused with 503 and the reservation released.
-enum class redis_consistency { async, strict };
+BOOST_DEFINE_ENUM_CLASS(redis_consistency, async, strict);
 
 struct redis_config {
     redis_mode mode = redis_mode::standalone;
@@ -74,11 +75,10 @@ struct memory_config {
 };
 
 // Finished records kept in the gateway process (per I/O thread), so replays skip the store.
-// When a finished record enters a thread's local tier.
-enum class tier_admission {
-    replay,  // when a replay reads it from the store (a key retried at least once; default)
-    complete // also when this gateway completes it (a retry on the same thread skips the store)
-};
+// When a finished record enters a thread's local tier: replay, when a replay reads it from the
+// store (a key retried at least once; default); complete, also when this gateway completes it (a
+// retry on the same thread skips the store).
+BOOST_DEFINE_ENUM_CLASS(tier_admission, replay, complete);
 
 struct local_tier_config {
     std::size_t max_bytes = 0; // all threads together; 0 = off

@@ -3,9 +3,11 @@
 // Process-wide counters and histograms, exposed as Prometheus text on the admin port.
 #include <array>
 #include <atomic>
+#include <boost/describe/enum.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <idemgate/common/enum_count.hpp>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/gateway/outcome.hpp>
 #include <string>
@@ -15,18 +17,16 @@ namespace idemgate::gateway {
 
 using idemgate::latency_histogram;
 
-enum class store_op { reserve, complete, release };
+BOOST_DEFINE_ENUM_CLASS(store_op, reserve, complete, release);
 
 // How a wait-mode duplicate's wait ended.
-enum class wait_end { settled, released, timed_out, refused };
-inline constexpr int store_op_count = 3;
-// The HTTP/2 protection limits counted in idemgate_http2_limits_total.
-inline constexpr std::size_t h2_limit_count = 5;
+BOOST_DEFINE_ENUM_CLASS(wait_end, settled, released, timed_out, refused);
+inline constexpr int store_op_count = enum_count<store_op>;
 
 // The kinds of members IDEMGATE_GATEWAY_METRICS declares, and the labels of their series.
 // The upstream answers of keyed requests by what became of the key and the status class: one
 // series per completion_action and class (a status outside 100-599 counts as 5xx).
-inline constexpr int upstream_outcome_count = 3 * 5;
+inline constexpr int upstream_outcome_count = enum_count<completion_action> * 5;
 constexpr std::size_t upstream_outcome_index(completion_action action, unsigned status) noexcept
 {
     unsigned status_class = status >= 100 && status < 600 ? status / 100 - 1 : 4;
@@ -44,49 +44,60 @@ using gauges = std::array<gauge, N>;
 template<std::size_t N>
 using histograms = std::array<latency_histogram, N>;
 
-// An array member's labels, one per element in index order.
+// An array member's labels, one per element in index order: made with one_per (an entry per
+// enumerator of an enumeration) or std::to_array, so that their number is the number written and
+// a member of another size does not compile.
 template<std::size_t N>
 using labels = std::array<std::string_view, N>;
 // An array member's labels computed from the index; "" leaves that element out of /metrics.
 using labeler = std::string (*)(std::size_t index);
 
-inline constexpr labels<store_op_count> store_op_labels{"op=\"reserve\"", "op=\"complete\"",
-                                                        "op=\"release\""};
+inline constexpr auto store_op_labels =
+    one_per<store_op, std::string_view>({"op=\"reserve\"", "op=\"complete\"", "op=\"release\""});
 // By wait_end.
-inline constexpr labels<4> wait_end_labels{"result=\"settled\"", "result=\"released\"",
-                                           "result=\"timed_out\"", "result=\"refused\""};
+inline constexpr auto wait_end_labels = one_per<wait_end, std::string_view>(
+    {"result=\"settled\"", "result=\"released\"", "result=\"timed_out\"", "result=\"refused\""});
 // Index 0 too many in flight, 1 rate exceeded.
-inline constexpr labels<2> tenant_limit_labels{"limit=\"max_in_flight\"", "limit=\"new_keys_per_second\""};
-// Index 0 unreachable, then store::store_condition's bits in order.
-inline constexpr std::size_t store_condition_series = 5;
-inline constexpr labels<store_condition_series> store_condition_labels{
-    "condition=\"unreachable\"", "condition=\"refusing\"", "condition=\"evicting\"", "condition=\"full\"",
-    "condition=\"command_refused\""};
+inline constexpr auto tenant_limit_labels =
+    std::to_array<std::string_view>({"limit=\"max_in_flight\"", "limit=\"new_keys_per_second\""});
+// Index 0 unreachable, then store::store_condition's bits in order (state/process.cpp checks
+// their number).
+inline constexpr auto store_condition_labels = std::to_array<std::string_view>(
+    {"condition=\"unreachable\"", "condition=\"refusing\"", "condition=\"evicting\"", "condition=\"full\"",
+     "condition=\"command_refused\""});
+inline constexpr std::size_t store_condition_series = store_condition_labels.size();
 // Index 0 applied, 1 refused (the old configuration kept).
-inline constexpr labels<2> reload_result_labels{"result=\"ok\"", "result=\"failed\""};
+inline constexpr auto reload_result_labels =
+    std::to_array<std::string_view>({"result=\"ok\"", "result=\"failed\""});
 // Index 0 a full handshake, 1 a resumed session.
-inline constexpr labels<2> resumed_labels{"resumed=\"false\"", "resumed=\"true\""};
-// By detail::tls_failure.
-inline constexpr labels<10> tls_failure_labels{"reason=\"plain_http\"",     "reason=\"not_tls\"",
-                                               "reason=\"timeout\"",        "reason=\"protocol_version\"",
-                                               "reason=\"no_client_cert\"", "reason=\"bad_client_cert\"",
-                                               "reason=\"alpn\"",           "reason=\"peer_alert\"",
-                                               "reason=\"closed\"",         "reason=\"other\""};
+inline constexpr auto resumed_labels =
+    std::to_array<std::string_view>({"resumed=\"false\"", "resumed=\"true\""});
+// By detail::tls_failure (transport/tls.cpp checks that there is one per enumerator).
+inline constexpr auto tls_failure_labels = std::to_array<std::string_view>(
+    {"reason=\"plain_http\"", "reason=\"not_tls\"", "reason=\"timeout\"", "reason=\"protocol_version\"",
+     "reason=\"no_client_cert\"", "reason=\"bad_client_cert\"", "reason=\"alpn\"", "reason=\"peer_alert\"",
+     "reason=\"closed\"", "reason=\"other\""});
 
-// By detail::h2_limit (http2/): what a misbehaving HTTP/2 client ran into.
-inline constexpr labels<h2_limit_count> h2_limit_labels{"limit=\"stream_resets\"", "limit=\"control_frames\"",
-                                                        "limit=\"header_list\"", "limit=\"protocol\"",
-                                                        "limit=\"stall\""};
+// By detail::h2_limit (http2/, which checks that there is one per enumerator): what a misbehaving
+// HTTP/2 client ran into.
+inline constexpr auto h2_limit_labels =
+    std::to_array<std::string_view>({"limit=\"stream_resets\"", "limit=\"control_frames\"",
+                                     "limit=\"header_list\"", "limit=\"protocol\"", "limit=\"stall\""});
 
 std::string outcome_label(std::size_t index); // outcome="<to_string(outcome)>"
-// By reconcile_result: what a probe of a held key found.
-inline constexpr labels<5> reconcile_result_labels{
-    "result=\"found\"", "result=\"not_found\"", "result=\"retry\"", "result=\"error\"", "result=\"gave_up\""};
+// By probe_result (idempotency/reconcile_loop.cpp, which checks that there is one per
+// enumerator): what a probe of a held key found.
+inline constexpr auto reconcile_result_labels =
+    std::to_array<std::string_view>({"result=\"found\"", "result=\"not_found\"", "result=\"retry\"",
+                                     "result=\"error\"", "result=\"gave_up\""});
 // By upstream_outcome_index: action="record|release|hold",code="1xx|...|5xx".
 std::string upstream_outcome_label(std::size_t index);
 std::string shadow_label(std::size_t index); // would="replay" ...; none is left out
 
 } // namespace metric
+
+// The HTTP/2 protection limits counted in idemgate_http2_limits_total.
+inline constexpr std::size_t h2_limit_count = metric::h2_limit_labels.size();
 
 // The gateway's metrics, declared once: the members of `metrics` and, in this order, what
 // /metrics shows of them. FAMILY(name, type, help) opens a Prometheus family; each
@@ -101,7 +112,8 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
     MEMBER(metric::counters<upstream_outcome_count>, upstream_outcomes, metric::upstream_outcome_label)     \
     FAMILY("idemgate_reconcile_total", "counter",                                                    \
            "Probes of held keys (reconcile) by result; gave_up: given up after give_up_after.")             \
-    MEMBER(metric::counters<5>, reconcile_probes, metric::reconcile_result_labels)                          \
+    MEMBER(metric::counters<metric::reconcile_result_labels.size()>,                                        \
+           reconcile_probes, metric::reconcile_result_labels)                                               \
     FAMILY("idemgate_request_duration_seconds", "histogram", "Time from request header to response sent.")  \
     MEMBER(metric::histograms<outcome_count>, request_latency, metric::outcome_label)                                                          \
     FAMILY("idemgate_store_duration_seconds", "histogram", "Store operation latency.")                      \
@@ -149,7 +161,7 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
     FAMILY("idemgate_waits_total", "counter",                                                               \
            "Waits of duplicates by how they ended: settled (replay or other answer), released "             \
            "(409), timed_out (409), refused (limits.max_waiting, 503).")                                    \
-    MEMBER(metric::counters<4>, waits, metric::wait_end_labels)                                             \
+    MEMBER(metric::counters<enum_count<wait_end>>, waits, metric::wait_end_labels)                          \
     FAMILY("idemgate_local_tier_lookups_total", "counter",                                                  \
            "Local tier lookups of keyed requests: hit (answered from the process) or miss.")                \
     MEMBER(metric::counter, tier_hits, "result=\"hit\"")                                                    \
@@ -173,7 +185,8 @@ std::string shadow_label(std::size_t index); // would="replay" ...; none is left
     MEMBER(metric::counters<2>, tls_handshakes, metric::resumed_labels)                                     \
     FAMILY("idemgate_tls_handshake_failures_total", "counter",                                              \
            "Client connections to listen closed because the TLS handshake failed, by reason.")              \
-    MEMBER(metric::counters<10>, tls_handshake_failures, metric::tls_failure_labels)                        \
+    MEMBER(metric::counters<metric::tls_failure_labels.size()>,                                             \
+           tls_handshake_failures, metric::tls_failure_labels)                                              \
     FAMILY("idemgate_upstream_tls_handshakes_total", "counter",                                             \
            "TLS handshakes with HTTPS upstreams, by whether the session was resumed.")                      \
     MEMBER(metric::counters<2>, upstream_tls_handshakes, metric::resumed_labels)                            \

@@ -3,6 +3,8 @@
 // What became of a request, as every room reports it (the access log, the metrics, the answer's
 // status header, the trace): values of the core room, decided by the idempotency decision
 // (<idemgate/gateway/decision.hpp>).
+#include <boost/describe/enum.hpp>
+#include <idemgate/common/enum_count.hpp>
 #include <string_view>
 
 namespace idemgate::gateway {
@@ -12,7 +14,8 @@ namespace idemgate::gateway {
 // was not forwarded says why (replayed, a refusal) or that it was not guarded (pass_through).
 // The status code says the rest: a released 502 is the gateway's own answer, a released 503 the
 // upstream's.
-enum class outcome {
+BOOST_DEFINE_ENUM_CLASS(
+    outcome,
     executed,       // first request for a key: forwarded and recorded
     replayed,       // finished duplicate: answered from the record
     conflict,       // duplicate while the first is still in flight (or held, or just released): 409
@@ -26,9 +29,9 @@ enum class outcome {
     not_replayable, // the first answer was too big to record: 422, upstream not called
     expired,        // the record expired, its tombstone remains: 422, upstream not called
     reconciled      // a held key resolved by a probe (reconcile): its answer replayed
-};
+);
 std::string_view to_string(outcome o) noexcept;
-inline constexpr int outcome_count = static_cast<int>(outcome::reconciled) + 1; // the last one
+inline constexpr int outcome_count = enum_count<outcome>;
 
 // What the gateway tells the client about its key (routes[].idempotency.status_header), for
 // every answer to a request that carried one.
@@ -51,21 +54,23 @@ std::string_view to_string(key_status s) noexcept;
 
 // Shadow mode (routes[].idempotency.mode: shadow): every request is forwarded as if unguarded,
 // reserve/complete still run, and this says what enforcement would have done instead.
-enum class shadow_finding {
+BOOST_DEFINE_ENUM_CLASS(
+    shadow_finding,
     none,           // enforcement would have forwarded it too
     would_replay,   // a finished record with the same fingerprint exists
     would_conflict, // the first request with this key is still in flight
     would_mismatch, // the key was used with another fingerprint
-    would_reject,   // a 400 (key or tenant missing or invalid) or a 503 (store failure)
-};
-inline constexpr int shadow_finding_count = 5;
+    would_reject    // a 400 (key or tenant missing or invalid) or a 503 (store failure)
+);
+inline constexpr int shadow_finding_count = enum_count<shadow_finding>;
 std::string_view to_string(shadow_finding f) noexcept;
 
 // What settle does with a key whose request was forwarded as its owner (decision.hpp's phase 3).
-enum class completion_action {
+BOOST_DEFINE_ENUM_CLASS(
+    completion_action,
     record,  // keep the answer for replay
     release, // free the key so a retry really runs
     hold     // keep the key as outcome_unknown: duplicates get 409, the request is never resent
-};
+);
 
 } // namespace idemgate::gateway

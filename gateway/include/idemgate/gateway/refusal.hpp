@@ -4,13 +4,16 @@
 // problem type (and so its status), the access log's outcome, what the status header says about
 // the key, Retry-After and whether the
 // connection closes. A policy about what a refusal answers edits its row here. Pure values.
+#include <boost/describe/enum.hpp>
+#include <idemgate/common/enum_count.hpp>
 #include <idemgate/gateway/decision.hpp>
 #include <idemgate/gateway/problem_types.hpp>
 #include <string_view>
 
 namespace idemgate::gateway {
 
-enum class refusal {
+BOOST_DEFINE_ENUM_CLASS(
+    refusal,
     no_route,                   // no route matches the path
     invalid_path,               // the path has no normal form (a bad escape, ".." above the root)
     bad_connection_header,      // Connection names the key or tenant header
@@ -33,9 +36,9 @@ enum class refusal {
     record_expired,             // the record expired; its tombstone remains (tombstone_ttl)
     store_refusing,             // a new key while the store refuses writes and store.on_failure: reject
     store_full,                 // the store has no room for a new key and store.on_failure: reject
-    decoded_body_too_large,     // fingerprint.decode: gzip and the decoded body is over max_request_body
-};
-inline constexpr int refusal_count = static_cast<int>(refusal::decoded_body_too_large) + 1; // the last one
+    decoded_body_too_large      // fingerprint.decode: gzip and the decoded body is over max_request_body
+);
+inline constexpr int refusal_count = enum_count<refusal>;
 
 enum class retry_hint {
     none,

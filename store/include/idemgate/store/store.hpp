@@ -8,10 +8,12 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/describe/enum.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/common/enum_count.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -213,7 +215,10 @@ enum class store_condition : unsigned {
     full = 1u << 2,            // no room for a new key (the memory store at its bounds)
     command_refused = 1u << 3, // a command the store needs was refused by its check (an ACL)
 };
-inline constexpr std::size_t store_condition_count = 4;
+// Its names and number, for the labels and gauges of each bit: a new condition goes in both lists
+// (its bit the next one; session.cpp checks the bits).
+BOOST_DESCRIBE_ENUM(store_condition, refusing, evicting, full, command_refused)
+inline constexpr std::size_t store_condition_count = enum_count<store_condition>;
 // The condition of bit `index` as a word ("refusing", "evicting", "full", "command_refused").
 std::string_view store_condition_name(std::size_t index) noexcept;
 
