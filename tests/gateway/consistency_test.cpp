@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // store.redis.consistency strict: a reservation reaches min_replicas_ack replicas before the
 // upstream runs, or it is released and the request refused with 503 (the retry is then safe).
-// Real primary and replica; the replica is put to sleep (DEBUG SLEEP) or detached. Runs in
-// the gateway_tests_redis_store entry (IDEMGATE_TEST_STORE=redis); elsewhere it says so.
+// Real primary and replica; the replica is put to sleep (DEBUG SLEEP) or detached. The suite
+// needs IDEMGATE_TEST_STORE=redis (ctest entry gateway.consistency.redis); elsewhere it is skipped.
 #include "gateway_fixture.hpp"
 
 #include <chrono>
@@ -25,17 +25,6 @@ bool eventually(Pred pred, milliseconds timeout = 10s)
         if (clock_type::now() > deadline)
             return false;
         std::this_thread::sleep_for(20ms); // polling the servers' own state
-    }
-    return true;
-}
-
-// These cases need a Redis store of their own: the gateway_tests_redis_store entry runs them.
-bool redis_store_run()
-{
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
-        return false;
     }
     return true;
 }
@@ -64,12 +53,10 @@ bool store_ready(gateway_process& gateway)
 
 } // namespace
 
-TEST_SUITE_BEGIN("consistency");
+TEST_SUITE_BEGIN("consistency" * needs_store("redis"));
 
 TEST_CASE("consistency strict: an unreplicated reservation is released and refused before the upstream runs")
 {
-    if (!redis_store_run())
-        return;
     redis_server primary;
     redis_server replica(
         {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});
@@ -148,8 +135,6 @@ TEST_CASE("consistency strict: an unreplicated reservation is released and refus
 TEST_CASE(
     "consistency strict: a completed record the replicas did not acknowledge is written again until they do")
 {
-    if (!redis_store_run())
-        return;
     redis_server primary;
     redis_server replica(
         {"--replicaof", "127.0.0.1", std::to_string(primary.port()), "--enable-debug-command", "yes"});

@@ -366,12 +366,9 @@ TEST_CASE("upstream trailer fields are neither passed to the client nor recorded
     CHECK(f.executions() == 1);
 }
 
-TEST_SUITE_END();
-
-TEST_CASE("a full memory store shows in /metrics: entries and refused keys")
+// Memory-store metrics only.
+TEST_CASE("a full memory store shows in /metrics: entries and refused keys" * needs_store("memory"))
 {
-    if (const char* s = std::getenv("IDEMGATE_TEST_STORE"); s && std::string(s) != "memory")
-        return; // memory-store metrics only
     gateway_options options;
     options.memory_max_entries = 2;
     gateway_fixture f(options);
@@ -382,3 +379,5 @@ TEST_CASE("a full memory store shows in /metrics: entries and refused keys")
     CHECK(metrics.body.find("idemgate_memory_store_entries 2") != std::string::npos);
     CHECK(metrics.body.find("idemgate_memory_store_refused_total 1") != std::string::npos);
 }
+
+TEST_SUITE_END();
