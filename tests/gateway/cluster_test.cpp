@@ -275,13 +275,17 @@ TEST_CASE("CLUSTER FAILOVER under load: every key runs once and its retry replay
                 other_retries += std::to_string(b.status) + " " + b.body.substr(0, 200) + "\n";
         }
     });
-    std::this_thread::sleep_for(300ms); // let the load run before the failover
-    REQUIRE(cluster.node(replica).command({"CLUSTER", "FAILOVER"}) == "+OK\r\n");
-    auto deadline = std::chrono::steady_clock::now() + 15s;
-    while (std::chrono::steady_clock::now() < deadline &&
-           cluster.node(replica).command({"ROLE"}).find("master") == std::string::npos)
-        std::this_thread::sleep_for(20ms); // polling the cluster's own state
-    std::this_thread::sleep_for(500ms);    // and traffic after it
+    // Keys run before the failover, and after it (counted, not timed: a loaded machine runs fewer
+    // requests in a given time). The load thread must be stopped and joined whatever happens.
+    CHECK_MESSAGE(poll_until(10s, [&] { return created.load() >= 10; }),
+                  "keys created before the failover: " << created.load());
+    auto failover = cluster.node(replica).command({"CLUSTER", "FAILOVER"});
+    CHECK(failover == "+OK\r\n");
+    CHECK(poll_until(
+        15s, [&] { return cluster.node(replica).command({"ROLE"}).find("master") != std::string::npos; }));
+    const int created_at_promotion = created.load();
+    CHECK_MESSAGE(poll_until(15s, [&] { return created.load() >= created_at_promotion + 10; }),
+                  "keys created after the promotion: " << created.load() - created_at_promotion);
     stop = true;
     load.join();
     CHECK(cluster.node(replica).command({"ROLE"}).find("master") != std::string::npos);
