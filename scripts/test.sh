@@ -22,6 +22,7 @@ if [[ "${CONTAINER:-1}" != 0 ]]; then
 fi
 
 bash scripts/build.sh
+echo "test.sh: main build done after $((SECONDS - started)) s"
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 600)
 echo "test.sh: main suite done after $((SECONDS - started)) s"
 
@@ -46,20 +47,29 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DIDEMGATE_BUILD_BENCH=OFF \
     -DIDEMGATE_IO_URING="$uring" \
     -DIDEMGATE_TEST_UPSTREAM_BIN="$(cd "${BUILD_DIR:-build}" && pwd)/bin/idemgate-test-upstream" >/dev/null
-  # The test upstream is the main build's (a fixture, not under test): see tests/support.
-  cmake --build "$asan_dir" -j "${JOBS:-2}" --target unit_tests gateway_tests redis_tls_tests idemgate
+  # The gateway suites drive the gateway binary over sockets: the main build's test programs run
+  # against this build's sanitized gateway (IDEMGATE_TEST_GATEWAY), so only the product and the
+  # in-process tests (unit, Redis TLS) are compiled a second time. The test upstream is the main
+  # build's too (a fixture, not under test): see tests/support.
+  cmake --build "$asan_dir" -j "${JOBS:-2}" --target unit_tests redis_tls_tests idemgate
+  echo "test.sh: sanitizer build done after $((SECONDS - started)) s"
   "$asan_dir/bin/idemgate" --version
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  # Labels: unit = unit.*, store-memory / store-redis = gateway.<suite> and gateway.<suite>.redis.
-  (cd "$asan_dir" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 900 --no-tests=error \
-    -L '^(unit|store-memory|store-redis)$')
+  "$asan_dir/bin/unit_tests"
   # TLS to Redis: the OpenSSL stream's lifetime across reconnects is worth a sanitizer.
   "$asan_dir/bin/redis_tls_tests"
+  # The gateway suites over the memory and the Redis store (labels store-memory and store-redis:
+  # gateway.<suite> and gateway.<suite>.redis), against the sanitized gateway: any report aborts
+  # the gateway, and the test that drove it fails.
+  asan_gateway="$(cd "$asan_dir" && pwd)/bin/idemgate"
+  io_backend=epoll
+  [[ "$uring" == ON ]] && io_backend=io_uring
+  (cd "${BUILD_DIR:-build}" && IDEMGATE_TEST_GATEWAY="$asan_gateway" IDEMGATE_TEST_GATEWAY_IO="$io_backend" \
+    ctest --output-on-failure -j "${JOBS:-2}" --timeout 900 --no-tests=error -L '^(store-memory|store-redis)$')
   # TLS on both HTTP hops runs above, in gateway.tls and gateway.tls.redis (suite "tls"), and so
-  # does HTTP/2 (gateway.http2 and gateway.http2.redis, suite "http2": the codec, its
-  # floods and conformance cases, answers passed on over a stream). ThreadSanitizer is opt-in:
-  # scripts/tsan.sh.
+  # does HTTP/2 (gateway.http2 and gateway.http2.redis, suite "http2": the codec, its floods and
+  # conformance cases, answers passed on over a stream). ThreadSanitizer is opt-in: scripts/tsan.sh.
   echo "test.sh: sanitizer pass done after $((SECONDS - started)) s"
 fi
 

@@ -1,35 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <boost/url/decode_view.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/pct_string_view.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <cstring>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include <idemgate/common/digest.hpp>
 #include <idemgate/common/path_normal_form.hpp>
 
 namespace idemgate {
 
 namespace {
 
-constexpr bool unreserved(unsigned char c) noexcept
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
-}
+namespace urls = boost::urls;
 
-// The byte an escape at `at` ('%') stands for, or -1 when two hex digits do not follow.
-int escaped(std::string_view path, std::size_t at) noexcept
-{
-    if (path.size() - at < 3)
-        return -1;
-    int hi = hex_value(path[at + 1]);
-    int lo = hex_value(path[at + 2]);
-    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
-}
+// The normal spelling of one escape (RFC 3986 6.2.2.1 and 6.2.2.2): the octet itself when it is
+// unreserved, else the escape with upper-case hexadecimal digits. Boost.URL judges the escape,
+// decodes it and encodes the octet again with the unreserved set.
+struct escape_form {
+    char text[3];
+    std::size_t size = 0; // 0: `at` does not start a valid escape ('%' and two hex digits)
 
-constexpr bool lower_hex_letter(char c) noexcept
+    std::string_view spelling() const noexcept { return {text, size}; }
+};
+
+escape_form normal_escape(std::string_view path, std::size_t at) noexcept
 {
-    return c >= 'a' && c <= 'f';
+    escape_form out;
+    auto escape = urls::make_pct_string_view(path.substr(at, 3));
+    if (!escape)
+        return out;
+    const urls::pct_string_view& valid = *escape;
+    const char octet = (*valid).front();
+    out.size = urls::encode(out.text, sizeof out.text, urls::string_view(&octet, 1), urls::unreserved_chars);
+    return out;
 }
 
 enum class shape { normal, rewrite, bad_escape };
@@ -59,11 +65,10 @@ scanned scan(std::string_view path) noexcept
                 return {shape::rewrite};
         } else if (c == '%') {
             const auto offset = static_cast<std::size_t>(at - begin);
-            int value = escaped(path, offset);
-            if (value < 0)
+            auto normal = normal_escape(path, offset);
+            if (normal.size == 0)
                 return {shape::bad_escape, offset};
-            if (unreserved(static_cast<unsigned char>(value)) || lower_hex_letter(at[1]) ||
-                lower_hex_letter(at[2]))
+            if (normal.spelling() != path.substr(offset, 3))
                 return {shape::rewrite};
             at += 2;
         }
@@ -138,16 +143,10 @@ bool left_as_is(std::string_view path) noexcept
                 storage.push_back(path[j]);
                 continue;
             }
-            int value = escaped(path, j);
-            if (value < 0)
+            auto normal = normal_escape(path, j);
+            if (normal.size == 0)
                 return {{}, path_problem::bad_escape, j};
-            if (unreserved(static_cast<unsigned char>(value))) {
-                storage.push_back(static_cast<char>(value));
-            } else {
-                storage.push_back('%');
-                storage.push_back("0123456789ABCDEF"[value >> 4]);
-                storage.push_back("0123456789ABCDEF"[value & 15]);
-            }
+            storage.append(normal.spelling());
             j += 2;
         }
         std::string_view segment = std::string_view(storage).substr(mark + 1);

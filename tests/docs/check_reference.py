@@ -317,12 +317,12 @@ def check_problems(root):
 
 
 def check_outcomes(root, problems):
-    """The access log's outcomes (to_string(outcome) in decision.cpp) against the two places the
+    """The access log's outcomes (to_string(outcome) in core/outcome.cpp) against the two places the
     documentation lists them: the access log reference's list and the contract's vocabulary table."""
-    source = open(os.path.join(root, "gateway/src/idempotency/decision.cpp"), encoding="utf-8").read()
+    source = open(os.path.join(root, "gateway/src/core/outcome.cpp"), encoding="utf-8").read()
     names = set(re.findall(r'case outcome::\w+:\s*return "(\w+)";', source))
     if not names:
-        problems.append("decision.cpp: no `case outcome::...: return \"...\";` found (the check needs updating)")
+        problems.append("core/outcome.cpp: no `case outcome::...: return \"...\";` found (the check needs updating)")
         return 0
     logs = open(os.path.join(root, "docs/reference/logs.md"), encoding="utf-8").read()
     m = re.search(r"with `outcome` \((.*?); see", logs, re.S)

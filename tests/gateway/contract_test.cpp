@@ -216,7 +216,7 @@ TEST_CASE("contract: --contract prints a valid OpenAPI 3.1 document, the one /.w
     for (const char* placeholder : {"${LISTEN}", "${ADMIN}"})
         yaml.replace(yaml.find(placeholder), std::string_view(placeholder).size(), "127.0.0.1:0");
     auto config_path = dir.write_file("gateway.yaml", yaml);
-    child_process contract(bin_dir() + "/idemgate", {"--config", config_path, "--contract"});
+    child_process contract(gateway_bin(), {"--config", config_path, "--contract"});
     REQUIRE_MESSAGE(contract.wait_exit(10s) == 0, contract.output());
     auto printed = contract.output();
     auto doc = parse_object(printed);
@@ -341,7 +341,7 @@ routes:
   - path_prefix: "/"
     upstream: orders
 )");
-    child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+    child_process proc(gateway_bin(), {"--config", path, "--check"});
     CHECK(proc.wait_exit(10s) == 0);
     auto out = proc.output();
     CHECK(out.find("warning: routes[0].path_prefix: \"/api/keys\" covers "

@@ -190,7 +190,7 @@ TEST_CASE("the Kubernetes Deployment's ports, probes, grace period and secrets m
     {
         temp_dir dir;
         auto path = dir.write_file("idemgate.yaml", config_text);
-        child_process check(bin_dir() + "/idemgate", {"--config", path, "--check"},
+        child_process check(gateway_bin(), {"--config", path, "--check"},
                             {{cfg.store.redis.password_env, "password-for-the-test"}});
         CHECK_MESSAGE(check.wait_exit(10s) == 0, check.output());
     }
@@ -311,7 +311,7 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
         temp_dir dir;
         auto command = service["ExecReload"][0];
         command.replace(command.find("/usr/local/bin/idemgate"),
-                        std::string("/usr/local/bin/idemgate").size(), bin_dir() + "/idemgate");
+                        std::string("/usr/local/bin/idemgate").size(), gateway_bin());
         const std::string good =
             "listen: \"127.0.0.1:0\"\nadmin_listen: \"127.0.0.1:0\"\nstore: { type: memory }\n"
             "upstreams:\n  orders: { address: \"127.0.0.1:9\" }\n"
@@ -361,7 +361,7 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
         auto unit = read_text(deploy_dir / "systemd" / "idemgate.service");
         for (auto at = unit.find("/usr/local/bin/idemgate"); at != std::string::npos;
              at = unit.find("/usr/local/bin/idemgate", at))
-            unit.replace(at, std::string("/usr/local/bin/idemgate").size(), bin_dir() + "/idemgate");
+            unit.replace(at, std::string("/usr/local/bin/idemgate").size(), gateway_bin());
         auto path = dir.write_file("idemgate.service", unit);
         child_process verify("/usr/bin/systemd-analyze", {"verify", path});
         CHECK_MESSAGE(verify.wait_exit(30s) == 0, verify.output());

@@ -252,7 +252,7 @@ TEST_CASE("--check warns when a lock_ttl is not above the upstream deadlines")
     std::string y = slow_upstream_yaml(9);
     y.replace(y.find("lock_ttl: 60s"), 13, "lock_ttl: 2s");
     auto path = dir.write_file("risky.yaml", y);
-    child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+    child_process proc(gateway_bin(), {"--config", path, "--check"});
     CHECK(proc.wait_exit(10s) == 0);
     std::string out;
     for (auto& l : proc.lines())

@@ -286,7 +286,7 @@ TEST_CASE("local tier: --check names store.local_tier keys")
                                              "routes:\n  - path_prefix: /api/\n    upstream: orders\n"
                                              "store:\n  local_tier:\n" +
                                                  tier);
-        child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+        child_process proc(gateway_bin(), {"--config", path, "--check"});
         auto status = proc.wait_exit(10s);
         return std::pair{status.value_or(-1), proc.output()};
     };

@@ -80,7 +80,7 @@ TEST_CASE("credential_headers without store.key_secret_env is a config error nam
     auto store = make_store(options);
     temp_dir dir;
     auto path = dir.write_file("bad.yaml", gateway_yaml(store, 9, 10, options));
-    child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+    child_process proc(gateway_bin(), {"--config", path, "--check"});
     CHECK(proc.wait_exit(10s) == 1);
     CHECK(proc.output().find("routes[0].idempotency.credential_headers: needs store.key_secret_env") !=
           std::string::npos);

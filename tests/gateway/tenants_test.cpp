@@ -182,7 +182,7 @@ TEST_CASE("tenants: bad values are config errors naming the key path")
     auto store = make_store(options);
     temp_dir dir;
     auto path = dir.write_file("bad.yaml", gateway_yaml(store, 9, 10, options));
-    child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+    child_process proc(gateway_bin(), {"--config", path, "--check"});
     CHECK(proc.wait_exit(10s) == 1);
     auto out = proc.output();
     CHECK(out.find("tenants.acme.max_in_flight") != std::string::npos);

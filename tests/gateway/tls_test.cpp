@@ -613,7 +613,7 @@ std::pair<int, std::string> check(const std::string& yaml)
 {
     temp_dir dir;
     auto path = dir.write_file("idemgate.yaml", yaml);
-    child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+    child_process proc(gateway_bin(), {"--config", path, "--check"});
     auto status = proc.wait_exit(10s);
     return {status ? *status : -1, proc.output()};
 }

@@ -23,7 +23,7 @@ strictall: strict with min_replicas_ack equal to the number of replicas).
 
 usage: partition_test.py --bin DIR [--long]   (DIR holds idemgate and idemgate-test-upstream)
 """
-import argparse, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
+import argparse, fcntl, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 
 BR = "igpart0"
 NET = "10.77.0"
@@ -371,6 +371,15 @@ def main():
     if why:
         print(f"partition_test: SKIPPED: {why}")
         return SKIP
+    # The namespaces, bridge and addresses have fixed names, and net_up() clears whatever holds
+    # them: a second run on the machine (another checkout's ctest) would kill this one's servers
+    # and be answered by its gateway. Runs take turns instead.
+    lock = open(os.path.join(tempfile.gettempdir(), "idemgate-partition.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("partition_test: another partition run holds the namespaces; waiting for it", flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
     long_mode = args.long or os.environ.get("PARTITION_LONG") == "1"
     chosen = os.environ.get("PARTITION_PLAN", "").split()
     if chosen:

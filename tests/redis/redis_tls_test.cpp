@@ -395,7 +395,7 @@ TEST_SUITE("redis over TLS")
                 "    upstream: orders\nstore:\n  type: redis\n  redis:\n" +
                 tls;
             auto path = dir.write_file("check.yaml", yaml);
-            child_process proc(bin_dir() + "/idemgate", {"--config", path, "--check"});
+            child_process proc(gateway_bin(), {"--config", path, "--check"});
             auto status = proc.wait_exit(10s);
             return std::pair{status.value_or(-1), proc.output()};
         };

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The structure rules of docs/architecture.md, checked against the tree:
 #  1. inside gateway/src, a room includes only rooms below it (or itself); rooms on the same
-#     level do not include each other;
+#     level do not include each other. A public header (gateway/include/idemgate/gateway) belongs
+#     to the room that defines it (public_room below): an include of it, in either spelling, is an
+#     include of that room, and the header's own includes follow its room's rule;
 #  2. the libraries under the gateway (common, config, store) never include the gateway;
 #  3. no product source file is longer than the limit (a file that grows past it is split by
 #     role, not by line count);
@@ -16,8 +18,22 @@ max_lines="${MAX_LINES:-420}"
 
 # Levels, bottom first: a room may include a room of a lower level.
 declare -A level=(
-  [core]=0 [observability]=1 [transport]=2 [upstream]=3 [state]=4
-  [idempotency]=5 [http1]=6 [http2]=6 [admin]=6 [runtime]=7
+  [http]=0 [core]=1 [observability]=2 [transport]=3 [upstream]=4 [state]=5
+  [idempotency]=6 [http1]=7 [http2]=7 [admin]=7 [runtime]=8
+)
+# The room of each public header (gateway/include/idemgate/gateway/<name>.hpp): where it is
+# implemented, or for a header-only one, the lowest room that needs it.
+declare -A public_room=(
+  [field_allocator]=http [http_rules]=http [response_rules]=http [head_scan]=http
+  [plain_head]=http [head_splice]=http [head_facts]=http
+  [outcome]=core [problem_types]=core [problem_pages]=core [request_id]=core [tracing]=core
+  [access_log_writer]=observability [metrics]=observability
+  [tls]=transport
+  [exchange_watch]=upstream
+  [content_decoding]=idempotency [contract]=idempotency [decision]=idempotency
+  [fingerprint]=idempotency [json_key]=idempotency [key_syntax]=idempotency [refusal]=idempotency
+  [scope]=idempotency
+  [server]=runtime
 )
 breaches=0
 breach() {
@@ -33,20 +49,42 @@ for file in gateway/src/*.cpp gateway/src/*.hpp; do
   [[ -e "$file" ]] && breach "$file: every gateway source lives in a room (a folder of gateway/src)"
 done
 
+public_dir=gateway/include/idemgate/gateway
+for file in "$public_dir"/*.hpp; do
+  name="$(basename "$file" .hpp)"
+  [[ -n "${public_room[$name]+x}" ]] ||
+    breach "$file: a public header with no room (add it to public_room in check_structure.sh)"
+done
+# The includes of `file` (of room `room`) as "<room> <spelling>" lines: "room/x.hpp" and
+# <idemgate/gateway/x.hpp> (the latter as the room public_room gives it).
+includes_of() {
+  sed -n -e 's/^#include "\([a-z0-9_]*\)\/[^"]*".*/\1 &/p' \
+    -e 's/^#include [<"]idemgate\/gateway\/\([a-z0-9_]*\)\.hpp[>"].*/@\1 &/p' "$1" |
+    while read -r target spelling; do
+      if [[ "$target" == @* ]]; then
+        target="${public_room[${target#@}]:-}"
+        [[ -n "$target" ]] || continue
+      fi
+      echo "$target $spelling"
+    done
+}
 while IFS= read -r file; do
-  room="${file#gateway/src/}"
-  room="${room%%/*}"
+  if [[ "$file" == "$public_dir"/* ]]; then
+    room="${public_room[$(basename "$file" .hpp)]:-}"
+  else
+    room="${file#gateway/src/}"
+    room="${room%%/*}"
+  fi
   from="${level[$room]:-}"
   [[ -n "$from" ]] || continue
-  while IFS= read -r included; do
-    target="${included%%/*}"
+  while read -r target spelling; do
     to="${level[$target]:-}"
     [[ -n "$to" ]] || continue
     if [[ "$target" != "$room" ]] && ((to >= from)); then
-      breach "$file includes \"$included\": $room (level $from) may include only rooms below it"
+      breach "$file: $spelling: $room (level $from) may include only rooms below it ($target is level $to)"
     fi
-  done < <(sed -n 's/^#include "\([a-z0-9_]*\/[^"]*\)".*/\1/p' "$file")
-done < <(find gateway/src -name '*.[ch]pp' | sort)
+  done < <(includes_of "$file")
+done < <(find gateway/src "$public_dir" -name '*.[ch]pp' | sort)
 
 while IFS= read -r hit; do
   breach "$hit: the libraries under the gateway do not include it"

@@ -22,6 +22,7 @@
 #include <boost/json/serialize.hpp>
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/percent_coding.hpp>
 #include <idemgate/common/prometheus.hpp>
 #include <idemgate/gateway/key_syntax.hpp>
 #include <idemgate/gateway/scope.hpp>
@@ -154,25 +155,6 @@ std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std
     auto q = target.find('?');
     if (q == std::string_view::npos)
         return out;
-    auto decode = [](std::string_view in, std::string& to) {
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            if (in[i] == '+') {
-                to.push_back(' ');
-            } else if (in[i] == '%') {
-                if (i + 2 >= in.size())
-                    return false;
-                int hi = idemgate::hex_value(in[i + 1]);
-                int lo = idemgate::hex_value(in[i + 2]);
-                if (hi < 0 || lo < 0)
-                    return false;
-                to.push_back(static_cast<char>(hi * 16 + lo));
-                i += 2;
-            } else {
-                to.push_back(in[i]);
-            }
-        }
-        return true;
-    };
     std::string_view rest = target.substr(q + 1);
     while (!rest.empty()) {
         auto amp = rest.find('&');
@@ -182,8 +164,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std
             continue;
         auto eq = pair.find('=');
         std::string name, value;
-        if (!decode(pair.substr(0, eq), name) ||
-            !decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), value))
+        if (!form_decode(pair.substr(0, eq), name) ||
+            !form_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), value))
             return std::nullopt;
         out.emplace_back(std::move(name), std::move(value));
     }

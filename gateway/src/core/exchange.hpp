@@ -7,7 +7,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstdint>
-#include <idemgate/gateway/decision.hpp>
+#include <idemgate/gateway/outcome.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <memory>
 #include <string>

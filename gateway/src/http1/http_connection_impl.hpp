@@ -14,7 +14,7 @@
 #include "idempotency/classify.hpp"
 #include "idempotency/idempotency_filter.hpp"
 #include "idempotency/local_tier.hpp"
-#include "observability/access_log.hpp"
+#include "state/exchange_epilogue.hpp"
 #include "transport/connection_deadline.hpp"
 #include "transport/lingering_close.hpp"
 #include "transport/tls.hpp"
@@ -59,6 +59,8 @@ public:
         : reader(stream), ctx_(ctx), env_(w.current(ctx)), cfg_(&env_->cfg()), worker_(w),
           client_(std::move(client))
     {
+        ex_.client = &client_;
+        ex_.scratch = &scratch_;
     }
 
     asio::awaitable<void> run()
@@ -87,29 +89,28 @@ public:
     void keep_open_at_end() { keep_open_ = true; }
 
 private:
-    access_log_sink access_sink() { return {ctx_.access_log.get(), worker_.access_log, worker_.ioc}; }
-
     // Answers a request the gateway could not read, then the connection closes. `header`: the
     // request's header when it was read (a keyed request is then told it was rejected).
     asio::awaitable<void> answer_and_close(const problem& p, std::string_view detail, unsigned version,
-                                           const request_type* header = nullptr)
+                                           request_type* header = nullptr)
     {
-        auto res = make_problem(cfg_->problems.type_base(), p, detail, version ? version : 11, false);
+        auto& ex = ex_;
+        ex.req = header;
+        auto& res = ex.answer.response;
+        res = make_problem(cfg_->problems.type_base(), p, detail, version ? version : 11, false);
         // A request whose header could not be read still gets an ID, to match log and answer.
-        if (ids_.request_id.empty() && !cfg_->request_id_header.empty())
-            new_request_id(ids_.request_id);
-        if (!ids_.request_id.empty())
-            res.set(cfg_->request_id_header, ids_.request_id);
+        if (ex.ids.request_id.empty() && !cfg_->request_id_header.empty())
+            new_request_id(ex.ids.request_id);
+        if (!ex.ids.request_id.empty())
+            res.set(cfg_->request_id_header, ex.ids.request_id);
         if (auto name = header ? status_header_for(*cfg_, *header) : std::string_view(); !name.empty())
             res.set(name, to_string(key_status::rejected));
         res.set(http::field::date, http_date_now());
-        auto ec = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
-        unread_input_ = !ec;
-        ctx_.stats.count(outcome::rejected);
-        env_->live->route_stats_of(-1).count(header ? header->method() : http::verb::unknown,
-                                             res.result_int());
-        if (cfg_->access_log)
-            log_rejected(access_sink(), client_, ids_, res.result_int(), detail, ec);
+        ex.write_error = co_await write_message(stream_, res, scratch_, cfg_->timeouts.client_write);
+        unread_input_ = !ex.write_error;
+        ex.refused = detail;
+        finish_exchange(ctx_, worker_, ex);
+        ex.refused = {}; // `detail` is the caller's
     }
 
     // Reads, checks and handles one request; false when the connection must close.
@@ -118,15 +119,14 @@ private:
         // Each request runs under the configuration live when its first byte arrived (reload).
         env_ = worker_.current(ctx_);
         cfg_ = &env_->cfg();
-        // Parser (with the request), answer and trace are the connection's: in this coroutine's
-        // frame they made it too large for Asio to recycle.
+        // Parser (with the request) and exchange are the connection's: in this coroutine's frame
+        // they made it too large for Asio to recycle. The exchange is cleared, not replaced: its
+        // strings and answer keep their storage from request to request.
         auto& parser = parser_.emplace();
         parser.header_limit(static_cast<std::uint32_t>(cfg_->limits.max_header_bytes));
         parser.body_limit(cfg_->limits.max_request_body);
-        // Cleared, not replaced: the ID strings keep their storage from request to request.
-        ids_.request_id.clear();
-        ids_.generated = false;
-        ids_.trace_id.clear();
+        auto& ex = ex_;
+        ex.env = env_; // kept to the end of this request even if the next one reloads
         this->next_request();
         if (auto ec = co_await this->read_header(parser, *cfg_)) {
             // A body_limit here was announced by Content-Length: the header is whole.
@@ -134,10 +134,11 @@ private:
             co_return false;
         }
         in_flight_guard guard(ctx_.stats);
-        auto started = clock_type::now();
         auto& header = parser.get();
+        ex.started = clock_type::now();
+        ex.req = &header;
         unsigned version = header.version();
-        read_request_ids(header, cfg_->request_id_header, ids_);
+        begin_exchange(ctx_, ex);
 
         auto violation = check_request_framing(header, version, header.target(), header.method_string());
         if (violation != framing_violation::none) {
@@ -146,8 +147,10 @@ private:
         }
         // Routes, the fingerprint and the upstream see the origin-form path of an absolute-form
         // target, and its authority as Host.
-        to_origin_form(header);
-        if (this->body_pending(parser) && version >= 11) {
+        head_facts& facts = this->facts();
+        if (to_origin_form(header)) // it may add Host: counted before a chunked body's trailers
+            facts.header_fields = static_cast<std::size_t>(std::distance(header.begin(), header.end()));
+        if (facts.body_pending && version >= 11) {
             auto expect = find_header(header, "Expect");
             if (expect.count > 0 && beast::iequals(expect.value, "100-continue")) {
                 static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -157,9 +160,7 @@ private:
                     co_return false;
             }
         }
-        const auto fields_before_body =
-            this->chunked(parser) ? std::distance(header.begin(), header.end()) : 0;
-        if (this->body_pending(parser)) {
+        if (facts.body_pending) {
             error_code body_ec;
             if (!this->body_buffered(parser, body_ec))
                 body_ec = co_await this->read_body(parser, *cfg_);
@@ -170,57 +171,44 @@ private:
         }
         // Beast 1.81 merges chunked trailer fields into the header: a trailer could change the
         // key, the tenant or credentials after the checks above, so any trailer is refused.
-        if (this->chunked(parser) &&
-            std::distance(parser.get().begin(), parser.get().end()) != fields_before_body) {
+        if (facts.chunked && static_cast<std::size_t>(std::distance(
+                                 parser.get().begin(), parser.get().end())) != facts.header_fields) {
             co_await answer_and_close(problems::bad_framing, "chunked trailer fields are not accepted",
                                       version, &parser.get());
             co_return false;
         }
 
-        bool client_keep_alive = this->keep_alive(parser); // from what it read, without a lookup
-        request_type& req = parser.get(); // used where it was parsed; the parser is reset at the end
+        bool client_keep_alive = facts.keep_alive; // from what it read, without a lookup
+        request_type& req = parser.get();          // used where it was parsed; the parser is reset at the end
         // The upstream sees the ID the client gets back: a missing one is added to the forwarded
         // head (not to the parsed request), an unusable one replaced (set() erases it first).
-        received_head received{received_, {}};
-        if (ids_.generated && ids_.incoming_lines == 0)
-            received.added_request_id = ids_.request_id;
-        else if (ids_.generated)
-            req.set(cfg_->request_id_header, ids_.request_id);
-        auto env = env_; // kept to the end of this request even if the next one reloads
-        // Tracing on: this request's part in a trace (continued from its traceparent, or new).
-        auto& trace = trace_;
-        if (ctx_.tracer) {
-            auto traceparent = find_header(req, "traceparent");
-            trace = begin_request_trace(traceparent.count == 1 ? traceparent.value : std::string_view{},
-                                        ctx_.boot.tracing.sample_ratio);
-        }
+        ex.received = {received_, {}};
+        if (ex.ids.generated && ex.ids.incoming_lines == 0)
+            ex.received.added_request_id = ex.ids.request_id;
+        else if (ex.ids.generated)
+            req.set(cfg_->request_id_header, ex.ids.request_id);
         streaming_sink sink(*this, client_keep_alive);
-        handled& h = h_;
-        co_await handle_request(ctx_, worker_, *env, req, client_, h, scratch_, trace ? &*trace : nullptr,
-                                &sink, received);
+        ex.sink = &sink;
+        handled& h = ex.answer;
+        co_await handle_request(ctx_, worker_, ex);
+        ex.sink = nullptr;
         // Draining is read after the request was handled: a request in flight when SIGTERM
         // arrived gets Connection: close on its answer.
         bool keep_alive =
             client_keep_alive && !h.close_after && !ctx_.draining.load(std::memory_order_relaxed);
-        error_code ec = h.write_error; // passed on as it arrived (too large to record), through `sink`
+        ex.write_error = h.write_error; // passed on as it arrived (too large to record), through `sink`
         if (!h.written)
-            ec = co_await write_answer(h, req.version(), keep_alive);
-        auto elapsed = clock_type::now() - started;
-        ctx_.stats.request_latency[static_cast<int>(h.result)].observe(elapsed);
-        ctx_.stats.count(h.result);
-        env->live->route_stats_of(h.route_index).count(req.method(), h.response.result_int());
-        if (cfg_->access_log)
-            log_request(access_sink(), req, h, client_, ids_, elapsed, ec,
-                        h.written       ? h.body_bytes
-                        : h.prerendered ? h.prerendered->record.body.size()
-                                        : h.response.body().size());
-        if (trace && trace->sampled)
-            finish_request_trace(*ctx_.tracer, *trace, req, h, client_, ctx_.boot.tracing, ec);
+            ex.write_error = co_await write_answer(h, req.version(), keep_alive);
+        ex.bytes_out = h.written       ? h.body_bytes
+                       : h.prerendered ? h.prerendered->record.body.size()
+                                       : h.response.body().size();
+        finish_exchange(ctx_, worker_, ex);
+        const bool more = !ex.write_error && keep_alive;
         // Nothing of this request is held while the connection waits for the next one.
         parser_.reset();
-        h_.clear();
-        trace_.reset();
-        co_return !ec && keep_alive;
+        ex.clear();
+        ex.env.reset();
+        co_return more;
     }
 
     // Every answer carries this request's own ID (a replay's record never holds one, see settle()),
@@ -230,18 +218,21 @@ private:
     {
         if (h.prerendered) {
             scratch_.clear();
-            if (!ids_.request_id.empty())
-                scratch_.append(cfg_->request_id_header).append(": ").append(ids_.request_id).append("\r\n");
+            if (!ex_.ids.request_id.empty())
+                scratch_.append(cfg_->request_id_header)
+                    .append(": ")
+                    .append(ex_.ids.request_id)
+                    .append("\r\n");
             append_answer_fields(scratch_, h, false); // a tier copy never holds Date
             return write_bounded(tier_answer_buffers(*h.prerendered, version, keep_alive, scratch_));
         }
         return write_bounded(
-            answer_buffers(h.response, h, scratch_, keep_alive, cfg_->request_id_header, ids_.request_id));
+            answer_buffers(h.response, h, scratch_, keep_alive, cfg_->request_id_header, ex_.ids.request_id));
     }
 
     // Answers a request whose header (`body` false) or body could not be read, unless the client
     // just went away; the connection closes after it.
-    asio::awaitable<void> refuse_read(error_code ec, bool body, unsigned version, const request_type* header)
+    asio::awaitable<void> refuse_read(error_code ec, bool body, unsigned version, request_type* header)
     {
         auto refusal = refusal_for_read(ec, body);
         if (!refusal.p)
@@ -262,7 +253,7 @@ private:
             const bool keep_alive =
                 client_keep_alive_ && !h.close_after && !c_.ctx_.draining.load(std::memory_order_relaxed);
             auto buffers = answer_buffers(h.response, h, c_.scratch_, keep_alive, c_.cfg_->request_id_header,
-                                          c_.ids_.request_id);
+                                          c_.ex_.ids.request_id);
             co_return co_await c_.write_bounded(buffers);
         }
         asio::awaitable<error_code> write(const std::array<asio::const_buffer, 3>& parts) override
@@ -304,13 +295,11 @@ private:
     const config::config* cfg_;
     worker& worker_;
     client_info client_;
-    request_ids ids_; // the current request's
     bool keep_open_ = false;
     bool unread_input_ = false; // an answer went out before the request was read to its end
     std::string scratch_;       // rendered message heads, reused for every message on this connection
     std::optional<typename reader::parser_type> parser_;
-    handled h_;
-    std::optional<request_trace> trace_;
+    request_exchange ex_; // the current request's
 };
 
 } // namespace

@@ -7,7 +7,6 @@
 #include "transport/connection_deadline.hpp"
 #include "transport/wire.hpp"
 
-#include <algorithm>
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
@@ -17,6 +16,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
+#include <idemgate/gateway/head_facts.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/plain_head.hpp>
@@ -59,7 +59,8 @@ protected:
     //   which let "Transfer-Encoding:\r\n chunked" frame a body (RFC 9112 5.2; nginx refuses too);
     // - empty lines before the request line are skipped (RFC 9112 2.2).
     // A whole head of the common shape in the buffer at the start is read without the parser, into
-    // its message (`plain_`); the parser is then left unused.
+    // its message; the parser is then left unused. Either way the head's facts (facts()) are
+    // filled once, at the end.
     boost::asio::awaitable<boost::system::error_code> read_header(parser_type& parser,
                                                                   const config::config& cfg)
     {
@@ -86,7 +87,7 @@ protected:
                         continue;
                     }
                     if (take_plain(pending, cfg.limits, parser.get()))
-                        break;
+                        break; // the facts are the plain reader's
                 }
                 if (has_obs_fold(pending, line_start)) {
                     ec = http::error::bad_field;
@@ -129,37 +130,30 @@ protected:
         deadline_.disarm();
         if (ec == asio::error::operation_aborted && deadline_.fired())
             ec = boost::beast::error::timeout;
+        else if (!ec && parser.is_header_done())
+            facts_ = facts_of(parser);
         co_return ec;
     }
 
-    // Whether the request read by read_header has a body still to read, is chunked, keeps the
-    // connection (as the parser's flags say, or the plain reader's).
-    bool body_pending(const parser_type& parser) const
-    {
-        return plain_ ? plain_request_.content_length.value_or(0) > 0 : !parser.is_done();
-    }
-    bool chunked(const parser_type& parser) const { return !plain_ && parser.chunked(); }
-    bool keep_alive(const parser_type& parser) const
-    {
-        return plain_ ? plain_request_.keep_alive : parser.keep_alive();
-    }
+    // What read_header found, whichever reader read the head (head_facts.hpp).
+    head_facts& facts() noexcept { return facts_; }
 
-    // Takes the body (body_pending) from the buffer when all of it is there: true, `ec` says how
-    // it went. Bytes after it stay in the buffer (a pipelined request).
+    // Takes the body (facts().body_pending) from the buffer when all of it is there: true, `ec`
+    // says how it went. Bytes after it stay in the buffer (a pipelined request).
     bool body_buffered(parser_type& parser, boost::system::error_code& ec)
     {
-        if (!plain_)
+        if (facts_.chunked)
             return parse_buffered(parser, buffer_, ec);
-        const auto length = static_cast<std::size_t>(*plain_request_.content_length);
+        const auto length = static_cast<std::size_t>(*facts_.content_length);
         if (buffer_.size() < length)
             return false;
         ec = {};
-        parser.get().body().assign(static_cast<const char*>(buffer_.data().data()), length);
-        buffer_.consume(length);
+        take_known_length(buffer_, length, parser.get().body());
         return true;
     }
 
-    // Reads the rest of the body (when body_buffered could not) under timeouts.body_read.
+    // Reads the rest of the body (when body_buffered could not) under timeouts.body_read: a
+    // chunked one through Beast's parser, one of known length as the answer side reads it.
     boost::asio::awaitable<boost::system::error_code> read_body(parser_type& parser,
                                                                 const config::config& cfg)
     {
@@ -167,24 +161,14 @@ protected:
         boost::system::error_code ec;
         boost::beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), cfg.timeouts.body_read);
-        if (!plain_) {
+        if (facts_.chunked) {
             auto [rec, n] = co_await http::async_read(io_object(stream_), buffer_, parser, use_tuple);
             ec = rec;
         } else {
-            // As Beast's parser reads a body of known length: into the buffer, then moved out.
-            const auto length = static_cast<std::size_t>(*plain_request_.content_length);
-            while (buffer_.size() < length) {
-                auto [rec, n] = co_await io_object(stream_).async_read_some(
-                    buffer_.prepare(std::max<std::size_t>(length - buffer_.size(), 16 * 1024)), use_tuple);
-                if (rec) {
-                    ec = rec == asio::error::eof ? boost::system::error_code(http::error::partial_message)
-                                                 : rec;
-                    break;
-                }
-                buffer_.commit(n);
-            }
+            const auto length = static_cast<std::size_t>(*facts_.content_length);
+            ec = co_await read_known_length(stream_, buffer_, length);
             if (!ec)
-                body_buffered(parser, ec);
+                take_known_length(buffer_, length, parser.get().body());
         }
         deadline_.disarm();
         if (ec == asio::error::operation_aborted && deadline_.fired())
@@ -195,7 +179,7 @@ protected:
     // Ready for the next request.
     void next_request()
     {
-        plain_ = false;
+        facts_ = {};
         received_.clear();
     }
 
@@ -215,16 +199,14 @@ private:
         const auto scan = scan_head(pending);
         if (scan.end == 0 || scan.folded ||
             !read_plain_request(pending.substr(0, scan.end), limits.max_header_bytes, limits.max_request_body,
-                                req.base(), plain_request_))
+                                req.base(), facts_))
             return false;
         received_.append(pending.data(), scan.end);
         buffer_.consume(scan.end);
-        plain_ = true;
         return true;
     }
 
-    plain_request plain_request_;
-    bool plain_ = false; // the current request's head was read without the parser
+    head_facts facts_; // the current request's, filled at the end of read_header
 };
 
 } // namespace idemgate::gateway::detail

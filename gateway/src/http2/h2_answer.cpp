@@ -96,8 +96,8 @@ unsigned answer_headers(header_block& block, const config::config& cfg, const h2
         for (const auto& f : h.response)
             field(f.name_string(), f.value());
     }
-    if (!s.ids.request_id.empty())
-        block.add(cfg.request_id_header, s.ids.request_id);
+    if (!s.ex.ids.request_id.empty())
+        block.add(cfg.request_id_header, s.ex.ids.request_id);
     if (!h.status_header.empty())
         block.add(h.status_header, to_string(h.key_state));
     if (!has_date)
@@ -109,8 +109,8 @@ unsigned answer_headers(header_block& block, const config::config& cfg, const h2
 
 void h2_session::submit(h2_stream& s)
 {
-    const auto& cfg = s.env->cfg();
-    const auto& h = s.h;
+    const auto& cfg = s.ex.env->cfg();
+    const auto& h = s.ex.answer;
     header_block block;
     unsigned status = answer_headers(block, cfg, s, h);
     s.body =
@@ -129,7 +129,7 @@ void h2_session::submit(h2_stream& s)
 bool h2_session::submit_streamed(h2_stream& s, const handled& h)
 {
     header_block block;
-    answer_headers(block, s.env->cfg(), s, h);
+    answer_headers(block, s.ex.env->cfg(), s, h);
     nghttp2_session_set_stream_user_data(session_, s.id, &s);
     nghttp2_data_provider provider{};
     provider.read_callback = &read_streamed;

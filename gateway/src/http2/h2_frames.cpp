@@ -32,10 +32,12 @@ struct h2_callbacks {
         }
         auto s = std::make_shared<h2_stream>();
         s->id = frame->hd.stream_id;
-        s->started = h2_stream::clock::now();
+        s->ex.started = h2_stream::clock::now();
+        s->ex.client = &ses.client_;
+        s->ex.stream = static_cast<std::uint32_t>(s->id);
         // Each stream runs under the configuration live when it began (reload).
-        s->env = ses.worker_.current(ses.ctx_);
-        s->due = s->started + s->env->cfg().timeouts.header_read;
+        s->ex.env = ses.worker_.current(ses.ctx_);
+        s->due = s->ex.started + s->ex.env->cfg().timeouts.header_read;
         s->req.version(11);
         ses.streams_.emplace(s->id, std::move(s));
         ses.ctx_.stats.h2_streams.fetch_add(1, std::memory_order_relaxed);
@@ -91,7 +93,7 @@ struct h2_callbacks {
                     return 0;
                 }
                 s->headers_done = true;
-                s->due = now + s->env->cfg().timeouts.body_read;
+                s->due = now + s->ex.env->cfg().timeouts.body_read;
                 if (s->oversized_header) {
                     // The HTTP/1.1 words: the same problem document whichever protocol.
                     ses.reject(*s, problems::header_too_large,
@@ -125,7 +127,7 @@ struct h2_callbacks {
         auto* s = ses.stream(id);
         if (!s || s->state != h2_stream::phase::receiving)
             return 0;
-        if (s->req.body().size() + len > s->env->cfg().limits.max_request_body) {
+        if (s->req.body().size() + len > s->ex.env->cfg().limits.max_request_body) {
             ses.reject(*s, problems::body_too_large, "the request body exceeds limits.max_request_body");
             return 0;
         }

@@ -4,7 +4,7 @@
 #include "http2/h2_sink.hpp"
 #include "idempotency/classify.hpp"
 #include "idempotency/idempotency_filter.hpp"
-#include "observability/access_log.hpp"
+#include "state/exchange_epilogue.hpp"
 
 #include <algorithm>
 #include <array>
@@ -179,7 +179,7 @@ void h2_session::dispatch(h2_stream& s)
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_REFUSED_STREAM);
         return;
     }
-    const auto& cfg = s.env->cfg();
+    const auto& cfg = s.ex.env->cfg();
     if (s.req.method() == http::verb::connect) {
         reject(s, problems::bad_request, "CONNECT is not served");
         return;
@@ -188,15 +188,11 @@ void h2_session::dispatch(h2_stream& s)
         s.req.set(http::field::cookie, s.cookies);
     if (!s.authority.empty())
         s.req.set(http::field::host, s.authority); // RFC 9113 8.3.1
-    s.ids = read_request_ids(s.req, cfg.request_id_header);
+    s.ex.req = &s.req;
+    begin_exchange(ctx_, s.ex);
     // The upstream sees the ID the client gets back (a missing or unusable one replaced).
-    if (s.ids.generated)
-        s.req.set(cfg.request_id_header, s.ids.request_id);
-    if (ctx_.tracer) {
-        auto traceparent = find_header(s.req, "traceparent");
-        s.trace = begin_request_trace(traceparent.count == 1 ? traceparent.value : std::string_view{},
-                                      ctx_.boot.tracing.sample_ratio);
-    }
+    if (s.ex.ids.generated)
+        s.req.set(cfg.request_id_header, s.ex.ids.request_id);
     s.state = h2_stream::phase::running;
     ++running_;
     ctx_.stats.requests_in_flight.fetch_add(1);
@@ -208,13 +204,16 @@ asio::awaitable<void> h2_session::run_stream(std::shared_ptr<h2_stream> s)
     auto keep = shared_from_this();
     std::string scratch;
     h2_stream_sink sink(*this, *s);
-    co_await handle_request(ctx_, worker_, *s->env, s->req, client_, s->h, scratch,
-                            s->trace ? &*s->trace : nullptr, &sink);
+    s->ex.scratch = &scratch;
+    s->ex.sink = &sink;
+    co_await handle_request(ctx_, worker_, s->ex);
+    s->ex.scratch = nullptr;
+    s->ex.sink = nullptr;
     --running_;
-    if (s->h.written) {
+    if (s->ex.answer.written) {
         // Passed on as it arrived (too large to record): the sink ended the stream, or reset it.
-        s->sent = s->h.body_bytes;
-        finish(*s, s->h.write_error ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
+        s->sent = s->ex.answer.body_bytes;
+        finish(*s, s->ex.answer.write_error ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
         co_return;
     }
     if (s->closed || detached_) {
@@ -228,43 +227,29 @@ asio::awaitable<void> h2_session::run_stream(std::shared_ptr<h2_stream> s)
 
 void h2_session::reject(h2_stream& s, const problem& p, std::string_view detail)
 {
-    const auto& cfg = s.env->cfg();
-    s.h = handled{};
-    s.h.response = make_problem(cfg.problems.type_base(), p, detail, 11, false);
-    s.h.result = outcome::rejected;
+    const auto& cfg = s.ex.env->cfg();
+    s.ex.answer.clear();
+    s.ex.answer.response = make_problem(cfg.problems.type_base(), p, detail, 11, false);
+    s.ex.answer.result = outcome::rejected;
     if (s.headers_done) {
-        s.h.status_header = status_header_for(cfg, s.req);
-        s.h.key_state = key_status::rejected;
+        s.ex.answer.status_header = status_header_for(cfg, s.req);
+        s.ex.answer.key_state = key_status::rejected;
     }
-    if (s.ids.request_id.empty() && !cfg.request_id_header.empty())
-        s.ids.request_id = new_request_id();
-    s.rejected = detail;
-    ctx_.stats.requests_in_flight.fetch_add(1); // as a dispatched request: finish() counts it out
+    if (s.ex.ids.request_id.empty() && !cfg.request_id_header.empty())
+        new_request_id(s.ex.ids.request_id);
+    s.ex.refused = detail;
+    s.ex.req = s.headers_done ? &s.req : nullptr; // its method, for the route counters
+    ctx_.stats.requests_in_flight.fetch_add(1);   // as a dispatched request: finish() counts it out
     submit(s);
 }
 
 void h2_session::finish(h2_stream& s, std::uint32_t error_code)
 {
     ctx_.stats.requests_in_flight.fetch_sub(1);
-    auto elapsed = clock::now() - s.started;
-    boost::system::error_code ec;
     if (error_code != NGHTTP2_NO_ERROR)
-        ec = asio::error::connection_reset;
-    const auto& cfg = s.env->cfg();
-    access_log_sink sink{ctx_.access_log.get(), worker_.access_log, worker_.ioc};
-    auto id = static_cast<std::uint32_t>(s.id);
-    if (!s.rejected.empty()) {
-        ctx_.stats.count(outcome::rejected);
-        if (cfg.access_log)
-            log_rejected(sink, client_, s.ids, s.h.response.result_int(), s.rejected, ec, id);
-        return;
-    }
-    ctx_.stats.request_latency[static_cast<int>(s.h.result)].observe(elapsed);
-    ctx_.stats.count(s.h.result);
-    if (cfg.access_log)
-        log_request(sink, s.req, s.h, client_, s.ids, elapsed, ec, s.sent, id);
-    if (s.trace && s.trace->sampled)
-        finish_request_trace(*ctx_.tracer, *s.trace, s.req, s.h, client_, ctx_.boot.tracing, ec);
+        s.ex.write_error = asio::error::connection_reset;
+    s.ex.bytes_out = s.sent;
+    finish_exchange(ctx_, worker_, s.ex);
 }
 
 void h2_session::calm(h2_limit limit, std::string_view detail)

@@ -13,8 +13,8 @@
 // bounded by http2.max_header_list_size and limits.max_header_bytes (431); CONTINUATION frames and
 // pending acknowledgements bounded by nghttp2's own limits; stalled answers (a zero window)
 // reset after timeouts.client_write.
-#include "core/exchange.hpp"
 #include "core/problem.hpp"
+#include "core/request_exchange.hpp"
 #include "observability/request_trace.hpp"
 #include "state/worker.hpp"
 
@@ -51,15 +51,12 @@ struct h2_stream {
     bool headers_done = false;
     bool oversized_header = false;
     bool trailers = false;
-    bool closed = false; // nghttp2 closed it (answered, reset, or the connection ended)
-    clock::time_point started;
+    bool closed = false;   // nghttp2 closed it (answered, reset, or the connection ended)
     clock::time_point due; // of the phase it is in (header, body, or answer sent)
-    std::shared_ptr<request_env> env;
-    request_ids ids;
-    std::optional<request_trace> trace;
-    // The answer: what the filter returned (or a refusal), and the body being sent.
-    handled h;
-    std::string_view rejected; // the detail of an answer the codec itself gave ("" otherwise)
+    // The request's context (its configuration, IDs, trace, the answer the filter returned or a
+    // refusal, started when its HEADERS began), ended by finish_exchange.
+    request_exchange ex;
+    // The answer's body being sent.
     std::string_view body;
     std::size_t sent = 0;
     bool head = false;

@@ -60,7 +60,7 @@ asio::awaitable<error_code> h2_stream_sink::send(const std::array<asio::const_bu
         nghttp2_session_resume_data(session_.session_, s_.id);
     }
     session_.wake();
-    const auto due = h2_session::clock::now() + s_.env->cfg().timeouts.client_write;
+    const auto due = h2_session::clock::now() + s_.ex.env->cfg().timeouts.client_write;
     auto taken = [this] { return taken_ == pending_.size() && (!last_ || ended_); };
     while (!taken() && !gone_) {
         if (h2_session::clock::now() >= due) {

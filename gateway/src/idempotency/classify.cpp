@@ -3,8 +3,8 @@
 
 #include <array>
 #include <boost/beast/core/string.hpp>
-#include <idemgate/common/digest.hpp>
 #include <idemgate/common/path_normal_form.hpp>
+#include <idemgate/common/percent_coding.hpp>
 #include <idemgate/gateway/content_decoding.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/json_key.hpp>
@@ -52,25 +52,6 @@ void read_tenant(const config::idempotency_config& policy, const request_type& r
         facts.tenant_count = tenant.count;
         facts.tenant = tenant.value;
     }
-}
-
-// RFC 3986 percent-decoding of a path segment ('+' is itself).
-bool percent_decode(std::string_view in, std::string& out)
-{
-    out.clear();
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] != '%') {
-            out.push_back(in[i]);
-            continue;
-        }
-        int hi = i + 2 < in.size() ? idemgate::hex_value(in[i + 1]) : -1;
-        int lo = hi >= 0 ? idemgate::hex_value(in[i + 2]) : -1;
-        if (lo < 0)
-            return false;
-        out.push_back(static_cast<char>(hi * 16 + lo));
-        i += 2;
-    }
-    return true;
 }
 
 // What a request whose key should have come from its JSON body lacks.

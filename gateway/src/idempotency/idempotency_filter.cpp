@@ -28,11 +28,11 @@ resend_policy resend_for(const config::route_config& route, const request_type& 
 
 // Runs the phases in order until one has the answer or sends the request upstream; this is the
 // one place a request is forwarded.
-boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, const request_env& env,
-                                            request_type& req, const client_info& client, handled& out,
-                                            std::string& scratch, request_trace* trace, answer_sink* sink,
-                                            received_head received)
+boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, request_exchange& ex)
 {
+    const request_env& env = *ex.env;
+    request_type& req = *ex.req;
+    handled& out = ex.answer;
     if (req.method() == http::verb::connect) {
         // A tunnel is not a request the gateway can guard, record or replay: never forwarded.
         out.response = make_problem(env.cfg().problems.type_base(), problems::method_not_supported,
@@ -48,7 +48,7 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, con
     }
     // The phases' state in a block this thread reuses, not in this coroutine's frame: a frame
     // that large is not one Asio recycles.
-    auto phases_storage = make_recycled<request_phases>(ctx, w, env, req, client, out, trace);
+    auto phases_storage = make_recycled<request_phases>(ctx, w, ex);
     request_phases& phases = *phases_storage;
     auto step = phases.classify();
     if (phases.client_lookup_request()) {
@@ -75,16 +75,15 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, con
             co_await phases.number_attempt();
         // The forwarding state in a block this thread reuses (proxy.hpp).
         auto forwarded = make_recycled<forwarding>();
-        auto& pool = begin_forward(env, phases.route(), req, client, scratch, trace, received, *forwarded);
+        auto& pool = begin_forward(ex, phases.route(), *forwarded);
         const bool head_request = req.method() == http::verb::head;
         co_await pool.exchange(req, forwarded->buffers, head_request, resend_for(phases.route(), req),
                                forwarded->result);
-        bool answered =
-            end_forward(ctx, env, phases.route(), req, phases.answer(), trace, received, *forwarded);
+        bool answered = end_forward(ctx, ex, phases.route(), *forwarded);
         forwarded.reset();
         auto& h = phases.answer();
         if (h.big && h.big->rest) {
-            if (sink) {
+            if (auto* sink = ex.sink) {
                 phases.announce_big_answer();
                 std::unique_ptr<lock_keeper> keeper;
                 if (owner)
@@ -100,7 +99,7 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, con
         if (owner)
             co_await phases.settle(answered);
         if (h.big && h.big->tail_pending)
-            co_await finish_pass_on(*sink, h, *h.big);
+            co_await finish_pass_on(*ex.sink, h, *h.big);
     }
     if (phases.routed()) {
         phases.answer().route = &phases.route().path_prefix;

@@ -234,10 +234,10 @@ void reframe(response_type& res, bool head_request)
         res.content_length(size);
 }
 
-upstream_pool& begin_forward(const request_env& env, const config::route_config& route,
-                             const request_type& req, const client_info& client, std::string& scratch,
-                             request_trace* trace, const received_head& received, forwarding& f)
+upstream_pool& begin_forward(request_exchange& ex, const config::route_config& route, forwarding& f)
 {
+    const auto& env = *ex.env;
+    const auto* trace = ex.trace_or_null();
     // The upstream continues the trace from the exchange's own span (W3C Trace Context: a
     // participant forwards its span ID, not its caller's); tracestate passes on unchanged.
     f.started = std::chrono::steady_clock::now();
@@ -245,15 +245,17 @@ upstream_pool& begin_forward(const request_env& env, const config::route_config&
         f.exchange_span = tracing::new_span_id();
         f.traceparent = tracing::format_traceparent(trace->trace, f.exchange_span, trace->sampled);
     }
-    f.buffers = splice_request(req, received, env.cfg().request_id_header, client,
-                               env.cfg().upstreams[route.upstream_index], f.traceparent, scratch);
+    f.buffers = splice_request(*ex.req, ex.received, env.cfg().request_id_header, *ex.client,
+                               env.cfg().upstreams[route.upstream_index], f.traceparent, *ex.scratch);
     return *env.pools[route.upstream_index];
 }
 
-bool end_forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
-                 const request_type& req, handled& h, request_trace* trace, const received_head& received,
-                 forwarding& f)
+bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route_config& route, forwarding& f)
 {
+    const auto& env = *ex.env;
+    const auto& req = *ex.req;
+    auto& h = ex.answer;
+    auto* trace = ex.trace_or_null();
     auto& result = f.result;
     const unsigned client_version = req.version();
     const bool head = req.method() == http::verb::head;
@@ -314,7 +316,7 @@ bool end_forward(gateway_context& ctx, const request_env& env, const config::rou
     }
     if (result.ec) {
         h.upstream_error = upstream_error_kind(result.ec);
-        std::string_view request_id = received.added_request_id;
+        std::string_view request_id = ex.received.added_request_id;
         if (request_id.empty() && !request_id_header.empty())
             request_id = req[request_id_header];
         log_upstream_failure(route, h, result.sent, request_id);

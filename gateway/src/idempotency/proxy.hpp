@@ -2,7 +2,7 @@
 #pragma once
 // Proxying: writes a client request for the upstream (hop-by-hop out, X-Forwarded-*, framing),
 // exchanges it through the thread's upstream_pool, and rewrites the answer for the client.
-#include "core/exchange.hpp"
+#include "core/request_exchange.hpp"
 #include "observability/request_trace.hpp"
 #include "state/process.hpp"
 #include "upstream/upstream_pool.hpp"
@@ -32,15 +32,15 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
 // filter awaits itself (a forwarding coroutine between them cost a frame and its resumptions on
 // every request):
 //
-//     auto& pool = begin_forward(env, route, req, client, scratch, trace, received, f);
-//     co_await pool.exchange(req, f.buffers, head_request, resend, f.result);
-//     bool answered = end_forward(ctx, env, route, req, h, trace, received, f);
+//     auto& pool = begin_forward(ex, route, f);
+//     co_await pool.exchange(*ex.req, f.buffers, head_request, resend, f.result);
+//     bool answered = end_forward(ctx, ex, route, f);
 //
-// begin_forward writes the upstream's head in `scratch` from `received` (the client's head as
+// begin_forward writes the upstream's head in `ex.scratch` from `ex.received` (the client's head as
 // received, or empty) with the edits spliced in, the request ID the gateway made among the added
-// lines; `req` is left as the client sent it. With `trace` (tracing on), the upstream gets a
+// lines; the request is left as the client sent it. With a trace (tracing on), the upstream gets a
 // traceparent naming the exchange's own span, which end_forward records for a sampled request.
-// end_forward fills h.response and returns true when the upstream answered (any status); false
+// end_forward fills ex.answer.response and returns true when the upstream answered (any status); false
 // when the gateway answered 502/504 itself. An answer larger than limits.max_record_body sets
 // h.big: h.response then holds its head and first bytes (or the 502 when it is over
 // max_response_body; the upstream answered all the same).
@@ -51,11 +51,8 @@ struct forwarding {
     tracing::span_id exchange_span{};
     std::chrono::steady_clock::time_point started;
 };
-upstream_pool& begin_forward(const request_env& env, const config::route_config& route,
-                             const request_type& req, const client_info& client, std::string& scratch,
-                             request_trace* trace, const received_head& received, forwarding& f);
-bool end_forward(gateway_context& ctx, const request_env& env, const config::route_config& route,
-                 const request_type& req, handled& h, request_trace* trace, const received_head& received,
+upstream_pool& begin_forward(request_exchange& ex, const config::route_config& route, forwarding& f);
+bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route_config& route,
                  forwarding& f);
 
 } // namespace idemgate::gateway::detail

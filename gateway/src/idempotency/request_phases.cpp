@@ -51,9 +51,9 @@ boost::system::error_code account(metrics& stats, store_op op, clock_type::time_
     return ec;
 }
 
-request_phases::request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
-                               const client_info& client, handled& out, request_trace* trace)
-    : ctx_(ctx), w_(w), env_(env), req_(req), client_(client), trace_(trace), version_(req.version()), h_(out)
+request_phases::request_phases(gateway_context& ctx, worker& w, request_exchange& ex)
+    : ctx_(ctx), w_(w), env_(*ex.env), req_(*ex.req), client_(*ex.client), trace_(ex.trace_or_null()),
+      version_(ex.req->version()), h_(ex.answer)
 {
 }
 

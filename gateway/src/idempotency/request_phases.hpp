@@ -8,7 +8,7 @@
 // ready (a replay, or a refusal from the table in <idemgate/gateway/refusal.hpp>).
 // handle_request (idempotency_filter.cpp) runs the phases in this order and is the one place a
 // request is forwarded; settle runs only after a request forwarded as its key's owner.
-#include "core/exchange.hpp"
+#include "core/request_exchange.hpp"
 #include "idempotency/refusal.hpp"
 #include "observability/request_trace.hpp"
 #include "state/worker.hpp"
@@ -36,10 +36,8 @@ class request_phases {
 public:
     using clock_type = std::chrono::steady_clock;
 
-    // `out`: where the answer goes (the caller's, default-constructed).
-    // `trace`: this request's trace when tracing is on (store operations become its spans).
-    request_phases(gateway_context& ctx, worker& w, const request_env& env, request_type& req,
-                   const client_info& client, handled& out, request_trace* trace = nullptr);
+    // The answer goes into `ex.answer`; with a trace (tracing on), store operations become its spans.
+    request_phases(gateway_context& ctx, worker& w, request_exchange& ex);
     request_phases(const request_phases&) = delete;
     request_phases& operator=(const request_phases&) = delete;
 

@@ -155,19 +155,19 @@ std::string log_safe(std::string_view raw)
     return out;
 }
 
-void log_request(const access_log_sink& sink, const request_type& req, const handled& h,
-                 const client_info& client, const request_ids& ids,
-                 std::chrono::steady_clock::duration elapsed, boost::system::error_code write_ec,
-                 std::size_t bytes_out, std::uint32_t h2_stream)
+void log_request(const access_log_sink& sink, const request_exchange& ex,
+                 std::chrono::steady_clock::duration elapsed)
 {
     if (!sink.writer)
         return;
+    const auto& req = *ex.req;
+    const auto& h = ex.answer;
     line_writer line(scratch());
-    begin_access_line(line, client);
+    begin_access_line(line, *ex.client);
     line.text("method", req.method_string());
     line.text("target", req.target());
-    add_h2_stream(line, h2_stream);
-    add_status(line, h.response.result_int(), write_ec);
+    add_h2_stream(line, ex.stream);
+    add_status(line, h.response.result_int(), ex.write_error);
     line.text("outcome", to_string(h.result));
     if (!h.key.empty()) {
         line.text("tenant", h.tenant);
@@ -186,26 +186,24 @@ void log_request(const access_log_sink& sink, const request_type& req, const han
             line.text("error", h.upstream_error);
     }
     line.number("bytes_in", static_cast<std::int64_t>(req.body().size()));
-    line.number("bytes_out", static_cast<std::int64_t>(bytes_out));
+    line.number("bytes_out", static_cast<std::int64_t>(ex.bytes_out));
     if (auto ua = req.find(http::field::user_agent); ua != req.end())
         line.text("user_agent", ua->value());
-    add_ids(line, ids);
+    add_ids(line, ex.ids);
     emit(sink, line.finish());
 }
 
-void log_rejected(const access_log_sink& sink, const client_info& client, const request_ids& ids,
-                  unsigned status, std::string_view detail, boost::system::error_code write_ec,
-                  std::uint32_t h2_stream)
+void log_rejected(const access_log_sink& sink, const request_exchange& ex)
 {
     if (!sink.writer)
         return;
     line_writer line(scratch());
-    begin_access_line(line, client);
-    add_h2_stream(line, h2_stream);
-    add_status(line, status, write_ec);
+    begin_access_line(line, *ex.client);
+    add_h2_stream(line, ex.stream);
+    add_status(line, ex.answer.response.result_int(), ex.write_error);
     line.text("outcome", "rejected");
-    line.text("detail", detail);
-    add_ids(line, ids);
+    line.text("detail", ex.refused);
+    add_ids(line, ex.ids);
     emit(sink, line.finish());
 }
 

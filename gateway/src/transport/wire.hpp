@@ -19,8 +19,8 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <idemgate/common/send_now.hpp>
 #include <chrono>
+#include <idemgate/common/send_now.hpp>
 #include <string>
 #include <type_traits>
 
@@ -120,6 +120,36 @@ bool parse_buffered(Parser& parser, boost::beast::flat_buffer& buffer, boost::sy
             return false;
     }
     return parser.is_done();
+}
+
+// The body of known length (`length` bytes) that begins in `buffer`, read as Beast's parser
+// reads one: into `buffer` until all of it is there, so that bytes the peer sent after it stay
+// there (a pipelined request, an answer's excess that keeps its connection from being reused).
+// Cut short by the end of the stream, it is a partial message. The caller's deadline covers it
+// (the connection's or the exchange's); the request and the answer side both read through it.
+template<class Stream>
+boost::asio::awaitable<boost::system::error_code>
+read_known_length(Stream& stream, boost::beast::flat_buffer& buffer, std::size_t length)
+{
+    while (buffer.size() < length) {
+        auto [ec, n] = co_await io_object(stream).async_read_some(
+            buffer.prepare(std::max<std::size_t>(length - buffer.size(), 16 * 1024)), await_tuple<Stream>);
+        if (ec)
+            co_return ec == boost::asio::error::eof ? boost::system::error_code(http::error::partial_message)
+                                                    : ec;
+        buffer.commit(n);
+    }
+    co_return boost::system::error_code{};
+}
+
+// Appends the first `length` bytes of `buffer` (at most what it holds) to `body` and consumes
+// them: how many are still to come.
+inline std::size_t take_known_length(boost::beast::flat_buffer& buffer, std::size_t length, std::string& body)
+{
+    const auto taken = std::min(length, buffer.size());
+    body.append(static_cast<const char*>(buffer.data().data()), taken);
+    buffer.consume(taken);
+    return length - taken;
 }
 
 } // namespace idemgate::gateway

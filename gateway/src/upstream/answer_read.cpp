@@ -2,6 +2,7 @@
 #include "upstream/answer_read.hpp"
 
 #include <cstring>
+#include <idemgate/gateway/head_facts.hpp>
 #include <idemgate/gateway/plain_head.hpp>
 #include <string>
 #include <string_view>
@@ -36,28 +37,65 @@ response_violation vet_head(beast::flat_buffer& buffer, head_scan& scan)
     return response_violation::none;
 }
 
-// An answer of the common shape read without Beast's parser: its head into `result.response`
-// with the body bytes already in `buffer`. Returns the number of body bytes still to come, or
-// nothing when the head is of another shape.
-std::optional<std::size_t> take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end,
-                                             std::size_t header_limit, std::uint64_t max_body,
-                                             upstream_result& result, bool& keep_alive)
+bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end, std::size_t header_limit,
+                       std::uint64_t max_body, http::response<http::string_body, pooled_fields>& res,
+                       head_facts& facts)
 {
-    auto& res = result.response;
     if (head_end == 0 || res.begin() != res.end())
-        return std::nullopt;
-    plain_answer head;
+        return false;
     const auto* bytes = static_cast<const char*>(buffer.data().data());
-    if (!read_plain_answer(std::string_view(bytes, head_end), header_limit, max_body, res.base(), head))
-        return std::nullopt;
-    keep_alive = head.keep_alive;
-    const auto length = static_cast<std::size_t>(head.content_length);
-    const auto buffered = std::min(length, buffer.size() - head_end);
-    auto& body = res.body();
-    body.reserve(length);
-    body.assign(bytes + head_end, buffered);
-    buffer.consume(head_end + buffered);
-    return length - buffered;
+    if (!read_plain_answer(std::string_view(bytes, head_end), header_limit, max_body, res.base(), facts))
+        return false;
+    buffer.consume(head_end);
+    return true;
+}
+
+parsed_head take_parsed_answer(beast::flat_buffer& buffer, std::size_t header_limit, bool head_request,
+                               bool last_interim, const config::limits_config& limits,
+                               upstream_result& result, answer_read& out)
+{
+    out.seen_status =
+        arrived_final_status(std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()));
+    out.parser = make_recycled<parser_type>();
+    auto& p = *out.parser;
+    p.body_limit(boost::none); // the sizes are checked here, with the answer's head at hand
+    p.header_limit(header_limit);
+    if (head_request)
+        p.skip(true);
+    // The whole head is buffered (or more than the limit, which the parser refuses).
+    buffer.consume(p.put(buffer.data(), out.ec));
+    if (!out.ec && !p.is_header_done())
+        out.ec = http::error::header_limit;
+    const unsigned status = p.get().result_int();
+    if (p.is_header_done() && status >= 200)
+        out.final_status = status;
+    if (out.ec)
+        return parsed_head::done;
+    if (status < 200) {
+        if (status == 101 || last_interim) {
+            // No Upgrade was forwarded, so a 101 (or an endless run of 1xx) is a protocol error.
+            out.ec = http::error::bad_version;
+            return parsed_head::done;
+        }
+        return parsed_head::interim;
+    }
+    out.facts = facts_of(p);
+    if (has_body(status, head_request))
+        out.refused = check_response_framing(p.get());
+    if (out.refused != response_violation::none)
+        return parsed_head::done;
+    const auto& announced = out.facts.content_length;
+    if (out.facts.body_pending && announced && *announced > limits.max_response_body) {
+        out.announced_too_large = true;
+        return parsed_head::done;
+    }
+    if (out.facts.body_pending && !(announced && *announced <= limits.max_record_body)) {
+        out.by_piece = true;
+        return parsed_head::done;
+    }
+    // Read in full as a plain answer is: its head moved out of the parser, its body read after it.
+    result.response = std::move(p.get());
+    return parsed_head::in_full;
 }
 
 } // namespace idemgate::gateway::detail

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reading an upstream's answer (upstream_exchange.cpp): its head as received, checked before it is
-// parsed; the common shape read without Beast's parser (plain_head.hpp), any other by Beast's.
+// parsed; the common shape read without Beast's parser (plain_head.hpp), any other by Beast's;
+// either way the head's facts (head_facts.hpp) are filled once and a body of known length is read
+// the same way (read_known_length, transport/wire.hpp).
 #include "transport/wire.hpp"
 #include "upstream/upstream_pool.hpp"
 
@@ -15,10 +17,9 @@
 #include <idemgate/common/recycled.hpp>
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
+#include <idemgate/gateway/head_facts.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/response_rules.hpp>
-#include <iterator>
-#include <optional>
 
 namespace idemgate::gateway::detail {
 
@@ -61,50 +62,66 @@ inline bool has_body(unsigned status, bool head_request)
 
 using parser_type = http::response_parser<http::string_body, field_allocator<char>>;
 
-// How an answer was read: in full here (`plain`, plain_head.hpp), or by Beast's parser, which
-// has its head and maybe its body (or `ec`, `refused`).
+// How an answer was read: its head's facts (head_facts.hpp), whichever reader read it, and the
+// answer in full in `result.response`, or its head in Beast's parser to be read piece by piece
+// (or `ec`, `refused`).
 struct answer_read {
     error_code ec;
     response_violation refused = response_violation::none;
     // Beast's parser, in a block this thread reuses, not in a coroutine frame (a frame that large
     // is not one Asio recycles).
     recycled_ptr<parser_type> parser;
-    std::size_t header_fields = 0;
+    head_facts facts; // the final answer's, filled once its head is read
     // An answer up to limits.max_record_body is read whole; one whose length is unknown
     // (chunked, or until the connection closes) or larger is read piece by piece (`by_piece`),
     // and one over max_record_body is handed on with its connection to be passed on as it arrives.
     bool by_piece = false;
     bool announced_too_large = false;
-    bool plain = false;
-    bool plain_keep_alive = false;
+    // The status of the final answer whose head was read, or 0.
+    unsigned final_status = 0;
     // The final status line seen in the buffer before Beast's parser took the head (which it
     // may consume before it fails): for began_status.
     unsigned seen_status = 0;
 
-    // Whether the connection may carry another exchange (Connection and the version as read; an
-    // answer delimited by the end of the connection never).
-    bool keep_alive() const { return plain ? plain_keep_alive : parser->keep_alive(); }
     // After a failed read: the status of the final answer that began (upstream_result::
     // began_status), from what was read of it; `buffer` holds what was not consumed.
-    unsigned began_status(const beast::flat_buffer& buffer, const upstream_result& result) const
+    unsigned began_status(const beast::flat_buffer& buffer) const
     {
-        if (plain)
-            return result.response.result_int();
+        if (final_status)
+            return final_status;
         if (parser && parser->is_header_done())
-            return parser->get().result_int() >= 200 ? parser->get().result_int() : 0;
+            return 0; // an interim answer
         if (seen_status)
             return seen_status;
         return arrived_final_status(
             std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()));
     }
+    // Whether nothing of an answer was received (a reused connection that was dead).
+    bool nothing_received(const beast::flat_buffer& buffer) const
+    {
+        return final_status == 0 && (!parser || !parser->got_some()) && buffer.size() == 0;
+    }
 };
 
-// An answer of the common shape read without Beast's parser: its head into `result.response`
-// with the body bytes already in `buffer`. Returns the number of body bytes still to come, or
-// nothing when the head is of another shape.
-std::optional<std::size_t> take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end,
-                                             std::size_t header_limit, std::uint64_t max_body,
-                                             upstream_result& result, bool& keep_alive);
+// A head of the common shape read without Beast's parser (plain_head.hpp) into `res`, which must be
+// new, and consumed from `buffer`; false, nothing done, for any other.
+bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end, std::size_t header_limit,
+                       std::uint64_t max_body, http::response<http::string_body, pooled_fields>& res,
+                       head_facts& facts);
+
+// What take_parsed_answer made of a head.
+enum class parsed_head {
+    in_full, // a final answer to read in full: its head is in result.response
+    interim, // an interim answer (1xx): the final one is still to come
+    done,    // read_answer ends: an error, a refusal, an answer to read piece by piece
+};
+
+// A head Beast's parser reads from `buffer` (whole, or more than the limit: then refused). Its
+// own function, so that read_answer's frame stays small; `last_interim`: no further interim
+// answer is accepted.
+parsed_head take_parsed_answer(beast::flat_buffer& buffer, std::size_t header_limit, bool head_request,
+                               bool last_interim, const config::limits_config& limits,
+                               upstream_result& result, answer_read& out);
 
 // Reads the final answer (past interim 1xx answers: 103 Early Hints, a stray 100 are never
 // forwarded as final, RFC 9110 15.2) into `out`, and into `result.response` when it is read in
@@ -115,8 +132,6 @@ asio::awaitable<void> read_answer(Stream& stream, beast::flat_buffer& buffer, bo
                                   answer_read& out)
 {
     const std::size_t header_limit = limits.max_response_header_bytes;
-    const auto record_limit = limits.max_record_body;
-    const auto response_limit = limits.max_response_body;
     for (int interim = 0; interim < 8; ++interim) {
         out.parser.reset();
         head_scan scan;
@@ -126,71 +141,32 @@ asio::awaitable<void> read_answer(Stream& stream, beast::flat_buffer& buffer, bo
         out.refused = vet_head(buffer, scan);
         if (out.refused != response_violation::none)
             co_return;
-        if (!head_request) {
-            auto missing =
-                take_plain_answer(buffer, scan.end, header_limit, std::min(record_limit, response_limit),
-                                  result, out.plain_keep_alive);
-            if (missing) {
-                out.plain = true;
-                if (*missing == 0)
-                    co_return;
-                // The rest of a body whose length was announced, read into `buffer` as Beast's
-                // parser reads it, so that bytes the upstream sent after it are seen there (and
-                // the connection is not reused). Cut short, it is a partial message.
-                while (buffer.size() < *missing) {
-                    auto [ec, n] = co_await io_object(stream).async_read_some(
-                        buffer.prepare(std::max<std::size_t>(*missing - buffer.size(), 16 * 1024)),
-                        await_tuple<Stream>);
-                    if (ec) {
-                        out.ec = ec == asio::error::eof ? error_code(http::error::partial_message) : ec;
-                        co_return;
-                    }
-                    buffer.commit(n);
-                }
-                result.response.body().append(static_cast<const char*>(buffer.data().data()), *missing);
-                buffer.consume(*missing);
+        if (head_request || !take_plain_answer(buffer, scan.end, header_limit,
+                                               std::min(limits.max_record_body, limits.max_response_body),
+                                               result.response, out.facts)) {
+            const auto parsed =
+                take_parsed_answer(buffer, header_limit, head_request, interim == 7, limits, result, out);
+            if (parsed == parsed_head::done)
                 co_return;
-            }
+            if (parsed == parsed_head::interim)
+                continue;
         }
-        out.seen_status = arrived_final_status(
-            std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()));
-        out.parser = make_recycled<parser_type>();
-        auto& p = *out.parser;
-        p.body_limit(boost::none); // the sizes are checked here, with the answer's head at hand
-        p.header_limit(header_limit);
-        if (head_request)
-            p.skip(true);
-        // The whole head is buffered (or more than the limit, which the parser refuses).
-        buffer.consume(p.put(buffer.data(), out.ec));
-        if (!out.ec && !p.is_header_done())
-            out.ec = http::error::header_limit;
-        unsigned status = p.get().result_int();
-        if (!out.ec && status >= 200) {
-            out.header_fields = static_cast<std::size_t>(std::distance(p.get().begin(), p.get().end()));
-            if (has_body(status, head_request))
-                out.refused = check_response_framing(p.get());
-            if (out.refused != response_violation::none)
-                co_return;
-            auto announced = p.content_length();
-            if (!p.is_done() && announced && *announced > response_limit) {
-                out.announced_too_large = true;
-            } else if (!p.is_done() && announced && *announced <= record_limit) {
-                if (!parse_buffered(p, buffer, out.ec)) {
-                    auto [body_ec, body_read] =
-                        co_await http::async_read(io_object(stream), buffer, p, await_tuple<Stream>);
-                    out.ec = body_ec;
-                }
-            } else if (!p.is_done()) {
-                out.by_piece = true;
-            }
-        }
-        if (out.ec || status >= 200)
+        // A final answer to read in full, its head in result.response, whichever reader read it.
+        out.final_status = result.response.result_int();
+        if (!out.facts.body_pending)
             co_return;
-        if (status == 101 || interim == 7) {
-            // No Upgrade was forwarded, so a 101 (or an endless run of 1xx) is a protocol error.
-            out.ec = http::error::bad_version;
+        // The body of the announced length, as Beast's parser reads it: bytes the upstream sent
+        // after it stay in `buffer` (and the connection is not reused).
+        const auto length = static_cast<std::size_t>(*out.facts.content_length);
+        auto& body = result.response.body();
+        body.reserve(length);
+        const auto missing = take_known_length(buffer, length, body);
+        if (missing == 0)
             co_return;
-        }
+        out.ec = co_await read_known_length(stream, buffer, missing);
+        if (!out.ec)
+            take_known_length(buffer, missing, body);
+        co_return;
     }
 }
 

@@ -149,7 +149,7 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             log::warn("upstream answer refused: its framing cannot be read exactly",
                       {{"upstream", fleet_->name()}, {"reason", describe(refused)}});
             result.ec = make_error_code(error::upstream_protocol);
-            result.began_status = answer.began_status(buffer, result);
+            result.began_status = answer.began_status(buffer);
             co_return;
         }
         if (rec) {
@@ -157,9 +157,7 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             // and never one of a method its route guards: the upstream may have run a POST, or a
             // guarded PUT, that died without an answer. That holds across addresses too: such a
             // written request is never sent to another member of the fleet.
-            bool nothing_received =
-                !answer.plain && (!answer.parser || !answer.parser->got_some()) && buffer.size() == 0;
-            if (reused && nothing_received && may_resend &&
+            if (reused && answer.nothing_received(buffer) && may_resend &&
                 (rec == http::error::end_of_stream || rec == asio::error::eof ||
                  rec == asio::error::connection_reset))
                 continue;
@@ -173,29 +171,21 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                 metrics_.upstream_bad_responses.fetch_add(1, std::memory_order_relaxed);
                 result.ec = make_error_code(error::upstream_protocol);
             }
-            result.began_status = answer.began_status(buffer, result);
+            result.began_status = answer.began_status(buffer);
             co_return;
         }
-        if (answer.plain) {
-            // Read in full into result.response.
-        } else if (answer.announced_too_large || answer.by_piece) {
+        // Either read in full into result.response by read_answer, or read here piece by piece.
+        if (answer.announced_too_large || answer.by_piece) {
             auto& parser = *answer.parser;
             // The rest under the same deadline, kept by the stream's timer (this path is rare,
             // and its connection may be handed on with the answer).
             tcp_layer.expires_at(*deadline);
-            bool ended =
-                co_await detail::read_by_piece(conn, stream, buffer, parser, result, answer.header_fields,
-                                               answer.announced_too_large, config_.limits, metrics_);
+            bool ended = co_await detail::read_by_piece(conn, stream, buffer, parser, result,
+                                                        answer.facts.header_fields,
+                                                        answer.announced_too_large, config_.limits, metrics_);
             if (ended)
                 co_return;
             tcp_layer.expires_never(); // whole: the connection may go back to the pool
-        } else {
-            // Moved out of the parser in place (release() makes a temporary first). Only a
-            // chunked answer can have trailer fields.
-            auto& parser = *answer.parser;
-            result.response = std::move(parser.get());
-            if (parser.chunked())
-                detail::drop_trailer_fields(result.response, answer.header_fields);
         }
         if constexpr (!std::is_same_v<Connection, plain_connection>) {
             // The session to offer on the next connect: read now, since a TLS 1.3 server sends
@@ -211,9 +201,9 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
                     SSL_SESSION_free(session);
             }
         }
-        // The parser's flags: Connection and the version as read, and an answer delimited by
-        // the end of the connection is never reused.
-        if (answer.keep_alive() && buffer.size() == 0) {
+        // The head's facts: Connection and the version as read, and an answer delimited by the
+        // end of the connection is never reused.
+        if (answer.facts.keep_alive && buffer.size() == 0) {
             put_idle(slot, std::move(conn));
         } else {
             error_code ignored;

@@ -33,6 +33,12 @@ std::string bin_dir()
     return IDEMGATE_BIN_DIR;
 }
 
+std::string gateway_bin()
+{
+    const char* chosen = std::getenv("IDEMGATE_TEST_GATEWAY");
+    return chosen && *chosen ? chosen : bin_dir() + "/idemgate";
+}
+
 std::uint16_t free_port()
 {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

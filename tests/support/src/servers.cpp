@@ -323,8 +323,8 @@ gateway_process::gateway_process(const std::string& yaml,
     replace_all(text, "${LISTEN}", "127.0.0.1:0");
     replace_all(text, "${ADMIN}", "127.0.0.1:0");
     config_path_ = dir_.write_file("idemgate.yaml", text);
-    proc_ = std::make_unique<child_process>(
-        bin_dir() + "/idemgate", std::vector<std::string>{"--config", config_path_}, std::move(extra_env));
+    proc_ = std::make_unique<child_process>(gateway_bin(), std::vector<std::string>{"--config", config_path_},
+                                            std::move(extra_env));
     auto line = proc_->wait_for_line(
         [](const std::string& l) { return l.find("\"msg\":\"listening\"") != std::string::npos; }, 10s);
     if (!line)

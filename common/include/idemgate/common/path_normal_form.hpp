@@ -12,6 +12,10 @@
 //
 // A path that cannot be normalised is a problem, not a guess: a '%' without two hex digits, or a
 // ".." with no segment left to remove (RFC 3986 would drop it; nginx answers 400).
+//
+// Boost.URL judges, decodes and spells each escape again (pct_string_view, encode with its
+// unreserved set); the rules above are ours. A path with no '%', "//" or "/." is decided without
+// looking at an escape.
 #include <cstddef>
 #include <string>
 #include <string_view>

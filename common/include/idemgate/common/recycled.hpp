@@ -7,10 +7,12 @@
 // about 1 KiB, so a frame holding that state went to the allocator on every request, and
 // displaced the smaller frames Asio had kept. recycling_allocator<T> does the same for
 // std::allocate_shared.
-// A block freed on another thread joins that thread's blocks. Under AddressSanitizer every block
-// goes to the allocator, so a use after free is still reported.
+// The blocks come from a block_pool (<idemgate/common/block_pool.hpp>) per block size: a block
+// freed on another thread joins that thread's blocks; under AddressSanitizer every block goes to
+// the allocator.
 #include <cstddef>
 #include <cstdint>
+#include <idemgate/common/block_pool.hpp>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -20,94 +22,38 @@ namespace idemgate {
 
 namespace recycling {
 
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool enabled = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool enabled = false;
-#else
-inline constexpr bool enabled = true;
-#endif
-#else
-inline constexpr bool enabled = true;
-#endif
-
+inline constexpr bool enabled = block_pooling::enabled;
 inline constexpr std::uint32_t max_kept = 16; // blocks kept per type and thread
 
-struct free_block {
-    free_block* next;
-};
+// The blocks of one size, shared by every type of that size.
+template<std::size_t Size>
+using pool = block_pool<Size, 1, max_kept>;
 
-// One list per block size and thread. Trivially destructible, so it stays usable while the
-// thread's other objects are destroyed; the thread-exit release frees it and closes it.
+// How many blocks of one size this thread keeps (what tests look at).
 template<std::size_t Size>
 struct shelf {
-    free_block* head;
     std::uint32_t kept;
-    bool registered;
-    bool closed;
 
-    static shelf& of_this_thread() noexcept
-    {
-        static thread_local shelf s{};
-        return s;
-    }
-};
-
-template<std::size_t Size>
-struct shelf_release {
-    ~shelf_release()
-    {
-        auto& s = shelf<Size>::of_this_thread();
-        while (auto* b = s.head) {
-            s.head = b->next;
-            ::operator delete(b, Size);
-        }
-        s.kept = 0;
-        s.closed = true;
-    }
+    static shelf of_this_thread() noexcept { return {pool<Size>::this_thread.kept[0]}; }
 };
 
 template<std::size_t Size>
 void* take() // a block of Size bytes
 {
-    static_assert(Size >= sizeof(free_block));
-    if constexpr (enabled) {
-        auto& s = shelf<Size>::of_this_thread();
-        if (auto* b = s.head) {
-            s.head = b->next;
-            --s.kept;
-            return b;
-        }
-    }
-    return ::operator new(Size);
+    return pool<Size>::allocate(Size);
 }
 
 template<std::size_t Size>
 void give_back(void* p) noexcept
 {
-    if constexpr (enabled) {
-        auto& s = shelf<Size>::of_this_thread();
-        if (!s.closed && s.kept < max_kept) {
-            if (!s.registered) {
-                static thread_local shelf_release<Size> r;
-                (void)r;
-                s.registered = true;
-            }
-            auto* b = static_cast<free_block*>(p);
-            b->next = s.head;
-            s.head = b;
-            ++s.kept;
-            return;
-        }
-    }
-    ::operator delete(p, Size);
+    pool<Size>::deallocate(p, Size);
 }
 
 // Blocks are shared by every type of one size (rounded up to 16 bytes).
 template<class T>
-inline constexpr std::size_t
-    block_size = ((sizeof(T) < sizeof(free_block) ? sizeof(free_block) : sizeof(T)) + 15) & ~std::size_t(15);
+inline constexpr std::size_t block_size =
+    ((sizeof(T) < sizeof(block_pooling::free_block) ? sizeof(block_pooling::free_block) : sizeof(T)) + 15) &
+    ~std::size_t(15);
 
 } // namespace recycling
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <idemgate/common/histogram.hpp>
-#include <idemgate/gateway/decision.hpp>
+#include <idemgate/gateway/outcome.hpp>
 #include <string>
 #include <string_view>
 

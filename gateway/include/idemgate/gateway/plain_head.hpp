@@ -11,17 +11,16 @@
 #include <boost/beast/http/message.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <idemgate/gateway/head_facts.hpp>
 #include <string_view>
 
 namespace idemgate::gateway {
 
 namespace http = boost::beast::http;
 
-struct plain_answer {
-    std::uint64_t content_length = 0; // the body's length, as announced
-    bool keep_alive = false;          // as Beast's parser.keep_alive() would say
-};
+// Both readers fill the head's facts (head_facts.hpp) as facts_of would from Beast's parser.
+using plain_answer = head_facts;  // content_length always set: the body's length, as announced
+using plain_request = head_facts; // content_length none: the request has no body
 
 // Reads `head` (an answer's head as received: the status line through the empty line, nothing
 // after it) into `res`, which must be new (no fields, no reason). False, `res` untouched, when the
@@ -35,11 +34,6 @@ struct plain_answer {
 template<class Fields>
 bool read_plain_answer(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
                        http::response_header<Fields>& res, plain_answer& out);
-
-struct plain_request {
-    std::optional<std::uint64_t> content_length; // as announced; none: the request has no body
-    bool keep_alive = false;                     // as Beast's parser.keep_alive() would say
-};
 
 // Reads a request's `head` (the request line through the empty line, nothing after it; no empty
 // lines before it) into `req`, which must be new. False, `req` untouched, when the head is not of

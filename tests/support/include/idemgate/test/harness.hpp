@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
+#include <cstdlib>
 // Test harness shared by every integration test: real processes, real sockets, free ports,
 // readiness by waiting on the event (a log line, a successful PING), never by sleeping.
 #include <chrono>
@@ -20,6 +21,23 @@ using std::chrono::milliseconds;
 
 // Directory of the built binaries (build/bin), from the IDEMGATE_BIN_DIR compile definition.
 std::string bin_dir();
+
+// The gateway binary under test: IDEMGATE_TEST_GATEWAY when set (the sanitizer pass runs these
+// tests against its own sanitized build of the gateway), else bin_dir()/idemgate.
+std::string gateway_bin();
+// The I/O backend that gateway was built with ("epoll" or "io_uring"): IDEMGATE_TEST_GATEWAY_IO
+// beside IDEMGATE_TEST_GATEWAY, else the calling test's build's (a test linked with idemgate::common
+// sees its IDEMGATE_IO_URING).
+inline std::string gateway_io_backend()
+{
+    if (const char* chosen = std::getenv("IDEMGATE_TEST_GATEWAY_IO"); chosen && *chosen)
+        return chosen;
+#ifdef IDEMGATE_IO_URING
+    return "io_uring";
+#else
+    return "epoll";
+#endif
+}
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
 std::uint16_t free_port();

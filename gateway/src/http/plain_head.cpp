@@ -147,16 +147,113 @@ void insert_fields(const field_lines& lines, Fields& fields)
     }
 }
 
-// Beast's parser.keep_alive(): HTTP/1.1 unless "close", HTTP/1.0 only with "keep-alive" (a body
-// of known length, or none, never ends with the connection).
-bool keep_alive(unsigned version, const field_lines& lines)
-{
-    return version == 11 ? !lines.close : lines.keep;
-}
-
 bool ends_head(std::string_view head)
 {
     return head.size() >= 4 && head.substr(head.size() - 4) == "\r\n\r\n";
+}
+
+// An answer's status line: "HTTP/1.x 200 reason\r\n".
+struct status_line {
+    static constexpr std::size_t min_size = 17; // "HTTP/1.x 200 " and the head's empty line
+    static constexpr bool length_required = true;
+    unsigned version = 0;
+    unsigned status = 0;
+    std::string_view reason;
+
+    // Where the field lines begin, or nullptr when the line is not of the common shape.
+    const char* read(const char* p, const char* last) noexcept
+    {
+        if (std::memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
+            !digit(p[9]) || !digit(p[10]) || !digit(p[11]) || p[12] != ' ')
+            return nullptr;
+        version = p[7] == '1' ? 11 : 10;
+        status = static_cast<unsigned>((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+        if (status < 200 || status > 599 || status == 204 || status == 304)
+            return nullptr;
+        p += 13;
+        const char* eol = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(last - p)));
+        if (eol == nullptr || eol[1] != '\n' || !all_text(p, eol))
+            return nullptr;
+        reason = std::string_view(p, static_cast<std::size_t>(eol - p));
+        return eol + 2;
+    }
+    template<class Fields>
+    void set(http::response_header<Fields>& res) const
+    {
+        res.result(status);
+        res.version(version);
+        res.reason(reason);
+    }
+};
+
+// A request line: "METHOD /origin-form HTTP/1.x\r\n".
+struct request_line {
+    static constexpr std::size_t min_size = 18; // "GET / HTTP/1.1" and the head's empty line
+    static constexpr bool length_required = false;
+    unsigned version = 0;
+    http::verb verb = http::verb::unknown;
+    std::string_view target;
+
+    const char* read(const char* p, const char* last) noexcept
+    {
+        const char* method_first = p;
+        while (token_table[static_cast<unsigned char>(*p)])
+            ++p;
+        verb =
+            http::string_to_verb(std::string_view(method_first, static_cast<std::size_t>(p - method_first)));
+        if (*p != ' ' || verb == http::verb::unknown)
+            return nullptr;
+        ++p;
+        // An origin-form target of visible ASCII; other forms and bytes are Beast's to read.
+        const char* target_first = p;
+        if (*p != '/')
+            return nullptr;
+        while (*p > ' ' && *p < 0x7f)
+            ++p;
+        target = std::string_view(target_first, static_cast<std::size_t>(p - target_first));
+        if (last - p < 11 || std::memcmp(p, " HTTP/1.", 8) != 0 || (p[8] != '0' && p[8] != '1') ||
+            p[9] != '\r' || p[10] != '\n')
+            return nullptr;
+        version = p[8] == '1' ? 11 : 10;
+        return p + 11;
+    }
+    template<class Fields>
+    void set(http::request_header<Fields>& req) const
+    {
+        req.target(target);
+        req.method(verb);
+        req.version(version);
+    }
+};
+
+// The one reader of both kinds of head: the start line (`Line`), then the field lines; `h` and
+// `out` are written only when the whole head is of the common shape.
+template<class Line, class Header>
+bool read_plain_head(std::string_view head, std::size_t header_limit, std::uint64_t max_body, Header& h,
+                     head_facts& out)
+{
+    if (head.size() >= header_limit || head.size() < Line::min_size || !ends_head(head))
+        return false;
+    const char* const last = head.data() + head.size();
+    Line line;
+    const char* fields = line.read(head.data(), last);
+    if (fields == nullptr)
+        return false;
+    field_lines lines;
+    if (!read_field_lines(fields, last, lines) || (Line::length_required && !lines.has_length) ||
+        (lines.has_length && lines.length > max_body))
+        return false;
+    line.set(h);
+    insert_fields(lines, h);
+    out = {};
+    if (lines.has_length)
+        out.content_length = lines.length;
+    // Beast's parser.keep_alive(): HTTP/1.1 unless "close", HTTP/1.0 only with "keep-alive" (a
+    // body of known length, or none, never ends with the connection).
+    out.keep_alive = line.version == 11 ? !lines.close : lines.keep;
+    out.body_pending = lines.length > 0;
+    out.header_fields = lines.count;
+    return true;
 }
 
 } // namespace
@@ -165,73 +262,14 @@ template<class Fields>
 bool read_plain_answer(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
                        http::response_header<Fields>& res, plain_answer& out)
 {
-    // "HTTP/1.x 200 " at least, and the head's empty line.
-    if (head.size() >= header_limit || head.size() < 17 || !ends_head(head))
-        return false;
-    const char* p = head.data();
-    const char* const last = p + head.size();
-    if (std::memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') || p[8] != ' ' || !digit(p[9]) ||
-        !digit(p[10]) || !digit(p[11]) || p[12] != ' ')
-        return false;
-    const unsigned version = p[7] == '1' ? 11 : 10;
-    const unsigned status = static_cast<unsigned>((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
-    if (status < 200 || status > 599 || status == 204 || status == 304)
-        return false;
-    p += 13;
-    const char* eol = static_cast<const char*>(std::memchr(p, '\r', static_cast<std::size_t>(last - p)));
-    if (eol == nullptr || eol[1] != '\n' || !all_text(p, eol))
-        return false;
-    const std::string_view reason(p, static_cast<std::size_t>(eol - p));
-    field_lines lines;
-    if (!read_field_lines(eol + 2, last, lines) || !lines.has_length || lines.length > max_body)
-        return false;
-    res.result(status);
-    res.version(version);
-    res.reason(reason);
-    insert_fields(lines, res);
-    out.content_length = lines.length;
-    out.keep_alive = keep_alive(version, lines);
-    return true;
+    return read_plain_head<status_line>(head, header_limit, max_body, res, out);
 }
 
 template<class Fields>
 bool read_plain_request(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
                         http::request_header<Fields>& req, plain_request& out)
 {
-    // "GET / HTTP/1.1" at least, and the head's empty line.
-    if (head.size() >= header_limit || head.size() < 18 || !ends_head(head))
-        return false;
-    const char* p = head.data();
-    const char* const last = p + head.size();
-    const char* method_first = p;
-    while (token_table[static_cast<unsigned char>(*p)])
-        ++p;
-    const std::string_view method(method_first, static_cast<std::size_t>(p - method_first));
-    const auto verb = http::string_to_verb(method);
-    if (*p != ' ' || verb == http::verb::unknown)
-        return false;
-    ++p;
-    // An origin-form target of visible ASCII; other forms and bytes are Beast's to read.
-    const char* target_first = p;
-    if (*p != '/')
-        return false;
-    while (*p > ' ' && *p < 0x7f)
-        ++p;
-    const std::string_view target(target_first, static_cast<std::size_t>(p - target_first));
-    if (last - p < 11 || std::memcmp(p, " HTTP/1.", 8) != 0 || (p[8] != '0' && p[8] != '1') || p[9] != '\r' ||
-        p[10] != '\n')
-        return false;
-    const unsigned version = p[8] == '1' ? 11 : 10;
-    field_lines lines;
-    if (!read_field_lines(p + 11, last, lines) || (lines.has_length && lines.length > max_body))
-        return false;
-    req.target(target);
-    req.method(verb);
-    req.version(version);
-    insert_fields(lines, req);
-    out.content_length = lines.has_length ? std::optional<std::uint64_t>(lines.length) : std::nullopt;
-    out.keep_alive = keep_alive(version, lines);
-    return true;
+    return read_plain_head<request_line>(head, header_limit, max_body, req, out);
 }
 
 template bool read_plain_answer(std::string_view, std::size_t, std::uint64_t,

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "state/exchange_epilogue.hpp"
+
+#include "observability/access_log.hpp"
+#include "observability/request_trace.hpp"
+#include "observability/span_exporter.hpp"
+#include "state/generation.hpp"
+#include "state/process.hpp"
+
+#include <idemgate/gateway/http_rules.hpp>
+
+namespace idemgate::gateway::detail {
+
+void begin_exchange(const gateway_context& ctx, request_exchange& ex)
+{
+    const auto& cfg = ex.env->cfg();
+    read_request_ids(*ex.req, cfg.request_id_header, ex.ids);
+    if (ctx.tracer) {
+        auto traceparent = find_header(*ex.req, "traceparent");
+        ex.trace = begin_request_trace(traceparent.count == 1 ? traceparent.value : std::string_view{},
+                                       ctx.boot.tracing.sample_ratio);
+    }
+}
+
+void finish_exchange(gateway_context& ctx, worker& w, request_exchange& ex)
+{
+    const auto& cfg = ex.env->cfg();
+    const auto& h = ex.answer;
+    const access_log_sink sink{ctx.access_log.get(), w.access_log, w.ioc};
+    const auto method = ex.req ? ex.req->method() : http::verb::unknown;
+    if (!ex.refused.empty()) {
+        ctx.stats.count(outcome::rejected);
+        ex.env->live->route_stats_of(-1).count(method, h.response.result_int());
+        if (cfg.access_log)
+            log_rejected(sink, ex);
+        return;
+    }
+    const auto elapsed = request_exchange::clock::now() - ex.started;
+    ctx.stats.request_latency[static_cast<int>(h.result)].observe(elapsed);
+    ctx.stats.count(h.result);
+    ex.env->live->route_stats_of(h.route_index).count(method, h.response.result_int());
+    if (cfg.access_log)
+        log_request(sink, ex, elapsed);
+    if (ex.trace && ex.trace->sampled)
+        finish_request_trace(*ctx.tracer, ex, ctx.boot.tracing);
+}
+
+} // namespace idemgate::gateway::detail
