@@ -3,18 +3,25 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <doctest/doctest.h>
+#include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 #include <unistd.h>
 
 namespace idemgate::test {
 
+namespace {
+
+constexpr std::string_view store_skip_prefix = "needs IDEMGATE_TEST_STORE=";
+
+} // namespace
+
 store_under_test make_store(const gateway_options& options)
 {
     store_under_test store;
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    std::string kind = choice ? choice : "memory";
+    const std::string kind = store_kind();
     std::string& y = store.yaml;
     y = "store:\n";
     y += "  type: " + kind + "\n";
@@ -114,28 +121,25 @@ gateway_fixture::gateway_fixture(gateway_options options) : store(make_store(opt
     start_gateway();
 }
 
-namespace {
-
-} // namespace
-
 // "listening" means the sockets are bound; a remote store may still be connecting. Ready is the
 // event tests need: poll /readyz (bounded) rather than sleep.
 void wait_until_ready(gateway_process& gateway)
 {
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    for (;;) {
-        int status = 0;
-        try {
-            status = http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status;
-        } catch (const std::exception&) {
-        }
-        if (status == 200)
-            break;
-        if (std::chrono::steady_clock::now() > deadline)
-            throw std::runtime_error("idemgate /readyz did not answer 200 within 10 s (last status " +
-                                     std::to_string(status) + "):\n" + gateway.process().output());
-        std::this_thread::sleep_for(10ms);
-    }
+    int status = 0;
+    const bool ready = poll_until(
+        10s,
+        [&] {
+            try {
+                status = http_request(gateway.admin_port(), "GET", "/readyz", {}, {}, 1s).status;
+            } catch (const std::exception&) {
+                status = 0;
+            }
+            return status == 200;
+        },
+        10ms);
+    if (!ready)
+        throw std::runtime_error("idemgate /readyz did not answer 200 within 10 s (last status " +
+                                 std::to_string(status) + "):\n" + gateway.process().output());
 }
 
 void gateway_fixture::start_gateway()
@@ -151,22 +155,71 @@ std::unique_ptr<gateway_process> gateway_fixture::start_another()
     return another;
 }
 
-bool poll_until(milliseconds timeout, const std::function<bool()>& pred)
+std::string store_kind()
 {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > deadline)
-            return false;
-        std::this_thread::sleep_for(20ms); // polling for an event the gateway shows on a port
-    }
-    return true;
+    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
+    return choice && *choice ? choice : "memory";
 }
 
 bool redis_store_under_test()
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    return choice && (std::string(choice) == "redis" || std::string(choice) == "cluster");
+    const auto kind = store_kind();
+    return kind == "redis" || kind == "cluster";
 }
+
+needs_store::needs_store(const char* store, const char* or_store)
+{
+    const auto kind = store_kind();
+    skip = kind != store && !(or_store && kind == or_store);
+    // One copy of each reason for the life of the process: doctest keeps the pointer.
+    static std::set<std::string> reasons;
+    std::string text = std::string(store_skip_prefix) + store;
+    if (or_store)
+        text += std::string(" or ") + or_store;
+    reason = reasons.insert(std::move(text)).first->c_str();
+}
+
+namespace {
+
+// doctest's summary counts a skipped case with the cases its filters left out, and a ctest entry
+// runs one suite: this listener names the cases needs_store skipped in the suites that ran, on
+// stderr (stdout may be a reporter's XML).
+class store_skip_listener : public doctest::IReporter {
+public:
+    explicit store_skip_listener(const doctest::ContextOptions&) {}
+    void report_query(const doctest::QueryData&) override {}
+    void test_run_start() override {}
+    void test_run_end(const doctest::TestRunStats&) override
+    {
+        for (const auto* tc : skipped_)
+            if (ran_.count(tc->m_test_suite))
+                std::cerr << "[doctest] skipped with IDEMGATE_TEST_STORE=" << store_kind() << " ("
+                          << tc->m_description << "): " << tc->m_name << "\n";
+        std::cerr.flush();
+    }
+    void test_case_start(const doctest::TestCaseData& tc) override { ran_.insert(tc.m_test_suite); }
+    void test_case_reenter(const doctest::TestCaseData&) override {}
+    void test_case_end(const doctest::CurrentTestCaseStats&) override {}
+    void test_case_exception(const doctest::TestCaseException&) override {}
+    void subcase_start(const doctest::SubcaseSignature&) override {}
+    void subcase_end() override {}
+    void log_assert(const doctest::AssertData&) override {}
+    void log_message(const doctest::MessageData&) override {}
+    void test_case_skipped(const doctest::TestCaseData& tc) override
+    {
+        if (tc.m_skip && tc.m_description &&
+            std::string_view(tc.m_description).starts_with(store_skip_prefix))
+            skipped_.push_back(&tc);
+    }
+
+private:
+    std::set<std::string> ran_;
+    std::vector<const doctest::TestCaseData*> skipped_;
+};
+
+REGISTER_LISTENER("store_skips", 1, store_skip_listener);
+
+} // namespace
 
 http_response gateway_fixture::post(const std::string& path, const std::string& key, const std::string& body,
                                     std::vector<std::pair<std::string, std::string>> headers)
@@ -179,13 +232,8 @@ http_response gateway_fixture::post(const std::string& path, const std::string& 
 
 bool gateway_fixture::wait_for_executions(long count, milliseconds timeout)
 {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (upstream.executions() >= count)
-            return true;
-        std::this_thread::sleep_for(5ms); // polling the upstream's counter for the event
-    }
-    return upstream.executions() >= count;
+    return poll_until(
+        timeout, [&] { return upstream.executions() >= count; }, 5ms);
 }
 
 http_response gateway_request(std::uint16_t port, const std::string& method, const std::string& path,

@@ -10,8 +10,9 @@ python3-hpack, which python3-h2 is built on). It talks prior-knowledge HTTP/2 to
   concurrent PORT PATH PREFIX KEYS DUPS [name:value ...]
       KEYS x DUPS keyed POSTs opened at once on one connection; one line:
       {"statuses":{status:count}, "resets":n, "goaway":code|null}
-  cancel PORT PATH KEY [name:value ...]
-      a keyed POST reset (CANCEL) 100 ms after it was sent; prints {"reset":true}
+  cancel PORT PATH KEY [name:value ...] [--upstream UPSTREAM_PORT]
+      a keyed POST reset (CANCEL) once the test upstream on UPSTREAM_PORT counts its execution
+      (GET /__count), or 100 ms after it was sent without --upstream; prints {"reset":true}
   big PORT PATH KEY RESET_AFTER [name:value ...]
       a keyed POST whose answer is read frame by frame, its windows opened as DATA arrive; with
       RESET_AFTER > 0 the client resets the stream (CANCEL) once it has that many body bytes:
@@ -212,14 +213,40 @@ def cmd_concurrent(port, path, prefix, keys, dups, *rest):
                       "goaway": goaway and goaway["code"]}), flush=True)
 
 
+def upstream_executions(port):
+    """The test upstream's execution count (GET /__count: {"executions":N})."""
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=2) as s:
+        s.sendall(b"GET /__count HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.split(b"\r\n\r\n", 1)[1])["executions"]
+
+
 def cmd_cancel(port, path, key, *rest):
+    rest = list(rest)
+    upstream = None
+    if "--upstream" in rest:
+        at = rest.index("--upstream")
+        upstream = rest[at + 1]
+        del rest[at:at + 2]
     extra, _, _ = parse_extra(rest)
     c = Conn(port)
     body = b'{"cancel":1}'
     fields = request_fields("POST", path, extra, port) + [("idempotency-key", key),
                                                           ("content-length", str(len(body)))]
+    before = upstream_executions(upstream) if upstream else 0
     c.send(c.headers(1, fields, end_stream=False), DataFrame(1, data=body, flags=["END_STREAM"]))
-    time.sleep(0.1)
+    if upstream:
+        # The reset must come after the request reached the upstream: wait for that (bounded).
+        deadline = time.time() + 10
+        while upstream_executions(upstream) <= before and time.time() < deadline:
+            time.sleep(0.01)
+    else:
+        time.sleep(0.1)
     c.send(RstStreamFrame(1, error_code=8))
     time.sleep(0.05)
     print(json.dumps({"reset": True}), flush=True)

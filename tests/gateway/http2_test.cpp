@@ -204,10 +204,15 @@ TEST_CASE("a stream reset after its request reached the upstream still completes
 {
     gateway_fixture g(h2_options());
     const auto key = unique_key("h2-cancel");
-    h2_driver({"cancel", h2_port(g.port()), "/api/orders", key, "x-test-delay-ms:400"});
+    h2_driver({"cancel", h2_port(g.port()), "/api/orders", key, "x-test-delay-ms:400", "--upstream",
+               std::to_string(g.upstream.port())});
     REQUIRE(g.wait_for_executions(1));
-    std::this_thread::sleep_for(600ms); // the upstream answers; the filter records
-    auto replay = g.post("/api/orders", key, R"({"cancel":1})");
+    // Until the upstream answers and the filter records, a retry finds the key in flight (409).
+    http_response replay;
+    poll_until(5s, [&] {
+        replay = g.post("/api/orders", key, R"({"cancel":1})");
+        return replay.status != 409;
+    });
     CHECK(replay.status == 201);
     CHECK(replay.header("idempotent-replayed") == "true");
     CHECK(g.executions() == 1);

@@ -143,10 +143,10 @@ TEST_CASE("reconcile: {json:<pointer>} takes a field of the held request's body,
     CHECK(f.executions() == 1);
 }
 
-TEST_CASE("reconcile: two gateways on one store probe a held key once per interval")
+// A memory store is one process's: there is no fleet to share it.
+TEST_CASE("reconcile: two gateways on one store probe a held key once per interval" *
+          needs_store("redis", "cluster"))
 {
-    if (!redis_store_under_test())
-        return; // a memory store is one process's: there is no fleet to share it
     gateway_fixture f(reconciling("/__lookup/503/{key}", "500ms"));
     auto second = f.start_another();
     const auto key = unique_key("fleet");

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 #include <functional>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -40,11 +41,15 @@ public:
         socklen_t len = sizeof addr;
         ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
         port_ = ntohs(addr.sin_port);
-        for (auto& c : fillers_) {
-            c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-            ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        pollfd connecting[2];
+        for (std::size_t i = 0; i < 2; ++i) {
+            fillers_[i] = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+            ::connect(fillers_[i], reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+            connecting[i] = {fillers_[i], POLLOUT, 0};
         }
-        std::this_thread::sleep_for(50ms); // the fillers' handshakes complete into the queue
+        // The queue is full once a filler's handshake has completed into it (the other one's SYN
+        // may already be dropped): wait for that, not for a guessed time.
+        REQUIRE(::poll(connecting, 2, 5000) > 0);
     }
     ~blackhole()
     {
@@ -304,12 +309,14 @@ std::vector<reloadable_row> reloadable_rows()
                     text_edit("client_write: 30s", "client_write: 300ms"),
                     [](auto& f) {
                         // 32 MiB is more than both sockets' buffers hold: a client that reads
-                        // nothing for 2 s outlives a 300 ms write deadline, not a 30 s one.
+                        // nothing outlives a 300 ms write deadline, not a 30 s one. The gateway's
+                        // access line names the failed write once it gave up (the event waited
+                        // for, where a 30 s deadline would not give up within the wait).
                         constexpr std::size_t size = 32 * 1024 * 1024;
                         http_connection c(f.port(), 10s);
                         c.send_raw("GET /plain/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Test-Body-Size: " +
                                    std::to_string(size) + "\r\n\r\n");
-                        std::this_thread::sleep_for(2s);
+                        CHECK(logged(*f.gateway, "\"client_write_error\""));
                         bool whole = false;
                         try {
                             whole = c.read_response().body.size() == size;

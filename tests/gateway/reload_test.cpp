@@ -32,7 +32,10 @@ long seconds_until(const std::string& imf)
     std::tm tm{};
     if (!strptime(imf.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm))
         return -1;
-    return static_cast<long>(timegm(&tm) - std::time(nullptr));
+    // system_clock, not time(): glibc's time() reads the coarse clock, which can still show the
+    // previous second after the gateway (on the precise clock) has stamped the next one.
+    return static_cast<long>(timegm(&tm) -
+                             std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()));
 }
 
 http_response post_on(http_connection& c, const std::string& path, const std::string& key)

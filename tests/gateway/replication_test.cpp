@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // min_replicas_ack: after each complete the gateway WAITs for that many replicas; the
-// client gets its answer either way, and a record fewer replicas acknowledged is counted.
+// client gets its answer either way, and a record fewer replicas acknowledged is counted. Needs
+// IDEMGATE_TEST_STORE=redis (a standalone primary whose replicas the test controls): ctest entry
+// gateway.replication.redis.
 #include "gateway_fixture.hpp"
 
 #include <chrono>
@@ -10,15 +12,10 @@
 
 using namespace idemgate::test;
 
-TEST_SUITE_BEGIN("replication");
+TEST_SUITE_BEGIN("replication" * needs_store("redis"));
 
 TEST_CASE("min_replicas_ack: records no replica acknowledged are answered, replayed and counted")
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis (a standalone primary whose replicas the test controls)");
-        return;
-    }
     gateway_options options;
     // WAIT gets half of command_timeout: 1 s, ample for a replica on loopback under load.
     options.redis_extra = "    min_replicas_ack: 1\n    command_timeout: 2s\n";

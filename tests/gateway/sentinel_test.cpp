@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sentinel: the gateway finds the primary through real sentinels (one primary, one
-// replica, three sentinels) and follows it when the primary is killed. Runs in the
-// gateway_tests_redis_store entry (IDEMGATE_TEST_STORE=redis); elsewhere it says so and returns.
+// replica, three sentinels) and follows it when the primary is killed. The suite needs
+// IDEMGATE_TEST_STORE=redis (ctest entry gateway.sentinel.redis); elsewhere it is skipped.
 #include "gateway_fixture.hpp"
 
 #include <atomic>
@@ -104,15 +104,10 @@ int readyz(gateway_process& g)
 
 } // namespace
 
-TEST_SUITE_BEGIN("sentinel");
+TEST_SUITE_BEGIN("sentinel" * needs_store("redis"));
 
 TEST_CASE("sentinel mode: the gateway finds the primary and follows a failover")
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
-        return;
-    }
     sentinel_set set;
     test_upstream_process upstream;
     store_under_test store;
@@ -170,11 +165,6 @@ int gateway_clients(redis_server& node)
 
 TEST_CASE("sentinel mode: data connections leave a primary the sentinels no longer name at once")
 {
-    const char* choice = std::getenv("IDEMGATE_TEST_STORE");
-    if (!choice || std::string(choice) != "redis") {
-        MESSAGE("needs IDEMGATE_TEST_STORE=redis");
-        return;
-    }
     sentinel_set set;
     // A split the old primary does not notice: it refuses the sentinels' PING (they log in as
     // the default user) but keeps serving the gateway, which logs in as gw. The sentinels promote

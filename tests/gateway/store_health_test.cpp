@@ -34,17 +34,6 @@ bool readyz_says(gateway_fixture& f, int status, const std::string& text, millis
     });
 }
 
-// A standalone Redis of this test case's own (the fixture starts one), or a message saying why
-// the case is skipped, before anything is started.
-bool own_redis()
-{
-    const char* store = std::getenv("IDEMGATE_TEST_STORE");
-    if (store && std::string_view(store) == "redis")
-        return true;
-    MESSAGE("skipped: this case breaks a redis-server of its own (IDEMGATE_TEST_STORE=redis)");
-    return false;
-}
-
 void set_readiness(gateway_fixture& f, const std::string& from, const std::string& to)
 {
     const auto path = f.gateway->config_path();
@@ -66,10 +55,10 @@ gateway_options redis_health_options()
 
 TEST_SUITE_BEGIN("store health");
 
-TEST_CASE("a Redis that refuses completes: refusing after 3 errors, new keys refused unrun, back by itself")
+// The Redis cases break a redis-server of their own (the fixture starts one per case).
+TEST_CASE("a Redis that refuses completes: refusing after 3 errors, new keys refused unrun, back by itself" *
+          needs_store("redis"))
 {
-    if (!own_redis())
-        return;
     gateway_fixture f(redis_health_options());
     auto& redis = *f.store.redis;
     const auto recorded = unique_key("recorded");
@@ -113,10 +102,9 @@ TEST_CASE("a Redis that refuses completes: refusing after 3 errors, new keys ref
 }
 
 TEST_CASE(
-    "a primary turned read-only replica (REPLICAOF): refusing and not ready, back after REPLICAOF NO ONE")
+    "a primary turned read-only replica (REPLICAOF): refusing and not ready, back after REPLICAOF NO ONE" *
+    needs_store("redis"))
 {
-    if (!own_redis())
-        return;
     gateway_fixture f(redis_health_options());
     auto& redis = *f.store.redis;
     // A primary nobody listens on: the server turns read-only and keeps its data.
@@ -138,10 +126,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "an evicting maxmemory-policy: not ready after a reconnect, ready with allow_eviction and a warning")
+    "an evicting maxmemory-policy: not ready after a reconnect, ready with allow_eviction and a warning" *
+    needs_store("redis"))
 {
-    if (!own_redis())
-        return;
     auto options = redis_health_options();
     gateway_fixture strict(options);
     auto& redis = *strict.store.redis;
@@ -175,10 +162,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a Redis that lost its data (FLUSHALL, a restart without persistence): counted and named by /readyz")
+    "a Redis that lost its data (FLUSHALL, a restart without persistence): counted and named by /readyz" *
+    needs_store("redis"))
 {
-    if (!own_redis())
-        return;
     gateway_fixture f(redis_health_options());
     auto& redis = *f.store.redis;
     auto admin = f.gateway->admin_port();
@@ -204,12 +190,9 @@ TEST_CASE(
     CHECK(readyz_says(f, 200, "emptied"));
 }
 
-TEST_CASE("a full memory store: 503 store-full with Retry-After from its oldest record, not ready")
+TEST_CASE("a full memory store: 503 store-full with Retry-After from its oldest record, not ready" *
+          needs_store("memory"))
 {
-    if (redis_store_under_test()) {
-        MESSAGE("skipped: store.memory's bound (IDEMGATE_TEST_STORE=memory)");
-        return;
-    }
     gateway_options o;
     o.memory_max_entries = 2;
     o.record_ttl = "30s";

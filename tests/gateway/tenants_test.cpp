@@ -141,12 +141,9 @@ TEST_CASE("new_keys_per_second: a burst beyond the rate gets 429; \"default\" ap
     CHECK(metric(f, "idemgate_tenant_throttled_total{limit=\"new_keys_per_second\"}") == throttled);
 }
 
-TEST_CASE("two gateway instances share one tenant quota through Redis")
+// The memory store is one process's: sharing it needs a Redis store.
+TEST_CASE("two gateway instances share one tenant quota through Redis" * needs_store("redis", "cluster"))
 {
-    if (!redis_store_under_test()) {
-        MESSAGE("the memory store is one process; sharing needs IDEMGATE_TEST_STORE=redis");
-        return;
-    }
     gateway_fixture f(tenant_options("  acme: { max_in_flight: 1 }\n"));
     auto second = f.start_another();
     std::jthread slow([&] { post_as(f.port(), "acme", unique_key("a"), {{"X-Test-Delay-Ms", "1000"}}); });
@@ -303,12 +300,9 @@ TEST_CASE("limits.max_waiting: duplicates beyond it get 503 too-many-waiting at 
     CHECK(metric(f, "idemgate_waits_total{result=\"refused\"}") == 1);
 }
 
-TEST_CASE("wait mode across two gateway instances: the waiter on the other instance is woken")
+TEST_CASE("wait mode across two gateway instances: the waiter on the other instance is woken" *
+          needs_store("redis", "cluster"))
 {
-    if (!redis_store_under_test()) {
-        MESSAGE("one process with the memory store; the cross-instance case needs IDEMGATE_TEST_STORE=redis");
-        return;
-    }
     gateway_fixture f(wait_options("5s"));
     auto second = f.start_another();
     const std::string key = unique_key("waitfleet");

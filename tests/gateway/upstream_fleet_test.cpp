@@ -133,6 +133,8 @@ void write_text(const std::string& path, const std::string& text)
 
 } // namespace
 
+TEST_SUITE_BEGIN("upstream fleet");
+
 TEST_CASE("round_robin spreads requests over every address of the fleet")
 {
     std::vector<std::unique_ptr<test_upstream_process>> members;
@@ -375,3 +377,5 @@ TEST_CASE("HTTPS fleet: each address is verified under its own host; a member fa
                          std::to_string(wrong->tls_port()) + "\"}") == 0);
     CHECK(g.logged("IP address mismatch"));
 }
+
+TEST_SUITE_END();

@@ -56,19 +56,16 @@ struct loadtest_setup {
         : gateway(std::make_unique<gateway_process>(gateway_config(upstream.port(), top_level)))
     {
         // Ready is the event, not a sleep: /readyz answers 200 once the store is usable.
-        auto deadline = std::chrono::steady_clock::now() + 10s;
-        for (;;) {
-            int status = 0;
-            try {
-                status = http_request(gateway->admin_port(), "GET", "/readyz", {}, {}, 1s).status;
-            } catch (const std::exception&) {
-            }
-            if (status == 200)
-                break;
-            if (std::chrono::steady_clock::now() > deadline)
-                throw std::runtime_error("idemgate not ready within 10 s");
-            std::this_thread::sleep_for(10ms);
-        }
+        wait_until(
+            "idemgate's /readyz answers 200", 10s,
+            [&] {
+                try {
+                    return http_request(gateway->admin_port(), "GET", "/readyz", {}, {}, 1s).status == 200;
+                } catch (const std::exception&) {
+                    return false;
+                }
+            },
+            10ms);
     }
     std::string url(const std::string& path, const char* scheme = "http") const
     {

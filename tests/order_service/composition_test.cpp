@@ -39,16 +39,16 @@ std::string gateway_yaml(const std::string& redis_address, std::uint16_t order_s
 // Readiness is the gateway's /readyz answering 200 (its Redis store connected); bounded wait.
 void wait_ready(gateway_process& gateway)
 {
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < deadline) {
-        try {
-            if (http_request(gateway.admin_port(), "GET", "/readyz").status == 200)
-                return;
-        } catch (const std::exception&) {
-        }
-        std::this_thread::sleep_for(10ms);
-    }
-    throw std::runtime_error("idemgate /readyz did not answer 200 within 10 s");
+    wait_until(
+        "idemgate's /readyz answers 200", 10s,
+        [&] {
+            try {
+                return http_request(gateway.admin_port(), "GET", "/readyz").status == 200;
+            } catch (const std::exception&) {
+                return false;
+            }
+        },
+        10ms);
 }
 
 std::string output(child_process& proc)

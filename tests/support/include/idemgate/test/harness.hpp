@@ -42,6 +42,16 @@ inline std::string gateway_io_backend()
 // A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
 std::uint16_t free_port();
 
+// Polls `pred` every `every` until it holds or `timeout` has passed; whether it held. A test waits
+// this way for the effect it needs (a counter, a log line, a server's state), not for a guessed time.
+bool poll_until(milliseconds timeout, const std::function<bool()>& pred, milliseconds every = 20ms);
+
+// The same where the test cannot go on without it: throws std::runtime_error "timed out after
+// <timeout> ms waiting until <what>" (doctest reports it as the case's failure) when `pred` did
+// not hold in time.
+void wait_until(const std::string& what, milliseconds timeout, const std::function<bool()>& pred,
+                milliseconds every = 20ms);
+
 // A fresh temporary directory, removed (recursively) when the object dies.
 class temp_dir {
 public:
