@@ -19,7 +19,8 @@ max_lines="${MAX_LINES:-420}"
 # Levels, bottom first: a room may include a room of a lower level.
 declare -A level=(
   [http]=0 [core]=1 [observability]=2 [transport]=3 [upstream]=4 [state]=5
-  [idempotency]=6 [http1]=7 [http2]=7 [admin]=7 [runtime]=8
+  [forward]=6 [tier]=6 [idempotency]=7 [reconcile]=8 [own]=8 [filter]=9
+  [http1]=10 [http2]=10 [admin]=10 [runtime]=11
 )
 # The room of each public header (gateway/include/idemgate/gateway/<name>.hpp): where it is
 # implemented, or for a header-only one, the lowest room that needs it.
@@ -30,9 +31,10 @@ declare -A public_room=(
   [access_log_writer]=observability [metrics]=observability
   [tls]=transport
   [exchange_watch]=upstream
-  [content_decoding]=idempotency [contract]=idempotency [decision]=idempotency
+  [content_decoding]=idempotency [decision]=idempotency
   [fingerprint]=idempotency [json_key]=idempotency [key_syntax]=idempotency [refusal]=idempotency
   [scope]=idempotency
+  [contract]=own
   [server]=runtime
 )
 breaches=0

@@ -237,6 +237,93 @@ TEST_CASE("decide_after_reserve: the store table")
     }
 }
 
+TEST_CASE(
+    "decide_after_reserve with the route's rules: shadow observes, wait waits, tombstones are looked for")
+{
+    using config::failure_mode;
+    const std::string fp = "fp-a";
+    const store::reserve_result acquired{{}, true, std::nullopt};
+    const store::reserve_result in_flight{{}, false, rec(store::record_state::in_flight, "fp-a")};
+    const store::reserve_result finished{{}, false, rec(store::record_state::completed, "fp-a")};
+    const store::reserve_result other{{}, false, rec(store::record_state::completed, "fp-b")};
+    const store::reserve_result failed{make_error_code(error::store_unavailable), false, std::nullopt};
+    struct row {
+        const char* name;
+        store::reserve_result result;
+        reserve_rules rules;
+        reserve_action expected;
+    };
+    const reserve_rules enforce{};
+    const reserve_rules shadow{failure_mode::reject, true, false, false};
+    const reserve_rules shadow_all{failure_mode::reject, true, true, true};
+    const reserve_rules waits{failure_mode::reject, false, true, false};
+    const reserve_rules tombstones{failure_mode::reject, false, false, true};
+    const reserve_rules tombstones_pass{failure_mode::pass_through, false, true, true};
+    const row rows[] = {
+        {"enforce: acquired", acquired, enforce, reserve_action::forward_and_record},
+        {"enforce: in flight", in_flight, enforce, reserve_action::in_flight_conflict},
+        {"enforce: store failed", failed, enforce, reserve_action::reject_store_failure},
+        {"shadow: acquired is forwarded as owner", acquired, shadow, reserve_action::forward_and_record},
+        {"shadow: a replay is observed", finished, shadow, reserve_action::observe},
+        {"shadow: a mismatch is observed", other, shadow, reserve_action::observe},
+        {"shadow: a conflict is observed", in_flight, shadow, reserve_action::observe},
+        {"shadow: a store failure is observed", failed, shadow, reserve_action::observe},
+        {"shadow never waits", in_flight, shadow_all, reserve_action::observe},
+        {"shadow never looks for tombstones", acquired, shadow_all, reserve_action::forward_and_record},
+        {"wait: in flight waits", in_flight, waits, reserve_action::wait_for_first},
+        {"wait: finished replays", finished, waits, reserve_action::replay},
+        {"wait: acquired forwards", acquired, waits, reserve_action::forward_and_record},
+        {"tombstones: acquired looks", acquired, tombstones, reserve_action::look_for_tombstone},
+        {"tombstones: finished replays", finished, tombstones, reserve_action::replay},
+        {"tombstones: in flight conflicts", in_flight, tombstones, reserve_action::in_flight_conflict},
+        {"tombstones, pass_through: a failure passes", failed, tombstones_pass,
+         reserve_action::pass_through_store_failure},
+    };
+    for (const auto& r : rows) {
+        CAPTURE(r.name);
+        CHECK(decide_after_reserve(r.result, fp, r.rules) == r.expected);
+    }
+    // The finding of an observed request is that of the enforcing decision.
+    CHECK(shadow_after_reserve(decide_after_reserve(finished, fp, failure_mode::reject)) ==
+          shadow_finding::would_replay);
+    CHECK(shadow_after_reserve(reserve_action::observe) == shadow_finding::none);
+    CHECK(shadow_after_reserve(reserve_action::wait_for_first) == shadow_finding::would_conflict);
+}
+
+TEST_CASE("reserve_rules_of reads the route's mode, on_in_flight and tombstone_ttl")
+{
+    config::idempotency_config policy;
+    auto r = reserve_rules_of(policy, config::failure_mode::pass_through);
+    CHECK(r.on_failure == config::failure_mode::pass_through);
+    CHECK_FALSE(r.shadow);
+    CHECK_FALSE(r.waits);
+    CHECK_FALSE(r.tombstones);
+    policy.mode = config::route_mode::shadow;
+    policy.on_in_flight = config::in_flight_mode::wait;
+    policy.tombstone_ttl = std::chrono::milliseconds(1);
+    r = reserve_rules_of(policy, config::failure_mode::reject);
+    CHECK(r.shadow);
+    CHECK(r.waits);
+    CHECK(r.tombstones);
+}
+
+TEST_CASE("decide_after_tombstone: what a free key on a route with tombstones answers")
+{
+    using config::failure_mode;
+    store::tombstone_result none;
+    CHECK(decide_after_tombstone(none, "fp", failure_mode::reject) == reserve_action::forward_and_record);
+    store::tombstone_result buried;
+    buried.tombstone = rec(store::record_state::tombstone, "fp");
+    CHECK(decide_after_tombstone(buried, "fp", failure_mode::reject) == reserve_action::record_expired);
+    CHECK(decide_after_tombstone(buried, "other", failure_mode::pass_through) ==
+          reserve_action::fingerprint_mismatch);
+    store::tombstone_result failed;
+    failed.ec = make_error_code(error::store_unavailable);
+    CHECK(decide_after_tombstone(failed, "fp", failure_mode::reject) == reserve_action::reject_store_failure);
+    CHECK(decide_after_tombstone(failed, "fp", failure_mode::pass_through) ==
+          reserve_action::forward_and_record);
+}
+
 TEST_CASE("decide_after_upstream: by default 5xx, 408, 425, 429 and failures release, the rest is recorded")
 {
     CHECK(decide_after_upstream(true, 100) == completion_action::record);

@@ -2,7 +2,7 @@
 #include "http1/answer_fields.hpp"
 
 #include "core/http_date.hpp"
-#include "idempotency/local_tier.hpp"
+#include "tier/local_tier.hpp"
 #include "transport/wire.hpp"
 
 #include <boost/beast/core/string.hpp>

@@ -5,7 +5,7 @@
 #include "core/http_date.hpp"
 #include "http2/h2_session.hpp"
 #include "http2/h2_sink.hpp"
-#include "idempotency/local_tier.hpp"
+#include "tier/local_tier.hpp"
 
 #include <array>
 #include <boost/beast/core/string.hpp>

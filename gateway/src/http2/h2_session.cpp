@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "http2/h2_session.hpp"
 
+#include "filter/idempotency_filter.hpp"
 #include "http2/h2_sink.hpp"
 #include "idempotency/classify.hpp"
-#include "idempotency/idempotency_filter.hpp"
 #include "state/exchange_epilogue.hpp"
 
 #include <algorithm>

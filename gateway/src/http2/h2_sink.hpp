@@ -4,8 +4,8 @@
 // (idempotency/big_answer.hpp): a HEADERS frame, then DATA frames fed from the upstream as the
 // client's flow-control window lets them go, the last with END_STREAM. Each write waits until
 // nghttp2 has taken its bytes, at most timeouts.client_write; a cut answer resets the stream.
+#include "forward/big_answer.hpp"
 #include "http2/h2_session.hpp"
-#include "idempotency/big_answer.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>

@@ -51,4 +51,9 @@ std::optional<std::string_view> fingerprint_body(const request_type& req,
                                                  const config::fingerprint_config& fp, std::size_t limit,
                                                  std::string& decoded);
 
+// The route whose client_lookup_path the target's path starts with, and in `key_text` the rest of
+// the path (the key, still percent-encoded); null when none.
+const config::route_config* lookup_route(const config::config& cfg, std::string_view target,
+                                         std::string_view& key_text);
+
 } // namespace idemgate::gateway::detail

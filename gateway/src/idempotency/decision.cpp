@@ -125,6 +125,40 @@ reserve_action decide_after_reserve(const store::reserve_result& result, std::st
     return decide_on_record(*result.existing, fingerprint);
 }
 
+reserve_rules reserve_rules_of(const config::idempotency_config& policy,
+                               config::failure_mode on_failure) noexcept
+{
+    reserve_rules out;
+    out.on_failure = on_failure;
+    out.shadow = policy.mode == config::route_mode::shadow;
+    out.waits = policy.on_in_flight == config::in_flight_mode::wait;
+    out.tombstones = policy.tombstone_ttl.count() > 0;
+    return out;
+}
+
+reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
+                                    const reserve_rules& rules) noexcept
+{
+    const auto enforced = decide_after_reserve(result, fingerprint, rules.on_failure);
+    if (rules.shadow)
+        return enforced == reserve_action::forward_and_record ? enforced : reserve_action::observe;
+    if (enforced == reserve_action::in_flight_conflict && rules.waits)
+        return reserve_action::wait_for_first;
+    if (enforced == reserve_action::forward_and_record && rules.tombstones)
+        return reserve_action::look_for_tombstone;
+    return enforced;
+}
+
+reserve_action decide_after_tombstone(const store::tombstone_result& found, std::string_view fingerprint,
+                                      config::failure_mode on_failure) noexcept
+{
+    if (found.tombstone)
+        return decide_on_tombstone(*found.tombstone, fingerprint);
+    if (found.ec && on_failure == config::failure_mode::reject)
+        return reserve_action::reject_store_failure;
+    return reserve_action::forward_and_record;
+}
+
 reserve_action decide_after_wait(const store::wait_result& result, std::string_view fingerprint) noexcept
 {
     if (result.ec || result.timed_out)
@@ -252,7 +286,10 @@ shadow_finding shadow_after_reserve(reserve_action a) noexcept
 {
     switch (a) {
     case reserve_action::forward_and_record:
-    case reserve_action::pass_through_store_failure: return shadow_finding::none;
+    case reserve_action::pass_through_store_failure:
+    case reserve_action::observe:
+    case reserve_action::look_for_tombstone: return shadow_finding::none;
+    case reserve_action::wait_for_first: return shadow_finding::would_conflict;
     case reserve_action::replay: return shadow_finding::would_replay;
     case reserve_action::in_flight_conflict:
     case reserve_action::released_conflict:

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "idempotency/request_phases.hpp"
 
-#include "idempotency/big_answer.hpp"
+#include "forward/big_answer.hpp"
+#include "forward/proxy.hpp"
 #include "idempotency/classify.hpp"
-#include "idempotency/local_tier.hpp"
-#include "idempotency/own_paths.hpp"
-#include "idempotency/proxy.hpp"
-#include "idempotency/reconcile.hpp"
+#include "idempotency/probe_entry.hpp"
 #include "idempotency/scope.hpp"
+#include "tier/local_tier.hpp"
 
 #include <algorithm>
 #include <boost/beast/core/string.hpp>
@@ -185,11 +184,13 @@ asio::awaitable<phase_result> request_phases::reserve()
         log::coalesced(log::level::warn, "store reserve failed", reserved.ec.message(),
                        {{"error", reserved.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
 
-    auto action = decide_after_reserve(reserved, in_flight_.fingerprint, ctx_.boot.store.on_failure);
-    if (shadow_ && action != reserve_action::forward_and_record) {
+    const auto on_failure = ctx_.boot.store.on_failure;
+    auto action =
+        decide_after_reserve(reserved, in_flight_.fingerprint, reserve_rules_of(policy(), on_failure));
+    if (action == reserve_action::observe) {
         // What enforcement would have answered is counted; the request runs as if unguarded,
         // and the record (if any) is left as it is.
-        h_.shadow = shadow_after_reserve(action);
+        h_.shadow = shadow_after_reserve(decide_after_reserve(reserved, in_flight_.fingerprint, on_failure));
         if (h_.shadow != shadow_finding::none)
             ctx_.stats.shadow[static_cast<int>(h_.shadow)].fetch_add(1, std::memory_order_relaxed);
         if (reserved.ec)
@@ -197,27 +198,23 @@ asio::awaitable<phase_result> request_phases::reserve()
         h_.key_state = key_status::ignored;
         co_return phase_result::pass_through;
     }
-    if (action == reserve_action::in_flight_conflict &&
-        policy().on_in_flight == config::in_flight_mode::wait) {
+    if (action == reserve_action::wait_for_first) {
         auto waited = co_await wait_for_first(reserved.existing);
         if (!waited)
             co_return refuse({refusal::too_many_waiting});
         action = *waited;
     }
-    if (action == reserve_action::forward_and_record && policy().tombstone_ttl.count() > 0 && !shadow_) {
-        // The key was free: its record may have expired and left a tombstone.
+    if (action == reserve_action::look_for_tombstone) {
         auto found = co_await w_.store->find_tombstone(scope_);
         if (found.ec)
             log::coalesced(log::level::warn, "store could not look for a tombstone", found.ec.message(),
                            {{"error", found.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
-        if (found.tombstone || (found.ec && ctx_.boot.store.on_failure == config::failure_mode::reject)) {
+        action = decide_after_tombstone(found, in_flight_.fingerprint, on_failure);
+        if (action != reserve_action::forward_and_record) {
             // Not executed: the key is freed again as it was.
             auto t1 = clock_type::now();
             auto ec = co_await w_.store->release(scope_, in_flight_.owner_token);
             account(store_op::release, t1, ec);
-            if (!found.tombstone)
-                co_return refuse({refusal::store_unavailable});
-            action = decide_on_tombstone(*found.tombstone, in_flight_.fingerprint);
             reserved.existing = std::move(found.tombstone);
         }
     }
@@ -238,6 +235,9 @@ asio::awaitable<phase_result> request_phases::reserve()
         h_.key_state = key_status::unavailable;
         co_return phase_result::pass_through;
     case reserve_action::forward_and_record: break;
+    case reserve_action::observe:
+    case reserve_action::wait_for_first:
+    case reserve_action::look_for_tombstone: break; // taken above
     }
     co_return phase_result::next;
 }

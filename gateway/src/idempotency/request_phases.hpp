@@ -61,9 +61,10 @@ public:
     // for replay, or releases or holds the key; then leaves the tenant's quota.
     boost::asio::awaitable<void> settle(bool answered);
     // A client lookup (classify found the route by its client_lookup_path): what the store holds
-    // under the caller's scope, as JSON; nothing is reserved or executed.
+    // under the caller's scope (its tombstone when the record expired); nothing is reserved or
+    // executed. Nothing when the store failed: the answer is then the refusal.
     bool client_lookup_request() const noexcept { return lookup_; }
-    boost::asio::awaitable<void> client_lookup();
+    boost::asio::awaitable<std::optional<store::lookup_result>> client_lookup();
     // The route's attempt_header (set): the key's execution number, counted in the store, on the
     // request about to be forwarded as the key's owner.
     bool numbers_attempts() const noexcept { return !policy().attempt_header.empty(); }

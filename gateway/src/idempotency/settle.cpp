@@ -2,11 +2,11 @@
 // The settle phase: the upstream answered (or did not) a request forwarded as its key's owner;
 // keep the answer for replay, or free or hold the key.
 #include "core/http_date.hpp"
-#include "idempotency/big_answer.hpp"
-#include "idempotency/local_tier.hpp"
-#include "idempotency/proxy.hpp"
-#include "idempotency/reconcile.hpp"
+#include "forward/big_answer.hpp"
+#include "forward/proxy.hpp"
+#include "idempotency/probe_entry.hpp"
 #include "idempotency/request_phases.hpp"
+#include "tier/local_tier.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <idemgate/common/digest.hpp>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/listener.hpp"
 
-#include "idempotency/local_tier.hpp"
-#include "idempotency/reconcile.hpp"
+#include "reconcile/reconcile_loop.hpp"
 #include "runtime/client_connection.hpp"
 #include "runtime/service_notify.hpp"
+#include "tier/local_tier.hpp"
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 

@@ -61,12 +61,40 @@ enum class reserve_action {
     reject_store_failure,       // 503, upstream not called
     pass_through_store_failure, // forward unprotected, counted
     not_replayable,             // 422: the first answer was too big to record (a status-only record)
-    record_expired              // 422: only the record's tombstone remains (tombstone_ttl)
+    record_expired,             // 422: only the record's tombstone remains (tombstone_ttl)
+    // Steps the route's policy adds before the answer is known (reserve_rules):
+    observe,           // shadow mode: forward as if unguarded; shadow_after_reserve of the enforcing
+                       // action is the finding
+    wait_for_first,    // wait mode: wait until the first request settles (decide_after_wait then)
+    look_for_tombstone // the key was free on a route with tombstones: its record may have expired
+                       // and left one (decide_after_tombstone then)
 };
 
 // Phase 2: what the store said about the key.
 reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
                                     config::failure_mode on_failure) noexcept;
+
+// What a route asks of phase 2 beyond on_failure.
+struct reserve_rules {
+    config::failure_mode on_failure = config::failure_mode::reject;
+    bool shadow = false;     // mode: shadow: observed, never enforced
+    bool waits = false;      // on_in_flight: wait
+    bool tombstones = false; // tombstone_ttl > 0
+};
+reserve_rules reserve_rules_of(const config::idempotency_config& policy,
+                               config::failure_mode on_failure) noexcept;
+
+// Phase 2 with the route's policy: decide_after_reserve, then in shadow mode anything but
+// forward_and_record is observed; an in-flight conflict in wait mode waits; a key acquired on a
+// route with tombstones looks for one.
+reserve_action decide_after_reserve(const store::reserve_result& result, std::string_view fingerprint,
+                                    const reserve_rules& rules) noexcept;
+
+// Phase 2 after look_for_tombstone (the key was reserved): no tombstone -> forward_and_record; a
+// tombstone -> decide_on_tombstone; the store failed -> forward_and_record under pass_through,
+// reject_store_failure under reject. Anything but forward_and_record frees the key again first.
+reserve_action decide_after_tombstone(const store::tombstone_result& found, std::string_view fingerprint,
+                                      config::failure_mode on_failure) noexcept;
 
 // Phase 2 with tombstones: the key was reserved (its record had expired) and `tombstone` is
 // what outlived the record. Same fingerprint: record_expired; another: fingerprint_mismatch.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A held key's probe: its target, rendered from the held request, and its entry on the store's
 // schedule (JSON, so an operator can read it in the store).
-#include "idempotency/reconcile.hpp"
+#include "idempotency/probe_entry.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "idempotency/idempotency_filter.hpp"
+#include "filter/idempotency_filter.hpp"
 
 #include "core/problem.hpp"
-#include "idempotency/big_answer.hpp"
-#include "idempotency/own_paths.hpp"
-#include "idempotency/proxy.hpp"
+#include "forward/big_answer.hpp"
+#include "forward/proxy.hpp"
 #include "idempotency/request_phases.hpp"
+#include "own/lookup_answer.hpp"
+#include "own/own_paths.hpp"
 
 #include <idemgate/common/recycled.hpp>
 
@@ -54,8 +55,11 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
     if (phases.client_lookup_request()) {
         if (step == phase_result::next)
             step = phases.scope();
-        if (step == phase_result::next)
-            co_await phases.client_lookup();
+        if (step == phase_result::next) {
+            std::optional<store::lookup_result> found = co_await phases.client_lookup();
+            if (found)
+                out.response = lookup_answer(*found, req.version(), req.keep_alive());
+        }
         phases.finish_answer();
         co_return;
     }

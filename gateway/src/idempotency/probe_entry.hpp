@@ -3,20 +3,14 @@
 // Reconciliation of held keys (routes[].idempotency.reconcile): a key held because its outcome
 // is unknown gets a probe, kept on the store's schedule, that asks the upstream whether the
 // request took effect. Found: the key completes with the probe's answer; not found: the key is
-// released; anything else: asked again every `every` until give_up_after.
-#include "state/worker.hpp"
-
-#include <boost/asio/awaitable.hpp>
+// released; anything else: asked again every `every` until give_up_after. This is what settle
+// writes on the schedule when it holds a key; the prober that sends it is reconcile/.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace idemgate::gateway::detail {
-
-// Marks a record completed from a probe's answer; never recorded from an upstream's answer
-// (recordable_head leaves it out), taken off again before a replay.
-inline constexpr std::string_view reconciled_field = "Idemgate-Reconciled";
 
 // A held key's probe, as the store's schedule keeps it: everything needed to send it and to
 // complete or release the key, so any gateway on the store can.
@@ -41,9 +35,5 @@ std::optional<probe_entry> decode_probe(std::string_view text);
 // nullopt when the body has no such field.
 std::optional<std::string> render_probe_target(std::string_view path, std::string_view key,
                                                std::string_view tenant, std::string_view body);
-
-// Claims and sends the due probes of every gateway sharing the store, on this worker's thread,
-// until the drain begins.
-boost::asio::awaitable<void> reconcile_loop(gateway_context& ctx, worker& w);
 
 } // namespace idemgate::gateway::detail

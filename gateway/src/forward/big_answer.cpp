@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "idempotency/big_answer.hpp"
+#include "forward/big_answer.hpp"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>

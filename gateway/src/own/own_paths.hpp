@@ -5,17 +5,13 @@
 // /.well-known/idempotency/problems/), and each route's client lookup path. The filter asks here
 // first (handle_request), so every protocol's connection gets them without code of its own.
 #include "core/exchange.hpp"
+#include "idempotency/classify.hpp"
 
 #include <idemgate/config/config.hpp>
 #include <optional>
 #include <string_view>
 
 namespace idemgate::gateway::detail {
-
-// The route whose client_lookup_path the target's path starts with, and in `key_text` the rest of
-// the path (the key, still percent-encoded); null when none.
-const config::route_config* lookup_route(const config::config& cfg, std::string_view target,
-                                         std::string_view& key_text);
 
 // The answer to a request for one of the gateway's own paths that needs no store: the contract, a
 // problem page, a 404 for an unknown page, and 405 for a method other than GET on any own path

@@ -2,8 +2,10 @@
 // The prober: claims due probes of held keys from the store's schedule and sends them to the
 // route's upstream, on one I/O thread of each gateway. The claim makes each probe one gateway's
 // at a time, so a fleet sends each once per `every`.
-#include "idempotency/proxy.hpp"
-#include "idempotency/reconcile.hpp"
+#include "reconcile/reconcile_loop.hpp"
+
+#include "forward/proxy.hpp"
+#include "idempotency/probe_entry.hpp"
 #include "upstream/upstream_pool.hpp"
 
 #include <algorithm>
@@ -82,14 +84,11 @@ asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std
     req.method_string(rc->method);
     req.target(p.target);
     req.version(11);
-    req.set(http::field::host, upstream_authority(env.cfg().upstreams[route->upstream_index]));
     req.set(policy.key_header, p.key);
     if (!policy.tenant_header.empty() && !p.tenant.empty())
         req.set(policy.tenant_header, p.tenant);
-    std::string scratch;
     upstream_result result;
-    co_await env.pools[route->upstream_index]->exchange(req, false, resend_policy::idempotent_methods,
-                                                        scratch, result);
+    co_await forward_other(env, *route, req, result);
     const auto next_due = now + rc->every.count();
     if (result.ec || result.rest || result.head_only) {
         auto fields = fields_of(p);

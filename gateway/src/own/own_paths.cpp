@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "idempotency/own_paths.hpp"
+#include "own/own_paths.hpp"
 
 #include "core/problem.hpp"
 
@@ -7,24 +7,6 @@
 #include <idemgate/gateway/problem_pages.hpp>
 
 namespace idemgate::gateway::detail {
-
-const config::route_config* lookup_route(const config::config& cfg, std::string_view target,
-                                         std::string_view& key_text)
-{
-    std::string_view path; // the target without its query, found for the first lookup path
-    for (const auto& r : cfg.routes) {
-        const auto& prefix = r.idempotency.client_lookup_path;
-        if (prefix.empty())
-            continue;
-        if (path.data() == nullptr)
-            path = target.substr(0, target.find('?'));
-        if (path.starts_with(prefix)) {
-            key_text = path.substr(prefix.size());
-            return &r;
-        }
-    }
-    return nullptr;
-}
 
 namespace {
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "idempotency/proxy.hpp"
+#include "forward/proxy.hpp"
 
 #include "core/problem.hpp"
-#include "idempotency/big_answer.hpp"
-#include "idempotency/reconcile.hpp"
+#include "forward/big_answer.hpp"
 
 #include <array>
 #include <boost/beast/core/string.hpp>
@@ -342,6 +341,16 @@ bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route
     }
     reframe(h.response, head);
     return true;
+}
+
+boost::asio::awaitable<void> forward_other(const request_env& env, const config::route_config& route,
+                                           request_type& req, upstream_result& result)
+{
+    if (req.find(http::field::host) == req.end())
+        req.set(http::field::host, upstream_authority(env.cfg().upstreams[route.upstream_index]));
+    std::string scratch;
+    co_await env.pools[route.upstream_index]->exchange(req, false, resend_policy::idempotent_methods, scratch,
+                                                       result);
 }
 
 } // namespace idemgate::gateway::detail

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "idempotency/local_tier.hpp"
+#include "tier/local_tier.hpp"
 
 #include "transport/wire.hpp"
 

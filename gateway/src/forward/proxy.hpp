@@ -14,6 +14,10 @@
 
 namespace idemgate::gateway::detail {
 
+// Marks a record completed from a probe's answer; never recorded from an upstream's answer
+// (recordable_head leaves it out), taken off again before a replay.
+inline constexpr std::string_view reconciled_field = "Idemgate-Reconciled";
+
 // Sets Content-Length to the body (the gateway always re-frames; RFC 9112 6.3). Bodyless
 // statuses lose body and Content-Length; a HEAD answer keeps the upstream's Content-Length.
 void reframe(response_type& res, bool head_request);
@@ -54,5 +58,12 @@ struct forwarding {
 upstream_pool& begin_forward(request_exchange& ex, const config::route_config& route, forwarding& f);
 bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route_config& route,
                  forwarding& f);
+
+// A request the gateway makes itself rather than a client's (a held key's reconciliation probe),
+// sent to `route`'s upstream through this thread's pool of `env`: given the upstream's Host when
+// it has none, resent on a reused connection that failed as RFC 9110 allows for an idempotent
+// method (a probe is a lookup). The answer, or why there is none, in `result`.
+boost::asio::awaitable<void> forward_other(const request_env& env, const config::route_config& route,
+                                           request_type& req, upstream_result& result);
 
 } // namespace idemgate::gateway::detail
