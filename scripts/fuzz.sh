@@ -7,10 +7,17 @@
 # build-fuzz/artifacts/<target>/. Exits non-zero if any target crashed, leaked, hit a sanitizer
 # report or timed out.
 #   bash scripts/fuzz.sh [seconds-per-target, default 60]
+#   bash scripts/fuzz.sh --build-only    (builds the targets, runs none: scripts/test.sh compiles
+#                                         them while the main suite runs)
 # FUZZ_TARGETS="fuzz_h2_input ...": only those targets (fuzz_h2_input only this way), none capped.
 # Needs Debian's clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [[ "${1:-}" == --build-only ]]; then
+  build_only=1
+  shift
+fi
 seconds="${1:-60}"
 build_dir="${BUILD_DIR:-build-fuzz}"
 # fuzz_h2_input links the whole gateway (compiled with clang for it: about 15 minutes on 2
@@ -30,6 +37,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelW
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only" \
   -DIDEMGATE_FUZZ=ON -DIDEMGATE_SANITIZE=address -DIDEMGATE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build_dir" -j "${JOBS:-2}" --target "${targets[@]}"
+((build_only)) && exit 0
 
 # UBSan only prints and goes on by default: make every report a crash libFuzzer keeps.
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"

@@ -23,19 +23,17 @@ fi
 
 bash scripts/build.sh
 echo "test.sh: main build done after $((SECONDS - started)) s"
-(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 600)
-echo "test.sh: main suite done after $((SECONDS - started)) s"
 
+asan_dir="${ASAN_BUILD_DIR:-build-asan}"
+uring=OFF
 if [[ "${SANITIZE:-1}" != 0 ]]; then
   # ASan+UBSan: the unit tests and the gateway tests (memory and Redis store), which drive the
   # real gateway binary built with the sanitizers. Any report aborts the process (and the test).
-  asan_dir="${ASAN_BUILD_DIR:-build-asan}"
   # -O1 -g1 (line tables, enough for the sanitizers' stack traces): the Asio/Beast templates
   # compile far faster than at -O2 -g, which kept the whole run over its 25-minute budget.
   # io_uring (CI runs the gateway tests on both backends): the main build above is
   # epoll, this pass is io_uring where the kernel allows it (the probe from the main build asks;
   # a seccomp profile or kernel.io_uring_disabled refuses it, and then this pass is epoll too).
-  uring=OFF
   if "${BUILD_DIR:-build}/bin/idemgate-io-probe"; then
     uring=ON
   else
@@ -47,12 +45,51 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DIDEMGATE_BUILD_BENCH=OFF \
     -DIDEMGATE_IO_URING="$uring" \
     -DIDEMGATE_TEST_UPSTREAM_BIN="$(cd "${BUILD_DIR:-build}" && pwd)/bin/idemgate-test-upstream" >/dev/null
-  # The gateway suites drive the gateway binary over sockets: the main build's test programs run
-  # against this build's sanitized gateway (IDEMGATE_TEST_GATEWAY), so only the product and the
-  # in-process tests (unit, Redis TLS) are compiled a second time. The test upstream is the main
-  # build's too (a fixture, not under test): see tests/support.
-  cmake --build "$asan_dir" -j "${JOBS:-2}" --target unit_tests redis_tls_tests idemgate
-  echo "test.sh: sanitizer build done after $((SECONDS - started)) s"
+fi
+
+# Compiling is CPU work; the main suite mostly waits (on sockets, on Redis, on clusters forming).
+# So the sanitizer build and then the fuzz targets compile in the background while the main
+# suite runs; their output is printed once the suite is done.
+side_pid=""
+side_log="$(mktemp -t idemgate-side-build-XXXXXX.log)"
+if [[ "${SANITIZE:-1}" != 0 || "${FUZZ_SECONDS:-30}" != 0 ]]; then
+  (
+    set -e
+    side_started=$SECONDS
+    if [[ "${SANITIZE:-1}" != 0 ]]; then
+      # The gateway suites drive the gateway binary over sockets: the main build's test programs
+      # run against this build's sanitized gateway (IDEMGATE_TEST_GATEWAY), so only the product
+      # and the in-process tests (unit, Redis TLS) are compiled a second time. The test upstream
+      # is the main build's too (a fixture, not under test): see tests/support.
+      cmake --build "$asan_dir" -j "${JOBS:-2}" --target unit_tests redis_tls_tests idemgate
+      echo "test.sh: sanitizer build took $((SECONDS - side_started)) s"
+    fi
+    if [[ "${FUZZ_SECONDS:-30}" != 0 ]]; then
+      bash scripts/fuzz.sh --build-only
+      echo "test.sh: fuzz build done, $((SECONDS - side_started)) s after the side builds began"
+    fi
+  ) >"$side_log" 2>&1 &
+  side_pid=$!
+fi
+
+suite_rc=0
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 600) || suite_rc=$?
+echo "test.sh: main suite done after $((SECONDS - started)) s"
+side_rc=0
+if [[ -n "$side_pid" ]]; then
+  ((suite_rc == 0)) || pkill -P "$side_pid" 2>/dev/null || true
+  wait "$side_pid" || side_rc=$?
+  cat "$side_log"
+fi
+rm -f "$side_log"
+((suite_rc == 0)) || exit "$suite_rc"
+if ((side_rc != 0)); then
+  echo "test.sh: the sanitizer or fuzz build failed (exit $side_rc)"
+  exit 1
+fi
+echo "test.sh: side builds done after $((SECONDS - started)) s"
+
+if [[ "${SANITIZE:-1}" != 0 ]]; then
   "$asan_dir/bin/idemgate" --version
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

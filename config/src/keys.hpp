@@ -170,6 +170,13 @@ struct nested {
     }
 };
 
+// Deduction from an initializer (an aggregate's, which GCC deduces by itself and clang 14 does
+// not: the fuzz targets build the configuration with clang).
+template<class Item>
+a_list(void (loader::*)(const YAML::Node&, const std::string&, std::vector<Item>&)) -> a_list<Item>;
+template<class T>
+nested(const section<T>&) -> nested<T>;
+
 // The sections, by the file that declares them.
 const section<config>& config_keys();      // config_keys.cpp
 const section<store_config>& store_keys(); // store_keys.cpp
