@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "http/body_framing.hpp"
+
 #include <array>
 #include <boost/beast/core/string.hpp>
 #include <boost/container/small_vector.hpp>
@@ -48,11 +50,7 @@ namespace {
 
 std::string_view trim(std::string_view s)
 {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
+    return detail::trim_ows(s);
 }
 
 // Calls `on_token` for every token of every Connection line (lines need not be adjacent).
@@ -229,40 +227,33 @@ template<class Allocator>
 framing_violation check_request_framing(const http::basic_fields<Allocator>& fields, unsigned version,
                                         std::string_view target, std::string_view method)
 {
-    int content_length_lines = 0;
-    int transfer_encoding_lines = 0;
+    detail::body_framing_lines lines;
     int host_lines = 0;
     int connection_lines = 0;
     std::string_view host;
-    std::string_view content_length;
-    std::string_view transfer_encoding;
     for (const auto& f : fields) {
-        switch (f.name()) {
-        case http::field::content_length:
-            ++content_length_lines;
-            content_length = f.value();
-            break;
-        case http::field::transfer_encoding:
-            ++transfer_encoding_lines;
-            transfer_encoding = f.value();
-            break;
-        case http::field::host:
+        if (lines.count(f.name(), f.value()))
+            continue;
+        if (f.name() == http::field::host) {
             ++host_lines;
             host = f.value();
-            break;
-        case http::field::connection: ++connection_lines; break;
-        default: break;
+        } else if (f.name() == http::field::connection) {
+            ++connection_lines;
         }
     }
-    if (content_length_lines > 0 && transfer_encoding_lines > 0)
+    switch (detail::check_body_framing(lines)) {
+    case detail::body_framing_violation::none: break;
+    case detail::body_framing_violation::content_length_and_transfer_encoding:
         return framing_violation::content_length_and_transfer_encoding;
-    if (transfer_encoding_lines > 0 && version < 11)
-        return framing_violation::transfer_encoding_in_http10;
-    if (transfer_encoding_lines > 1 ||
-        (transfer_encoding_lines == 1 && !beast::iequals(trim(transfer_encoding), "chunked")))
-        return framing_violation::transfer_encoding_not_chunked;
-    if (content_length_lines > 1 || content_length.find(',') != std::string_view::npos)
+    case detail::body_framing_violation::transfer_encoding_not_chunked:
+        // RFC 9112 6.1: HTTP/1.0 has no Transfer-Encoding at all, whatever its value.
+        return version < 11 ? framing_violation::transfer_encoding_in_http10
+                            : framing_violation::transfer_encoding_not_chunked;
+    case detail::body_framing_violation::conflicting_content_length:
         return framing_violation::conflicting_content_length;
+    }
+    if (lines.transfer_encoding_lines > 0 && version < 11)
+        return framing_violation::transfer_encoding_in_http10;
     if (version >= 11 && host_lines != 1)
         return framing_violation::missing_host;
     if (host_lines > 1 || !is_valid_host(trim(host)))

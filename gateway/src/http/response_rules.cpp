@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "http/body_framing.hpp"
+
 #include <boost/beast/core/string.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_scan.hpp>
@@ -25,15 +27,6 @@ std::string_view describe(response_violation v) noexcept
 }
 
 namespace {
-
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
 
 bool is_digit(char c)
 {
@@ -106,26 +99,18 @@ bool lacks_reason_separator(std::string_view head) noexcept
 template<class Allocator>
 response_violation check_response_framing(const http::basic_fields<Allocator>& fields)
 {
-    int content_length_lines = 0;
-    int transfer_encoding_lines = 0;
-    std::string_view content_length;
-    std::string_view transfer_encoding;
-    for (const auto& f : fields) {
-        if (f.name() == http::field::content_length) {
-            ++content_length_lines;
-            content_length = f.value();
-        } else if (f.name() == http::field::transfer_encoding) {
-            ++transfer_encoding_lines;
-            transfer_encoding = f.value();
-        }
-    }
-    if (content_length_lines > 0 && transfer_encoding_lines > 0)
+    detail::body_framing_lines lines;
+    for (const auto& f : fields)
+        lines.count(f.name(), f.value());
+    switch (detail::check_body_framing(lines)) {
+    case detail::body_framing_violation::none: return response_violation::none;
+    case detail::body_framing_violation::content_length_and_transfer_encoding:
         return response_violation::content_length_and_transfer_encoding;
-    if (transfer_encoding_lines > 1 ||
-        (transfer_encoding_lines == 1 && !beast::iequals(trim(transfer_encoding), "chunked")))
+    case detail::body_framing_violation::transfer_encoding_not_chunked:
         return response_violation::transfer_encoding_not_chunked;
-    if (content_length_lines > 1 || content_length.find(',') != std::string_view::npos)
+    case detail::body_framing_violation::conflicting_content_length:
         return response_violation::conflicting_content_length;
+    }
     return response_violation::none;
 }
 
