@@ -85,7 +85,7 @@ response_type admin::answer(const http::request<http::empty_body>& req)
     auto path = req.target().substr(0, req.target().find('?'));
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     if (req.method() != http::verb::get && req.method() != http::verb::head) {
-        res = make_problem(base, problems::method_not_allowed, "the admin port answers GET only",
+        res = make_problem(base, {problems::method_not_allowed, "the admin port answers GET only"},
                            req.version(), true);
         res.set(http::field::allow, "GET, HEAD");
     } else if (path == "/healthz") {
@@ -108,7 +108,7 @@ response_type admin::answer(const http::request<http::empty_body>& req)
         }
         ctx_.route_stats.render(res.body());
     } else {
-        res = make_problem(base, problems::no_route, "admin paths: /healthz, /readyz, /metrics",
+        res = make_problem(base, {problems::no_route, "admin paths: /healthz, /readyz, /metrics"},
                            req.version(), true);
     }
     res.keep_alive(req.keep_alive());
@@ -201,13 +201,13 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     auto generation = ctx_.live();
     auto base = generation ? generation->cfg.problems.type_base() : config::default_problem_base;
     if (ctx_.boot.admin.token.empty() || !store_)
-        co_return make_problem(base, problems::no_route, "the admin API is off (set admin.token_env)",
+        co_return make_problem(base, {problems::no_route, "the admin API is off (set admin.token_env)"},
                                version, true);
     auto auth = req[http::field::authorization];
     constexpr std::string_view bearer = "Bearer ";
     if (auth.size() <= bearer.size() || !beast::iequals(auth.substr(0, bearer.size()), bearer) ||
         !token_matches(auth.substr(bearer.size()), ctx_.boot.admin.token)) {
-        auto res = make_problem(base, problems::unauthorized, "a valid admin bearer token is required",
+        auto res = make_problem(base, {problems::unauthorized, "a valid admin bearer token is required"},
                                 version, true);
         res.set(http::field::www_authenticate, "Bearer realm=\"idemgate-admin\"");
         co_return res;
@@ -215,7 +215,7 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     auto path = req.target().substr(0, req.target().find('?'));
     if (path == "/admin/v1/reload") {
         if (req.method() != http::verb::post) {
-            auto res = make_problem(base, problems::method_not_allowed, "/admin/v1/reload answers POST",
+            auto res = make_problem(base, {problems::method_not_allowed, "/admin/v1/reload answers POST"},
                                     version, true);
             res.set(http::field::allow, "POST");
             co_return res;
@@ -223,9 +223,11 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         std::vector<std::string> problems_found;
         if (!reload_ || !reload_(problems_found)) {
             // 422 with every problem, each naming its key path: the old configuration is live.
-            auto res = make_problem(base, problems::invalid_configuration,
-                                    "the configuration file has problems; the running configuration is kept",
-                                    version, true);
+            auto res =
+                make_problem(base,
+                             {problems::invalid_configuration,
+                              "the configuration file has problems; the running configuration is kept"},
+                             version, true);
             auto body = boost::json::parse(res.body()).as_object();
             boost::json::array list;
             for (const auto& p : problems_found)
@@ -244,44 +246,47 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         co_return res;
     }
     if (path != "/admin/v1/records")
-        co_return make_problem(base, problems::no_route,
-                               "admin API paths: /admin/v1/records, /admin/v1/reload", version, true);
+        co_return make_problem(base,
+                               {problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload"},
+                               version, true);
     if (req.method() != http::verb::get && req.method() != http::verb::delete_) {
-        auto res = make_problem(base, problems::method_not_allowed,
-                                "/admin/v1/records answers GET and DELETE", version, true);
+        auto res = make_problem(
+            base, {problems::method_not_allowed, "/admin/v1/records answers GET and DELETE"}, version, true);
         res.set(http::field::allow, "GET, DELETE");
         co_return res;
     }
     auto params = query_params(req.target());
     if (!params)
-        co_return make_problem(base, problems::bad_request, "the query string is not valid percent-encoding",
-                               version, true);
+        co_return make_problem(
+            base, {problems::bad_request, "the query string is not valid percent-encoding"}, version, true);
     std::string key;
     scope_source source; // the record's scope, resolved as the filter resolves a request's
     for (const auto& [name, value] : *params) {
         if (name == "key")
             key = value;
         else if (name == "credential" && ctx_.boot.store.key_secret.empty())
-            co_return make_problem(base, problems::bad_request,
-                                   "credential given but store.key_secret_env is not set", version, true);
+            co_return make_problem(
+                base, {problems::bad_request, "credential given but store.key_secret_env is not set"},
+                version, true);
         else if (name == "principal" && !is_principal(value))
-            co_return make_problem(base, problems::bad_request,
-                                   "principal must be as the access log shows it: per credential header "
-                                   "64 lower-case hex digits or \"-\", joined by ','",
+            co_return make_problem(base,
+                                   {problems::bad_request,
+                                    "principal must be as the access log shows it: per credential header "
+                                    "64 lower-case hex digits or \"-\", joined by ','"},
                                    version, true);
         else
             set_scope_parameter(source, name, value);
     }
     if (!source.principal.empty() && !source.credentials.empty())
-        co_return make_problem(base, problems::bad_request, "give credential= or principal=, not both",
+        co_return make_problem(base, {problems::bad_request, "give credential= or principal=, not both"},
                                version, true);
     if (key.empty())
-        co_return make_problem(base, problems::bad_request, "the key parameter is required", version, true);
+        co_return make_problem(base, {problems::bad_request, "the key parameter is required"}, version, true);
     // The key as a client sends it: a quoted spelling names the same record as the bare one.
     std::string decoded;
     auto parsed = parse_key_field(key, decoded);
     if (parsed.error != key_syntax::ok)
-        co_return make_problem(base, problems::bad_request, describe(parsed.error, parsed.offset, "key"),
+        co_return make_problem(base, {problems::bad_request, describe(parsed.error, parsed.offset, "key")},
                                version, true);
     auto resolved = resolve_scope(source, ctx_.boot.store.key_secret);
     store::scope scope{resolved.tenant, parsed.key};
@@ -289,25 +294,25 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         bool removed = false;
         auto ec = co_await store_->remove(scope, removed);
         if (ec)
-            co_return make_problem(base, problems::store_unavailable, "the store failed: " + ec.message(),
+            co_return make_problem(base, {problems::store_unavailable, "the store failed: " + ec.message()},
                                    version, true);
         // The tenant part of the scope, without the credentials (they start at a space) and the
         // route (at 0x02).
         auto tenant = scope.tenant.substr(0, scope.tenant.find_first_of(std::string_view(" \x02", 2)));
         log::warn("admin: record deleted", {{"tenant", tenant}, {"key", scope.key}, {"found", removed}});
         if (!removed)
-            co_return make_problem(base, problems::record_not_found, "no record for this scope and key",
+            co_return make_problem(base, {problems::record_not_found, "no record for this scope and key"},
                                    version, true);
         response_type res{http::status::no_content, version};
         co_return res;
     }
     auto found = co_await store_->lookup(scope);
     if (found.ec)
-        co_return make_problem(base, problems::store_unavailable, "the store failed: " + found.ec.message(),
+        co_return make_problem(base, {problems::store_unavailable, "the store failed: " + found.ec.message()},
                                version, true);
     if (!found.existing)
-        co_return make_problem(base, problems::record_not_found, "no record for this scope and key", version,
-                               true);
+        co_return make_problem(base, {problems::record_not_found, "no record for this scope and key"},
+                               version, true);
     boost::json::object body;
     body["state"] = state_name(found.existing->state);
     body["fingerprint"] = found.existing->fingerprint;

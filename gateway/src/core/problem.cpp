@@ -7,13 +7,11 @@
 
 namespace idemgate::gateway {
 
-http::response<http::string_body, pooled_fields> make_problem(std::string_view type_base, const problem& p,
-                                                              std::string_view detail, unsigned version,
-                                                              bool keep_alive, std::string_view instance,
-                                                              unsigned status_override,
-                                                              std::span<const problem_member> members)
+http::response<http::string_body, pooled_fields>
+make_problem(std::string_view type_base, const problem_answer& a, unsigned version, bool keep_alive)
 {
-    unsigned status = status_override ? status_override : static_cast<unsigned>(p.status);
+    const problem& p = a.type;
+    unsigned status = a.status_override ? a.status_override : static_cast<unsigned>(p.status);
     boost::json::object body;
     std::string type;
     type.reserve(type_base.size() + p.slug.size());
@@ -22,10 +20,10 @@ http::response<http::string_body, pooled_fields> make_problem(std::string_view t
     body["type"] = std::move(type);
     body["title"] = p.title;
     body["status"] = status;
-    body["detail"] = detail;
-    if (!instance.empty())
-        body["instance"] = instance;
-    for (const auto& [name, value] : members)
+    body["detail"] = a.detail;
+    if (!a.instance.empty())
+        body["instance"] = a.instance;
+    for (const auto& [name, value] : a.members)
         body[name] = value;
     http::response<http::string_body, pooled_fields> res{http::int_to_status(status), version};
     res.set(http::field::content_type, "application/problem+json");

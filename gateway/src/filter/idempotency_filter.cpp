@@ -36,8 +36,9 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
     handled& out = ex.answer;
     if (req.method() == http::verb::connect) {
         // A tunnel is not a request the gateway can guard, record or replay: never forwarded.
-        out.response = make_problem(env.cfg().problems.type_base(), problems::method_not_supported,
-                                    "CONNECT is not proxied", req.version(), true);
+        out.response =
+            make_problem(env.cfg().problems.type_base(),
+                         {problems::method_not_supported, "CONNECT is not proxied"}, req.version(), true);
         out.result = outcome::rejected;
         co_return;
     }
@@ -96,8 +97,9 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
             } else {
                 // No codec to pass it on through: refused as if over max_response_body.
                 h.big->rest.reset();
-                h.response = make_problem(env.cfg().problems.type_base(), problems::bad_gateway,
-                                          "the answer is too large to record", req.version(), false);
+                h.response = make_problem(env.cfg().problems.type_base(),
+                                          {problems::bad_gateway, "the answer is too large to record"},
+                                          req.version(), false);
             }
         }
         if (owner)

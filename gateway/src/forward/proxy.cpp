@@ -288,10 +288,11 @@ bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route
                   {{"upstream", route.upstream},
                    {"status", static_cast<std::int64_t>(result.response.result_int())},
                    {"content_length", result.length ? static_cast<std::int64_t>(*result.length) : -1}});
-        h.response = make_problem(env.cfg().problems.type_base(), problems::bad_gateway,
-                                  "upstream \"" + route.upstream +
-                                      "\": the answer's body is over limits.max_response_body",
-                                  client_version, false);
+        h.response = make_problem(
+            env.cfg().problems.type_base(),
+            {problems::bad_gateway,
+             "upstream \"" + route.upstream + "\": the answer's body is over limits.max_response_body"},
+            client_version, false);
         return true;
     }
     if (result.ec && result.began_status) {
@@ -307,10 +308,12 @@ bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route
                   {{"upstream", route.upstream},
                    {"status", static_cast<std::int64_t>(result.began_status)},
                    {"error", result.ec.message()}});
-        h.response = make_problem(env.cfg().problems.type_base(), problems::bad_gateway,
-                                  "upstream \"" + route.upstream + "\": " + result.ec.message() +
-                                      " after its status line (" + std::to_string(result.began_status) + ")",
-                                  client_version, true);
+        h.response =
+            make_problem(env.cfg().problems.type_base(),
+                         {problems::bad_gateway,
+                          "upstream \"" + route.upstream + "\": " + result.ec.message() +
+                              " after its status line (" + std::to_string(result.began_status) + ")"},
+                         client_version, true);
         return true;
     }
     if (result.ec) {
@@ -320,9 +323,10 @@ bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route
             request_id = req[request_id_header];
         log_upstream_failure(route, h, result.sent, request_id);
         bool timed_out = result.ec == make_error_code(error::upstream_timeout);
-        h.response = make_problem(
-            env.cfg().problems.type_base(), timed_out ? problems::gateway_timeout : problems::bad_gateway,
-            "upstream \"" + route.upstream + "\": " + result.ec.message(), client_version, true);
+        h.response = make_problem(env.cfg().problems.type_base(),
+                                  {timed_out ? problems::gateway_timeout : problems::bad_gateway,
+                                   "upstream \"" + route.upstream + "\": " + result.ec.message()},
+                                  client_version, true);
         return false;
     }
     if (result.response.result_int() >= 500)

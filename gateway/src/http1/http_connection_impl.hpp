@@ -97,7 +97,7 @@ private:
         auto& ex = ex_;
         ex.req = header;
         auto& res = ex.answer.response;
-        res = make_problem(cfg_->problems.type_base(), p, detail, version ? version : 11, false);
+        res = make_problem(cfg_->problems.type_base(), {p, detail}, version ? version : 11, false);
         // A request whose header could not be read still gets an ID, to match log and answer.
         if (ex.ids.request_id.empty() && !cfg_->request_id_header.empty())
             new_request_id(ex.ids.request_id);

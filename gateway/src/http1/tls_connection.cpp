@@ -27,8 +27,9 @@ namespace ssl = boost::asio::ssl;
 asio::awaitable<void> refuse_plain_http(const config::config& cfg, beast::tcp_stream& tcp_layer)
 {
     const auto& timeouts = cfg.timeouts;
-    auto res = make_problem(cfg.problems.type_base(), problems::plain_http_to_tls,
-                            "this port serves HTTPS only: use https://", 11, false);
+    auto res =
+        make_problem(cfg.problems.type_base(),
+                     {problems::plain_http_to_tls, "this port serves HTTPS only: use https://"}, 11, false);
     res.set(http::field::date, http_date_now());
     std::string scratch;
     auto ec = co_await write_message(tcp_layer, res, scratch, timeouts.client_write);

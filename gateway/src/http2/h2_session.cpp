@@ -229,7 +229,7 @@ void h2_session::reject(h2_stream& s, const problem& p, std::string_view detail)
 {
     const auto& cfg = s.ex.env->cfg();
     s.ex.answer.clear();
-    s.ex.answer.response = make_problem(cfg.problems.type_base(), p, detail, 11, false);
+    s.ex.answer.response = make_problem(cfg.problems.type_base(), {p, detail}, 11, false);
     s.ex.answer.result = outcome::rejected;
     if (s.headers_done) {
         s.ex.answer.status_header = status_header_for(cfg, s.req);

@@ -163,9 +163,13 @@ void render_refusal(handled& h, const refused& r, std::string_view type_base, un
         members[count++] = {"location", r.location};
     if (!r.original_time.empty())
         members[count++] = {"original_time", r.original_time};
-    h.response = make_problem(type_base, row.type, detail, version, !row.close, {},
-                              row.status_from_route ? route_status : 0,
-                              std::span<const problem_member>(members.data(), count));
+    h.response = make_problem(type_base,
+                              {row.type,
+                               detail,
+                               {},
+                               row.status_from_route ? route_status : 0,
+                               std::span<const problem_member>(members.data(), count)},
+                              version, !row.close);
     if (r.original_status != 0) {
         add_number_member(h.response.body(), "original_status", r.original_status);
         h.response.prepare_payload();

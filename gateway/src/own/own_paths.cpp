@@ -33,8 +33,9 @@ std::optional<response_type> answer_own_path(const config::config& cfg, const re
         return std::nullopt;
     auto base = cfg.problems.type_base();
     if (req.method() != http::verb::get) {
-        auto res = make_problem(base, problems::method_not_allowed,
-                                "the gateway answers GET only on this path", req.version(), req.keep_alive());
+        auto res =
+            make_problem(base, {problems::method_not_allowed, "the gateway answers GET only on this path"},
+                         req.version(), req.keep_alive());
         res.set(http::field::allow, "GET");
         return res;
     }
@@ -44,7 +45,7 @@ std::optional<response_type> answer_own_path(const config::config& cfg, const re
         return document(req.version(), req.keep_alive(), "application/json", contract_json(cfg));
     if (auto page = problem_page(path.substr(config::default_problem_base.size())))
         return document(req.version(), req.keep_alive(), "text/html; charset=utf-8", std::move(*page));
-    return make_problem(base, problems::no_route, "the gateway documents no problem type of this name",
+    return make_problem(base, {problems::no_route, "the gateway documents no problem type of this name"},
                         req.version(), req.keep_alive());
 }
 
