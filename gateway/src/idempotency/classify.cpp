@@ -78,9 +78,10 @@ std::string missing_body_key_detail(const config::idempotency_config& policy, co
 } // namespace
 
 std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
-                                        const client_info& client, request_facts& facts,
-                                        request_verdict& verdict, std::string& key_storage)
+                                        const client_info& client, classification& out)
 {
+    request_facts& facts = out.facts;
+    std::string& key_storage = out.key_storage;
     const auto& policy = route.idempotency;
     facts.method = req.method_string();
     json_key body_key;
@@ -116,15 +117,18 @@ std::optional<refused> classify_request(const config::route_config& route, const
         // Not guarded at all: only whether a key came matters, to tell the client it was ignored.
         facts.key_count = find_header(req, policy.key_header).count;
     }
-    verdict = classify(policy, facts);
-    return refusal_for(policy, facts, verdict, body_key);
+    out.verdict = classify(policy, facts);
+    return refusal_for(policy, facts, out.verdict, body_key);
 }
 
-std::optional<refused> classify_lookup(const config::route_config& route, const request_type& req,
-                                       const client_info& client, std::string_view key_text,
-                                       request_facts& facts, std::string& path_storage,
-                                       std::string& key_storage)
+std::optional<refused> classify_lookup(const config::route_config& route, const request_exchange& ex,
+                                       std::string_view key_text, classification& out)
 {
+    const request_type& req = *ex.req;
+    const client_info& client = *ex.client;
+    request_facts& facts = out.facts;
+    std::string& path_storage = out.path_storage;
+    std::string& key_storage = out.key_storage;
     const auto& policy = route.idempotency;
     if (!percent_decode(key_text, path_storage))
         return refused{refusal::invalid_key, "the key in the lookup path is not valid percent-encoding"};

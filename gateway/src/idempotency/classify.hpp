@@ -3,6 +3,7 @@
 // The classify phase of the idempotency filter: which route a request takes, whether it is
 // guarded, and whether its key, tenant and Connection header are well-formed. No store, no I/O.
 #include "core/exchange.hpp"
+#include "core/request_exchange.hpp"
 #include "idempotency/refusal.hpp"
 
 #include <idemgate/config/config.hpp>
@@ -18,22 +19,28 @@ namespace idemgate::gateway::detail {
 // (<idemgate/common/path_normal_form.hpp>), without the query; "*" (OPTIONS *) is taken as "/".
 const config::route_config* match_route(const config::config& cfg, std::string_view path);
 
+// What classify learned of a request: its facts (method, key, tenant), the decision's verdict,
+// and the storage its views point into (a quoted key with escapes decoded; a lookup's key
+// percent-decoded). Not copied or moved once filled: `facts` views `key_storage`.
+struct classification {
+    request_facts facts;
+    request_verdict verdict = request_verdict::pass_through;
+    std::string key_storage;
+    std::string path_storage;
+};
+
 // Is the request guarded, and are its key and tenant well-formed? Returns the refusal (a
-// rejection, answered before the store), or nothing with `facts` and `verdict` filled for a
-// guarded or pass-through request. A quoted key with escapes is decoded into `key_storage`,
-// which facts.key then points into.
+// rejection, answered before the store), or nothing with `out.facts` and `out.verdict` filled for
+// a guarded or pass-through request.
 std::optional<refused> classify_request(const config::route_config& route, const request_type& req,
-                                        const client_info& client, request_facts& facts,
-                                        request_verdict& verdict, std::string& key_storage);
+                                        const client_info& client, classification& out);
 
 // A client lookup (GET <client_lookup_path><key_text>) judged as a guarded request to `route`
-// carrying that key would be: the key percent-decoded (into `path_storage`) and read like the key
-// field (a quoted key with escapes decoded into `key_storage`), its format, the tenant. Returns the
-// refusal, or nothing with `facts` filled.
-std::optional<refused> classify_lookup(const config::route_config& route, const request_type& req,
-                                       const client_info& client, std::string_view key_text,
-                                       request_facts& facts, std::string& path_storage,
-                                       std::string& key_storage);
+// carrying that key would be: the key percent-decoded (into `out.path_storage`) and read like the
+// key field, its format, the tenant; the request and client from `ex`. Returns the refusal, or
+// nothing with `out.facts` filled.
+std::optional<refused> classify_lookup(const config::route_config& route, const request_exchange& ex,
+                                       std::string_view key_text, classification& out);
 
 // The refusal of a request the decision rejected (`verdict`), worded from the route's policy; nothing
 // for guard and pass_through. `body_key`: what the JSON body gave, for a body key's absence.

@@ -52,8 +52,8 @@ boost::system::error_code account(metrics& stats, store_op op, clock_type::time_
 }
 
 request_phases::request_phases(gateway_context& ctx, worker& w, request_exchange& ex)
-    : ctx_(ctx), w_(w), env_(*ex.env), req_(*ex.req), client_(*ex.client), trace_(ex.trace_or_null()),
-      version_(ex.req->version()), h_(ex.answer)
+    : ctx_(ctx), w_(w), ex_(ex), env_(*ex.env), req_(*ex.req), client_(*ex.client),
+      trace_(ex.trace_or_null()), version_(ex.req->version()), h_(ex.answer)
 {
 }
 
@@ -106,8 +106,7 @@ phase_result request_phases::classify()
     if ((route_ = lookup_route(env_.cfg(), req_.target(), lookup_key))) {
         lookup_ = true;
         normal_target_ = req_.target(); // a lookup path is matched as spelled
-        if (auto rejection =
-                classify_lookup(*route_, req_, client_, lookup_key, facts_, lookup_path_key_, key_storage_))
+        if (auto rejection = classify_lookup(*route_, ex_, lookup_key, cls_))
             return refuse(std::move(*rejection));
         return phase_result::next;
     }
@@ -121,15 +120,15 @@ phase_result request_phases::classify()
     if (!route_)
         return refuse({refusal::no_route});
     shadow_ = policy().mode == config::route_mode::shadow;
-    if (auto rejection = classify_request(*route_, req_, client_, facts_, verdict_, key_storage_)) {
+    if (auto rejection = classify_request(*route_, req_, client_, cls_)) {
         // Shadow mode changes nothing the client sees: a request enforcement would refuse for its
         // key or tenant is forwarded, and the refusal is only counted.
-        if (!shadow_ || shadow_after_classify(verdict_) != shadow_finding::would_reject)
+        if (!shadow_ || shadow_after_classify(cls_.verdict) != shadow_finding::would_reject)
             return refuse(std::move(*rejection));
         h_.shadow = shadow_finding::would_reject;
-        verdict_ = request_verdict::pass_through;
+        cls_.verdict = request_verdict::pass_through;
     }
-    if (verdict_ != request_verdict::pass_through)
+    if (cls_.verdict != request_verdict::pass_through)
         return phase_result::next;
     h_.key_state = key_status::ignored; // told only when a key came
     if (h_.shadow != shadow_finding::none)
@@ -140,8 +139,8 @@ phase_result request_phases::classify()
 phase_result request_phases::scope()
 {
     // Copies: forwarding may erase header lines these views point into.
-    h_.key = std::string(facts_.key);
-    h_.tenant = std::string(facts_.tenant);
+    h_.key = std::string(cls_.facts.key);
+    h_.tenant = std::string(cls_.facts.tenant);
     auto resolved = resolve_scope(request_scope_source(*route_, h_.tenant, req_), ctx_.boot.store.key_secret);
     scope_tenant_ = std::move(resolved.tenant);
     h_.principal = std::move(resolved.principal);
@@ -402,7 +401,7 @@ bool request_phases::tells_key_status() const
 {
     // A key came, or the route takes keys from the body and guards this method: the client may
     // believe its body carried one, so it is told that none was found (ignored).
-    return facts_.key_count > 0 ||
+    return cls_.facts.key_count > 0 ||
            (policy().key_from != config::key_source::header && guards_method(policy(), req_.method_string()));
 }
 

@@ -9,6 +9,7 @@
 // handle_request (idempotency_filter.cpp) runs the phases in this order and is the one place a
 // request is forwarded; settle runs only after a request forwarded as its key's owner.
 #include "core/request_exchange.hpp"
+#include "idempotency/classify.hpp"
 #include "idempotency/refusal.hpp"
 #include "observability/request_trace.hpp"
 #include "state/worker.hpp"
@@ -106,6 +107,7 @@ private:
 
     gateway_context& ctx_;
     worker& w_;
+    const request_exchange& ex_;
     const request_env& env_;
     request_type& req_;
     const client_info& client_;
@@ -118,11 +120,8 @@ private:
     std::string_view normal_target_;
     std::string target_storage_;
     bool shadow_ = false;
-    request_facts facts_;
-    std::string key_storage_; // a quoted key with escapes, decoded (facts_.key points into it)
+    classification cls_; // what classify found: facts, verdict, the key's storage
     bool lookup_ = false;
-    std::string lookup_path_key_; // a client lookup's key, percent-decoded
-    request_verdict verdict_ = request_verdict::pass_through;
     handled& h_;
     std::optional<refused> refusal_;
 
