@@ -21,7 +21,7 @@ if [[ "${CONTAINER:-1}" != 0 ]]; then
   base_pid=$!
 fi
 
-bash scripts/build.sh
+bash scripts/build.sh -DIDEMGATE_TEST_BACKEND=ON # package.sh may have turned it off in build/
 echo "test.sh: main build done after $((SECONDS - started)) s"
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "${JOBS:-2}" --timeout 600)
 echo "test.sh: main suite done after $((SECONDS - started)) s"

@@ -20,7 +20,12 @@ struct endpoint {
     std::string to_string() const { return host + ":" + std::to_string(port); }
 };
 
+#ifdef IDEMGATE_TEST_BACKEND
+// map: the test-only backend (store/src/map/), in the tests' builds only, never in a release.
+BOOST_DEFINE_ENUM_CLASS(store_type, memory, redis, map);
+#else
 BOOST_DEFINE_ENUM_CLASS(store_type, memory, redis);
+#endif
 BOOST_DEFINE_ENUM_CLASS(failure_mode, reject, pass_through);
 
 // TLS from the gateway as a client: to Redis (store.redis.tls, managed Redis) and to an
