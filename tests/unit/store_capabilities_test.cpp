@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a configuration asks of the store, matched against what a backend offers: each setting
-// that needs a capability the backend lacks is a problem naming its key path.
+// that needs a capability the backend lacks is a problem naming its key path; and a backend's row
+// states the capabilities its sessions answer.
+#include <boost/asio/io_context.hpp>
 #include <doctest/doctest.h>
 #include <idemgate/config/config.hpp>
 #include <idemgate/store/backend_factory.hpp>
@@ -73,4 +75,39 @@ TEST_CASE("a route without an idempotency block and an unlimited tenant ask for 
     CHECK(store::missing_capabilities(c, 0, "map") ==
           std::vector<std::string>{
               "tenants.globex.new_keys_per_second: store.type map does not keep tenant quotas"});
+}
+
+namespace {
+
+// The capability bits a session answers with a non-null accessor.
+unsigned answered(store::session& s)
+{
+    unsigned out = 0;
+    auto bit = [&](bool offered, store::capability c) { out |= offered ? static_cast<unsigned>(c) : 0u; };
+    bit(s.waits() != nullptr, store::capability::wait);
+    bit(s.tombstones() != nullptr, store::capability::tombstones);
+    bit(s.attempts() != nullptr, store::capability::attempts);
+    bit(s.probes() != nullptr, store::capability::probes);
+    bit(s.quotas() != nullptr, store::capability::quotas);
+    return out;
+}
+
+void check_row_matches_session(cfg::store_type type)
+{
+    cfg::store_config c;
+    c.type = type;
+    boost::asio::io_context ioc;
+    auto backend = store::make_backend(c);
+    auto session = backend->open_session(ioc.get_executor());
+    CHECK(answered(*session) == store::backend_capabilities(type));
+}
+
+} // namespace
+
+TEST_CASE("an in-process backend's row states exactly the capabilities its sessions answer")
+{
+    check_row_matches_session(cfg::store_type::memory);
+#ifdef IDEMGATE_TEST_BACKEND
+    check_row_matches_session(cfg::store_type::map);
+#endif
 }
