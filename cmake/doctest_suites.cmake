@@ -3,7 +3,7 @@
 # it runs and the entry's name says what it ran.
 #
 #   idemgate_doctest_suites(<target> PREFIX <name> [STORES <store>...] [LABELS <label>...]
-#                           [TIMEOUT <seconds>])
+#                           [TIMEOUT <seconds>] [ONLY <store>=<suite>...])
 #
 # Each time <target> is linked, doctest_suites_discover.cmake asks it for its test cases
 # (`--list-test-cases`, which leaves out the cases a `doctest::skip` decorator skips) and writes
@@ -17,14 +17,15 @@
 # store with IDEMGATE_TEST_STORE set to it; the first store's entries carry no suffix, the others'
 # end in .<store> (gateway.proxy, gateway.proxy.redis, gateway.proxy.cluster). A suite none of whose
 # cases runs on a store (all skipped there) gets no entry for that store. Every entry carries LABELS
-# and, with STORES, the label store-<store>.
+# and, with STORES, the label store-<store>. ONLY limits a store to the suites it names (a store
+# named in no ONLY item gets every suite): the test-only store runs a chosen set (tests/gateway).
 #
 # The entries are read by ctest from <target>_suites.cmake in the build directory; until the target
 # is built, one entry <PREFIX>.NOT_BUILT stands for them and fails.
 set(IDEMGATE_DOCTEST_SUITES_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/doctest_suites_discover.cmake)
 
 function(idemgate_doctest_suites target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TIMEOUT" "STORES;LABELS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PREFIX;TIMEOUT" "STORES;LABELS;ONLY")
   if(NOT arg_PREFIX)
     message(FATAL_ERROR "idemgate_doctest_suites(${target}): PREFIX is required")
   endif()
@@ -39,7 +40,7 @@ function(idemgate_doctest_suites target)
     BYPRODUCTS ${entries}
     COMMAND ${CMAKE_COMMAND} -D "EXECUTABLE=$<TARGET_FILE:${target}>" -D "TARGET=${target}"
             -D "PREFIX=${arg_PREFIX}" -D "STORES=${arg_STORES}" -D "LABELS=${arg_LABELS}"
-            -D "TIMEOUT=${arg_TIMEOUT}" -D "WORKING_DIRECTORY=${CMAKE_CURRENT_BINARY_DIR}"
+            -D "TIMEOUT=${arg_TIMEOUT}" -D "ONLY=${arg_ONLY}" -D "WORKING_DIRECTORY=${CMAKE_CURRENT_BINARY_DIR}"
             -D "OUTPUT=${entries}" -P ${IDEMGATE_DOCTEST_SUITES_SCRIPT}
     COMMENT "Listing the doctest suites of ${target} for ctest"
     VERBATIM)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Run after a doctest executable is built (see doctest_suites.cmake): lists its test cases once per
 # store and writes OUTPUT, the ctest entries, one per suite (and per file for cases outside any
-# suite). Inputs: EXECUTABLE, TARGET, PREFIX, STORES, LABELS, TIMEOUT, WORKING_DIRECTORY, OUTPUT.
+# suite). Inputs: EXECUTABLE, TARGET, PREFIX, STORES, LABELS, TIMEOUT, ONLY (<store>=<suite> items:
+# that store gets those suites only), WORKING_DIRECTORY, OUTPUT.
 cmake_minimum_required(VERSION 3.20)
 
 # doctest's filters split at commas (a backslash escapes one) and match the whole name with the
@@ -60,6 +61,13 @@ foreach(store IN LISTS stores)
     endif()
   endif()
   set(first FALSE)
+  # The suites ONLY gives this store; none listed: every suite.
+  set(only_suites "")
+  foreach(item IN LISTS ONLY)
+    if(item MATCHES "^([^=]*)=(.*)$" AND CMAKE_MATCH_1 STREQUAL store)
+      list(APPEND only_suites "${CMAKE_MATCH_2}")
+    endif()
+  endforeach()
 
   execute_process(
     COMMAND ${CMAKE_COMMAND} -E env ${env} ${EXECUTABLE} --list-test-cases --reporters=xml --no-version
@@ -122,6 +130,12 @@ foreach(store IN LISTS stores)
       string(APPEND key "${char}")
       math(EXPR at "${at} + 2")
     endwhile()
+    if(NOT only_suites STREQUAL "")
+      string(REGEX REPLACE "^suite:" "" only_key "${key}")
+      if(NOT key MATCHES "^suite:" OR NOT only_key IN_LIST only_suites)
+        continue()
+      endif()
+    endif()
     if(key MATCHES "^suite:(.*)$")
       set(suite "${CMAKE_MATCH_1}")
       doctest_filter_of("${suite}" filter)

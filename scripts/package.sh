@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build}"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DCMAKE_INSTALL_PREFIX=/usr \
+  -DIDEMGATE_TEST_BACKEND=OFF >/dev/null
 cmake --build "$build_dir" -j "${JOBS:-2}" --target idemgate idemgate-loadtest man_pages
 (cd "$build_dir" && cpack -G DEB >/dev/null)
 version=$(sed -n 's/^project(idemgate VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)

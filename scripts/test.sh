@@ -21,7 +21,7 @@ if [[ "${CONTAINER:-1}" != 0 ]]; then
   base_pid=$!
 fi
 
-bash scripts/build.sh
+bash scripts/build.sh -DIDEMGATE_TEST_BACKEND=ON # package.sh may have turned it off in build/
 echo "test.sh: main build done after $((SECONDS - started)) s"
 
 asan_dir="${ASAN_BUILD_DIR:-build-asan}"

@@ -11,6 +11,8 @@
 #include <boost/mp11/algorithm.hpp>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace idemgate::config::detail {
 
@@ -188,6 +190,8 @@ struct a_number {
 // <what> (use a, b or c)" otherwise. read_given: true when the key was given and valid.
 struct a_choice {
     const char* what;
+    // A name accepted but not offered in the message (a build's test-only value); nullptr: none.
+    const char* unlisted = nullptr;
     template<class Enum>
     bool read_given(loader& l, const map_view& m, std::string_view k, Enum& out) const
     {
@@ -196,17 +200,20 @@ struct a_choice {
         if (!text)
             return false;
         bool found = false;
-        std::string names;
-        std::size_t i = 0;
+        std::vector<std::string_view> offered;
         boost::mp11::mp_for_each<choices>([&](auto choice) {
             if (*text == choice.name && !found) {
                 out = choice.value;
                 found = true;
             }
-            names += i == 0 ? "" : i + 1 == boost::mp11::mp_size<choices>::value ? " or " : ", ";
-            names += choice.name;
-            ++i;
+            if (!unlisted || std::string_view(choice.name) != unlisted)
+                offered.push_back(choice.name);
         });
+        std::string names;
+        for (std::size_t i = 0; i < offered.size(); ++i) {
+            names += i == 0 ? "" : i + 1 == offered.size() ? " or " : ", ";
+            names += offered[i];
+        }
         if (!found)
             l.problem(m.path_of(k), quote(*text) + " is not " + what + " (use " + names + ")");
         return found;

@@ -2,6 +2,9 @@
 #include "backend_table.hpp"
 #include "memory/memory_backend.hpp"
 #include "redis/redis_backend.hpp"
+#ifdef IDEMGATE_TEST_BACKEND
+#include "map/map_backend.hpp"
+#endif
 
 #include <array>
 #include <cstddef>
@@ -17,9 +20,15 @@ using config::store_type;
 
 // Every backend, in the order of config::store_type.
 constexpr std::array backends{
-    detail::backend_row<&store_config::memory, detail::make_memory_store>(store_type::memory, "memory"),
+    detail::backend_row<&store_config::memory, detail::make_memory_store>(store_type::memory, "memory",
+                                                                          all_capabilities),
     detail::backend_row<&store_config::redis, detail::make_redis_store, detail::check_redis_config>(
-        store_type::redis, "redis"),
+        store_type::redis, "redis", all_capabilities),
+#ifdef IDEMGATE_TEST_BACKEND
+    detail::backend_row<nullptr, detail::make_map_store>(store_type::map, "map", detail::map_capabilities),
+#else
+    detail::absent_row(store_type::map, "map"),
+#endif
 };
 
 constexpr bool in_type_order()
@@ -54,6 +63,17 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
 std::vector<std::string> check_backend_config(const config::store_config& cfg)
 {
     return backend_for(cfg.type).check(cfg);
+}
+
+unsigned backend_capabilities(config::store_type type)
+{
+    return backend_for(type).capabilities;
+}
+
+std::vector<std::string> check_store_capabilities(const config::config& cfg, config::store_type type)
+{
+    const auto& row = backend_for(type);
+    return missing_capabilities(cfg, row.capabilities, row.name);
 }
 
 std::string consistency_guarantee(const config::store_config& cfg)

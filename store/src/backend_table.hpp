@@ -30,29 +30,53 @@ struct backend_settings {
     config::encryption_config encryption;
 };
 
-// One row: the store.type value that selects the backend, its factory, and its check (the
-// problems config::load cannot see, one line each naming the key path; empty when none).
+// One row: the store.type value that selects the backend, the capabilities its sessions offer
+// (store::capability bits: what check_store_capabilities matches the routes and tenants
+// against), its factory, and its check (the problems config::load cannot see, one line each
+// naming the key path; empty when none).
 struct backend_entry {
     config::store_type type;
     std::string_view name;
+    unsigned capabilities;
     std::shared_ptr<backend> (*make)(const config::store_config& store, const backend_settings& settings);
     std::vector<std::string> (*check)(const config::store_config& store);
 };
 
 // The row of a backend configured by the section `Section` (a pointer to a member of
-// config::store_config): `Make(section, settings)` builds it, `Check(section)` checks the
-// section (nullptr: config::load checks all of it).
+// config::store_config, or nullptr for a backend with no section of its own: then
+// `Make(settings)`): `Make(section, settings)` builds it, `Check(section)` checks the
+// section (nullptr: config::load checks all of it). Its sessions offer `capabilities` and no
+// other: a session's accessor of a capability outside them returns nullptr.
 template<auto Section, auto Make, auto Check = nullptr>
-constexpr backend_entry backend_row(config::store_type type, std::string_view name)
+constexpr backend_entry backend_row(config::store_type type, std::string_view name, unsigned capabilities)
 {
-    backend_entry row{type, name, nullptr, nullptr};
-    row.make = [](const config::store_config& store, const backend_settings& settings) {
-        return std::shared_ptr<backend>(Make(store.*Section, settings));
-    };
+    backend_entry row{type, name, capabilities, nullptr, nullptr};
+    if constexpr (std::is_null_pointer_v<decltype(Section)>) // a backend without a section
+        row.make = [](const config::store_config&, const backend_settings& settings) {
+            return std::shared_ptr<backend>(Make(settings));
+        };
+    else
+        row.make = [](const config::store_config& store, const backend_settings& settings) {
+            return std::shared_ptr<backend>(Make(store.*Section, settings));
+        };
     if constexpr (std::is_null_pointer_v<decltype(Check)>)
         row.check = [](const config::store_config&) { return std::vector<std::string>{}; };
     else
         row.check = [](const config::store_config& store) { return Check(store.*Section); };
+    return row;
+}
+
+// The row of a backend this build leaves out (the test-only one outside the tests' builds): its
+// check refuses store.type naming it, so the gateway never starts on it (its factory makes
+// nothing).
+constexpr backend_entry absent_row(config::store_type type, std::string_view name)
+{
+    backend_entry row{type, name, 0, nullptr, nullptr};
+    row.make = [](const config::store_config&, const backend_settings&) { return std::shared_ptr<backend>(); };
+    row.check = [](const config::store_config&) {
+        return std::vector<std::string>{
+            "store.type: this build has no test-only store backend (built with -DIDEMGATE_TEST_BACKEND=ON only)"};
+    };
     return row;
 }
 

@@ -1,87 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Defaults of store::session's operator operations and of store::backend's optional parts, for
-// backends that do not offer them.
+// Defaults of store::backend's optional parts, for backends that do not offer them, and the
+// checks of the condition and capability bits.
 #include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/store/store.hpp>
-
-namespace idemgate::store {
-
-boost::asio::awaitable<lookup_result> session::lookup(scope)
-{
-    lookup_result out;
-    out.ec = make_error_code(error::store_unavailable);
-    co_return out;
-}
-
-boost::asio::awaitable<boost::system::error_code> session::remove(scope, bool& removed)
-{
-    removed = false;
-    co_return make_error_code(error::store_unavailable);
-}
-
-boost::asio::awaitable<admit_result> session::admit(std::string_view, std::string_view, const tenant_limits&,
-                                                    duration)
-{
-    admit_result out;
-    out.ec = make_error_code(error::store_unavailable);
-    co_return out;
-}
-
-boost::asio::awaitable<boost::system::error_code> session::leave(std::string_view, std::string_view)
-{
-    co_return make_error_code(error::store_unavailable);
-}
-
-boost::asio::awaitable<boost::system::error_code> session::extend(scope, std::string_view, duration)
-{
-    co_return make_error_code(error::store_unavailable);
-}
-
-boost::asio::awaitable<boost::system::error_code> session::bury(scope, const record&, duration)
-{
-    co_return make_error_code(error::store_unavailable);
-}
-
-boost::asio::awaitable<tombstone_result> session::find_tombstone(scope)
-{
-    tombstone_result out;
-    out.ec = make_error_code(error::store_unavailable);
-    co_return out;
-}
-
-boost::asio::awaitable<count_result> session::count_execution(scope, duration)
-{
-    count_result out;
-    out.ec = make_error_code(error::store_unavailable);
-    co_return out;
-}
-
-boost::asio::awaitable<boost::system::error_code> session::schedule_probe(std::string_view, std::int64_t)
-{
-    co_return make_error_code(error::store_unavailable);
-}
-
-boost::asio::awaitable<probe_claim> session::claim_probes(std::int64_t, duration, std::size_t)
-{
-    probe_claim out;
-    out.ec = make_error_code(error::store_unavailable);
-    co_return out;
-}
-
-boost::asio::awaitable<boost::system::error_code> session::unschedule_probe(std::string_view)
-{
-    co_return make_error_code(error::store_unavailable);
-}
-
-boost::asio::awaitable<wait_result> session::wait_settled(scope, duration)
-{
-    wait_result out;
-    out.ec = make_error_code(error::store_unavailable);
-    co_return out;
-}
-
-} // namespace idemgate::store
 
 namespace idemgate::store {
 
@@ -121,6 +43,17 @@ constexpr bool conditions_are_bits_in_order()
     return ok;
 }
 static_assert(conditions_are_bits_in_order(), "store_condition: bit i is the i-th described condition");
+
+// Bit i of capability is its i-th described enumerator.
+constexpr bool capabilities_are_bits_in_order()
+{
+    std::size_t i = 0;
+    bool ok = true;
+    boost::mp11::mp_for_each<boost::describe::describe_enumerators<capability>>(
+        [&](auto d) { ok = ok && static_cast<unsigned>(d.value) == 1u << i++; });
+    return ok;
+}
+static_assert(capabilities_are_bits_in_order(), "capability: bit i is the i-th described capability");
 
 } // namespace
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One gateway in front of one test upstream, over the store chosen by IDEMGATE_TEST_STORE
-// (memory by default, "redis" starts a private redis-server), so every test in this folder
-// runs unchanged against each store.
+// (memory by default, "redis" starts a private redis-server, "map" is the test-only backend of
+// IDEMGATE_TEST_BACKEND builds), so every test in this folder runs unchanged against each store.
 #include "idemgate/test/harness.hpp"
 
 #include <boost/json.hpp>

@@ -277,6 +277,35 @@ TEST_CASE("bad config messages name the key path")
     CHECK(run.output.find("\"msg\":\"listening\"") == std::string::npos);
 }
 
+#ifdef IDEMGATE_TEST_BACKEND
+TEST_CASE("a setting the configured store cannot serve is refused at the key that asks for it")
+{
+    // The test-only map store keeps no tenant quotas: a limited tenant is a configuration error
+    // before start-up, not a 503 per request.
+    temp_dir dir;
+    std::string yaml = valid_yaml(free_port());
+    replace(yaml, "  type: memory\n", "  type: map\n");
+    yaml += "tenants:\n  acme:\n    max_in_flight: 2\n";
+    const std::string expected = "tenants.acme.max_in_flight: store.type map does not keep tenant quotas";
+    auto path = dir.write_file("quotas.yaml", yaml);
+    auto checked = run_idemgate({"--config", path, "--check"});
+    INFO("--check output:\n", checked.output);
+    CHECK(checked.status == 1);
+    CHECK(checked.output.find(expected) != std::string::npos);
+    auto run = run_idemgate({"--config", path});
+    INFO("run output:\n", run.output);
+    REQUIRE(run.status.has_value());
+    CHECK(*run.status != 0);
+    CHECK(run.output.find(expected) != std::string::npos);
+
+    // Without the tenant's limit the same store is accepted.
+    replace(yaml, "    max_in_flight: 2\n", "    record_ttl: 1h\n");
+    auto fine = run_idemgate({"--config", dir.write_file("fine.yaml", yaml), "--check"});
+    INFO("--check output:\n", fine.output);
+    CHECK(fine.status == 0);
+}
+#endif
+
 TEST_CASE("missing config file is an error naming the file")
 {
     const std::string path = "/nonexistent/idemgate-" + unique_key("missing") + ".yaml";

@@ -464,7 +464,7 @@ TEST_CASE(
     store::tenant_limits limits;
     limits.max_in_flight = 2;
     auto admit = [&](std::string tenant, std::string token) {
-        return run(f.ioc, f.s->admit(tenant, token, limits, 10s));
+        return run(f.ioc, f.s->quotas()->admit(tenant, token, limits, 10s));
     };
     CHECK(admit("acme", "a").verdict == store::admission::admitted);
     CHECK(admit("acme", "b").verdict == store::admission::admitted);
@@ -472,7 +472,7 @@ TEST_CASE(
     CHECK(third.verdict == store::admission::too_many_in_flight);
     CHECK(third.retry_after.count() > 0);
     CHECK(admit("globex", "g").verdict == store::admission::admitted); // tenants are separate
-    CHECK_FALSE(run(f.ioc, f.s->leave("acme", "a")));
+    CHECK_FALSE(run(f.ioc, f.s->quotas()->leave("acme", "a")));
     CHECK(admit("acme", "c").verdict == store::admission::admitted);
     CHECK(admit("acme", "d").verdict == store::admission::too_many_in_flight);
     // A reservation that never left (a crashed gateway) stops counting when its lock expires.
@@ -489,7 +489,7 @@ TEST_CASE("memory store: tenant new_keys_per_second is a token bucket with burst
     auto admit = [&] {
         std::string owner = "t";
         owner += std::to_string(++token);
-        return run(f.ioc, f.s->admit("acme", owner, limits, 10s));
+        return run(f.ioc, f.s->quotas()->admit("acme", owner, limits, 10s));
     };
     for (int i = 0; i < 4; ++i)
         CHECK(admit().verdict == store::admission::admitted);
@@ -511,7 +511,7 @@ TEST_CASE("memory store: wait_settled returns when the key completes or is relea
     store::scope sc{"", "w"};
     REQUIRE(run(f.ioc, f.s->reserve(sc, in_flight("t1"), 30s)).acquired);
     // The waiter starts first; the owner completes from another coroutine on the same context.
-    auto waited = boost::asio::co_spawn(f.ioc, f.s->wait_settled(sc, 5s), boost::asio::use_future);
+    auto waited = boost::asio::co_spawn(f.ioc, f.s->waits()->wait_settled(sc, 5s), boost::asio::use_future);
     boost::asio::co_spawn(
         f.ioc,
         [&]() -> boost::asio::awaitable<void> {
@@ -534,7 +534,7 @@ TEST_CASE("memory store: wait_settled returns when the key completes or is relea
     // Released: the waiter sees no record.
     store::scope sc2{"", "w2"};
     REQUIRE(run(f.ioc, f.s->reserve(sc2, in_flight("t2"), 30s)).acquired);
-    auto waited2 = boost::asio::co_spawn(f.ioc, f.s->wait_settled(sc2, 5s), boost::asio::use_future);
+    auto waited2 = boost::asio::co_spawn(f.ioc, f.s->waits()->wait_settled(sc2, 5s), boost::asio::use_future);
     boost::asio::co_spawn(
         f.ioc, [&]() -> boost::asio::awaitable<void> { co_await f.s->release(sc2, "t2"); },
         boost::asio::detached);
@@ -547,7 +547,7 @@ TEST_CASE("memory store: wait_settled returns when the key completes or is relea
     // Nobody settles it: timed out, still in flight.
     store::scope sc3{"", "w3"};
     REQUIRE(run(f.ioc, f.s->reserve(sc3, in_flight("t3"), 30s)).acquired);
-    auto r3 = run(f.ioc, f.s->wait_settled(sc3, 50ms));
+    auto r3 = run(f.ioc, f.s->waits()->wait_settled(sc3, 50ms));
     CHECK(r3.timed_out);
     REQUIRE(r3.existing);
     CHECK(r3.existing->state == store::record_state::in_flight);
@@ -573,16 +573,16 @@ TEST_CASE("extend restarts an owner's in-flight lock, never a completed record's
 
     auto tomb = completed(token, "");
     tomb.state = store::record_state::tombstone;
-    REQUIRE(!run(f.ioc, f.s->bury(sc, tomb, 120000ms)));
-    CHECK(run(f.ioc, f.s->find_tombstone(sc)).tombstone == tomb);
-    CHECK(run(f.ioc, f.s->count_execution(sc, 5000ms)).count == 1);
-    CHECK(run(f.ioc, f.s->count_execution(sc, 5000ms)).count == 2);
+    REQUIRE(!run(f.ioc, f.s->tombstones()->bury(sc, tomb, 120000ms)));
+    CHECK(run(f.ioc, f.s->tombstones()->find_tombstone(sc)).tombstone == tomb);
+    CHECK(run(f.ioc, f.s->attempts()->count_execution(sc, 5000ms)).count == 1);
+    CHECK(run(f.ioc, f.s->attempts()->count_execution(sc, 5000ms)).count == 2);
     f.clock.now += 6000ms; // the count expired
-    CHECK(run(f.ioc, f.s->count_execution(sc, 5000ms)).count == 1);
+    CHECK(run(f.ioc, f.s->attempts()->count_execution(sc, 5000ms)).count == 1);
     f.clock.now += 100000ms; // the record expired, the tombstone lives on
     CHECK_FALSE(run(f.ioc, f.s->lookup(sc)).existing.has_value());
-    CHECK(run(f.ioc, f.s->find_tombstone(sc)).tombstone.has_value());
+    CHECK(run(f.ioc, f.s->tombstones()->find_tombstone(sc)).tombstone.has_value());
     bool removed = false;
     run(f.ioc, f.s->remove(sc, removed)); // an operator's remove takes the tombstone too
-    CHECK_FALSE(run(f.ioc, f.s->find_tombstone(sc)).tombstone.has_value());
+    CHECK_FALSE(run(f.ioc, f.s->tombstones()->find_tombstone(sc)).tombstone.has_value());
 }

@@ -5,6 +5,7 @@
 #include "idempotency/refusal.hpp"
 #include "idempotency/request_phases.hpp"
 
+#include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 
 namespace idemgate::gateway::detail {
@@ -20,7 +21,10 @@ boost::asio::awaitable<std::optional<store::lookup_result>> request_phases::clie
     }
     if (!found.existing && policy().tombstone_ttl.count() > 0) {
         // No record: it may have expired and left a tombstone (tombstone_ttl).
-        auto buried = co_await w_.store->find_tombstone(scope_);
+        store::tombstone_result buried;
+        buried.ec = make_error_code(error::store_unavailable);
+        if (auto* tombstones = w_.store->tombstones())
+            buried = co_await tombstones->find_tombstone(scope_);
         if (buried.ec) {
             log::warn("store lookup failed",
                       {{"error", buried.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}});

@@ -204,7 +204,10 @@ asio::awaitable<phase_result> request_phases::reserve()
         action = *waited;
     }
     if (action == reserve_action::look_for_tombstone) {
-        auto found = co_await w_.store->find_tombstone(scope_);
+        store::tombstone_result found;
+        found.ec = make_error_code(error::store_unavailable);
+        if (auto* tombstones = w_.store->tombstones())
+            found = co_await tombstones->find_tombstone(scope_);
         if (found.ec)
             log::coalesced(log::level::warn, "store could not look for a tombstone", found.ec.message(),
                            {{"error", found.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
@@ -282,7 +285,10 @@ request_phases::wait_for_first(std::optional<store::record>& existing)
         stats.waits[static_cast<int>(wait_end::refused)].fetch_add(1, std::memory_order_relaxed);
         co_return std::nullopt;
     }
-    store::wait_result waited = co_await w_.store->wait_settled(scope_, policy().wait_timeout);
+    store::wait_result waited;
+    waited.ec = make_error_code(error::store_unavailable);
+    if (auto* waits = w_.store->waits())
+        waited = co_await waits->wait_settled(scope_, policy().wait_timeout);
     stats.waiting.fetch_sub(1, std::memory_order_relaxed);
     if (waited.ec)
         log::coalesced(log::level::warn, "store failed while a duplicate waited; answered 409",
@@ -326,8 +332,10 @@ phase_result request_phases::replay(store::record&& existing)
 
 asio::awaitable<phase_result> request_phases::admit()
 {
-    store::admit_result adm =
-        co_await w_.store->admit(h_.tenant, in_flight_.owner_token, tenant_.limits, tenant_.lock_ttl);
+    store::admit_result adm;
+    adm.ec = make_error_code(error::store_unavailable);
+    if (auto* quotas = w_.store->quotas())
+        adm = co_await quotas->admit(h_.tenant, in_flight_.owner_token, tenant_.limits, tenant_.lock_ttl);
     if (adm.ec) {
         ctx_.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
         log::coalesced(log::level::warn, "store could not check the tenant quota", adm.ec.message(),
@@ -356,7 +364,10 @@ asio::awaitable<void> request_phases::number_attempt()
     const auto& header = policy().attempt_header;
     req_.erase(header); // only the gateway says which execution this is
     // Kept as long as a retry of this key could still execute after a release.
-    auto counted = co_await w_.store->count_execution(scope_, tenant_.lock_ttl + tenant_.record_ttl);
+    store::count_result counted;
+    counted.ec = make_error_code(error::store_unavailable);
+    if (auto* attempts = w_.store->attempts())
+        counted = co_await attempts->count_execution(scope_, tenant_.lock_ttl + tenant_.record_ttl);
     if (counted.ec) {
         log::coalesced(log::level::warn,
                        "store could not count the key's executions; forwarded without the attempt header",

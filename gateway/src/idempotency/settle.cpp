@@ -10,6 +10,7 @@
 
 #include <boost/beast/core/string.hpp>
 #include <idemgate/common/digest.hpp>
+#include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 
@@ -90,7 +91,11 @@ asio::awaitable<void> request_phases::schedule_probe(std::chrono::milliseconds r
                   log::now_unix_ms(),
                   record_ttl.count(),
                   std::move(*target)};
-    auto ec = co_await w_.store->schedule_probe(encode_probe(p), p.held_unix_ms + rc.after.count());
+    // A reconciling route's store keeps probes (the configuration check matched them).
+    auto* schedule = w_.store->probes();
+    boost::system::error_code ec = make_error_code(error::store_unavailable);
+    if (schedule)
+        ec = co_await schedule->schedule_probe(encode_probe(p), p.held_unix_ms + rc.after.count());
     if (ec)
         log::coalesced(log::level::warn, "reconcile: store could not schedule a held key's probe",
                        ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
@@ -100,7 +105,10 @@ asio::awaitable<void> request_phases::schedule_probe(std::chrono::milliseconds r
 asio::awaitable<void> request_phases::bury(const store::record& done, std::chrono::milliseconds record_ttl)
 {
     auto tomb = tombstone_of(done);
-    auto ec = co_await w_.store->bury(scope_, tomb, record_ttl + policy().tombstone_ttl);
+    auto* tombstones = w_.store->tombstones();
+    boost::system::error_code ec = make_error_code(error::store_unavailable);
+    if (tombstones)
+        ec = co_await tombstones->bury(scope_, tomb, record_ttl + policy().tombstone_ttl);
     if (ec)
         log::coalesced(log::level::warn,
                        "store could not keep a tombstone; a retry after record_ttl will execute",
@@ -199,8 +207,8 @@ asio::awaitable<void> request_phases::settle(bool answered)
     h_.key_state = status_after_settle(completion, store_ok);
     if (!store_ok)
         h_.result = outcome::released; // nothing recorded or held: the key frees at lock_ttl
-    if (admitted_) {
-        auto ec = co_await w_.store->leave(h_.tenant, token);
+    if (auto* quotas = w_.store->quotas(); admitted_ && quotas) { // admitted: the store keeps quotas
+        auto ec = co_await quotas->leave(h_.tenant, token);
         if (ec)
             ctx_.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
     }

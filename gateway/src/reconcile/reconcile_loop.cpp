@@ -68,14 +68,14 @@ boost::json::object fields_of(const probe_entry& p)
 }
 
 // Sends one probe and settles its key: completed, released, or due again.
-asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std::string& text,
-                                    probe_entry& p)
+asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, const request_env& env,
+                                    const std::string& text, probe_entry& p)
 {
     const auto now = log::now_unix_ms();
     const auto* route = route_of(env.cfg(), p.route);
     const auto* rc = route ? &route->idempotency.reconcile : nullptr;
     if (!rc || !rc->enabled() || now - p.held_unix_ms >= rc->give_up_after.count()) {
-        co_await w.store->unschedule_probe(text);
+        co_await schedule.unschedule_probe(text);
         log::warn("reconcile: gave up on a held key; it stays held until record_ttl", fields_of(p));
         co_return probe_result::gave_up;
     }
@@ -94,7 +94,7 @@ asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std
         auto fields = fields_of(p);
         fields["error"] = result.ec ? result.ec.message() : std::string("answer too large to record");
         log::info("reconcile: the probe got no usable answer; asked again later", std::move(fields));
-        co_await w.store->schedule_probe(text, next_due);
+        co_await schedule.schedule_probe(text, next_due);
         co_return probe_result::error;
     }
     auto& res = result.response;
@@ -118,10 +118,10 @@ asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std
             fields["error"] = ec.message();
             log::warn("reconcile: the store could not complete a found key; asked again later",
                       std::move(fields));
-            co_await w.store->schedule_probe(text, next_due);
+            co_await schedule.schedule_probe(text, next_due);
             co_return probe_result::error;
         }
-        co_await w.store->unschedule_probe(text);
+        co_await schedule.unschedule_probe(text);
         log::info(ec ? "reconcile: found, but the key no longer holds this record (removed or expired)"
                      : "reconcile: found upstream; the key completes with the probe's answer",
                   std::move(fields));
@@ -133,16 +133,16 @@ asio::awaitable<probe_result> probe(worker& w, const request_env& env, const std
             fields["error"] = ec.message();
             log::warn("reconcile: the store could not release a key not found; asked again later",
                       std::move(fields));
-            co_await w.store->schedule_probe(text, next_due);
+            co_await schedule.schedule_probe(text, next_due);
             co_return probe_result::error;
         }
-        co_await w.store->unschedule_probe(text);
+        co_await schedule.unschedule_probe(text);
         log::info("reconcile: not found upstream; the key is released (a retry executes)", std::move(fields));
         co_return probe_result::not_found;
     }
     log::info("reconcile: the probe's answer is neither found nor not_found; asked again later",
               std::move(fields));
-    co_await w.store->schedule_probe(text, next_due);
+    co_await schedule.schedule_probe(text, next_due);
     co_return probe_result::retry;
 }
 
@@ -158,13 +158,15 @@ asio::awaitable<void> reconcile_loop(gateway_context& ctx, worker& w)
         auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
         if (ec || ctx.draining.load())
             co_return;
-        if (!reconciles(cfg))
+        // The store keeps probes whenever a route reconciles: the configuration check saw to it.
+        auto* schedule = w.store->probes();
+        if (!reconciles(cfg) || !schedule)
             continue;
         // A claim lasts as long as a probe can: if this gateway stops mid-probe, another one
         // takes the probe over then.
         const auto& t = cfg.timeouts;
         auto lease = 2 * t.upstream_connect + t.upstream_response + milliseconds(1000);
-        auto claimed = co_await w.store->claim_probes(log::now_unix_ms(), lease, claim_batch);
+        auto claimed = co_await schedule->claim_probes(log::now_unix_ms(), lease, claim_batch);
         if (claimed.ec) {
             log::coalesced(log::level::warn, "reconcile: the store could not hand out due probes",
                            claimed.ec.message(), {{"error", claimed.ec.message()}}, 1000);
@@ -173,12 +175,12 @@ asio::awaitable<void> reconcile_loop(gateway_context& ctx, worker& w)
         for (const auto& text : claimed.entries) {
             auto p = decode_probe(text);
             if (!p) {
-                co_await w.store->unschedule_probe(text);
+                co_await schedule->unschedule_probe(text);
                 log::error("reconcile: a probe on the store's schedule does not decode; dropped", {});
                 ctx.stats.reconcile_probes[static_cast<int>(probe_result::gave_up)].fetch_add(1);
                 continue;
             }
-            auto result = co_await probe(w, *env, text, *p);
+            auto result = co_await probe(w, *schedule, *env, text, *p);
             ctx.stats.reconcile_probes[static_cast<int>(result)].fetch_add(1, std::memory_order_relaxed);
         }
     }

@@ -8,6 +8,7 @@
 
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/store/backend_factory.hpp>
 #include <stdexcept>
 
 namespace idemgate::gateway::detail {
@@ -66,7 +67,10 @@ bool any_route_waits(const config::config& cfg)
 
 void reloader::publish_first(const config::config& cfg)
 {
-    std::vector<std::string> problems;
+    // What the routes and tenants ask of the store, which must offer it (as --check says).
+    std::vector<std::string> problems = store::check_store_capabilities(cfg, cfg.store.type);
+    if (!problems.empty())
+        throw std::runtime_error(problems.front());
     auto fleets = make_fleets(control_, ctx_, cfg, problems);
     if (!problems.empty())
         throw std::runtime_error(problems.front());
@@ -116,6 +120,10 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     }
     std::vector<std::shared_ptr<upstream_fleet>> fleets;
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
+    // Against the running store (store.type is restart-only): a route may not start asking it for
+    // what it does not offer.
+    if (problems.empty())
+        problems = store::check_store_capabilities(next, ctx_.boot.store.type);
     if (problems.empty())
         fleets = make_fleets(control_, ctx_, next, problems);
     // TLS on listen: on or off needs a restart (the connection loop differs); while on, the

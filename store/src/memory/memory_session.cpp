@@ -5,7 +5,13 @@
 
 namespace idemgate::store::detail {
 
-class memory_session final : public session {
+// Offers every capability.
+class memory_session final : public session,
+                             public settle_wait,
+                             public tombstone_keeper,
+                             public attempt_counter,
+                             public probe_schedule,
+                             public quota_keeper {
 public:
     explicit memory_session(std::shared_ptr<memory_backend> b) : backend_(std::move(b)) {}
 
@@ -32,6 +38,12 @@ public:
     boost::asio::awaitable<probe_claim> claim_probes(std::int64_t now_unix_ms, duration lease,
                                                      std::size_t limit) override;
     boost::asio::awaitable<boost::system::error_code> unschedule_probe(std::string_view entry) override;
+
+    settle_wait* waits() noexcept override { return this; }
+    tombstone_keeper* tombstones() noexcept override { return this; }
+    attempt_counter* attempts() noexcept override { return this; }
+    probe_schedule* probes() noexcept override { return this; }
+    quota_keeper* quotas() noexcept override { return this; }
 
 private:
     std::shared_ptr<memory_backend> backend_;

@@ -38,7 +38,13 @@ using detail::release_lua;
 using detail::script_args;
 using detail::ttl_ms;
 
-class redis_session final : public session {
+// Offers every capability.
+class redis_session final : public session,
+                            public settle_wait,
+                            public tombstone_keeper,
+                            public attempt_counter,
+                            public probe_schedule,
+                            public quota_keeper {
 public:
     // The first session also owns the process-wide helpers it runs on its thread (cluster
     // refresher, wait-mode subscriber, sentinel monitor, health monitor) and stops them while that
@@ -246,6 +252,12 @@ public:
         auto channel = detail::redis_key_of(*shared_, s);
         co_return co_await detail::wait_until_settled(shared_->notifier, *this, s, channel, timeout);
     }
+
+    settle_wait* waits() noexcept override { return this; }
+    tombstone_keeper* tombstones() noexcept override { return this; }
+    attempt_counter* attempts() noexcept override { return this; }
+    probe_schedule* probes() noexcept override { return this; }
+    quota_keeper* quotas() noexcept override { return this; }
 
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
     asio::awaitable<lookup_result> lookup(scope s) override

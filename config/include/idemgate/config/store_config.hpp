@@ -20,7 +20,9 @@ struct endpoint {
     std::string to_string() const { return host + ":" + std::to_string(port); }
 };
 
-BOOST_DEFINE_ENUM_CLASS(store_type, memory, redis);
+// map: the test-only backend (store/src/map/). The store library has it only in the tests'
+// builds (IDEMGATE_TEST_BACKEND); anywhere else its check refuses store.type: map.
+BOOST_DEFINE_ENUM_CLASS(store_type, memory, redis, map);
 BOOST_DEFINE_ENUM_CLASS(failure_mode, reject, pass_through);
 
 // TLS from the gateway as a client: to Redis (store.redis.tls, managed Redis) and to an

@@ -5,6 +5,7 @@
 #include <idemgate/store/store.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace idemgate::store {
@@ -20,6 +21,19 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
 // key path: the TLS files OpenSSL must accept (PEM certificates, a private key that matches its
 // certificate). Empty when the store can be built. Run by --check and before start-up.
 std::vector<std::string> check_backend_config(const config::store_config& cfg);
+
+// The capabilities (store::capability bits) the sessions of the backend `type` offer.
+unsigned backend_capabilities(config::store_type type);
+
+// What the routes and tenants of `cfg` ask of the store that the backend `type` does not offer,
+// one problem per line naming the key that asks (`routes[2].idempotency.tombstone_ttl: store.type
+// memory does not keep tombstones`). Empty when it offers all they ask. Run by --check, before
+// start-up and on every reload (with the running store's type: store.type is restart-only).
+std::vector<std::string> check_store_capabilities(const config::config& cfg, config::store_type type);
+
+// The same match against any set of capabilities (`offered`, of a backend named `type_name`).
+std::vector<std::string> missing_capabilities(const config::config& cfg, unsigned offered,
+                                              std::string_view type_name);
 
 // What the chosen Redis consistency guarantees across a failover, and what it costs, in one
 // sentence for --check and the start-up log; "" for the memory store.

@@ -133,7 +133,97 @@ struct wait_result {
     bool timed_out = false;         // the deadline passed with the key still in flight
 };
 
+// What a backend offers beyond the core operations, one bit each. A route or tenant that asks
+// for one (check_store_capabilities, backend_factory.hpp) is refused by the configuration check
+// when the configured backend lacks it, so a session is never asked for what it has not.
+enum class capability : unsigned {
+    wait = 1u << 0,       // settle_wait: routes[].idempotency.on_in_flight wait
+    tombstones = 1u << 1, // tombstone_keeper: routes[].idempotency.tombstone_ttl > 0
+    attempts = 1u << 2,   // attempt_counter: routes[].idempotency.attempt_header
+    probes = 1u << 3,     // probe_schedule: routes[].idempotency.reconcile
+    quotas = 1u << 4,     // quota_keeper: tenants with max_in_flight or new_keys_per_second
+};
+// Its names and number: a new capability goes in both lists (its bit the next one).
+BOOST_DESCRIBE_ENUM(capability, wait, tombstones, attempts, probes, quotas)
+inline constexpr std::size_t capability_count = enum_count<capability>;
+// Every capability's bit, for a backend that offers them all.
+inline constexpr unsigned all_capabilities = (1u << capability_count) - 1;
+
+// Wait mode. Waits until the key no longer holds an in-flight record (completed, released,
+// held, expired), at most `timeout`, and reports what it holds then. Woken by a notification
+// from whichever gateway completes or releases the key (backend option publish_settled), not
+// by polling.
+class settle_wait {
+public:
+    virtual boost::asio::awaitable<wait_result> wait_settled(scope s, duration timeout) = 0;
+
+protected:
+    ~settle_wait() = default;
+};
+
+// Tombstones (routes[].idempotency.tombstone_ttl). Keeps `tombstone` (state tombstone) beside
+// the key's record for `ttl` (record_ttl + tombstone_ttl), so it outlives the record; and
+// reads it back.
+class tombstone_keeper {
+public:
+    virtual boost::asio::awaitable<boost::system::error_code> bury(scope s, const record& tombstone,
+                                                                   duration ttl) = 0;
+    virtual boost::asio::awaitable<tombstone_result> find_tombstone(scope s) = 0;
+
+protected:
+    ~tombstone_keeper() = default;
+};
+
+// Attempts (routes[].idempotency.attempt_header). Counts one more execution of the key and
+// returns the count (1 for its first); the count is kept `ttl` after the latest execution
+// (lock_ttl + record_ttl: as long as a release could be followed by another execution that
+// a client would see as a retry).
+class attempt_counter {
+public:
+    virtual boost::asio::awaitable<count_result> count_execution(scope s, duration ttl) = 0;
+
+protected:
+    ~attempt_counter() = default;
+};
+
+// Reconciliation (routes[].idempotency.reconcile): a schedule of held keys' probes, shared by
+// every gateway on the store, so none has to scan the keys for held ones. An entry is the
+// gateway's own description of a probe (opaque here), due at a Unix time in milliseconds.
+class probe_schedule {
+public:
+    // Adds the entry, or moves it, to be due at due_unix_ms.
+    virtual boost::asio::awaitable<boost::system::error_code> schedule_probe(std::string_view entry,
+                                                                             std::int64_t due_unix_ms) = 0;
+    // Claims up to `limit` entries due at now_unix_ms, each for one gateway only: a claimed entry
+    // is due again at now_unix_ms + lease (it comes back if the claimant never reschedules it).
+    virtual boost::asio::awaitable<probe_claim> claim_probes(std::int64_t now_unix_ms, duration lease,
+                                                             std::size_t limit) = 0;
+    // Takes the entry off the schedule (the key was resolved, or given up).
+    virtual boost::asio::awaitable<boost::system::error_code> unschedule_probe(std::string_view entry) = 0;
+
+protected:
+    ~probe_schedule() = default;
+};
+
+// Tenant quotas (tenants:). Counts a new reservation (owner_token, in flight until lock_ttl at
+// most) against the tenant's limits, atomically across every gateway sharing the store, in one
+// round trip. A refused reservation is not counted.
+class quota_keeper {
+public:
+    virtual boost::asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
+                                                       const tenant_limits& limits, duration lock_ttl) = 0;
+    // The reservation admitted under owner_token is over (completed, released or held).
+    virtual boost::asio::awaitable<boost::system::error_code> leave(std::string_view tenant,
+                                                                    std::string_view owner_token) = 0;
+
+protected:
+    ~quota_keeper() = default;
+};
+
 // One thread's handle on the store. Not thread-safe: use it from its executor only.
+//
+// The core every backend implements, and one accessor per capability: the session's part that
+// offers it, or nullptr when the backend does not (its row in the backend table says which).
 class session {
 public:
     virtual ~session() = default;
@@ -152,59 +242,25 @@ public:
     virtual boost::asio::awaitable<boost::system::error_code> release(scope s,
                                                                       std::string_view owner_token) = 0;
 
-    // Tenant quotas. Counts a new reservation (owner_token, in flight until lock_ttl at most)
-    // against the tenant's limits, atomically across every gateway sharing the store, in one
-    // round trip. A refused reservation is not counted.
-    virtual boost::asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
-                                                       const tenant_limits& limits, duration lock_ttl);
-    // The reservation admitted under owner_token is over (completed, released or held).
-    virtual boost::asio::awaitable<boost::system::error_code> leave(std::string_view tenant,
-                                                                    std::string_view owner_token);
-
-    // Wait mode. Waits until the key no longer holds an in-flight record (completed, released,
-    // held, expired), at most `timeout`, and reports what it holds then. Woken by a notification
-    // from whichever gateway completes or releases the key (backend option publish_settled), not
-    // by polling.
-    virtual boost::asio::awaitable<wait_result> wait_settled(scope s, duration timeout);
-
     // The key still holds the in-flight record of owner_token: its lock_ttl starts again (an
     // answer passed on to the client for longer than lock_ttl). error::not_owner otherwise; a
-    // completed record is never touched. The default answers store_unavailable.
+    // completed record is never touched. Core, not a capability: whether an answer outlasts
+    // lock_ttl depends on the upstream's answer, not on a setting a check could match.
     virtual boost::asio::awaitable<boost::system::error_code> extend(scope s, std::string_view owner_token,
-                                                                     duration lock_ttl);
+                                                                     duration lock_ttl) = 0;
 
-    // Tombstones (routes[].idempotency.tombstone_ttl). Keeps `tombstone` (state tombstone) beside
-    // the key's record for `ttl` (record_ttl + tombstone_ttl), so it outlives the record; and
-    // reads it back. The defaults answer store_unavailable.
-    virtual boost::asio::awaitable<boost::system::error_code> bury(scope s, const record& tombstone,
-                                                                   duration ttl);
-    virtual boost::asio::awaitable<tombstone_result> find_tombstone(scope s);
-
-    // Attempts (routes[].idempotency.attempt_header). Counts one more execution of the key and
-    // returns the count (1 for its first); the count is kept `ttl` after the latest execution
-    // (lock_ttl + record_ttl: as long as a release could be followed by another execution that
-    // a client would see as a retry). The default answers store_unavailable.
-    virtual boost::asio::awaitable<count_result> count_execution(scope s, duration ttl);
-
-    // Reconciliation (routes[].idempotency.reconcile): a schedule of held keys' probes, shared by
-    // every gateway on the store, so none has to scan the keys for held ones. An entry is the
-    // gateway's own description of a probe (opaque here), due at a Unix time in milliseconds.
-    // Adds the entry, or moves it, to be due at due_unix_ms.
-    virtual boost::asio::awaitable<boost::system::error_code> schedule_probe(std::string_view entry,
-                                                                             std::int64_t due_unix_ms);
-    // Claims up to `limit` entries due at now_unix_ms, each for one gateway only: a claimed entry
-    // is due again at now_unix_ms + lease (it comes back if the claimant never reschedules it).
-    virtual boost::asio::awaitable<probe_claim> claim_probes(std::int64_t now_unix_ms, duration lease,
-                                                             std::size_t limit);
-    // Takes the entry off the schedule (the key was resolved, or given up).
-    virtual boost::asio::awaitable<boost::system::error_code> unschedule_probe(std::string_view entry);
-
-    // Operator access (admin API), and a client's lookup of its own key (lookup only). The
-    // defaults answer store_unavailable for a backend that has not implemented them.
+    // Operator access (admin API), and a client's lookup of its own key (lookup only).
     // The record a key holds and its remaining TTL.
-    virtual boost::asio::awaitable<lookup_result> lookup(scope s);
+    virtual boost::asio::awaitable<lookup_result> lookup(scope s) = 0;
     // Deletes the key whatever it holds (no owner check: an operator's decision). Sets `removed`.
-    virtual boost::asio::awaitable<boost::system::error_code> remove(scope s, bool& removed);
+    virtual boost::asio::awaitable<boost::system::error_code> remove(scope s, bool& removed) = 0;
+
+    // The capabilities: the part of this session that offers one, nullptr when it does not.
+    virtual settle_wait* waits() noexcept { return nullptr; }
+    virtual tombstone_keeper* tombstones() noexcept { return nullptr; }
+    virtual attempt_counter* attempts() noexcept { return nullptr; }
+    virtual probe_schedule* probes() noexcept { return nullptr; }
+    virtual quota_keeper* quotas() noexcept { return nullptr; }
 };
 
 // What keeps a store from serving besides being unreachable (backend::ready), one bit each:
