@@ -64,7 +64,8 @@ def main():
         moved[p] = str(free_port())
     script = re.sub(r"(127\.0\.0\.1:|localhost:|--port )(\d{4,5})\b",
                     lambda m: m.group(1) + moved.get(m.group(2), m.group(2)), script)
-    script = script.replace("build-demo/bin/", bindir + "/").replace("/tmp", work)
+    # /tmp first: the binaries' folder may itself be under /tmp (a checkout there).
+    script = script.replace("/tmp", work).replace("build-demo/bin/", bindir + "/")
     redis_ports = re.findall(r"redis-server --port (\d+)", script)
     if not redis_ports:
         sys.exit("check_quickstart: the block starts no redis-server --port N")
