@@ -4,6 +4,7 @@
 // and Transfer-Encoding lines of a parsed head, counted once, and what makes a body impossible to
 // delimit exactly. http_rules (requests) and response_rules (answers) name the violation in
 // their own words and add their own rules around it.
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <string_view>
 
@@ -40,10 +41,29 @@ struct body_framing_lines {
     }
 };
 
-// In this order: both lines, a Transfer-Encoding other than one "chunked", several lengths.
-body_framing_violation check_body_framing(const body_framing_lines& lines) noexcept;
-
 // A field value without the optional whitespace around it (RFC 9110 5.6.3: SP and HTAB).
-std::string_view trim_ows(std::string_view s) noexcept;
+inline std::string_view trim_ows(std::string_view s) noexcept
+{
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.remove_suffix(1);
+    return s;
+}
+
+// In this order: both lines, a Transfer-Encoding other than one "chunked", several lengths.
+// Inline: every request's framing check runs it.
+inline body_framing_violation check_body_framing(const body_framing_lines& lines) noexcept
+{
+    if (lines.content_length_lines > 0 && lines.transfer_encoding_lines > 0)
+        return body_framing_violation::content_length_and_transfer_encoding;
+    if (lines.transfer_encoding_lines > 1 ||
+        (lines.transfer_encoding_lines == 1 &&
+         !boost::beast::iequals(trim_ows(lines.transfer_encoding), "chunked")))
+        return body_framing_violation::transfer_encoding_not_chunked;
+    if (lines.content_length_lines > 1 || lines.content_length.find(',') != std::string_view::npos)
+        return body_framing_violation::conflicting_content_length;
+    return body_framing_violation::none;
+}
 
 } // namespace idemgate::gateway::detail

@@ -204,10 +204,7 @@ asio::awaitable<phase_result> request_phases::reserve()
         action = *waited;
     }
     if (action == reserve_action::look_for_tombstone) {
-        store::tombstone_result found;
-        found.ec = make_error_code(error::store_unavailable);
-        if (auto* tombstones = w_.store->tombstones())
-            found = co_await tombstones->find_tombstone(scope_);
+        auto found = co_await find_tombstone();
         if (found.ec)
             log::coalesced(log::level::warn, "store could not look for a tombstone", found.ec.message(),
                            {{"error", found.ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
@@ -258,52 +255,6 @@ asio::awaitable<store::reserve_result> request_phases::reserve_or_read()
     if (ctx_.backend->refusing())
         return read_while_refusing();
     return w_.store->reserve(scope_, in_flight_, tenant_.lock_ttl);
-}
-
-// A key that holds a record is answered as ever (a replay, a conflict); a free one comes back
-// neither acquired nor held, which the decision treats as a store failure (on_failure).
-asio::awaitable<store::reserve_result> request_phases::read_while_refusing()
-{
-    read_only_ = true;
-    store::lookup_result found = co_await w_.store->lookup(scope_);
-    store::reserve_result out;
-    out.ec = found.ec;
-    out.existing = std::move(found.existing);
-    co_return out;
-}
-
-// Wait mode: a duplicate of an in-flight request waits for the first one to settle, within
-// limits.max_waiting per process. Returns what to answer then, or nothing when too many wait
-// already; `existing` gets the record to replay.
-asio::awaitable<std::optional<reserve_action>>
-request_phases::wait_for_first(std::optional<store::record>& existing)
-{
-    auto& stats = ctx_.stats;
-    if (stats.waiting.fetch_add(1, std::memory_order_relaxed) >=
-        static_cast<std::int64_t>(env_.cfg().limits.max_waiting)) {
-        stats.waiting.fetch_sub(1, std::memory_order_relaxed);
-        stats.waits[static_cast<int>(wait_end::refused)].fetch_add(1, std::memory_order_relaxed);
-        co_return std::nullopt;
-    }
-    store::wait_result waited;
-    waited.ec = make_error_code(error::store_unavailable);
-    if (auto* waits = w_.store->waits())
-        waited = co_await waits->wait_settled(scope_, policy().wait_timeout);
-    stats.waiting.fetch_sub(1, std::memory_order_relaxed);
-    if (waited.ec)
-        log::coalesced(log::level::warn, "store failed while a duplicate waited; answered 409",
-                       waited.ec.message(), {{"error", waited.ec.message()}}, 1000);
-    auto action = decide_after_wait(waited, in_flight_.fingerprint);
-    auto end = waited.ec || waited.timed_out                 ? wait_end::timed_out
-               : action == reserve_action::released_conflict ? wait_end::released
-                                                             : wait_end::settled;
-    stats.waits[static_cast<int>(end)].fetch_add(1, std::memory_order_relaxed);
-    if (trace_) {
-        trace_->add_event("idemgate.wait",
-                          {{"idemgate.wait.result", std::string(boost::describe::enum_to_string(end, ""))}});
-    }
-    existing = std::move(waited.existing);
-    co_return action;
 }
 
 // A finished record with this request's fingerprint: its answer, and (tier on) a copy for the

@@ -97,6 +97,11 @@ private:
     // plain function, so the usual path awaits the store's coroutine with no frame of its own.
     boost::asio::awaitable<store::reserve_result> reserve_or_read();
     boost::asio::awaitable<store::reserve_result> read_while_refusing();
+    // The key's tombstone, or store_unavailable from a store that keeps none (the configuration
+    // check refuses a route with tombstones on it). A plain function, so that reserve awaits
+    // the store's coroutine straight into its own variable: a second result in reserve's frame
+    // made it too large for Asio to recycle.
+    boost::asio::awaitable<store::tombstone_result> find_tombstone();
     phase_result refuse_store_failure(boost::system::error_code ec);
     phase_result replay(store::record&& existing);
     store::record completed_record();

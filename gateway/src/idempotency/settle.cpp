@@ -207,10 +207,12 @@ asio::awaitable<void> request_phases::settle(bool answered)
     h_.key_state = status_after_settle(completion, store_ok);
     if (!store_ok)
         h_.result = outcome::released; // nothing recorded or held: the key frees at lock_ttl
-    if (auto* quotas = w_.store->quotas(); admitted_ && quotas) { // admitted: the store keeps quotas
-        auto ec = co_await quotas->leave(h_.tenant, token);
-        if (ec)
-            ctx_.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
+    if (admitted_) {                   // admitted: the store keeps quotas
+        if (auto* quotas = w_.store->quotas()) {
+            auto ec = co_await quotas->leave(h_.tenant, token);
+            if (ec)
+                ctx_.stats.tenant_quota_errors.fetch_add(1, std::memory_order_relaxed);
+        }
     }
 }
 
