@@ -33,27 +33,18 @@ duration backend::full_retry_after() const
 
 namespace {
 
-// Bit i of store_condition is its i-th described enumerator.
-constexpr bool conditions_are_bits_in_order()
+// Bit i of a flag enumeration is its i-th described enumerator.
+template<class Flags>
+constexpr bool bits_in_order()
 {
     std::size_t i = 0;
     bool ok = true;
-    boost::mp11::mp_for_each<boost::describe::describe_enumerators<store_condition>>(
+    boost::mp11::mp_for_each<boost::describe::describe_enumerators<Flags>>(
         [&](auto d) { ok = ok && static_cast<unsigned>(d.value) == 1u << i++; });
     return ok;
 }
-static_assert(conditions_are_bits_in_order(), "store_condition: bit i is the i-th described condition");
-
-// Bit i of capability is its i-th described enumerator.
-constexpr bool capabilities_are_bits_in_order()
-{
-    std::size_t i = 0;
-    bool ok = true;
-    boost::mp11::mp_for_each<boost::describe::describe_enumerators<capability>>(
-        [&](auto d) { ok = ok && static_cast<unsigned>(d.value) == 1u << i++; });
-    return ok;
-}
-static_assert(capabilities_are_bits_in_order(), "capability: bit i is the i-th described capability");
+static_assert(bits_in_order<store_condition>(), "store_condition: bit i is the i-th described condition");
+static_assert(bits_in_order<capability>(), "capability: bit i is the i-th described capability");
 
 } // namespace
 

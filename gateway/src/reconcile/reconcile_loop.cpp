@@ -67,6 +67,18 @@ boost::json::object fields_of(const probe_entry& p)
     return {{"route", p.route}, {"tenant", p.tenant}, {"key", p.key}, {"target", p.target}};
 }
 
+// The store could not settle a probed key: logged with the store's error, and the probe is due
+// again at `next_due`.
+asio::awaitable<probe_result> ask_again(store::probe_schedule& schedule, const std::string& text,
+                                        std::int64_t next_due, boost::system::error_code ec,
+                                        boost::json::object fields, const char* message)
+{
+    fields["error"] = ec.message();
+    log::warn(message, std::move(fields));
+    co_await schedule.schedule_probe(text, next_due);
+    co_return probe_result::error;
+}
+
 // Sends one probe and settles its key: completed, released, or due again.
 asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, const request_env& env,
                                     const std::string& text, probe_entry& p)
@@ -114,13 +126,10 @@ asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, 
         done.response.headers.push_back({std::string(reconciled_field), "true"});
         done.response.body = std::move(res.body());
         auto ec = co_await w.store->complete(s, done, milliseconds(p.record_ttl_ms));
-        if (ec && ec != make_error_code(error::not_owner)) {
-            fields["error"] = ec.message();
-            log::warn("reconcile: the store could not complete a found key; asked again later",
-                      std::move(fields));
-            co_await schedule.schedule_probe(text, next_due);
-            co_return probe_result::error;
-        }
+        if (ec && ec != make_error_code(error::not_owner))
+            co_return co_await ask_again(
+                schedule, text, next_due, ec, std::move(fields),
+                "reconcile: the store could not complete a found key; asked again later");
         co_await schedule.unschedule_probe(text);
         log::info(ec ? "reconcile: found, but the key no longer holds this record (removed or expired)"
                      : "reconcile: found upstream; the key completes with the probe's answer",
@@ -129,13 +138,10 @@ asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, 
     }
     if (listed(rc->not_found, status)) {
         auto ec = co_await w.store->release(s, p.owner_token);
-        if (ec && ec != make_error_code(error::not_owner)) {
-            fields["error"] = ec.message();
-            log::warn("reconcile: the store could not release a key not found; asked again later",
-                      std::move(fields));
-            co_await schedule.schedule_probe(text, next_due);
-            co_return probe_result::error;
-        }
+        if (ec && ec != make_error_code(error::not_owner))
+            co_return co_await ask_again(
+                schedule, text, next_due, ec, std::move(fields),
+                "reconcile: the store could not release a key not found; asked again later");
         co_await schedule.unschedule_probe(text);
         log::info("reconcile: not found upstream; the key is released (a retry executes)", std::move(fields));
         co_return probe_result::not_found;
