@@ -35,6 +35,8 @@ build_pkgs=(
   dpkg-dev file              # scripts/package.sh: the Debian package (dpkg-shlibdeps)
   pandoc                     # the man pages idemgate(1), idemgate-loadtest(1), made from docs/reference/cli.md
   prometheus                 # promtool: the alert rules' checks and unit tests (tests/deploy)
+  kubernetes-client          # kubectl kustomize renders deploy/kubernetes (tests/deploy/check_kubernetes.py)
+  lintian                    # Debian's own checker of the package (scripts/package-check.sh)
   python3 iptables iproute2  # tests/partition: network namespaces, DROP rules, the test's driver
   nghttp2-client python3-h2 python3-httpx  # HTTP/2 tests: h2load and nghttp, a raw-frame client, a second h2 client
   python3-jsonschema python3-yaml  # idemgate --contract checked against the OpenAPI 3.1 schema (tests/gateway/check_openapi.py)
@@ -57,7 +59,11 @@ esac
 
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" && continue
+  # A kubectl from another package (a cloud SDK's) owns /usr/bin/kubectl and renders kustomize
+  # as well; Debian's kubernetes-client would conflict with it.
+  [[ $p == kubernetes-client ]] && command -v kubectl >/dev/null && continue
+  missing+=("$p")
 done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#pkgs[@]} packages present"

@@ -10,7 +10,12 @@
 #      installed /etc/idemgate/idemgate.yaml, the unit's ExecStart;
 #   4. the installed binary, as the idemgate user, in front of the test upstream (on the host's
 #      loopback): one keyed POST executes, its retry is replayed byte for byte;
-#   5. `apt-get purge`: binaries, configuration and user are gone.
+#   5. upgrades (a copy of the package with a higher version, `dpkg -i` over it), with
+#      a stub systemctl that records its calls (the chroot has no systemd; Debian's
+#      deb-systemd-invoke calls it): a running service is try-restarted when the new binary accepts the installed
+#      configuration, and left alone, with the problems printed, when it refuses it;
+#   6. `apt-get purge`: binaries, configuration and user are gone.
+# Before the root, lintian checks the package: no error (its warnings are printed).
 # Everything it starts stops by itself (timeout) and the EXIT trap unmounts and removes the root.
 # Needs root (chroot, mount); run as another user it re-runs itself through `sudo -n`.
 set -euo pipefail
@@ -47,6 +52,19 @@ done
 man_page() { dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/share/man/man1/$1.1.gz" | zcat; }
 man_page idemgate | grep -q -- '--print-config' || fail "idemgate(1) lacks --print-config"
 man_page idemgate-loadtest | grep -q -- '--max-unexpected' || fail "idemgate-loadtest(1) lacks --max-unexpected"
+for f in ./usr/share/doc/idemgate/changelog.gz ./usr/share/doc/idemgate/copyright; do
+  grep -q " $f\$" <<<"$contents" || fail "$f is not in the package"
+done
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/idemgate/copyright |
+  grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+  fail "the copyright file is not machine-readable (DEP-5)"
+
+# Debian's checker (about 25 s: it runs while the root is made; its verdict is read after the
+# upgrades): errors fail the check; warnings and notes are printed for the record.
+command -v lintian >/dev/null || fail "lintian is not installed (scripts/install-deps.sh installs it)"
+lintian_log=$(mktemp -t idemgate-lintian-XXXXXX)
+lintian --fail-on error --display-info "$deb" >"$lintian_log" 2>&1 &
+lintian_pid=$!
 
 # --- 2. a Debian 12 root ---
 work=$(mktemp -d -t idemgate-package-XXXXXX)
@@ -133,7 +151,55 @@ wait "$gateway" || rc=$?
 ((rc == 0)) || { cat "$work/gateway.log" >&2; fail "the installed gateway exited $rc on SIGTERM"; }
 say "a keyed POST executed once and its retry was replayed, through the installed binary as user idemgate; SIGTERM: exit 0"
 
-# --- 5. purge ---
+# --- 5. upgrades ---
+# A newer version of the same package (the version is all that differs), and a stub systemctl
+# that records each call (the root has no systemd; dpkg runs maintainer scripts with PATH
+# /usr/sbin:/usr/bin:/sbin:/bin, and Debian's own deb-systemd-invoke calls it too).
+# /run/systemd/system makes the scripts believe systemd runs.
+version=$(dpkg-deb -f "$deb" Version)
+newer() { # $1: suffix of the version
+  rm -rf "$work/unpacked"
+  dpkg-deb -R "$deb" "$work/unpacked"
+  sed -i "s/^Version: .*/Version: $version+$1/" "$work/unpacked/DEBIAN/control"
+  dpkg-deb -b --root-owner-group "$work/unpacked" "$root/tmp/idemgate-$1.deb" >/dev/null
+}
+[[ ! -e $root/usr/bin/systemctl ]] || fail "the root has a systemctl of its own"
+mkdir -p "$root/run/systemd/system"
+printf '#!/bin/sh\necho "systemctl $*" >>/tmp/service-calls\n' >"$root/usr/bin/systemctl"
+chmod 0755 "$root/usr/bin/systemctl"
+upgrade() { # $1: suffix of the version; the output of apt-get in $work/upgrade.log
+  newer "$1"
+  rm -f "$root/tmp/service-calls"
+  in_root dpkg -i "/tmp/idemgate-$1.deb" >"$work/upgrade.log" 2>&1 ||
+    { cat "$work/upgrade.log" >&2; fail "upgrade to $version+$1"; }
+  [[ $(in_root dpkg-query -W -f='${Version} ${Status}' idemgate) == "$version+$1 install ok installed" ]] ||
+    fail "after the upgrade to $version+$1: $(in_root dpkg-query -W -f='${Version} ${Status}' idemgate)"
+}
+upgrade up1
+grep -qx 'systemctl try-restart idemgate.service' "$root/tmp/service-calls" ||
+  { cat "$root/tmp/service-calls" >&2; fail "an upgrade with a valid configuration did not try-restart the service"; }
+say "upgrade to $version+up1: the new binary accepted the configuration; calls: $(paste -sd';' "$root/tmp/service-calls")"
+# The operator's file, which the new version refuses: the old process keeps serving, and why is printed.
+cp "$root/etc/idemgate/idemgate.yaml" "$work/idemgate.yaml.good"
+printf 'no_such_key: 1\n' >>"$root/etc/idemgate/idemgate.yaml"
+upgrade up2
+! grep -q 'try-restart\|restart' "$root/tmp/service-calls" ||
+  { cat "$root/tmp/service-calls" >&2; fail "an upgrade restarted the service on a configuration the new binary refuses"; }
+grep -q 'NOT' "$work/upgrade.log" && grep -q 'no_such_key' "$work/upgrade.log" ||
+  { cat "$work/upgrade.log" >&2; fail "the refused upgrade does not say why"; }
+say "upgrade to $version+up2 with a refused configuration: no restart, and dpkg's output says: $(grep -m1 'no_such_key' "$work/upgrade.log" | sed 's/^ *//')"
+cp "$work/idemgate.yaml.good" "$root/etc/idemgate/idemgate.yaml"
+rm -rf "$root/run/systemd/system" "$root/usr/bin/systemctl"
+
+lintian_rc=0
+wait "$lintian_pid" || lintian_rc=$?
+lintian_out=$(grep -v 'running with root privileges' "$lintian_log" || true)
+rm -f "$lintian_log"
+((lintian_rc == 0)) || { echo "$lintian_out" >&2; fail "lintian found errors (exit $lintian_rc)"; }
+say "lintian: $(grep -c '^E: ' <<<"$lintian_out") errors, $(grep -c '^W: ' <<<"$lintian_out") warnings, $(grep -c '^I: ' <<<"$lintian_out") notes"
+[[ -z $lintian_out ]] || sed 's/^/  lintian: /' <<<"$lintian_out"
+
+# --- 6. purge ---
 in_root apt-get purge -y -qq idemgate >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; fail "apt-get purge"; }
 [[ ! -e $root/usr/bin/idemgate && ! -e $root/etc/idemgate ]] || fail "files left after purge"
 ! in_root getent passwd idemgate >/dev/null || fail "the idemgate user is left after purge"

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DCMAKE_INSTALL_PREFIX=/usr \
   -DIDEMGATE_TEST_BACKEND=OFF >/dev/null
-cmake --build "$build_dir" -j "${JOBS:-2}" --target idemgate idemgate-loadtest man_pages
+cmake --build "$build_dir" -j "${JOBS:-2}" --target idemgate idemgate-loadtest man_pages debian_changelog
 (cd "$build_dir" && cpack -G DEB >/dev/null)
 version=$(sed -n 's/^project(idemgate VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 deb="$build_dir/idemgate_${version}_$(dpkg --print-architecture).deb"

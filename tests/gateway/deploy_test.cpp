@@ -182,9 +182,19 @@ TEST_CASE("every YAML and JSON file under deploy/ parses")
 TEST_CASE("the Kubernetes Deployment's ports, probes, grace period and secrets match its ConfigMap")
 {
     auto docs = kubernetes_documents();
-    auto config_map = find_object(docs, "ConfigMap", "idemgate-config");
-    auto config_text = config_map["data"]["idemgate.yaml"].as<std::string>();
+    // kustomize generates the ConfigMap idemgate-config(-<hash>) from idemgate.yaml
+    // (tests/deploy/check_kubernetes.py renders it and checks the Deployment mounts that name).
+    auto kustomization = YAML::LoadFile((deploy_dir / "kubernetes" / "kustomization.yaml").string());
+    bool generated = false;
+    for (const auto& g : kustomization["configMapGenerator"])
+        if (g["name"].as<std::string>() == "idemgate-config" && g["files"].size() == 1 &&
+            g["files"][0].as<std::string>() == "idemgate.yaml")
+            generated = true;
+    REQUIRE(generated);
+    auto config_text = read_text(deploy_dir / "kubernetes" / "idemgate.yaml");
     auto cfg = idemgate::config::parse(config_text, fake_secrets);
+    // A shared Redis's outage must not take every replica out of the Service at once.
+    CHECK(cfg.readiness.store == idemgate::config::store_readiness::ignore);
 
     // The real binary accepts it.
     {
