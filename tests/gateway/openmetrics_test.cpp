@@ -95,8 +95,7 @@ TEST_CASE("OpenMetrics on request: parsed by the reference parser, with sampled 
               .starts_with("text/plain"));
 }
 
-TEST_CASE("OpenMetrics over Redis: the store's families parse too, each declared once" *
-          needs_store("redis", "cluster"))
+TEST_CASE("OpenMetrics over Redis: the store's families parse too, each declared once" * needs_store("redis"))
 {
     gateway_fixture g;
     auto om = http_request(g.gateway->admin_port(), "GET", "/metrics", {{"Accept", prometheus_accept}});
