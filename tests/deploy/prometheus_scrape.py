@@ -9,7 +9,9 @@ traffic runs, then:
   - every alert rule (deploy/prometheus/alerts.yaml, loaded by Prometheus as a rule file) is
     healthy when evaluated, and names only metrics Prometheus holds series of.
 
-  - every exported family has a row in docs/reference/metrics.md, and every row is exported.
+  - every exported family has a row in docs/reference/metrics.md, and every row is exported;
+  - Prometheus (--enable-feature=exemplar-storage) scrapes OpenMetrics and keeps the trace IDs
+    of sampled requests as exemplars of the latency buckets (/api/v1/query_exemplars).
 
   prometheus_scrape.py --bin BUILD/bin --source SOURCE_DIR [--print-reference]
 Exit 0 on success, 1 on a failed check, 77 when prometheus is not installed.
@@ -61,14 +63,20 @@ def http(method, url, body=None, headers=None, timeout=5):
         return e.code, e.read()
 
 
-def gateway_yaml(upstream_port, store):
+def gateway_yaml(upstream_port, store, cert, key):
+    # nowhere presents a client certificate (never sent: nobody listens there), so that
+    # idemgate_tls_certificate_expiry_timestamp_seconds has a series; spans go to a port
+    # nobody listens on either (the exemplars need only the sampling).
     return """listen: "127.0.0.1:0"
 admin_listen: "127.0.0.1:0"
 threads: 2
+tracing: { otlp_endpoint: "http://127.0.0.1:%d/v1/traces", sample_ratio: 0.0 }
 %s
 upstreams:
   orders: { address: "127.0.0.1:%d" }
-  nowhere: { address: "127.0.0.1:%d" }
+  nowhere:
+    address: "127.0.0.1:%d"
+    tls: { enabled: true, ca_file: "%s", cert_file: "%s", key_file: "%s" }
 routes:
   - path_prefix: /down/
     upstream: nowhere
@@ -76,7 +84,7 @@ routes:
   - path_prefix: /
     upstream: orders
     idempotency: { methods: [POST] }
-""" % (store, upstream_port, free_port())
+""" % (free_port(), store, upstream_port, free_port(), cert, cert, key)
 
 
 class scrape_test:
@@ -87,6 +95,7 @@ class scrape_test:
         self.procs = []
         self.failures = []
         self.print_reference = args.print_reference
+        self.traces = set()  # the trace IDs of the sampled requests sent
 
     def start(self, name, argv):
         """Starts argv with its output in a file (read by wait_line), so no pipe ever fills."""
@@ -120,6 +129,10 @@ class scrape_test:
         m = wait_line(upstream, re.compile(r"listening 127\.0\.0\.1:(\d+)"), 10)
         upstream_port = int(m.group(1))
 
+        cert, key = os.path.join(self.tmp, "client.pem"), os.path.join(self.tmp, "client.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=idemgate scrape"],
+                       check=True, capture_output=True)
         admins = []
         listens = []
         stores = {
@@ -130,7 +143,7 @@ class scrape_test:
         for name, store in stores.items():
             path = os.path.join(self.tmp, name + ".yaml")
             with open(path, "w") as f:
-                f.write(gateway_yaml(upstream_port, store))
+                f.write(gateway_yaml(upstream_port, store, cert, key))
             gw = self.start(name, [os.path.join(self.bin, "idemgate"), "-c", path])
             m = wait_line(gw, re.compile(r'"listen":"([^"]+)","admin_listen":"([^"]+)"'), 15)
             listens.append(m.group(1))
@@ -149,20 +162,25 @@ scrape_configs:
     static_configs:
       - targets: [%s]
 """ % (SCRAPE_SECONDS, SCRAPE_SECONDS, rules, ", ".join('"%s"' % a for a in admins)))
-        self.start("prometheus", ["prometheus", "--config.file", prom_cfg, "--storage.tsdb.path",
+        self.start("prometheus", ["prometheus", "--enable-feature=exemplar-storage", "--config.file", prom_cfg,
+                                  "--storage.tsdb.path",
                            os.path.join(self.tmp, "tsdb"), "--web.listen-address",
                            "127.0.0.1:%d" % prom_port])
         self.prom = "http://127.0.0.1:%d" % prom_port
 
         # Traffic for a few scrapes: first executions, replays (from the store and the local
         # tier), a mismatch, an unguarded request, a failed upstream exchange.
+        self.started = time.time()
         deadline = time.time() + 8
         i = 0
         while time.time() < deadline:
             for listen in listens:
                 key = "prom-%d-%d" % (os.getpid(), i)
                 for _ in range(2):
-                    http("POST", "http://%s/api/orders" % listen, b"{}", {"Idempotency-Key": key})
+                    trace = os.urandom(16).hex()
+                    self.traces.add(trace)
+                    http("POST", "http://%s/api/orders" % listen, b"{}",
+                         {"Idempotency-Key": key, "traceparent": "00-%s-00f067aa0ba902b7-01" % trace})
                 http("POST", "http://%s/api/orders" % listen, b'{"other":1}', {"Idempotency-Key": key})
                 http("GET", "http://%s/api/orders" % listen)
                 if i % 20 == 0:
@@ -181,6 +199,7 @@ scrape_configs:
         self.check_coverage(families, queries)
         self.check_queries(queries, with_samples)
         self.check_rules()
+        self.check_exemplars()
         print("%d families exported (%d with samples), %d dashboard queries, %d failures" %
               (len(families), len(with_samples), len(queries), len(self.failures)))
         return 0 if not self.failures else 1
@@ -327,6 +346,25 @@ scrape_configs:
                 if n not in have:
                     self.fail("alert %s names %s, of which prometheus holds no series" % (r.get("name"), n))
         print("%d alert rules evaluated" % len(rules))
+
+
+    def check_exemplars(self):
+        """Each latency histogram has exemplars in Prometheus, trace IDs of requests sent here."""
+        for family in ("idemgate_route_request_duration_seconds", "idemgate_request_duration_seconds"):
+            found, deadline = set(), time.time() + 20
+            while time.time() < deadline:
+                data = self.api("/api/v1/query_exemplars", {"query": family + "_bucket",
+                                                            "start": "%.3f" % (self.started - 60),
+                                                            "end": "%.3f" % (time.time() + 60)})
+                found = {e["labels"].get("trace_id") for s in data for e in s["exemplars"]}
+                if found & self.traces:
+                    break
+                time.sleep(0.5)
+            if not found & self.traces:
+                self.fail("prometheus holds no exemplar of %s with a trace ID sent (found %s)" %
+                          (family, sorted(found)[:5]))
+            else:
+                print("%s: %d exemplars with a trace ID sent" % (family, len(found & self.traces)))
 
 
 def main():

@@ -3,7 +3,9 @@
 """Every relative link in the project's Markdown (README.md, CONTRIBUTING.md, CHANGELOG.md, docs/,
 bench/, deploy/, order_service/) points at a file that exists, and every #anchor at a heading of
 that file (GitHub's anchor rule: lower case, punctuation dropped, spaces to hyphens), and every
-page under docs/ is linked from the index, docs/README.md.
+page under docs/ is linked from the index, docs/README.md. Every alert rule of
+deploy/prometheus/alerts.yaml has a runbook_url naming a section of a
+docs/operations/troubleshooting*.md page that exists.
 
   check_links.py SOURCE_DIR
 """
@@ -55,6 +57,30 @@ def markdown_files(root):
                     yield os.path.join(dirpath, n)
 
 
+def runbook_problems(root):
+    """Each `- alert:` rule's runbook_url (before the next rule) resolves to a troubleshooting
+    page's heading."""
+    path = os.path.join(root, "deploy", "prometheus", "alerts.yaml")
+    if not os.path.exists(path):
+        return []
+    problems = []
+    rules = re.split(r"^\s*- alert:\s*", open(path, encoding="utf-8").read(), flags=re.M)[1:]
+    for rule in rules:
+        name = rule.split()[0]
+        m = re.search(r"^\s*runbook_url:\s*\"?([^\"\s]+)\"?\s*$", rule, re.M)
+        if not m:
+            problems.append("deploy/prometheus/alerts.yaml: %s has no runbook_url" % name)
+            continue
+        file_part, _, anchor = m.group(1).partition("#")
+        dest = os.path.join(root, file_part)
+        if not re.match(r"^docs/operations/troubleshooting[\w-]*\.md$", file_part) or not anchor:
+            problems.append("deploy/prometheus/alerts.yaml: %s: runbook_url %s is not a section of "
+                            "docs/operations/troubleshooting*.md" % (name, m.group(1)))
+        elif not os.path.exists(dest) or anchor not in anchors(dest):
+            problems.append("deploy/prometheus/alerts.yaml: %s: runbook_url %s: no such heading" % (name, m.group(1)))
+    return problems
+
+
 def main():
     root = os.path.abspath(sys.argv[1])
     problems, links = [], 0
@@ -87,6 +113,7 @@ def main():
                 page = os.path.normpath(os.path.join(dirpath, n))
                 if n.endswith(".md") and page != index and page not in linked:
                     problems.append("docs/README.md: %s is not linked from the index" % os.path.relpath(page, root))
+    problems += runbook_problems(root)
     for p in problems:
         print(p)
     print("%d relative links checked, %d broken" % (links, len(problems)))

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One request epilogue for every codec: the same requests sent over HTTP/1.1 and over HTTP/2
 // (curl, prior knowledge on a cleartext listener) are counted alike on /metrics (requests by
-// outcome, latency observations, requests by route, method and status class) and give access
+// outcome, latency observations overall and by route, requests by route, method and status
+// class) and give access
 // lines with the same fields and values, the protocol's own fields aside.
 #include "gateway_fixture.hpp"
 
@@ -127,7 +128,8 @@ TEST_CASE("HTTP/1.1 and HTTP/2 count and log the same requests alike")
     gateway_fixture g(options);
     const auto admin = g.gateway->admin_port();
     const std::vector<std::string> families{"idemgate_requests_total", "idemgate_route_requests_total",
-                                            "idemgate_request_duration_seconds_count"};
+                                            "idemgate_request_duration_seconds_count",
+                                            "idemgate_route_request_duration_seconds_count"};
     const auto base = "http://127.0.0.1:" + std::to_string(g.port());
 
     struct run_result {
@@ -177,6 +179,20 @@ TEST_CASE("HTTP/1.1 and HTTP/2 count and log the same requests alike")
         if (series.rfind("idemgate_route_requests_total", 0) == 0)
             by_route += n;
     CHECK(by_route == static_cast<double>(cases("").size()));
+    // Each handled request's latency observed by route as overall, over both protocols.
+    for (const auto* r : {&h1, &h2}) {
+        double observed = 0, observed_by_route = 0;
+        for (const auto& [series, n] : r->metrics) {
+            if (series.rfind("idemgate_request_duration_seconds_count", 0) == 0)
+                observed += n;
+            if (series.rfind("idemgate_route_request_duration_seconds_count", 0) == 0)
+                observed_by_route += n;
+        }
+        CHECK(observed > 0);
+        CHECK(observed_by_route == observed);
+    }
+    CHECK(h2.metrics.count("idemgate_route_request_duration_seconds_count{route=\"/api/\"}"));
+    CHECK(h2.metrics.count("idemgate_route_request_duration_seconds_count{route=\"/plain/\"}"));
     CHECK(h1.metrics == h2.metrics);
     if (h1.metrics != h2.metrics) {
         for (const auto& [series, n] : h1.metrics)

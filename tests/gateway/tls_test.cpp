@@ -603,6 +603,60 @@ TEST_CASE("HTTPS upstream that requires a client certificate")
     }
 }
 
+namespace {
+
+// The certificate's notAfter as Unix time, as the openssl CLI reads it (x509 -enddate).
+double not_after(const std::string& cert_file)
+{
+    child_process date("/bin/sh", {"-c", "date -u -d \"$(openssl x509 -enddate -noout -in '" + cert_file +
+                                             "' | cut -d= -f2)\" +%s"});
+    REQUIRE(date.wait_exit(10s) == 0);
+    auto lines = date.lines();
+    REQUIRE_FALSE(lines.empty());
+    return std::stod(lines.back());
+}
+
+const std::string expiry_gauge = "idemgate_tls_certificate_expiry_timestamp_seconds";
+
+} // namespace
+
+TEST_CASE("certificate expiry: the listener's and an upstream client certificate's notAfter, "
+          "renewed by a reload" *
+          needs_store("memory"))
+{
+    test_certificates certs;
+    {
+        https_upstream_setup s(certs, certs.server_cert, certs.server_key,
+                               ca_only(certs) + "      cert_file: \"" + certs.client_cert +
+                                   "\"\n      key_file: \"" + certs.client_key + "\"\n",
+                               {});
+        CHECK(s.admin_metric(expiry_gauge + "{use=\"upstream\",name=\"secure\"}") ==
+              not_after(certs.client_cert));
+        // An upstream without a client certificate, and no listener TLS: no series.
+        CHECK(s.admin_metric(expiry_gauge + "{use=\"upstream\",name=\"clear\"}") == -1);
+        CHECK(s.admin_metric(expiry_gauge + "{use=\"listener\",name=\"listen\"}") == -1);
+    }
+    tls_gateway g(certs);
+    const auto listener = expiry_gauge + "{use=\"listener\",name=\"listen\"}";
+    CHECK(metric(g.admin_port(), listener) == not_after(certs.server_cert));
+    // A reload reads the new file: the gauge follows (to the expired certificate's 2020 date).
+    const auto path = g.fixture->gateway->config_path();
+    std::string text;
+    {
+        std::ifstream in(path);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+    }
+    for (const auto& [from, to] :
+         {std::pair{certs.server_cert, certs.expired_cert}, std::pair{certs.server_key, certs.expired_key}})
+        text.replace(text.find(from), from.size(), to);
+    std::ofstream(path, std::ios::trunc) << text;
+    g.fixture->process().signal(SIGHUP);
+    const auto expired = not_after(certs.expired_cert);
+    CHECK(poll_until(5s, [&] { return metric(g.admin_port(), listener) == expired; }));
+}
+
 // ---------------------------------------------------------------------------------------------
 // --check
 

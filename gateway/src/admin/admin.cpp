@@ -41,6 +41,10 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 admin::admin(gateway_context& ctx, asio::io_context& control, std::function<void(std::string&)> metrics_extra)
     : ctx_(ctx), control_(control), metrics_extra_(std::move(metrics_extra)), acceptor_(control)
 {
+    // store.redis.tls is restart-only: its certificate is the one read at start.
+    const auto& redis = ctx_.boot.store.redis.tls;
+    if (ctx_.boot.store.type == config::store_type::redis && redis.enabled && !redis.cert_file.empty())
+        redis_certificate_expiry_ = certificate_file_expiry(redis.cert_file);
 }
 
 void admin::bind(const tcp::endpoint& ep)
@@ -93,10 +97,14 @@ response_type admin::answer(const http::request<http::empty_body>& req)
     } else if (path == "/readyz") {
         answer_readyz(ctx_, res);
     } else if (path == "/metrics") {
-        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        const auto format = prometheus::negotiate(req[http::field::accept]);
+        const bool openmetrics = format == prometheus::exposition::openmetrics;
+        res.set(http::field::content_type, prometheus::content_type(format));
         ctx_.refresh_store_gauges();
-        res.body() = ctx_.stats.render(ctx_.ready(), metrics_extra_);
-        if (auto live = ctx_.live()) {
+        res.body() = ctx_.stats.render(ctx_.ready(), metrics_extra_, openmetrics);
+        auto live = ctx_.live();
+        render_certificate_expiry(live.get(), redis_certificate_expiry_, res.body());
+        if (live) {
             // Which file is live: its hash as an info line, and the reload generation.
             prometheus::header(res.body(), "idemgate_config_info", "gauge",
                                "The live configuration: sha256 of the file it was loaded from.");
@@ -106,7 +114,9 @@ response_type admin::answer(const http::request<http::empty_body>& req)
             prometheus::sample(res.body(), "idemgate_config_generation", "", double(live->generation));
             render_fleet_metrics(live->fleets, ctx_.fleet_stats, res.body());
         }
-        ctx_.route_stats.render(res.body());
+        ctx_.route_stats.render(res.body(), openmetrics);
+        if (openmetrics)
+            res.body() = prometheus::to_openmetrics(res.body());
     } else {
         res = make_problem(base, {problems::no_route, "admin paths: /healthz, /readyz, /metrics"},
                            req.version(), true);

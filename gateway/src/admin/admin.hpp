@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ namespace idemgate::gateway::detail {
 // condition ("store redis refusing writes: ..."; under readiness.store: ignore the answer stays
 // 200 and the lines are there all the same) and per store note (recent events, warnings).
 void answer_readyz(const gateway_context& ctx, response_type& res);
+
+// The notAfter (Unix time) of the first certificate in a PEM file; nullopt when unreadable.
+std::optional<double> certificate_file_expiry(const std::string& path);
+// idemgate_tls_certificate_expiry_timestamp_seconds{use,name}: the live generation's listener and
+// upstream client certificates (`live` may be null), and the Redis client certificate's `redis`.
+void render_certificate_expiry(const live_config* live, std::optional<double> redis, std::string& out);
 
 class admin {
 public:
@@ -52,7 +59,8 @@ private:
     std::function<bool(std::vector<std::string>&)> reload_;
     tcp::acceptor acceptor_;
     tcp::endpoint endpoint_;
-    std::unique_ptr<store::session> store_; // the admin's own session, on the control thread
+    std::unique_ptr<store::session> store_;          // the admin's own session, on the control thread
+    std::optional<double> redis_certificate_expiry_; // store.redis.tls.cert_file's notAfter
     bool stopped_ = false;
     bool accepting_ = false;
 };

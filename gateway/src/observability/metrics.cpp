@@ -29,40 +29,44 @@ std::string metric::shadow_label(std::size_t index)
 namespace {
 
 // One member's series in the family `name`, by the member's kind (IDEMGATE_GATEWAY_METRICS).
-void series(std::string& out, std::string_view name, std::string_view labels, const metric::counter& value)
+void series(std::string& out, std::string_view name, std::string_view labels, const metric::counter& value,
+            bool)
 {
     prometheus::sample(out, name, labels, static_cast<double>(value.load()));
 }
 
-void series(std::string& out, std::string_view name, std::string_view labels, const metric::gauge& value)
+void series(std::string& out, std::string_view name, std::string_view labels, const metric::gauge& value,
+            bool)
 {
     prometheus::sample(out, name, labels, static_cast<double>(value.load()));
 }
 
-void series(std::string& out, std::string_view name, std::string_view labels, const latency_histogram& value)
+void series(std::string& out, std::string_view name, std::string_view labels, const latency_histogram& value,
+            bool exemplars)
 {
-    value.render(out, name, labels);
+    value.render(out, name, labels, exemplars);
 }
 
 template<class T, std::size_t N>
 void series(std::string& out, std::string_view name, const metric::labels<N>& labels,
-            const std::array<T, N>& values)
+            const std::array<T, N>& values, bool exemplars)
 {
     for (std::size_t i = 0; i < N; ++i)
-        series(out, name, labels[i], values[i]);
+        series(out, name, labels[i], values[i], exemplars);
 }
 
 template<class T, std::size_t N>
-void series(std::string& out, std::string_view name, metric::labeler labels, const std::array<T, N>& values)
+void series(std::string& out, std::string_view name, metric::labeler labels, const std::array<T, N>& values,
+            bool exemplars)
 {
     for (std::size_t i = 0; i < N; ++i)
         if (auto text = labels(i); !text.empty())
-            series(out, name, text, values[i]);
+            series(out, name, text, values[i], exemplars);
 }
 
 } // namespace
 
-std::string metrics::render(bool ready, const std::function<void(std::string&)>& extra) const
+std::string metrics::render(bool ready, const std::function<void(std::string&)>& extra, bool exemplars) const
 {
     std::string out;
     out.reserve(8192);
@@ -70,7 +74,7 @@ std::string metrics::render(bool ready, const std::function<void(std::string&)>&
 #define IDEMGATE_METRICS_FAMILY(name, type, help)                                                            \
     family = name;                                                                                           \
     prometheus::header(out, family, type, help);
-#define IDEMGATE_METRICS_MEMBER(type, member, labels) series(out, family, labels, member);
+#define IDEMGATE_METRICS_MEMBER(type, member, labels) series(out, family, labels, member, exemplars);
     IDEMGATE_GATEWAY_METRICS(IDEMGATE_METRICS_FAMILY, IDEMGATE_METRICS_MEMBER)
 #undef IDEMGATE_METRICS_FAMILY
 #undef IDEMGATE_METRICS_MEMBER

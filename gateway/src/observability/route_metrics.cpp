@@ -44,7 +44,7 @@ route_counters& route_registry::counters(const std::string& route)
     return *slot;
 }
 
-void route_registry::render(std::string& out) const
+void route_registry::render(std::string& out, bool exemplars) const
 {
     std::lock_guard lock(mutex_);
     prometheus::header(out, "idemgate_route_requests_total", "counter",
@@ -67,6 +67,14 @@ void route_registry::render(std::string& out) const
                 prometheus::sample(out, "idemgate_route_requests_total", labels, static_cast<double>(n));
             }
     }
+    prometheus::header(out, "idemgate_route_request_duration_seconds", "histogram",
+                       "Time from request header to response sent, by route (its path_prefix; none "
+                       "when no route matched).");
+    for (const auto& [route, c] : counters_)
+        c->duration.render(out, "idemgate_route_request_duration_seconds",
+                           "route=\"" +
+                               (route.empty() ? std::string("none") : prometheus::label_value(route)) + "\"",
+                           exemplars);
 }
 
 } // namespace idemgate::gateway::detail

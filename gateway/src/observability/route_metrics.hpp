@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Requests by route, method and status class: idemgate_route_requests_total. The counters of a
-// route outlive reloads (keyed by its path_prefix); each configuration generation holds pointers
-// to its routes' counters, so the request path counts with one relaxed add and no lookup.
+// Requests by route, method and status class (idemgate_route_requests_total) and their latency
+// by route (idemgate_route_request_duration_seconds). The counters of a route outlive reloads
+// (keyed by its path_prefix); each configuration generation holds pointers to its routes'
+// counters, so the request path counts with relaxed adds and no lookup.
 #include <array>
 #include <atomic>
 #include <boost/beast/http/verb.hpp>
 #include <cstdint>
+#include <idemgate/common/histogram.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +23,7 @@ inline constexpr std::size_t route_code_count = 5; // 1xx..5xx (a status outside
 
 struct route_counters {
     std::array<std::atomic<std::uint64_t>, route_method_count * route_code_count> requests{};
+    latency_histogram duration; // handled requests, header to answer sent (as request_duration)
     void count(boost::beast::http::verb method, unsigned status) noexcept;
 };
 
@@ -29,7 +32,8 @@ struct route_counters {
 class route_registry {
 public:
     route_counters& counters(const std::string& route);
-    void render(std::string& out) const;
+    // `exemplars`: the latency buckets' exemplars too (OpenMetrics).
+    void render(std::string& out, bool exemplars = false) const;
 
 private:
     mutable std::mutex mutex_;

@@ -36,9 +36,14 @@ void finish_exchange(gateway_context& ctx, worker& w, request_exchange& ex)
         return;
     }
     const auto elapsed = request_exchange::clock::now() - ex.started;
-    ctx.stats.request_latency[static_cast<int>(h.result)].observe(elapsed);
+    // A sampled trace's ID is the latency buckets' exemplar (OpenMetrics): a slow bucket links
+    // to a trace of a request that fell in it.
+    const auto* trace = ex.trace && ex.trace->sampled ? &ex.trace->trace : nullptr;
+    ctx.stats.request_latency[static_cast<int>(h.result)].observe(elapsed, trace);
     ctx.stats.count(h.result);
-    ex.env->live->route_stats_of(h.route_index).count(method, h.response.result_int());
+    auto& route = ex.env->live->route_stats_of(h.route_index);
+    route.count(method, h.response.result_int());
+    route.duration.observe(elapsed, trace);
     if (cfg.access_log)
         log_request(sink, ex, elapsed);
     if (ex.trace && ex.trace->sampled)

@@ -53,9 +53,6 @@ void render_redis_metrics(const redis_stats& s, std::string& out)
             "Times the marker key was found gone or replaced: Redis lost its data (a restart without "
             "persistence, a flush, an eviction), and keys recorded before may run again.",
             "", double(s.emptied.load()));
-    counter("idemgate_records_unreplicated_total",
-            "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT).", "",
-            double(s.records_unreplicated.load()));
     counter(
         "idemgate_records_unreplicated_total",
         "Completed records fewer than store.redis.min_replicas_ack replicas acknowledged (WAIT), or whose "

@@ -22,4 +22,17 @@ void process_metrics(std::string& out);
 // `"` and `\` escaped, newlines as \n: a label value (the text format's rule).
 std::string label_value(std::string_view value);
 
+// The two exposition formats /metrics answers in: the Prometheus text format 0.0.4 (the
+// default), and OpenMetrics 1.0 when the scraper's Accept header asks for it at least as much
+// as for text/plain (Prometheus sends application/openmetrics-text;version=1.0.0 first).
+enum class exposition { text, openmetrics };
+exposition negotiate(std::string_view accept);
+std::string_view content_type(exposition format);
+
+// A text-format exposition, as the writers above append it, rewritten as OpenMetrics 1.0: a
+// counter's family named without its _total (its samples with it), untyped as unknown, `le`
+// values as canonical floats, `"` escaped in HELP, and the closing `# EOF`. Exemplars the
+// histograms wrote (latency_histogram::render) are kept.
+std::string to_openmetrics(std::string_view text);
+
 } // namespace idemgate::prometheus

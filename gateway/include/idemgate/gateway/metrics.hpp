@@ -223,7 +223,9 @@ struct metrics {
 
     // Prometheus text exposition: every family of IDEMGATE_GATEWAY_METRICS, then idemgate_ready
     // (from `ready`); `extra` appends backend-specific lines (store::backend::render_metrics).
-    std::string render(bool ready, const std::function<void(std::string&)>& extra = {}) const;
+    // `exemplars`: the histograms' bucket exemplars too (for OpenMetrics, prometheus::to_openmetrics).
+    std::string render(bool ready, const std::function<void(std::string&)>& extra = {},
+                       bool exemplars = false) const;
 };
 
 } // namespace idemgate::gateway
