@@ -295,7 +295,7 @@ struct readiness_config {
 
 struct config {
     endpoint listen{"127.0.0.1", 8080};
-    endpoint admin_listen{"127.0.0.1", 9090};
+    endpoint admin_listen{"127.0.0.1", 8079};
     unsigned threads = 0;   // I/O threads; 0 = one per core
     bool access_log = true; // one JSON line per request on stdout
     access_log_config access_log_options;
