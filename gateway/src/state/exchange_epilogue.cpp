@@ -39,8 +39,16 @@ void finish_exchange(gateway_context& ctx, worker& w, request_exchange& ex)
     ctx.stats.request_latency[static_cast<int>(h.result)].observe(elapsed);
     ctx.stats.count(h.result);
     ex.env->live->route_stats_of(h.route_index).count(method, h.response.result_int());
-    if (cfg.access_log)
-        log_request(sink, ex, elapsed);
+    if (cfg.access_log) {
+        access_names names;
+        if (h.route_index >= 0) {
+            const auto& route = cfg.routes[static_cast<std::size_t>(h.route_index)];
+            names.route = route.path_prefix;
+            if (h.upstream_us >= 0)
+                names.upstream = cfg.upstreams[route.upstream_index].name;
+        }
+        log_request(sink, ex, elapsed, names);
+    }
     if (ex.trace && ex.trace->sampled)
         finish_request_trace(*ctx.tracer, ex, ctx.boot.tracing);
 }
