@@ -54,6 +54,15 @@ TEST_CASE("access_log.path: rotated under load (rename, SIGUSR1), every line lan
     const std::string stem = unique_key("rotate");
     std::atomic<int> answered{0}, running{clients};
     std::vector<std::thread> threads;
+    struct joiner { // a failed REQUIRE below still joins the clients
+        std::vector<std::thread>& threads;
+        ~joiner()
+        {
+            for (auto& t : threads)
+                if (t.joinable())
+                    t.join();
+        }
+    } join_clients{threads};
     for (int c = 0; c < clients; ++c)
         threads.emplace_back([&, c] {
             try {
