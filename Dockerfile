@@ -23,9 +23,9 @@ COPY --from=build /src/build-demo/bin/idemgate-loadtest /usr/local/bin/idemgate-
 COPY --from=build /src/build-demo/bin/order-service /usr/local/bin/order-service
 COPY config/docker.yaml /etc/idemgate/idemgate.yaml
 USER idemgate
-EXPOSE 8080 9090
+EXPOSE 8080 8079
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD curl -fsS http://127.0.0.1:9090/healthz || exit 1
+  CMD curl -fsS http://127.0.0.1:8079/healthz || exit 1
 # SIGTERM starts the drain (timeouts.drain, 25 s in config/docker.yaml). `docker stop` waits only
 # 10 s before SIGKILL unless told otherwise: docker-compose.yml sets stop_grace_period: 35s; with
 # `docker run`, pass --stop-timeout 35.

@@ -76,8 +76,10 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian's prometheus package starts a server on :9090 where systemd runs; the tests need only
-# its promtool, so a server this script installed is stopped and disabled again.
+# Debian's prometheus package starts a system server where systemd runs (scraping, writing its
+# database). The tests need only its binaries (promtool, and a prometheus they start themselves on
+# a free port), so a server this script installed is stopped and disabled again. (It no longer
+# shares a port with the gateway's admin listener; it is stopped because nothing here uses it.)
 if [[ " ${missing[*]} " == *" prometheus "* ]] && [[ -d /run/systemd/system ]]; then
   $SUDO systemctl disable --now prometheus.service >/dev/null 2>&1 || true
 fi

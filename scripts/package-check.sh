@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian package into a fresh Debian 12 root and uses it as an operator would:
-#   1. builds the package (scripts/package.sh) and checks its contents (binaries, conffile,
-#      unit, man pages, docs) and the Depends dpkg-shlibdeps computed;
+#   1. builds the package (scripts/package.sh) and checks its contents (binaries, conffiles,
+#      unit, logrotate snippet, man pages, docs) and the Depends dpkg-shlibdeps computed;
 #   2. a Debian 12 root: the container check's debian:bookworm-slim image where podman has it
 #      (exported, no container runs), otherwise mmdebstrap --variant=minbase;
 #   3. `apt-get install ./idemgate_<version>_<arch>.deb` inside it (chroot), which pulls the
@@ -37,7 +37,7 @@ say "built $deb ($(du -k "$deb" | cut -f1) KiB)"
 
 # --- 1. the package's contents ---
 contents=$(dpkg-deb -c "$deb")
-for f in ./usr/bin/idemgate ./usr/bin/idemgate-loadtest ./etc/idemgate/idemgate.yaml \
+for f in ./usr/bin/idemgate ./usr/bin/idemgate-loadtest ./etc/idemgate/idemgate.yaml ./etc/logrotate.d/idemgate \
   ./lib/systemd/system/idemgate.service ./usr/share/man/man1/idemgate.1.gz \
   ./usr/share/man/man1/idemgate-loadtest.1.gz ./usr/share/doc/idemgate/copyright \
   ./usr/share/doc/idemgate/README.md ./usr/share/doc/idemgate/docs/reference/configuration.md; do
@@ -47,7 +47,7 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libhiredis0.14 libyaml-cpp0.7 libssl3; do
   [[ $depends == *"$lib"* ]] || fail "Depends lacks $lib: $depends"
 done
-[[ $(dpkg-deb -I "$deb" conffiles) == /etc/idemgate/idemgate.yaml ]] || fail "conffiles"
+[[ $(dpkg-deb -I "$deb" conffiles) == $'/etc/idemgate/idemgate.yaml\n/etc/logrotate.d/idemgate' ]] || fail "conffiles"
 # The man pages are the command-line reference's: an option of each page's table is in them.
 man_page() { dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/share/man/man1/$1.1.gz" | zcat; }
 man_page idemgate | grep -q -- '--print-config' || fail "idemgate(1) lacks --print-config"

@@ -10,7 +10,12 @@ namespace idemgate::config::detail {
 
 namespace {
 
-// access_log: true|false, or a map: enabled plus the writer's queue and batching.
+std::string log_path_problem(std::string_view path)
+{
+    return path.empty() || path.front() == '/' ? std::string() : "must be an absolute path (\"\": stdout)";
+}
+
+// access_log: true|false, or a map: enabled, the writer's queue and batching, where it writes.
 const section<config>& access_log_keys()
 {
     using a = access_log_config;
@@ -21,6 +26,10 @@ const section<config>& access_log_keys()
         {"batch_bytes", member_of<options, &a::batch_bytes>{},
          a_size{.zero = false, .max = 16 * 1024 * 1024, .bounds = "at most 16MiB"}},
         {"flush_interval", member_of<options, &a::flush_interval>{}, a_duration{}},
+        {"path",
+         member_of<options, &a::path>{},
+         a_string{.problem = log_path_problem, .quoted = true},
+         {.when = reload::restart}},
     };
     return keys;
 }

@@ -4,7 +4,10 @@
 #include "gateway_fixture.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <doctest/doctest.h>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -27,6 +30,19 @@ std::map<std::string, int> access_ids(const std::vector<std::string>& lines)
             ++ids[std::string(id->as_string())];
     }
     return ids;
+}
+
+// `unix_ms` as the access line's "time": ISO 8601, UTC, milliseconds.
+std::string utc_time(std::int64_t unix_ms)
+{
+    const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+    std::tm parts{};
+    ::gmtime_r(&t, &parts);
+    char text[96];
+    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900,
+                  parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec,
+                  static_cast<int>(unix_ms % 1000));
+    return text;
 }
 
 // Sends `count` requests over `connections` keep-alive connections, in turn; each gets its own
@@ -157,9 +173,13 @@ TEST_CASE("an access line explains its upstream exchange; a failed one also gets
     REQUIRE(made.status == 502);
     const auto made_id = made.header("x-request-id");
     REQUIRE(!made_id.empty());
+    // HTTP/1.0, and a path no route has: route "none", no upstream.
+    http_connection old(f.port(), io_timeout);
+    old.send_raw("GET /no-route/x HTTP/1.0\r\nX-Request-Id: fields-none\r\n\r\n");
+    CHECK(old.read_response().status == 404);
     f.process().signal(SIGTERM);
     REQUIRE(f.process().wait_exit(15s) == 0);
-    std::optional<boost::json::object> ok_line, down_line, error_line, made_error_line;
+    std::optional<boost::json::object> ok_line, down_line, none_line, error_line, made_error_line;
     for (const auto& l : f.process().lines()) {
         auto obj = parse_object(l);
         auto* id = obj.if_contains("request_id");
@@ -167,6 +187,8 @@ TEST_CASE("an access line explains its upstream exchange; a failed one also gets
             ok_line = obj;
         if (obj.if_contains("msg") && obj.at("msg") == "access" && id && *id == "fields-down")
             down_line = obj;
+        if (obj.if_contains("msg") && obj.at("msg") == "access" && id && *id == "fields-none")
+            none_line = obj;
         if (obj.if_contains("msg") && obj.at("msg") == "upstream request failed" && id &&
             *id == "fields-down")
             error_line = obj;
@@ -177,6 +199,10 @@ TEST_CASE("an access line explains its upstream exchange; a failed one also gets
     CHECK_MESSAGE(made_error_line, "no error line names the request ID " << made_id);
     REQUIRE(ok_line);
     CHECK(ok_line->at("level") == "info");
+    CHECK(ok_line->at("time") == boost::json::value(utc_time(ok_line->at("ts").as_int64())));
+    CHECK(ok_line->at("protocol") == "HTTP/1.1");
+    CHECK(ok_line->at("route") == "/api/");
+    CHECK(ok_line->at("upstream") == "orders");
     CHECK(ok_line->at("upstream_address") == boost::json::value(f.upstream.address()));
     CHECK(ok_line->at("upstream_us").as_int64() > 0);
     CHECK(ok_line->at("upstream_us").as_int64() <= ok_line->at("latency_us").as_int64());
@@ -192,6 +218,22 @@ TEST_CASE("an access line explains its upstream exchange; a failed one also gets
     CHECK(down_line->at("status").as_int64() == 502);
     CHECK(down_line->at("error") == "connect");
     CHECK(down_line->at("upstream_address").as_string().size() > 0); // the address it tried
+    CHECK(down_line->at("route") == "/down/");
+    CHECK(down_line->at("upstream") == "nowhere");
+    REQUIRE(none_line);
+    CHECK(none_line->at("protocol") == "HTTP/1.0");
+    CHECK(none_line->at("route") == "none");
+    CHECK(!none_line->contains("upstream"));
+    // Every field of these lines is in the logs reference, as `name`.
+    std::ifstream page(std::string(IDEMGATE_SOURCE_DIR) + "/docs/reference/logs.md");
+    const std::string reference{std::istreambuf_iterator<char>(page), std::istreambuf_iterator<char>()};
+    REQUIRE(!reference.empty());
+    for (const auto* line : {&*ok_line, &*down_line, &*none_line})
+        for (const auto& field : *line) {
+            const auto name = "`" + std::string(field.key()) + "`";
+            CHECK_MESSAGE(reference.find(name) != std::string::npos,
+                          name << " is not in docs/reference/logs.md");
+        }
     REQUIRE(error_line);
     CHECK(error_line->at("level") == "error");
     CHECK(error_line->at("error") == "connect");

@@ -62,12 +62,12 @@ std::vector<boost::json::object> access_lines(gateway_fixture& g, std::size_t sk
     return out;
 }
 
-// An access line without what differs by protocol or by run (time, IDs, the stream, the
+// An access line without what differs by protocol or by run (times, IDs, the stream, the
 // upstream's timing and address), the protocol's tag in keys and request IDs made common.
 boost::json::object comparable(boost::json::object line, const std::string& tag)
 {
-    for (auto name : {"ts", "latency_us", "upstream_us", "upstream_ms", "upstream_address", "request_id",
-                      "trace_id", "proto", "stream"})
+    for (auto name : {"ts", "time", "latency_us", "upstream_us", "upstream_ms", "upstream_address",
+                      "request_id", "trace_id", "protocol", "proto", "stream"})
         line.erase(name);
     if (auto* key = line.if_contains("key"); key && key->is_string()) {
         std::string k(key->as_string());
@@ -208,10 +208,12 @@ TEST_CASE("HTTP/1.1 and HTTP/2 count and log the same requests alike")
     std::vector<std::string> a, b;
     for (const auto& line : h1.lines) {
         CHECK_FALSE(line.contains("proto"));
+        CHECK(line.at("protocol") == "HTTP/1.1");
         a.push_back(boost::json::serialize(sorted(comparable(line, "-h1"))));
     }
     for (const auto& line : h2.lines) {
         CHECK(line.at("proto") == "h2");
+        CHECK(line.at("protocol") == "HTTP/2");
         CHECK(line.contains("stream"));
         b.push_back(boost::json::serialize(sorted(comparable(line, "-h2"))));
     }

@@ -354,6 +354,16 @@ TEST_CASE("the systemd unit is sandboxed, reloads with SIGHUP and waits longer t
     CHECK(one("RestrictAddressFamilies").find("AF_INET") != std::string::npos);
     CHECK(std::stoi(one("LimitNOFILE")) >= 4096);
     CHECK(one("KillSignal") == "SIGTERM");
+    // The journal does not drop a busy gateway's lines; the access log's file has a writable home.
+    CHECK(one("LogRateLimitIntervalSec") == "0");
+    CHECK(one("LogsDirectory") == "idemgate");
+    // logrotate (packaged as /etc/logrotate.d/idemgate) rotates that directory: rename, then
+    // SIGUSR1 to the gateway (its main process only), which reopens the file; never a copy.
+    auto rotate = read_text(deploy_dir / "logrotate" / "idemgate");
+    CHECK(rotate.find("/var/log/idemgate/*.log {") != std::string::npos);
+    CHECK(rotate.find("systemctl kill --kill-whom=main --signal=SIGUSR1 idemgate.service") !=
+          std::string::npos);
+    CHECK(rotate.find("\n    copytruncate") == std::string::npos);
 
     // It runs the example configuration's path; the stop timeout outlasts that file's drain.
     auto exec_start = one("ExecStart");

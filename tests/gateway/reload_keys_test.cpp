@@ -636,6 +636,20 @@ std::vector<restart_row> restart_rows()
         {"admin_listen", replacing("admin_listen: \"127.0.0.1:0\"", "admin_listen: \"127.0.0.1:1\""),
          [](auto& f) { CHECK(gateway_request(f.gateway->admin_port(), "GET", "/healthz").status == 200); }},
         {"threads", replacing("threads: 2", "threads: 3"), serves},
+        {"access_log.path",
+         replacing("access_log: true\n", "access_log: { path: \"/nonexistent/idemgate/access.log\" }\n"),
+         [](auto& f) {
+             // The lines still go to stdout.
+             auto res = gateway_request(f.port(), "POST", "/plain/x", {{"X-Request-Id", "reload-path"}});
+             CHECK(res.status == 201);
+             CHECK(poll_until(5s, [&] {
+                 for (const auto& l : f.process().lines())
+                     if (l.find("\"msg\":\"access\"") != std::string::npos &&
+                         l.find("reload-path") != std::string::npos)
+                         return true;
+                 return false;
+             }));
+         }},
         {"store", replacing("on_failure: reject", "on_failure: pass_through"), serves},
         {"store",
          [](std::string text) {

@@ -174,7 +174,7 @@ TEST_CASE("absent keys take the documented defaults")
     const cfg::config d;
 
     CHECK(c.listen.to_string() == "127.0.0.1:8080");
-    CHECK(c.admin_listen.to_string() == "127.0.0.1:9090");
+    CHECK(c.admin_listen.to_string() == "127.0.0.1:8079");
     CHECK(c.threads == 0);
     CHECK(c.access_log);
     CHECK(c.store.type == cfg::store_type::memory);
@@ -233,7 +233,7 @@ TEST_CASE("the shipped example file loads")
 {
     auto c = cfg::load_file(IDEMGATE_SOURCE_DIR "/config/idemgate.example.yaml");
     CHECK(c.listen.to_string() == "127.0.0.1:8080");
-    CHECK(c.admin_listen.to_string() == "127.0.0.1:9090");
+    CHECK(c.admin_listen.to_string() == "127.0.0.1:8079");
     CHECK(c.store.type == cfg::store_type::redis);
     CHECK(c.store.redis.address.to_string() == "127.0.0.1:6379");
     REQUIRE(c.upstreams.size() == 1);

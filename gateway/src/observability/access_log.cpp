@@ -2,6 +2,7 @@
 #include "observability/access_log.hpp"
 
 #include <charconv>
+#include <ctime>
 #include <idemgate/common/log.hpp>
 
 namespace idemgate::gateway::detail {
@@ -68,6 +69,28 @@ public:
         out_.push_back(static_cast<char>('0' + part / 10 % 10));
         out_.push_back(static_cast<char>('0' + part % 10));
     }
+    // `unix_ms` as ISO 8601 in UTC with milliseconds ("2026-12-06T16:20:01.123Z"); the date and
+    // time of day are formatted once a second per thread.
+    void utc_time(std::string_view name, long long unix_ms)
+    {
+        thread_local long long second = -1;
+        thread_local char head[24]; // "YYYY-MM-DDTHH:MM:SS."
+        if (unix_ms / 1000 != second) {
+            second = unix_ms / 1000;
+            const std::time_t t = static_cast<std::time_t>(second);
+            std::tm parts{};
+            ::gmtime_r(&t, &parts);
+            std::strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S.", &parts);
+        }
+        const auto ms = static_cast<int>(unix_ms % 1000);
+        key(name);
+        out_.push_back('"');
+        out_.append(head, 20);
+        out_.push_back(static_cast<char>('0' + ms / 100));
+        out_.push_back(static_cast<char>('0' + ms / 10 % 10));
+        out_.push_back(static_cast<char>('0' + ms % 10));
+        out_.append("Z\"", 2);
+    }
     std::string_view finish()
     {
         out_.push_back('}');
@@ -108,7 +131,9 @@ void add_ids(line_writer& line, const request_ids& ids)
 // The fields every access line starts with.
 void begin_access_line(line_writer& line, const client_info& client)
 {
-    line.number("ts", log::now_unix_ms());
+    const auto now = log::now_unix_ms();
+    line.number("ts", now);
+    line.utc_time("time", now);
     line.text("level", "info");
     line.text("msg", "access");
     line.text("client", client.ip);
@@ -129,12 +154,18 @@ void emit(const access_log_sink& sink, std::string_view line)
     sink.buffer->append(line);
 }
 
-void add_h2_stream(line_writer& line, std::uint32_t stream)
+// The protocol the request came in ("protocol"; left out when a refused HTTP/1 request's line
+// was never read), and an HTTP/2 stream's number.
+void add_protocol(line_writer& line, const request_exchange& ex)
 {
-    if (stream == 0)
+    if (ex.stream == 0) {
+        if (ex.req)
+            line.text("protocol", ex.req->version() == 10 ? "HTTP/1.0" : "HTTP/1.1");
         return;
+    }
+    line.text("protocol", "HTTP/2");
     line.text("proto", "h2");
-    line.number("stream", static_cast<std::int64_t>(stream));
+    line.number("stream", static_cast<std::int64_t>(ex.stream));
 }
 
 } // namespace
@@ -156,7 +187,7 @@ std::string log_safe(std::string_view raw)
 }
 
 void log_request(const access_log_sink& sink, const request_exchange& ex,
-                 std::chrono::steady_clock::duration elapsed)
+                 std::chrono::steady_clock::duration elapsed, const access_names& names)
 {
     if (!sink.writer)
         return;
@@ -166,7 +197,8 @@ void log_request(const access_log_sink& sink, const request_exchange& ex,
     begin_access_line(line, *ex.client);
     line.text("method", req.method_string());
     line.text("target", req.target());
-    add_h2_stream(line, ex.stream);
+    add_protocol(line, ex);
+    line.text("route", names.route);
     add_status(line, h.response.result_int(), ex.write_error);
     line.text("outcome", to_string(h.result));
     if (!h.key.empty()) {
@@ -179,6 +211,7 @@ void log_request(const access_log_sink& sink, const request_exchange& ex,
         line.text("shadow", to_string(h.shadow));
     line.number("latency_us", std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
     if (h.upstream_us >= 0) {
+        line.text("upstream", names.upstream);
         line.text("upstream_address", h.upstream_address);
         line.number("upstream_us", h.upstream_us);
         line.thousandths("upstream_ms", h.upstream_us);
@@ -199,7 +232,8 @@ void log_rejected(const access_log_sink& sink, const request_exchange& ex)
         return;
     line_writer line(scratch());
     begin_access_line(line, *ex.client);
-    add_h2_stream(line, ex.stream);
+    add_protocol(line, ex);
+    line.text("route", "none");
     add_status(line, ex.answer.response.result_int(), ex.write_error);
     line.text("outcome", "rejected");
     line.text("detail", ex.refused);

@@ -27,12 +27,20 @@ struct access_log_sink {
 // Percent-encodes bytes outside 0x20-0x7E (and '%' itself is kept: the target is already a URI).
 std::string log_safe(std::string_view raw);
 
+// What the access line names from the configuration the request ran under: the route as the
+// metrics label it (its path_prefix; "none" when none matched) and the upstream it was forwarded
+// to (empty: not forwarded).
+struct access_names {
+    std::string_view route = "none";
+    std::string_view upstream;
+};
+
 // A request the gateway answered through the idempotency filter: `ex.write_error` set when the
 // answer could not be written (the line then says so instead of claiming a status). Runs on the
 // thread that owns `sink`. A request that came on an HTTP/2 stream (`ex.stream`) says
 // "proto":"h2" and "stream".
 void log_request(const access_log_sink& sink, const request_exchange& ex,
-                 std::chrono::steady_clock::duration elapsed);
+                 std::chrono::steady_clock::duration elapsed, const access_names& names);
 
 // A request the gateway could not read or refused before handling it (bad framing, limits,
 // timeouts): its status and `ex.refused` as the detail.

@@ -1,9 +1,76 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/access_log_writer.hpp>
+#include <sys/stat.h>
+#include <system_error>
+#include <unistd.h>
+#include <utility>
 
 namespace idemgate::gateway {
+
+namespace {
+
+// The path opened for append; a file it creates is 0640 whatever the umask (the unit's is 0077),
+// so that a log shipper in the file's group can read it. -1 with errno set on failure.
+int open_for_append(const std::string& path)
+{
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+        if (fd >= 0) {
+            ::fchmod(fd, 0640);
+            return fd;
+        }
+        if (errno != EEXIST)
+            return -1;
+        fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0 || errno != ENOENT)
+            return fd;
+        // Removed between the two calls: create it.
+    }
+    return -1;
+}
+
+} // namespace
+
+access_log_file::access_log_file(std::string path) : path_(std::move(path)), fd_(open_for_append(path_))
+{
+    if (fd_ < 0)
+        throw std::system_error(errno, std::generic_category(), "access_log.path " + path_);
+}
+
+access_log_file::~access_log_file()
+{
+    ::close(fd_);
+}
+
+int access_log_file::write(std::string_view lines) noexcept
+{
+    while (!lines.empty()) {
+        auto n = ::write(fd_, lines.data(), lines.size());
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
+        lines.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return 0;
+}
+
+int access_log_file::reopen() noexcept
+{
+    int fd = open_for_append(path_);
+    if (fd < 0)
+        return errno;
+    ::close(fd_);
+    fd_ = fd;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 access_log_writer::access_log_writer(options opts, std::atomic<std::uint64_t>& dropped, sink_type sink)
     : queue_lines_(opts.queue_lines), batch_bytes_(opts.batch_bytes),
@@ -11,6 +78,14 @@ access_log_writer::access_log_writer(options opts, std::atomic<std::uint64_t>& d
 {
     if (!sink_)
         sink_ = [](std::string_view lines) { log::write_raw_lines(lines); };
+    thread_ = std::thread([this] { run(); });
+}
+
+access_log_writer::access_log_writer(options opts, std::atomic<std::uint64_t>& dropped,
+                                     std::unique_ptr<access_log_file> file)
+    : queue_lines_(opts.queue_lines), batch_bytes_(opts.batch_bytes),
+      flush_interval_ms_(opts.flush_interval.count()), dropped_(dropped), file_(std::move(file))
+{
     thread_ = std::thread([this] { run(); });
 }
 
@@ -78,9 +153,47 @@ void access_log_writer::take(std::string&& line) noexcept
 
 void access_log_writer::write(const batch& b)
 {
-    std::lock_guard lock(sink_mutex_);
-    sink_(b.text);
-    written_.fetch_add(b.lines, std::memory_order_relaxed);
+    int failed = 0;
+    {
+        std::lock_guard lock(sink_mutex_);
+        if (b.lines == 0)
+            log::write_raw_lines(b.text); // a log line: stdout, wherever the access lines go
+        else if (file_)
+            failed = file_->write(b.text);
+        else
+            sink_(b.text);
+        written_.fetch_add(b.lines, std::memory_order_relaxed);
+    }
+    // Logged outside the sink's lock: the line may come back through this writer.
+    if (failed)
+        log::coalesced(log::level::error, "access log write failed", "access_log",
+                       {{"path", file_->path()}, {"error", std::strerror(failed)}});
+}
+
+bool access_log_writer::reopen()
+{
+    if (!file_)
+        return false;
+    {
+        std::lock_guard lock(mutex_);
+        reopen_ = true;
+    }
+    wake_.notify_one();
+    return true;
+}
+
+void access_log_writer::reopen_file()
+{
+    int failed = 0;
+    {
+        std::lock_guard lock(sink_mutex_);
+        failed = file_->reopen();
+    }
+    if (failed)
+        log::error("access log not reopened: still writing to the file it had open",
+                   {{"path", file_->path()}, {"error", std::strerror(failed)}});
+    else
+        log::info("access log reopened", {{"path", file_->path()}});
 }
 
 void access_log_writer::run()
@@ -88,13 +201,17 @@ void access_log_writer::run()
     std::deque<batch> taken;
     std::unique_lock lock(mutex_);
     for (;;) {
-        wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty())
+        wake_.wait(lock, [this] { return stopping_ || reopen_ || !queue_.empty(); });
+        const bool reopen = std::exchange(reopen_, false);
+        if (queue_.empty() && !reopen)
             break; // stopping, and nothing left
         taken.swap(queue_);
         queued_lines_ = 0;
         queued_log_lines_ = 0;
         lock.unlock();
+        // Between two batches, i.e. between two whole lines.
+        if (reopen)
+            reopen_file();
         for (const auto& b : taken)
             write(b);
         taken.clear();

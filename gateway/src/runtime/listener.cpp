@@ -135,10 +135,12 @@ void listener::wait_for_signal()
             return;
         }
         if (sig == SIGUSR1 || sig == SIGUSR2) {
-            // logrotate's habit is SIGUSR1 ("reopen your logs"): the logs go to stdout, which the
-            // service manager owns, so there is nothing to reopen; never the default action (exit).
-            log::info("signal ignored: logs go to stdout, nothing to reopen",
-                      {{"signal", sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2"}});
+            // logrotate's habit is SIGUSR1 ("reopen your logs"): the access log's file
+            // (access_log.path) is opened again; stdout is the service manager's, nothing to
+            // reopen. Never the default action (exit).
+            if (sig != SIGUSR1 || !ctx_.access_log || !ctx_.access_log->reopen())
+                log::info("signal ignored: nothing to reopen",
+                          {{"signal", sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2"}});
             wait_for_signal();
             return;
         }

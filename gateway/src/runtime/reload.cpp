@@ -160,6 +160,13 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
                   "is kept",
                   {{"key", "tls"}});
     ctx_.boot.keep_in(next);
+    // The access log's file is opened once, at start (SIGUSR1 reopens that path).
+    if (const auto running = ctx_.access_log ? ctx_.access_log->file_path() : std::string_view();
+        next.access_log_options.path != running) {
+        log::warn("configuration reload: this setting needs a restart; the running value is kept",
+                  {{"key", "access_log.path"}});
+        next.access_log_options.path = running;
+    }
     ctx_.backend->set_refusal_policy({next.store.refusal.errors, next.store.refusal.window});
     if (tls_switched)
         next.tls = ctx_.live()->cfg.tls;

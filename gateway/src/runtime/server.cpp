@@ -44,9 +44,12 @@ struct server::impl {
                                                 ctx.stats.trace_spans_dropped_export});
         }
         const auto& o = boot_cfg.access_log_options;
-        ctx.access_log = std::make_unique<access_log_writer>(
-            access_log_writer::options{o.queue_lines, o.batch_bytes, o.flush_interval},
-            ctx.stats.access_log_dropped);
+        const access_log_writer::options writing{o.queue_lines, o.batch_bytes, o.flush_interval};
+        if (o.path.empty())
+            ctx.access_log = std::make_unique<access_log_writer>(writing, ctx.stats.access_log_dropped);
+        else // opened here: a path that cannot be opened stops the start, naming it
+            ctx.access_log = std::make_unique<access_log_writer>(writing, ctx.stats.access_log_dropped,
+                                                                 std::make_unique<access_log_file>(o.path));
         ctx.access_log->capture_log_lines(ctx.stats.log_dropped);
     }
 };

@@ -41,11 +41,19 @@ void finish_exchange(gateway_context& ctx, worker& w, request_exchange& ex)
     const auto* trace = ex.trace && ex.trace->sampled ? &ex.trace->trace : nullptr;
     ctx.stats.request_latency[static_cast<int>(h.result)].observe(elapsed, trace);
     ctx.stats.count(h.result);
-    auto& route = ex.env->live->route_stats_of(h.route_index);
-    route.count(method, h.response.result_int());
-    route.duration.observe(elapsed, trace);
-    if (cfg.access_log)
-        log_request(sink, ex, elapsed);
+    auto& route_stats = ex.env->live->route_stats_of(h.route_index);
+    route_stats.count(method, h.response.result_int());
+    route_stats.duration.observe(elapsed, trace);
+    if (cfg.access_log) {
+        access_names names;
+        if (h.route_index >= 0) {
+            const auto& route = cfg.routes[static_cast<std::size_t>(h.route_index)];
+            names.route = route.path_prefix;
+            if (h.upstream_us >= 0)
+                names.upstream = cfg.upstreams[route.upstream_index].name;
+        }
+        log_request(sink, ex, elapsed, names);
+    }
     if (ex.trace && ex.trace->sampled)
         finish_request_trace(*ctx.tracer, ex, ctx.boot.tracing);
 }

@@ -239,6 +239,7 @@ struct access_log_config {
     std::size_t queue_lines = 65536;     // lines waiting for the writer; beyond, lines are dropped
     std::size_t batch_bytes = 64 * 1024; // a thread's batch is handed over at this size ...
     duration flush_interval{100};        // ... or this long after its first line
+    std::string path;                    // "" = stdout; else a file opened for append, reopened on SIGUSR1
 };
 
 // HTTP/2 to clients: offered by ALPN on the TLS listener (h2 before http/1.1) while enabled; on
@@ -295,7 +296,7 @@ struct readiness_config {
 
 struct config {
     endpoint listen{"127.0.0.1", 8080};
-    endpoint admin_listen{"127.0.0.1", 9090};
+    endpoint admin_listen{"127.0.0.1", 8079};
     unsigned threads = 0;   // I/O threads; 0 = one per core
     bool access_log = true; // one JSON line per request on stdout
     access_log_config access_log_options;
