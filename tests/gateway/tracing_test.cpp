@@ -180,13 +180,15 @@ private:
 std::vector<std::map<std::string, std::string>> resources_of(const std::vector<std::string>& bodies)
 {
     std::vector<std::map<std::string, std::string>> out;
-    for (const auto& b : bodies)
-        for (auto& rs : json::parse(b).as_object().at("resourceSpans").as_array()) {
+    for (const auto& b : bodies) {
+        auto doc = json::parse(b); // kept: a range-for over a temporary's member dangles
+        for (auto& rs : doc.as_object().at("resourceSpans").as_array()) {
             auto& resource = out.emplace_back();
             for (auto& a : rs.at("resource").at("attributes").as_array())
                 if (auto* v = a.at("value").as_object().if_contains("stringValue"))
                     resource[std::string(a.at("key").as_string())] = std::string(v->as_string());
         }
+    }
     return out;
 }
 
