@@ -63,12 +63,14 @@ TEST_CASE(
 
 TEST_CASE("an https:// endpoint turns TLS on with the client TLS keys; http:// with TLS is refused")
 {
-    auto t = tracing_with("tracing:\n  otlp_endpoint: https://collector:4318/v1/traces\n  tls:\n    ca_file: "
-                          "/dev/null\n    server_name: collector.internal\n",
-                          {});
+    const std::string ca = IDEMGATE_SOURCE_DIR "/LICENSE"; // readable; OpenSSL loads it later
+    auto t =
+        tracing_with("tracing:\n  otlp_endpoint: https://collector:4318/v1/traces\n  tls:\n    ca_file: \"" +
+                         ca + "\"\n    server_name: collector.internal\n",
+                     {});
     CHECK(t.tls.enabled);
     CHECK(t.tls.verify);
-    CHECK(t.tls.ca_file == "/dev/null");
+    CHECK(t.tls.ca_file == ca);
     CHECK(tracing_with("", {{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://c:4318"}}).tls.enabled);
     CHECK_FALSE(tracing_with("tracing:\n  otlp_endpoint: http://c:4318/v1/traces\n", {}).tls.enabled);
     auto plain =
