@@ -127,7 +127,8 @@ int main(int argc, char** argv)
         problems = idemgate::store::check_backend_config(cfg.store); // e.g. TLS files OpenSSL refuses
         auto missing = idemgate::store::check_store_capabilities(cfg, cfg.store.type); // asks of the store
         problems.insert(problems.end(), missing.begin(), missing.end());
-        auto tls_problems = idemgate::gateway::check_tls_config(cfg); // tls.*, upstreams.*.tls.*
+        auto tls_problems =
+            idemgate::gateway::check_tls_config(cfg); // tls.*, upstreams.*.tls.*, tracing.tls.*
         problems.insert(problems.end(), tls_problems.begin(), tls_problems.end());
     } catch (const idemgate::config::config_error& e) {
         problems = e.problems();

@@ -246,6 +246,11 @@ std::vector<std::string> warnings(const config& cfg)
                 "upstreams." + up.name +
                 ".tls.verify: false: the upstream's certificate and name are not checked, so anyone "
                 "on the network path can impersonate it (for testing only)");
+    if (cfg.tracing.enabled() && cfg.tracing.tls.enabled && !cfg.tracing.tls.verify)
+        out.push_back("tracing.tls.verify: false: the collector's certificate and name are not checked, so "
+                      "anyone on the network path can receive the spans (for testing only)");
+    for (const auto& w : cfg.tracing.environment_warnings)
+        out.push_back("tracing: " + w);
     const auto& t = cfg.timeouts;
     auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
     for (const auto& [name, tenant] : cfg.tenants) {

@@ -178,20 +178,6 @@ struct tenant_map {
     }
 };
 
-std::string otlp_url_problem(std::string_view url)
-{
-    if (url.empty())
-        return {};
-    auto authority = url.starts_with("http://") ? url.substr(7) : std::string_view{};
-    auto slash = authority.find('/');
-    if (authority.empty() || slash == 0 ||
-        !check_endpoint(authority.substr(0, slash == std::string_view::npos ? authority.size() : slash))
-             .value)
-        return quote(url) + " is not an http://host:port/path URL (OTLP/HTTP, e.g. "
-                            "http://otel-collector:4318/v1/traces)";
-    return {};
-}
-
 // tracing.headers_env: "Name=value,Name2=value2", as OTEL_EXPORTER_OTLP_HEADERS.
 void resolve_export_headers(loader& l, const map_view& map, tracing_config& tracing)
 {
@@ -204,42 +190,28 @@ void resolve_export_headers(loader& l, const map_view& map, tracing_config& trac
         l.problem(path, "environment variable " + name + " is not set");
         return;
     }
-    std::string_view rest = value;
-    while (!rest.empty()) {
-        auto comma = rest.find(',');
-        auto item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        auto eq = item.find('=');
-        auto header = item.substr(0, eq);
-        while (!header.empty() && header.front() == ' ')
-            header.remove_prefix(1);
-        while (!header.empty() && header.back() == ' ')
-            header.remove_suffix(1);
-        if (eq == std::string_view::npos || !is_token(header)) {
-            l.problem(path, "environment variable " + name + " is not Name=value,Name2=value2");
-            return;
-        }
-        auto header_value = item.substr(eq + 1);
-        for (char c : header_value)
-            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-                l.problem(path, "environment variable " + name + " holds control characters");
-                return;
-            }
-        tracing.headers.emplace_back(std::string(header), std::string(header_value));
-    }
+    if (auto problem = header_list_problem(value, false, tracing.headers); !problem.empty())
+        l.problem(path, "environment variable " + name + " " + problem);
 }
 
 const section<tracing_config>& tracing_keys()
 {
     using t = tracing_config;
+    static const auto tls_keys = client_tls_section("plain HTTP");
     static const section<t> keys{
-        {"otlp_endpoint", &t::otlp_endpoint, a_string{.problem = otlp_url_problem}},
-        {"sample_ratio", &t::sample_ratio, a_number{"a number from 0 to 1", "a number from 0 to 1", 1}},
-        {"service_name", &t::service_name, a_string{.problem = must_not_be_empty}},
-        {"headers_env", &t::headers_env, a_string{}, {.then = resolve_export_headers}},
-        {"queue_spans", &t::queue_spans, an_int{1, 1u << 24}},
-        {"record_tenant", &t::record_tenant, a_bool{}},
-    };
+        {
+            {"otlp_endpoint",
+             &t::otlp_endpoint,
+             a_string{.problem = otlp_url_problem},
+             {.then = otlp_endpoint_from_environment}},
+            {"sample_ratio", &t::sample_ratio, a_number{"a number from 0 to 1", "a number from 0 to 1", 1}},
+            {"service_name", &t::service_name, a_string{.problem = must_not_be_empty}},
+            {"headers_env", &t::headers_env, a_string{}, {.then = resolve_export_headers}},
+            {"queue_spans", &t::queue_spans, an_int{1, 1u << 24}},
+            {"record_tenant", &t::record_tenant, a_bool{}},
+            {"tls", &t::tls, nested{tls_keys}, {.shown = [](const t& v) { return v.tls.enabled; }}},
+        },
+        tracing_from_environment};
     return keys;
 }
 

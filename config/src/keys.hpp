@@ -197,6 +197,15 @@ struct status_map {
     void list(const std::string& path, bool restart, std::vector<key_description>& out) const;
 };
 
+// tracing and the OpenTelemetry SDK environment variables (otel_environment.cpp): what is wrong
+// with an OTLP/HTTP URL ("" when nothing); a "Name=value,..." header list read into `out` (what
+// is wrong with it, or ""); the otlp_endpoint row's `then` and the section's check.
+std::string otlp_url_problem(std::string_view url);
+std::string header_list_problem(std::string_view text, bool percent_decoded,
+                                std::vector<std::pair<std::string, std::string>>& out);
+void otlp_endpoint_from_environment(loader& l, const map_view& map, tracing_config& t);
+void tracing_from_environment(loader& l, const map_view& map, tracing_config& t);
+
 // The top level's keys that are neither a value nor a map of fixed keys, defined next to the
 // sections they hold.
 struct optional_listen_tls { // tls: absent = plain HTTP (http_keys.cpp)

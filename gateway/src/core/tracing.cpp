@@ -145,7 +145,27 @@ std::uint64_t now_unix_ns() noexcept
                                           .count());
 }
 
+std::string new_instance_id()
+{
+    auto id = random_id<16>();
+    id[6] = static_cast<std::uint8_t>((id[6] & 0x0f) | 0x40); // version 4
+    id[8] = static_cast<std::uint8_t>((id[8] & 0x3f) | 0x80); // variant 10
+    auto text = hex(id.data(), id.size());
+    for (std::size_t at : {8, 13, 18, 23})
+        text.insert(at, 1, '-');
+    return text;
+}
+
 std::string encode_otlp_json(const std::vector<span>& spans, std::string_view service_name,
+                             std::string_view service_version)
+{
+    return encode_otlp_json(
+        spans,
+        {{"service.name", std::string(service_name)}, {"service.version", std::string(service_version)}},
+        service_version);
+}
+
+std::string encode_otlp_json(const std::vector<span>& spans, const std::vector<attribute>& resource,
                              std::string_view service_version)
 {
     json::array out_spans;
@@ -171,12 +191,10 @@ std::string encode_otlp_json(const std::vector<span>& spans, std::string_view se
         o["status"] = s.error ? json::object{{"code", 2}} : json::object{};
         out_spans.push_back(std::move(o));
     }
-    json::object resource{
-        {"attributes", json_attributes({{"service.name", std::string(service_name)},
-                                        {"service.version", std::string(service_version)}})}};
+    json::object resource_object{{"attributes", json_attributes(resource)}};
     json::object scope_spans{{"scope", json::object{{"name", "idemgate"}, {"version", service_version}}},
                              {"spans", std::move(out_spans)}};
-    json::object resource_spans{{"resource", std::move(resource)},
+    json::object resource_spans{{"resource", std::move(resource_object)},
                                 {"scopeSpans", json::array{std::move(scope_spans)}}};
     return json::serialize(json::object{{"resourceSpans", json::array{std::move(resource_spans)}}});
 }

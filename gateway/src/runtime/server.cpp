@@ -35,9 +35,19 @@ struct server::impl {
             detail::span_exporter::options o;
             o.endpoint = t.otlp_endpoint;
             o.headers = t.headers;
-            o.service_name = t.service_name;
+            o.resource = detail::otlp_resource(t, IDEMGATE_VERSION);
             o.service_version = IDEMGATE_VERSION;
             o.queue_spans = t.queue_spans;
+            o.tls = detail::make_otlp_tls(t); // --check and start-up checked its files
+            o.tls_name = t.tls.server_name;
+            o.tls_verify = t.tls.verify;
+            std::string instance;
+            for (const auto& a : o.resource)
+                if (a.key == "service.instance.id")
+                    instance = std::get<std::string>(a.value);
+            log::info("tracing: exporting spans", {{"otlp_endpoint", t.otlp_endpoint},
+                                                   {"service.name", t.service_name},
+                                                   {"service.instance.id", instance}});
             ctx.tracer = std::make_unique<detail::span_exporter>(
                 o, detail::span_export_counters{ctx.stats.trace_spans_exported,
                                                 ctx.stats.trace_spans_dropped_queue,

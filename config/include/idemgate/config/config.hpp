@@ -257,14 +257,21 @@ struct http2_config {
 };
 
 // OpenTelemetry traces exported over OTLP/HTTP (JSON). Off while otlp_endpoint is empty.
+// The file's keys win over the OpenTelemetry SDK environment variables (OTEL_EXPORTER_OTLP_*,
+// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_SDK_DISABLED), which win over the defaults;
+// the loader resolves them into these members.
 struct tracing_config {
-    std::string otlp_endpoint;  // http://host:port/v1/traces
+    std::string otlp_endpoint;  // http[s]://host:port/v1/traces
     double sample_ratio = 0.01; // requests without a sampled parent; a parent's decision is kept
     std::string service_name = "idemgate";
     std::string headers_env; // env var with extra export headers: "Name=value,Name2=value2"
     std::vector<std::pair<std::string, std::string>> headers; // resolved from headers_env
     std::size_t queue_spans = 8192;                           // spans waiting for export; beyond, dropped
     bool record_tenant = false;                               // idemgate.tenant on server spans
+    client_tls_config tls; // an https:// endpoint: on, with these files and policy
+    // From OTEL_RESOURCE_ATTRIBUTES (percent-decoded; service.name is service_name's business).
+    std::vector<std::pair<std::string, std::string>> resource_attributes;
+    std::vector<std::string> environment_warnings; // environment values not used, and why
     bool enabled() const noexcept { return !otlp_endpoint.empty(); }
 };
 

@@ -64,10 +64,17 @@ struct span {
     std::vector<span_event> events;
 };
 
-// One ExportTraceServiceRequest as JSON: one resource (service.name, service.version), one
-// scope ("idemgate"), the spans in order.
+// One ExportTraceServiceRequest as JSON: one resource (its attributes in order), one scope
+// ("idemgate", `service_version`), the spans in order.
+std::string encode_otlp_json(const std::vector<span>& spans, const std::vector<attribute>& resource,
+                             std::string_view service_version);
+// The same with a resource of service.name and service.version only.
 std::string encode_otlp_json(const std::vector<span>& spans, std::string_view service_name,
                              std::string_view service_version);
+
+// A random UUID (version 4, RFC 9562 5.4) in its 8-4-4-4-12 lower-case form: a
+// service.instance.id.
+std::string new_instance_id();
 
 // Unix time now in nanoseconds (system clock), for span times.
 std::uint64_t now_unix_ns() noexcept;
