@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "idemgate/config/config.hpp"
 
+#include "kinds.hpp"
 #include "loader.hpp"
 
 #include <cstdio>
@@ -251,27 +252,37 @@ std::vector<std::string> warnings(const config& cfg)
                       "anyone on the network path can receive the spans (for testing only)");
     for (const auto& w : cfg.tracing.environment_warnings)
         out.push_back("tracing: " + w);
-    const auto& t = cfg.timeouts;
-    auto needed = 2 * t.upstream_connect + t.upstream_response + duration(1000);
-    for (const auto& [name, tenant] : cfg.tenants) {
-        if (!tenant.lock_ttl || *tenant.lock_ttl >= needed)
+    // Each guarded route against its own effective timeouts (route over upstream over global);
+    // a tenant's lock_ttl, which applies on every route, against the longest of them.
+    auto bound_text = [](const route_timeouts& t) {
+        return "2 x upstream_connect " + detail::duration_text(t.upstream_connect) + " + upstream_response " +
+               detail::duration_text(t.upstream_response) + " + 1s (" +
+               std::to_string(t.exchange_bound().count()) + "ms)";
+    };
+    std::optional<std::size_t> longest; // the route with the longest bound
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
+        const auto& route = cfg.routes[i];
+        const auto& idem = route.idempotency;
+        const auto& t = route.effective_timeouts;
+        if (!longest || t.exchange_bound() > cfg.routes[*longest].effective_timeouts.exchange_bound())
+            longest = i;
+        if (!idem.enabled || idem.lock_ttl >= t.exchange_bound())
             continue;
-        out.push_back("tenants." + name + ".lock_ttl: " + std::to_string(tenant.lock_ttl->count()) +
-                      "ms is not above 2 x timeouts.upstream_connect + timeouts.upstream_response + 1s (" +
-                      std::to_string(needed.count()) +
-                      "ms): the lock can expire while the first request still runs, and a duplicate would "
+        out.push_back("routes[" + std::to_string(i) + "].idempotency.lock_ttl: " +
+                      std::to_string(idem.lock_ttl.count()) + "ms is not above the route's " + bound_text(t) +
+                      ": the lock can expire while the first request still runs, and a duplicate would "
                       "execute too");
     }
-    for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
-        const auto& idem = cfg.routes[i].idempotency;
-        if (!idem.enabled || idem.lock_ttl >= needed)
+    for (const auto& [name, tenant] : cfg.tenants) {
+        if (!longest)
+            break;
+        const auto& t = cfg.routes[*longest].effective_timeouts;
+        if (!tenant.lock_ttl || *tenant.lock_ttl >= t.exchange_bound())
             continue;
-        out.push_back(
-            "routes[" + std::to_string(i) +
-            "].idempotency.lock_ttl: " + std::to_string(idem.lock_ttl.count()) +
-            "ms is not above 2 x timeouts.upstream_connect + timeouts.upstream_response + 1s (" +
-            std::to_string(needed.count()) +
-            "ms): the lock can expire while the first request still runs, and a duplicate would execute too");
+        out.push_back("tenants." + name + ".lock_ttl: " + std::to_string(tenant.lock_ttl->count()) +
+                      "ms is not above routes[" + std::to_string(*longest) + "]'s " + bound_text(t) +
+                      ": the lock can expire while the first request still runs, and a duplicate would "
+                      "execute too");
     }
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (cfg.store.type == store_type::redis && cfg.store.hash_keys &&

@@ -250,6 +250,7 @@ const section<readiness_config>& readiness_keys()
 // Rules between sections, once every section is read.
 void check_across(loader& l, const map_view&, config& cfg)
 {
+    resolve_timeouts(cfg);
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
             cfg.store.key_secret_env.empty())

@@ -88,6 +88,7 @@ const section<upstream_config>& upstream_keys()
         {"eject_for", &u::eject_for, a_duration{}},
         {"hosts_file", &u::hosts_file, a_string{}},
         {"tls", &u::tls, nested{tls_keys}},
+        {"timeouts", &u::timeouts, timeout_map{{upstream_timeouts_keys()}}},
     };
     return keys;
 }

@@ -32,6 +32,7 @@ struct key_options {
     std::function<bool(const S&)> shown; // printed only when this says so
     bool read_here = true;               // false: an earlier key of the map reads it (address: addresses)
     bool printed = true;
+    bool listed = true; // false: a key refused with its own message (not one the file may set)
 };
 
 // The whole value a key is in, for a kind that reads or prints more than one member.
@@ -53,6 +54,7 @@ template<class S>
 struct key {
     std::string_view name;
     reload when = reload::inherit;
+    bool listed = true;
     key_rule<S> read; // empty: read by another key
     std::function<void(YAML::Emitter&, const S&)> print;
     key_lister list; // the keys below this one
@@ -60,7 +62,7 @@ struct key {
     template<class Project, class Kind>
     requires std::invocable<Project, S&> key(std::string_view key_name, Project project, Kind kind,
                                              key_options<S> o = {})
-        : name(key_name), when(o.when)
+        : name(key_name), when(o.when), listed(o.listed)
     {
         if (o.read_here)
             read = [key_name, project, kind, then = std::move(o.then)](loader& l, const map_view& map, S& s) {
@@ -123,6 +125,8 @@ public:
     void list(const std::string& path, bool restart, std::vector<key_description>& out) const
     {
         for (const auto& k : keys_) {
+            if (!k.listed)
+                continue;
             auto key_path = child_path(path, k.name);
             bool key_restart = k.when == reload::inherit ? restart : k.when == reload::restart;
             out.push_back({key_path, key_restart});
@@ -170,6 +174,11 @@ struct nested {
     }
 };
 
+// upstreams.<name>.timeouts, routes[].timeouts: printed only when something in it is set.
+struct timeout_map : nested<timeout_overrides> {
+    bool shown(const timeout_overrides& t) const { return t.any(); }
+};
+
 // Deduction from an initializer (an aggregate's, which GCC deduces by itself and clang 14 does
 // not: the fuzz targets build the configuration with clang).
 template<class Item>
@@ -187,6 +196,12 @@ section<client_tls_config> client_tls_section(std::string_view plain);
 const section<http2_config>& http2_keys();
 const section<idempotency_config>& idempotency_keys(); // route_keys.cpp
 const section<reconcile_config>& reconcile_keys();     // outcome_keys.cpp
+// upstreams.<name>.timeouts, routes[].timeouts, and resolving each route's effective timeouts
+// once every section is read (timeout_keys.cpp).
+const section<timeout_overrides>& upstream_timeouts_keys();
+const section<timeout_overrides>& route_timeouts_keys();
+void resolve_timeouts(config& cfg);
+
 // The `then` of routes[].idempotency.reconcile: a probe resolves a held key, so the route must
 // hold some.
 void reconcile_holds(loader& l, const map_view& map, idempotency_config& idem);

@@ -64,6 +64,7 @@ const section<route_config>& route_keys()
         {"path_prefix", &route_config::path_prefix, a_string{.problem = prefix_problem, .required = true}},
         {"upstream", whole, upstream_name{}},
         {"idempotency", &route_config::idempotency, guard{}},
+        {"timeouts", &route_config::timeouts, timeout_map{{route_timeouts_keys()}}},
     };
     return keys;
 }

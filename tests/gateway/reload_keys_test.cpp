@@ -342,6 +342,17 @@ std::vector<reloadable_row> reloadable_rows()
                     [](auto& f) {
                         CHECK(plain_request(f, {{"X-Test-Delay-Ms", "2000"}}).status == 504);
                     }});
+    rows.push_back({"routes[].timeouts", [](auto&) {},
+                    [](gateway_fixture&, std::string text) {
+                        // The global upstream_response stays 25s; /plain/ gets 300ms of its own.
+                        return replaced(std::move(text),
+                                        "  - path_prefix: \"/plain/\"\n    upstream: orders\n",
+                                        "  - path_prefix: \"/plain/\"\n    upstream: orders\n"
+                                        "    timeouts: { upstream_response: 300ms }\n");
+                    },
+                    [](auto& f) {
+                        CHECK(plain_request(f, {{"X-Test-Delay-Ms", "2000"}}).status == 504);
+                    }});
     rows.push_back({"timeouts.drain", [](auto& o) { o.timeouts = "  drain: 1s\n"; },
                     text_edit("drain: 1s", "drain: 8s"),
                     [](auto& f) {

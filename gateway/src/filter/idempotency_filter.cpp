@@ -83,7 +83,7 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
         auto& pool = begin_forward(ex, phases.route(), *forwarded);
         const bool head_request = req.method() == http::verb::head;
         co_await pool.exchange(req, forwarded->buffers, head_request, resend_for(phases.route(), req),
-                               forwarded->result);
+                               phases.route().effective_timeouts, forwarded->result);
         bool answered = end_forward(ctx, ex, phases.route(), *forwarded);
         forwarded.reset();
         auto& h = phases.answer();
@@ -93,7 +93,7 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
                 std::unique_ptr<lock_keeper> keeper;
                 if (owner)
                     keeper = phases.keep_lock();
-                co_await pass_on(*sink, h, *h.big, env.cfg());
+                co_await pass_on(*sink, h, *h.big, env.cfg(), phases.route().effective_timeouts);
             } else {
                 // No codec to pass it on through: refused as if over max_response_body.
                 h.big->rest.reset();

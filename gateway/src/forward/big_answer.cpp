@@ -105,7 +105,8 @@ lock_keeper::~lock_keeper()
     state_->timer.cancel();
 }
 
-asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big, const config::config& cfg)
+asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big, const config::config& cfg,
+                              const config::route_timeouts& timeouts)
 {
     auto& res = h.response;
     std::string piece = std::move(res.body());
@@ -145,8 +146,7 @@ asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big, co
         if (ec)
             break;
         auto rec = co_await big.rest->read_some(
-            piece, done,
-            std::chrono::duration_cast<std::chrono::milliseconds>(cfg.timeouts.upstream_response));
+            piece, done, std::chrono::duration_cast<std::chrono::milliseconds>(timeouts.upstream_response));
         if (rec) {
             big.upstream_broke = true;
             break;

@@ -83,11 +83,11 @@ private:
 // Passes on h.response (its head and first bytes) and the rest of `big` to the client: the
 // upstream's Content-Length kept, else chunked (HTTP/1.0: until the connection closes; a codec
 // that frames the body itself: as it frames it). Every
-// read of the upstream waits at most timeouts.upstream_response, every write
+// read of the upstream waits at most the route's upstream_response (`timeouts`), every write
 // timeouts.client_write. Fills h.written, write_error, body_bytes, close_after. The body's last
 // bytes are kept back (big.tail) for finish_pass_on, after the key has settled.
 boost::asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big,
-                                     const config::config& cfg);
+                                     const config::config& cfg, const config::route_timeouts& timeouts);
 boost::asio::awaitable<void> finish_pass_on(answer_sink& sink, handled& h, big_answer& big);
 
 } // namespace idemgate::gateway::detail

@@ -353,8 +353,8 @@ boost::asio::awaitable<void> forward_other(const request_env& env, const config:
     if (req.find(http::field::host) == req.end())
         req.set(http::field::host, upstream_authority(env.cfg().upstreams[route.upstream_index]));
     std::string scratch;
-    co_await env.pools[route.upstream_index]->exchange(req, false, resend_policy::idempotent_methods, scratch,
-                                                       result);
+    co_await env.pools[route.upstream_index]->exchange(req, false, resend_policy::idempotent_methods,
+                                                       route.effective_timeouts, scratch, result);
 }
 
 } // namespace idemgate::gateway::detail

@@ -51,9 +51,10 @@ inline read_refusal refusal_for_read(const boost::system::error_code& ec, bool b
     if (ec == http::error::body_limit)
         return {&problems::body_too_large, "the request body exceeds limits.max_request_body"};
     if (ec == boost::beast::error::timeout)
-        return {&problems::request_timeout,
-                body ? "the request body did not arrive within timeouts.body_read"
-                     : "the request header did not arrive within timeouts.header_read"};
+        return {
+            &problems::request_timeout,
+            body ? "the request body did not arrive within body_read (the route's, else timeouts.body_read)"
+                 : "the request header did not arrive within timeouts.header_read"};
     if (is_quiet_close(ec) || ec == boost::asio::error::operation_aborted)
         return {};
     return {&problems::bad_request, {}};

@@ -163,7 +163,7 @@ private:
         if (facts.body_pending) {
             error_code body_ec;
             if (!this->body_buffered(parser, body_ec))
-                body_ec = co_await this->read_body(parser, *cfg_);
+                body_ec = co_await this->read_body(parser, body_read_for(*cfg_, header.target()));
             if (body_ec) {
                 co_await refuse_read(body_ec, true, version, &parser.get());
                 co_return false;

@@ -152,15 +152,16 @@ protected:
         return true;
     }
 
-    // Reads the rest of the body (when body_buffered could not) under timeouts.body_read: a
-    // chunked one through Beast's parser, one of known length as the answer side reads it.
+    // Reads the rest of the body (when body_buffered could not) under `timeout` (the route's
+    // body_read): a chunked one through Beast's parser, one of known length as the answer side
+    // reads it.
     boost::asio::awaitable<boost::system::error_code> read_body(parser_type& parser,
-                                                                const config::config& cfg)
+                                                                std::chrono::milliseconds timeout)
     {
         namespace asio = boost::asio;
         boost::system::error_code ec;
         boost::beast::get_lowest_layer(stream_).expires_never();
-        deadline_.arm(socket(), cfg.timeouts.body_read);
+        deadline_.arm(socket(), timeout);
         if (facts_.chunked) {
             auto [rec, n] = co_await http::async_read(io_object(stream_), buffer_, parser, use_tuple);
             ec = rec;

@@ -3,6 +3,7 @@
 // streams (RFC 9113 8.3 pseudo-header mapping) and counting the frames a flood is made of.
 #include "http2/h2_session.hpp"
 #include "http2/h2_sink.hpp"
+#include "idempotency/classify.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -93,7 +94,12 @@ struct h2_callbacks {
                     return 0;
                 }
                 s->headers_done = true;
-                s->due = now + s->ex.env->cfg().timeouts.body_read;
+                // The route's body_read when a body follows (routed here: the filter runs only
+                // once the body is whole).
+                const auto& cfg = s->ex.env->cfg();
+                s->due =
+                    now + ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) ? cfg.timeouts.body_read
+                                                                       : body_read_for(cfg, s->req.target()));
                 if (s->oversized_header) {
                     // The HTTP/1.1 words: the same problem document whichever protocol.
                     ses.reject(*s, problems::header_too_large,

@@ -139,7 +139,7 @@ void h2_session::sweep(clock::time_point now)
             continue;
         if (s->state == h2_stream::phase::receiving && s->headers_done) {
             reject(*s, problems::request_timeout,
-                   "the request body did not arrive within timeouts.body_read");
+                   "the request body did not arrive within body_read (the route's, else timeouts.body_read)");
         } else {
             if (s->state == h2_stream::phase::responding)
                 hit(h2_limit::stall, "an answer was not taken within timeouts.client_write");

@@ -23,6 +23,14 @@ const config::route_config* match_route(const config::config& cfg, std::string_v
     return nullptr;
 }
 
+config::duration body_read_for(const config::config& cfg, std::string_view target)
+{
+    std::string storage;
+    auto normal = normalize_target(target, storage);
+    const auto* route = normal.problem == path_problem::none ? match_route(cfg, normal.path) : nullptr;
+    return route ? route->effective_timeouts.body_read : cfg.timeouts.body_read;
+}
+
 std::string_view status_header_for(const config::config& cfg, const request_type& req)
 {
     std::string storage;

@@ -19,6 +19,12 @@ namespace idemgate::gateway::detail {
 // (<idemgate/common/path_normal_form.hpp>), without the query; "*" (OPTIONS *) is taken as "/".
 const config::route_config* match_route(const config::config& cfg, std::string_view path);
 
+// How long the body of a request for `target` may take to arrive: its route's effective
+// body_read (resolved at load), or timeouts.body_read when no route takes it. The codecs read a
+// body before the filter routes the request, so they match the route for it here; only a body
+// that did not come with its head asks.
+config::duration body_read_for(const config::config& cfg, std::string_view target);
+
 // What classify learned of a request: its facts (method, key, tenant), the decision's verdict,
 // and the storage its views point into (a quoted key with escapes decoded; a lookup's key
 // percent-decoded). Not copied or moved once filled: `facts` views `key_storage`.

@@ -168,10 +168,13 @@ asio::awaitable<void> reconcile_loop(gateway_context& ctx, worker& w)
         auto* schedule = w.store->probes();
         if (!reconciles(cfg) || !schedule)
             continue;
-        // A claim lasts as long as a probe can: if this gateway stops mid-probe, another one
-        // takes the probe over then.
-        const auto& t = cfg.timeouts;
-        auto lease = 2 * t.upstream_connect + t.upstream_response + milliseconds(1000);
+        // A claim lasts as long as a probe can (on the reconciling route with the longest
+        // effective upstream timeouts): if this gateway stops mid-probe, another one takes the
+        // probe over then.
+        milliseconds lease{0};
+        for (const auto& route : cfg.routes)
+            if (route.idempotency.reconcile.enabled())
+                lease = std::max(lease, route.effective_timeouts.exchange_bound());
         auto claimed = co_await schedule->claim_probes(log::now_unix_ms(), lease, claim_batch);
         if (claimed.ec) {
             log::coalesced(log::level::warn, "reconcile: the store could not hand out due probes",

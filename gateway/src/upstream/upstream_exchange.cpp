@@ -49,28 +49,31 @@ bool is_idempotent(http::verb v)
 // costs no extra frame.
 asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
                                               const request_buffers& buffers, bool head_request,
-                                              resend_policy resend, upstream_result& result)
+                                              resend_policy resend, const config::route_timeouts& timeouts,
+                                              upstream_result& result)
 {
     if (tls_)
-        return exchange_over<tls_connection_ptr>(req, buffers, head_request, resend, result);
-    return exchange_over<plain_connection>(req, buffers, head_request, resend, result);
+        return exchange_over<tls_connection_ptr>(req, buffers, head_request, resend, timeouts, result);
+    return exchange_over<plain_connection>(req, buffers, head_request, resend, timeouts, result);
 }
 
 asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
-                                              bool head_request, resend_policy resend, std::string& scratch,
+                                              bool head_request, resend_policy resend,
+                                              const config::route_timeouts& timeouts, std::string& scratch,
                                               upstream_result& result)
 {
     auto buffers = message_buffers(req, scratch);
-    co_await exchange(req, buffers, head_request, resend, result);
+    co_await exchange(req, buffers, head_request, resend, timeouts, result);
 }
 
 template<class Connection>
-asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req,
-                                                   const request_buffers& buffers, bool head_request,
-                                                   resend_policy resend, upstream_result& result)
+asio::awaitable<void>
+upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req,
+                             const request_buffers& buffers, bool head_request, resend_policy resend,
+                             const config::route_timeouts& timeouts, upstream_result& result)
 {
-    // timeouts.upstream_response bounds the whole exchange (writing the request and reading the
-    // answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
+    // The route's upstream_response bounds the whole exchange (writing the request and reading
+    // the answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
     // the end. Connecting has its own deadline and is not counted.
     std::optional<std::chrono::steady_clock::time_point> deadline;
     const bool may_resend = resend == resend_policy::idempotent_methods && is_idempotent(req.method());
@@ -83,7 +86,7 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
         std::shared_ptr<address_slot> picked;
         auto got = take_ready<Connection>(reuse, picked);
         if (!got.conn)
-            got = co_await acquire<Connection>(reuse, picked);
+            got = co_await acquire<Connection>(reuse, picked, timeouts.upstream_connect);
         result.address = std::move(got.last_address);
         if (got.ec) {
             result.ec = got.ec;
@@ -98,7 +101,7 @@ asio::awaitable<void> upstream_pool::exchange_over(const http::request<http::str
             metrics_.upstream_connections_reused.fetch_add(1, std::memory_order_relaxed);
 
         if (!deadline)
-            deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_response;
+            deadline = std::chrono::steady_clock::now() + timeouts.upstream_response;
         // The deadline is kept by the pool's watch (exchange_watch.hpp), which sets no timer per
         // request, not by the stream's own timer. Declared after `conn`, so that it is disarmed
         // before the connection goes.

@@ -231,7 +231,7 @@ void upstream_pool::put_idle(address_slot& slot, Connection conn)
 }
 
 // Connects a new connection to one address, and over TLS shakes hands, all within `budget`
-// (what is left of timeouts.upstream_connect). Any failure here happened before a byte of the
+// (what is left of the route's upstream_connect). Any failure here happened before a byte of the
 // request was sent: a connect failure.
 template<class Connection>
 asio::awaitable<error_code> upstream_pool::connect(Connection& conn, address_slot& slot,
@@ -304,12 +304,13 @@ upstream_pool::acquired<Connection> upstream_pool::take_ready(idle_reuse reuse,
 
 template<class Connection>
 asio::awaitable<upstream_pool::acquired<Connection>>
-upstream_pool::acquire(idle_reuse reuse, std::shared_ptr<address_slot> first)
+upstream_pool::acquire(idle_reuse reuse, std::shared_ptr<address_slot> first,
+                       std::chrono::milliseconds connect_timeout)
 {
     acquired<Connection> out;
-    // One timeouts.upstream_connect for every address tried, so that lock_ttl's bound (two
-    // connects + the exchange, config::warnings) holds however many addresses there are.
-    auto deadline = std::chrono::steady_clock::now() + config_.timeouts.upstream_connect;
+    // One upstream_connect for every address tried, so that lock_ttl's bound (two connects +
+    // the exchange, config::warnings) holds however many addresses there are.
+    auto deadline = std::chrono::steady_clock::now() + connect_timeout;
     boost::container::small_vector<const address_slot*, 4> tried;
     out.ec = make_error_code(error::upstream_connect);
     for (;;) {
@@ -355,9 +356,11 @@ upstream_pool::take_ready<upstream_pool::plain_connection>(idle_reuse, std::shar
 template upstream_pool::acquired<upstream_pool::tls_connection_ptr>
 upstream_pool::take_ready<upstream_pool::tls_connection_ptr>(idle_reuse, std::shared_ptr<address_slot>&);
 template asio::awaitable<upstream_pool::acquired<upstream_pool::plain_connection>>
-    upstream_pool::acquire<upstream_pool::plain_connection>(idle_reuse, std::shared_ptr<address_slot>);
+    upstream_pool::acquire<upstream_pool::plain_connection>(idle_reuse, std::shared_ptr<address_slot>,
+                                                            std::chrono::milliseconds);
 template asio::awaitable<upstream_pool::acquired<upstream_pool::tls_connection_ptr>>
-    upstream_pool::acquire<upstream_pool::tls_connection_ptr>(idle_reuse, std::shared_ptr<address_slot>);
+    upstream_pool::acquire<upstream_pool::tls_connection_ptr>(idle_reuse, std::shared_ptr<address_slot>,
+                                                              std::chrono::milliseconds);
 template void upstream_pool::put_idle<upstream_pool::plain_connection>(address_slot&, plain_connection);
 template void upstream_pool::put_idle<upstream_pool::tls_connection_ptr>(address_slot&, tls_connection_ptr);
 

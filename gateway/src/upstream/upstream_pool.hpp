@@ -100,9 +100,10 @@ public:
     // that remain are kept; those to addresses that went are closed now (in use: when done).
     void update_addresses(std::shared_ptr<const address_set> set);
 
-    // Sends `req` (already re-framed) and reads the full response with the configured deadlines.
+    // Sends `req` (already re-framed) and reads the full response under the route's effective
+    // deadlines (`timeouts`: route over upstream over global, resolved at load).
     // A connect failure (nothing sent) moves on to the next address, all under one
-    // timeouts.upstream_connect. A reused connection whose write fails is retried once on a
+    // upstream_connect. A reused connection whose write fails is retried once on a
     // fresh connection (the race every keep-alive proxy has with the upstream's idle close); one
     // that dies after the request was written is retried only under resend_policy::
     // idempotent_methods and only for idempotent methods (RFC 9110 9.2.2) - a POST written to one
@@ -115,10 +116,12 @@ public:
     // `result` (default-constructed by the caller, so it is not carried back through the frame).
     boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
                                           const request_buffers& buffers, bool head_request,
-                                          resend_policy resend, upstream_result& result);
+                                          resend_policy resend, const config::route_timeouts& timeouts,
+                                          upstream_result& result);
     // The same for a request written as its parsed fields render (rendered into `scratch`).
     boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
-                                          bool head_request, resend_policy resend, std::string& scratch,
+                                          bool head_request, resend_policy resend,
+                                          const config::route_timeouts& timeouts, std::string& scratch,
                                           upstream_result& result);
 
 private:
@@ -170,7 +173,8 @@ private:
     template<class Connection>
     boost::asio::awaitable<void> exchange_over(const http::request<http::string_body, pooled_fields>& req,
                                                const request_buffers& buffers, bool head_request,
-                                               resend_policy resend, upstream_result& result);
+                                               resend_policy resend, const config::route_timeouts& timeouts,
+                                               upstream_result& result);
     // Whether acquire may hand out an idle connection, and whether it is checked first.
     enum class idle_reuse {
         never,       // a new connection
@@ -184,9 +188,10 @@ private:
     acquired<Connection> take_ready(idle_reuse reuse, std::shared_ptr<address_slot>& picked);
     // An address (balance, health) and a connection to it: idle as `reuse` allows, else new.
     // `first`, when given, is tried first, without looking for an idle connection to it again.
+    // Every address tried shares one `connect_timeout` (the route's upstream_connect).
     template<class Connection>
-    boost::asio::awaitable<acquired<Connection>> acquire(idle_reuse reuse,
-                                                         std::shared_ptr<address_slot> first);
+    boost::asio::awaitable<acquired<Connection>>
+    acquire(idle_reuse reuse, std::shared_ptr<address_slot> first, std::chrono::milliseconds connect_timeout);
     template<class Connection>
     Connection take_idle(address_slot& slot, idle_reuse reuse);
     template<class Connection>

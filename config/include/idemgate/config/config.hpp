@@ -26,6 +26,30 @@ namespace idemgate::config {
 // (all threads together).
 BOOST_DEFINE_ENUM_CLASS(balance_mode, round_robin, least_pending);
 
+// upstreams.<name>.timeouts and routes[].timeouts: values that beat the global timeouts.* for
+// one upstream or route (route over upstream over global); absent = inherited. body_read is a
+// route's only; header_read, idle, client_write and drain are global only.
+struct timeout_overrides {
+    std::optional<duration> upstream_connect;
+    std::optional<duration> upstream_response;
+    std::optional<duration> body_read;
+    bool any() const noexcept { return upstream_connect || upstream_response || body_read; }
+};
+
+// The timeouts a route's requests run under, resolved once at load: the route's own, else its
+// upstream's, else timeouts.*.
+struct route_timeouts {
+    duration upstream_connect{2000};
+    duration upstream_response{25000};
+    duration body_read{30000};
+    // How long a request can hold its lock on the upstream: a retried connect, the exchange, and
+    // the store's round trips (lock_ttl must stay above it; the prober's claim lasts it).
+    duration exchange_bound() const noexcept
+    {
+        return 2 * upstream_connect + upstream_response + duration(1000);
+    }
+};
+
 struct upstream_config {
     std::string name;
     endpoint address;                      // the first of `addresses` (what `address:` set)
@@ -39,6 +63,7 @@ struct upstream_config {
     // every resolution ("" = the resolver): a static name map the operator edits in place.
     std::string hosts_file;
     upstream_tls_config tls;
+    timeout_overrides timeouts; // upstream_connect, upstream_response
 };
 
 // At most this many addresses per upstream (listed, and after resolution): bounds the pools and
@@ -202,6 +227,8 @@ struct route_config {
     std::string upstream;           // name in upstreams
     std::size_t upstream_index = 0; // resolved index into config::upstreams
     idempotency_config idempotency;
+    timeout_overrides timeouts;        // as written: upstream_connect, upstream_response, body_read
+    route_timeouts effective_timeouts; // resolved at load (route over upstream over global)
 };
 
 struct limits_config {
@@ -382,9 +409,9 @@ std::vector<std::string> changed_sections(const std::string& old_text, const std
                                           const std::vector<std::string>& reloadable_parts = {});
 
 // Valid but risky settings, one message per line naming the key path. A guarded route whose
-// lock_ttl is not comfortably above 2 x upstream_connect + upstream_response + 1 s (a retried
-// connect, the exchange, and the store round trips) can let its lock expire while the first
-// request still runs, and a duplicate would then execute too.
+// lock_ttl is not comfortably above 2 x upstream_connect + upstream_response + 1 s of its own
+// effective timeouts (a retried connect, the exchange, and the store round trips) can let its
+// lock expire while the first request still runs, and a duplicate would then execute too.
 std::vector<std::string> warnings(const config& cfg);
 
 // "250ms", "30s", "5m", "24h", "7d" -> duration; nullopt if malformed, negative or overflowing.

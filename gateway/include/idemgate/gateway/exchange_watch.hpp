@@ -18,9 +18,11 @@ namespace idemgate::gateway {
 // a later one as soon as it starts), and `fired()` tells the exchange it was its deadline: an
 // exchange that timed out never hands its connection back.
 //
-// Every exchange of a pool has the same timeout, so a new entry is due after those in flight and
-// arming it does not touch the timer; the timer is reprogrammed when it fires (about once per
-// timeout while requests keep coming) or when an entry is armed with nothing else waiting.
+// The exchanges of a pool mostly share one timeout (the upstream's), so a new entry is due after
+// those in flight and arming it does not touch the timer; the timer is reprogrammed when it fires
+// (about once per timeout while requests keep coming), when an entry is armed with nothing else
+// waiting, or when one is due before the wait ends (a route with a shorter upstream_response
+// than another in flight on the same upstream).
 //
 // Not thread-safe: one pool, one executor. The timer's state is shared with its handler, which
 // may run after the pool is gone.
