@@ -67,7 +67,10 @@ std::string gateway_yaml(const store_under_test& store, std::uint16_t upstream_p
                          const gateway_options& options)
 {
     std::string y;
-    y += "listen: \"${LISTEN}\"\n";
+    if (options.listen.empty())
+        y += "listen: \"${LISTEN}\"\n";
+    else
+        y += "listen:\n  address: \"${LISTEN}\"\n" + options.listen;
     y += "admin_listen: \"${ADMIN}\"\n";
     y += "threads: 2\n";
     y += options.access_log;
