@@ -109,7 +109,8 @@ TEST_CASE("forwarded headers from a trusted peer name the client: rightmost untr
 {
     gateway_fixture f(behind("  trusted_proxies: [127.0.0.1/32, 10.0.0.0/8, \"::1/128\"]\n"));
     // The client's own hop on the left is never reached; trusted hops on the right are skipped.
-    CHECK(upstream_xff(f.port(), echo_request("rc-xff", "X-Forwarded-For: 198.51.100.1, 203.0.113.7, 10.0.0.2\r\n")) ==
+    CHECK(upstream_xff(f.port(),
+                       echo_request("rc-xff", "X-Forwarded-For: 198.51.100.1, 203.0.113.7, 10.0.0.2\r\n")) ==
           "198.51.100.1, 203.0.113.7, 10.0.0.2, 127.0.0.1");
     CHECK(access_client(f, "rc-xff") == std::pair<std::string, std::string>{"203.0.113.7", "127.0.0.1"});
     // Several X-Forwarded-For fields are one list, all of it passed on.
@@ -132,8 +133,9 @@ TEST_CASE("forwarded headers from a trusted peer name the client: rightmost untr
                                                    "X-Forwarded-For: 198.51.100.2\r\n"));
     CHECK(access_client(f, "rc-both").first == "198.51.100.2");
     // Malformed: the peer's address, and the request served all the same.
-    CHECK(upstream_xff(f.port(), echo_request("rc-bad", "X-Forwarded-For: 203.0.113.7, not-an-address\r\n")) ==
-          "203.0.113.7, not-an-address, 127.0.0.1");
+    CHECK(
+        upstream_xff(f.port(), echo_request("rc-bad", "X-Forwarded-For: 203.0.113.7, not-an-address\r\n")) ==
+        "203.0.113.7, not-an-address, 127.0.0.1");
     CHECK(access_client(f, "rc-bad").first == "127.0.0.1");
     upstream_xff(f.port(), echo_request("rc-badfwd", "Forwarded: for=\"[2001:db8::1\r\n"));
     CHECK(access_client(f, "rc-badfwd").first == "127.0.0.1");
@@ -151,10 +153,11 @@ TEST_CASE("forwarded headers from an untrusted peer are ignored: a client cannot
     // h2c: the same.
 }
 
-TEST_CASE("PROXY v1 and v2 from a trusted balancer: the header's source is the client" * needs_store("memory"))
+TEST_CASE("PROXY v1 and v2 from a trusted balancer: the header's source is the client" *
+          needs_store("memory"))
 {
-    gateway_fixture f(behind("  trusted_proxies: [127.0.0.1/32]\n  proxy_protocol: true\n",
-                             "http2:\n  cleartext: true\n"));
+    gateway_fixture f(
+        behind("  trusted_proxies: [127.0.0.1/32]\n  proxy_protocol: true\n", "http2:\n  cleartext: true\n"));
     // v1, the request in the same segment: the bytes after the header are HTTP's.
     CHECK(upstream_xff(f.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n" + echo_request("rc-v1")) ==
           "203.0.113.7");
@@ -196,10 +199,9 @@ TEST_CASE("PROXY v1 and v2 from a trusted balancer: the header's source is the c
     REQUIRE(status == 0);
     CHECK(lines.back() == "201");
     CHECK(access_client(f, "rc-curl1").first == "127.0.0.1");
-    std::tie(status, lines) =
-        run_curl({"-sS", "--haproxy-protocol", "--http2-prior-knowledge", "-o", "/dev/null", "-w",
-                  "%{http_version} %{http_code}\n", "-H", "X-Request-Id: rc-curl2", "-H",
-                  "X-Forwarded-For: 203.0.113.8", url});
+    std::tie(status, lines) = run_curl({"-sS", "--haproxy-protocol", "--http2-prior-knowledge", "-o",
+                                        "/dev/null", "-w", "%{http_version} %{http_code}\n", "-H",
+                                        "X-Request-Id: rc-curl2", "-H", "X-Forwarded-For: 203.0.113.8", url});
     REQUIRE(status == 0);
     CHECK(lines.back() == "2 201");
     CHECK(access_client(f, "rc-curl2").first == "203.0.113.8");
@@ -221,7 +223,7 @@ TEST_CASE("PROXY: no header, a broken one, or one from an untrusted peer closes 
         wait_until("missing counted", 5s, [&] { return refused(f, "missing") == 1; });
         for (const std::string bad : {std::string("PROXY TCP4 2001:db8::1 127.0.0.1 1 2\r\n"), // wrong family
                                       std::string("PROXY TCP4 203.0.113.7 127.0.0.1 1 2\n"),
-                                      "PROXY UNKNOWN " + std::string(100, 'x'), // over 107 bytes
+                                      "PROXY UNKNOWN " + std::string(100, 'x'),        // over 107 bytes
                                       v2_header(0x21, 0x12, std::string(12, '\1'))}) { // UDP
             http_connection c(f.port(), io_timeout);
             c.send_raw(bad + echo_request("rc-broken"));
@@ -229,8 +231,8 @@ TEST_CASE("PROXY: no header, a broken one, or one from an untrusted peer closes 
         }
         wait_until("invalid counted", 5s, [&] { return refused(f, "invalid") == 4; });
         // The gateway still serves a good one.
-        CHECK(upstream_xff(f.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n" + echo_request("rc-ok")) ==
-              "203.0.113.7");
+        CHECK(upstream_xff(f.port(), "PROXY TCP4 203.0.113.7 127.0.0.1 5555 80\r\n" +
+                                         echo_request("rc-ok")) == "203.0.113.7");
     }
     SUBCASE("untrusted peer")
     {
@@ -242,8 +244,9 @@ TEST_CASE("PROXY: no header, a broken one, or one from an untrusted peer closes 
             CHECK(c.closed_by_peer());
         }
         wait_until("untrusted counted", 5s, [&] { return refused(f, "untrusted") == 2; });
-        auto [status, lines] = run_curl({"-sS", "--haproxy-protocol", "-o", "/dev/null", "-w", "%{http_code}\n",
-                                         "http://127.0.0.1:" + std::to_string(f.port()) + "/plain/x"});
+        auto [status, lines] =
+            run_curl({"-sS", "--haproxy-protocol", "-o", "/dev/null", "-w", "%{http_code}\n",
+                      "http://127.0.0.1:" + std::to_string(f.port()) + "/plain/x"});
         CHECK(status != 0);
         CHECK(f.executions() == 0);
     }
@@ -253,12 +256,13 @@ TEST_CASE("PROXY before TLS, then h2 by ALPN with forwarded headers" * needs_sto
 {
     test_certificates certs;
     gateway_fixture f(behind("  trusted_proxies: [127.0.0.1/32]\n  proxy_protocol: true\n",
-                             "tls:\n  cert_file: \"" + certs.server_cert + "\"\n  key_file: \"" + certs.server_key +
-                                 "\"\n"));
+                             "tls:\n  cert_file: \"" + certs.server_cert + "\"\n  key_file: \"" +
+                                 certs.server_key + "\"\n"));
     const auto url = "https://localhost:" + std::to_string(f.port()) + "/plain/tls";
-    auto [status, lines] = run_curl({"-sS", "--haproxy-protocol", "--http2", "--cacert", certs.ca_cert, "-o",
-                                     "/dev/null", "-w", "%{http_version} %{http_code}\n", "-H",
-                                     "X-Request-Id: rc-tls", "-H", "X-Forwarded-For: 203.0.113.9, 127.0.0.1", url});
+    auto [status, lines] =
+        run_curl({"-sS", "--haproxy-protocol", "--http2", "--cacert", certs.ca_cert, "-o", "/dev/null", "-w",
+                  "%{http_version} %{http_code}\n", "-H", "X-Request-Id: rc-tls", "-H",
+                  "X-Forwarded-For: 203.0.113.9, 127.0.0.1", url});
     REQUIRE(status == 0);
     CHECK(lines.back() == "2 201");
     CHECK(access_client(f, "rc-tls") == std::pair<std::string, std::string>{"203.0.113.9", "127.0.0.1"});
