@@ -34,7 +34,6 @@ struct gateway_options {
     std::string limits;            // keys under limits: (2-space indent)
     std::string timeouts;          // keys under timeouts: (2-space indent)
     std::string top_level;         // extra top-level keys
-    std::string listen;            // keys under listen: beside its address (2-space indent)
     std::string extra_routes;      // more routes after /plain/ ("  - path_prefix: ..." lines)
     std::string access_log = "access_log: true\n"; // the access_log key (a line or a block)
     std::string store_extra;                       // extra keys under store: (2-space indent)

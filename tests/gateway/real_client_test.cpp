@@ -14,11 +14,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-gateway_options behind(std::string listen, std::string top_level = {})
+gateway_options behind(const std::string& listen, const std::string& top_level = {})
 {
     gateway_options o;
-    o.listen = std::move(listen);
-    o.top_level = std::move(top_level);
+    o.top_level = "listen:\n  address: \"${LISTEN}\"\n" + listen + top_level;
     return o;
 }
 
