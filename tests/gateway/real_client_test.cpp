@@ -220,10 +220,10 @@ TEST_CASE("PROXY: no header, a broken one, or one from an untrusted peer closes 
             CHECK(c.closed_by_peer());
         }
         wait_until("missing counted", 5s, [&] { return refused(f, "missing") == 1; });
-        for (const std::string bad : {std::string("PROXY TCP4 2001:db8::1 127.0.0.1 1 2\r\n"), // wrong family
-                                      std::string("PROXY TCP4 203.0.113.7 127.0.0.1 1 2\n"),
-                                      "PROXY UNKNOWN " + std::string(100, 'x'),        // over 107 bytes
-                                      v2_header(0x21, 0x12, std::string(12, '\1'))}) { // UDP
+        for (const auto& bad : {std::string("PROXY TCP4 2001:db8::1 127.0.0.1 1 2\r\n"), // wrong family
+                                std::string("PROXY TCP4 203.0.113.7 127.0.0.1 1 2\n"),
+                                "PROXY UNKNOWN " + std::string(100, 'x'),        // over 107 bytes
+                                v2_header(0x21, 0x12, std::string(12, '\1'))}) { // UDP
             http_connection c(f.port(), io_timeout);
             c.send_raw(bad + echo_request("rc-broken"));
             CHECK(c.closed_by_peer());
