@@ -23,10 +23,10 @@ build_dir="${BUILD_DIR:-build-fuzz}"
 # fuzz_h2_input links the whole gateway (compiled with clang for it: about 15 minutes on 2
 # cores), more than scripts/test.sh's time budget allows: it runs when named,
 # FUZZ_TARGETS=fuzz_h2_input bash scripts/fuzz.sh 300.
-targets=(fuzz_request_parse fuzz_record_decode fuzz_key_syntax)
+targets=(fuzz_request_parse fuzz_record_decode fuzz_key_syntax fuzz_proxy_header)
 # Seconds at most, for a target whose code is small enough that its coverage stops growing in
 # a few seconds: the rest of the pass is better spent on the others.
-declare -A cap=([fuzz_key_syntax]=10)
+declare -A cap=([fuzz_key_syntax]=10 [fuzz_proxy_header]=10)
 if [[ -n "${FUZZ_TARGETS:-}" ]]; then
   read -r -a targets <<<"$FUZZ_TARGETS"
   cap=()

@@ -248,7 +248,10 @@ TEST_CASE("sampled requests export a server span with store and upstream childre
 {
     otlp_receiver collector;
     gateway_options options;
-    options.top_level = "tracing:\n  otlp_endpoint: \"" + collector.endpoint() + "\"\n  sample_ratio: 1.0\n";
+    // Behind a trusted balancer (127.0.0.1): the replay names its client in X-Forwarded-For.
+    options.top_level = "listen:\n  address: \"${LISTEN}\"\n  trusted_proxies: [127.0.0.1/32]\n"
+                        "tracing:\n  otlp_endpoint: \"" +
+                        collector.endpoint() + "\"\n  sample_ratio: 1.0\n";
     gateway_fixture f(options);
 
     const std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736", caller = "00f067aa0ba902b7";
@@ -262,9 +265,11 @@ TEST_CASE("sampled requests export a server span with store and upstream childre
     CHECK(sent.substr(3, 32) == trace);   // the same trace
     CHECK(sent.substr(36, 16) != caller); // the exchange's span, not the caller's
     CHECK(sent.ends_with("-01"));
-    auto replay =
-        http_request(f.port(), "POST", "/api/orders",
-                     {{"Idempotency-Key", key}, {"traceparent", "00-" + trace + "-" + caller + "-01"}}, "{}");
+    auto replay = http_request(f.port(), "POST", "/api/orders",
+                               {{"Idempotency-Key", key},
+                                {"traceparent", "00-" + trace + "-" + caller + "-01"},
+                                {"X-Forwarded-For", "203.0.113.7"}},
+                               "{}");
     CHECK(replay.header("idempotent-replayed") == "true");
     // The caller decided not to sample: nothing exported, but the upstream still continues it.
     auto unsampled = http_request(f.port(), "POST", "/api/orders",
@@ -310,6 +315,10 @@ TEST_CASE("sampled requests export a server span with store and upstream childre
     REQUIRE(executed);
     REQUIRE(replayed);
     CHECK(attribute(*replayed, "idemgate.outcome") == "replayed");
+    // client.address: the client; network.peer.address: the connection's peer.
+    CHECK(attribute(*executed, "client.address") == "127.0.0.1");
+    CHECK(attribute(*replayed, "client.address") == "203.0.113.7");
+    CHECK(attribute(*replayed, "network.peer.address") == "127.0.0.1");
     // The execution's children: reserve, the upstream exchange (whose ID the upstream got), complete.
     std::set<std::string> executed_children, replay_children;
     bool upstream_span_matches = false;

@@ -26,10 +26,10 @@ declare -A level=(
 # implemented, or for a header-only one, the lowest room that needs it.
 declare -A public_room=(
   [field_allocator]=http [http_rules]=http [response_rules]=http [head_scan]=http
-  [plain_head]=http [head_splice]=http [head_facts]=http
+  [plain_head]=http [head_splice]=http [head_facts]=http [client_address]=http
   [outcome]=core [problem_types]=core [problem_pages]=core [request_id]=core [tracing]=core
   [access_log_writer]=observability [metrics]=observability
-  [tls]=transport
+  [tls]=transport [proxy_protocol]=transport
   [exchange_watch]=upstream
   [content_decoding]=idempotency [decision]=idempotency
   [fingerprint]=idempotency [json_key]=idempotency [key_syntax]=idempotency [refusal]=idempotency

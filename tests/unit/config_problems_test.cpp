@@ -41,8 +41,18 @@ TEST_CASE("each kind of config problem names its key path")
         {"unknown log level", minimal + "log_level: loud\n",
          "log_level: \"loud\" is not a log level (use debug, info, warn or error)"},
         {"duplicate key", minimal + "threads: 1\nthreads: 2\n", "threads: duplicate key"},
-        {"map where a scalar belongs", minimal + "listen: { host: a }\n",
-         "listen: expected an endpoint (host:port), got a map"},
+        {"list where a scalar belongs", minimal + "listen: [a]\n",
+         "listen: expected an endpoint (host:port), got a list"},
+        {"unknown key of listen's map", minimal + "listen: { host: a }\n", "listen.host: unknown key"},
+        {"bad network", minimal + "listen:\n  trusted_proxies: [10.0.0.0/8, 10.0.0.1/8]\n",
+         "listen.trusted_proxies[1]: \"10.0.0.1/8\" has bits set past its prefix length (did you "
+         "mean 10.0.0.0/8?)"},
+        {"proxy_protocol alone", minimal + "listen:\n  proxy_protocol: true\n",
+         "listen.proxy_protocol: needs listen.trusted_proxies (the balancers whose PROXY header is "
+         "believed; a connection from any other peer is closed)"},
+        {"admin_listen behind a balancer", minimal + "admin_listen: { trusted_proxies: [10.0.0.0/8] }\n",
+         "admin_listen: takes host:port only (trusted_proxies and proxy_protocol are keys of listen, the "
+         "client listener)"},
         {"list where a map belongs", minimal + "store: [memory]\n", "store: expected a map, got a list"},
         {"scalar where a list belongs", "upstreams:\n  orders: { address: \"h:1\" }\nroutes: /api/\n",
          "routes: expected a list, got a scalar"},

@@ -7,8 +7,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstdint>
-#include <idemgate/gateway/outcome.hpp>
 #include <idemgate/gateway/field_allocator.hpp>
+#include <idemgate/gateway/outcome.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -105,7 +105,13 @@ struct received_head {
 
 // What the connection knows about the client, for X-Forwarded-* and the access log.
 struct client_info {
+    // The connection's client: its peer's address, or the source a trusted balancer's PROXY
+    // header named. The hop X-Forwarded-For gets; a request's forwarded headers may name the
+    // client behind it (request_exchange::client_address).
     std::string ip;
+    std::string peer; // the socket's peer address (OpenTelemetry network.peer.address)
+    // `ip` is inside listen.trusted_proxies: its X-Forwarded-For or Forwarded is believed.
+    bool trusted = false;
     bool tls = false;
     // The common name (UTF-8) of the client certificate verified against tls.client_ca_file:
     // the tenant of routes with tenant_from: client_cert; "" without one.

@@ -33,6 +33,9 @@ struct request_exchange {
     // has not been read (a request refused before that).
     request_type* req = nullptr;
     const client_info* client = nullptr;
+    // The client a trusted peer's X-Forwarded-For or Forwarded named (begin_exchange); "" = the
+    // connection's (client->ip). What the access line and the span name.
+    std::string client_address;
     request_ids ids;
     std::optional<request_trace> trace; // tracing on: this request's part in a trace
     handled answer;
@@ -51,12 +54,19 @@ struct request_exchange {
     boost::system::error_code write_error; // how writing the answer ended
 
     request_trace* trace_or_null() noexcept { return trace ? &*trace : nullptr; }
+    std::string_view client_ip() const noexcept
+    {
+        if (!client_address.empty())
+            return client_address;
+        return client ? std::string_view(client->ip) : std::string_view{};
+    }
 
     // Back to a new request's state, keeping the strings' and the answer's storage (the
     // connection reuses one exchange for all its requests). `env` and `req` are set by the codec.
     void clear() noexcept
     {
         req = nullptr;
+        client_address.clear();
         ids.request_id.clear();
         ids.generated = false;
         ids.incoming_lines = 0;

@@ -66,7 +66,8 @@ request_buffers splice_request(const request_type& req, const received_head& rec
     const std::string_view length(length_digits, static_cast<std::size_t>(length_end - length_digits));
     bool length_kept = false;
     bool forwarded_for_seen = false;
-    std::string_view forwarded_for; // the first X-Forwarded-For value
+    std::string_view forwarded_for;   // the X-Forwarded-For values
+    std::string forwarded_for_joined; // of several fields (rare: no allocation otherwise)
     std::string_view host;
     for (const auto& f : req) {
         const auto name = f.name_string();
@@ -87,8 +88,15 @@ request_buffers splice_request(const request_type& req, const received_head& rec
                 break;
             case http::field::unknown:
                 if (same_field_name(name, "X-Forwarded-For")) {
-                    if (!forwarded_for_seen)
+                    // Several fields are one list, in order (RFC 9110 5.3): joined, none lost.
+                    if (forwarded_for_seen) {
+                        if (forwarded_for_joined.empty())
+                            forwarded_for_joined = forwarded_for;
+                        forwarded_for_joined.append(", ").append(value);
+                        forwarded_for = forwarded_for_joined;
+                    } else {
                         forwarded_for = value;
+                    }
                     forwarded_for_seen = true;
                     drop = true;
                 } else {
@@ -114,6 +122,8 @@ request_buffers splice_request(const request_type& req, const received_head& rec
         added[n++] = received.added_request_id;
         added[n++] = "\r\n";
     }
+    // As nginx's $proxy_add_x_forwarded_for: the hops received, then the connection's client
+    // (the peer, or the source its trusted balancer's PROXY header named).
     added[n++] = "X-Forwarded-For: ";
     if (forwarded_for_seen) {
         added[n++] = forwarded_for;

@@ -129,14 +129,18 @@ void add_ids(line_writer& line, const request_ids& ids)
 }
 
 // The fields every access line starts with.
-void begin_access_line(line_writer& line, const client_info& client)
+void begin_access_line(line_writer& line, const request_exchange& ex)
 {
     const auto now = log::now_unix_ms();
     line.number("ts", now);
     line.utc_time("time", now);
     line.text("level", "info");
     line.text("msg", "access");
-    line.text("client", client.ip);
+    const auto client = ex.client_ip();
+    line.text("client", client);
+    // Behind a balancer: the peer the connection came from, when it is not the client.
+    if (ex.client && ex.client->peer != client && !ex.client->peer.empty())
+        line.text("peer", ex.client->peer);
 }
 
 // This thread's line buffer (reused: its capacity stays).
@@ -194,7 +198,7 @@ void log_request(const access_log_sink& sink, const request_exchange& ex,
     const auto& req = *ex.req;
     const auto& h = ex.answer;
     line_writer line(scratch());
-    begin_access_line(line, *ex.client);
+    begin_access_line(line, ex);
     line.text("method", req.method_string());
     line.text("target", req.target());
     add_protocol(line, ex);
@@ -231,7 +235,7 @@ void log_rejected(const access_log_sink& sink, const request_exchange& ex)
     if (!sink.writer)
         return;
     line_writer line(scratch());
-    begin_access_line(line, *ex.client);
+    begin_access_line(line, ex);
     add_protocol(line, ex);
     line.text("route", "none");
     add_status(line, ex.answer.response.result_int(), ex.write_error);

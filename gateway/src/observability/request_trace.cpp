@@ -29,7 +29,8 @@ void finish_request_trace(span_exporter& exporter, request_exchange& ex,
     server.attributes = {{"http.request.method", std::string(method)},
                          {"url.path", std::string(path)},
                          {"http.response.status_code", std::int64_t{status}},
-                         {"network.peer.address", client.ip},
+                         {"client.address", std::string(ex.client_ip())},
+                         {"network.peer.address", client.peer.empty() ? client.ip : client.peer},
                          {"idemgate.outcome", std::string(to_string(h.result))}};
     if (h.route)
         server.attributes.push_back({"http.route", *h.route});

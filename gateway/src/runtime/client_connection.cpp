@@ -3,6 +3,7 @@
 
 #include "http1/http_connection.hpp"
 #include "http2/h2_connection.hpp"
+#include "transport/proxy_read.hpp"
 
 #include <boost/beast/core/stream_traits.hpp>
 
@@ -37,9 +38,34 @@ const std::string& alpn_protocols(bool with_h2)
     return with_h2 ? both : http1_only;
 }
 
+namespace {
+
+// listen.proxy_protocol: the connection's PROXY header, under header_read; false: close it.
+asio::awaitable<bool> proxy_header_read(gateway_context& ctx, worker& w, tcp::socket& socket,
+                                        client_info& client)
+{
+    if (!ctx.boot.listen_proxy.proxy_protocol)
+        co_return true;
+    const auto timeout = w.current(ctx)->cfg().timeouts.header_read;
+    // Counted while it waits, as the codecs count it (limits.max_connections).
+    ctx.stats.connections_active.fetch_add(1);
+    const bool ok =
+        co_await read_proxy_header(socket, client, ctx.boot.listen_proxy.trusted_proxies, timeout, ctx.stats);
+    ctx.stats.connections_active.fetch_sub(1);
+    if (!ok) {
+        error_code ignored;
+        socket.close(ignored);
+    }
+    co_return ok;
+}
+
+} // namespace
+
 asio::awaitable<void> serve_plain_client(gateway_context& ctx, worker& w, tcp::socket socket,
                                          client_info client)
 {
+    if (!co_await proxy_header_read(ctx, w, socket, client))
+        co_return;
     // Prior-knowledge HTTP/2 (http2.cleartext): the first bytes say which protocol it is. They
     // are only peeked at, so either codec reads the connection from its start.
     auto first = first_bytes::http1;
@@ -69,6 +95,8 @@ asio::awaitable<void> serve_plain_client(gateway_context& ctx, worker& w, tcp::s
 asio::awaitable<void> serve_tls_client(gateway_context& ctx, worker& w, tcp::socket socket,
                                        client_info client)
 {
+    if (!co_await proxy_header_read(ctx, w, socket, client)) // before TLS: the balancer's, in clear
+        co_return;
     // Counted from accept, the handshake included (limits.max_connections).
     connection_guard conn(ctx.stats);
     // The live generation, held for the connection's life: a reload that renews the certificate

@@ -5,6 +5,7 @@
 #include "runtime/client_connection.hpp"
 #include "runtime/service_notify.hpp"
 #include "tier/local_tier.hpp"
+#include "transport/proxy_read.hpp"
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
@@ -111,6 +112,8 @@ asio::awaitable<void> listener::accept_loop(worker& w)
         auto remote = socket.remote_endpoint(ignored);
         if (!ignored)
             client.ip = remote.address().to_string();
+        client.peer = client.ip;
+        client.trusted = is_trusted(ctx_.boot.listen_proxy.trusted_proxies, client.ip);
         if (ctx_.boot.listen_tls)
             asio::co_spawn(w.ioc, serve_tls_client(ctx_, w, std::move(socket), std::move(client)),
                            asio::detached);

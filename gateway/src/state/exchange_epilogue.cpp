@@ -7,14 +7,49 @@
 #include "state/generation.hpp"
 #include "state/process.hpp"
 
+#include <array>
+#include <idemgate/gateway/client_address.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 
 namespace idemgate::gateway::detail {
+
+namespace {
+
+// The client a trusted peer's X-Forwarded-For or Forwarded fields name (<idemgate/gateway/
+// client_address.hpp>); unchanged (the connection's) when they name none or are malformed.
+void read_forwarded_client(const std::vector<config::cidr>& trusted, const request_type& req,
+                           std::string& out)
+{
+    constexpr std::size_t most = 32; // more fields than this: not a balancer's, ignored
+    std::array<std::string_view, most> x_forwarded_for, forwarded;
+    std::size_t xff = 0, fwd = 0;
+    for (const auto& f : req) {
+        const auto name = f.name_string();
+        if (same_field_name(name, "X-Forwarded-For")) {
+            if (xff == most)
+                return;
+            x_forwarded_for[xff++] = f.value();
+        } else if (same_field_name(name, "Forwarded")) {
+            if (fwd == most)
+                return;
+            forwarded[fwd++] = f.value();
+        }
+    }
+    if (xff == 0 && fwd == 0)
+        return;
+    if (auto client = forwarded_client(std::span(x_forwarded_for.data(), xff),
+                                       std::span(forwarded.data(), fwd), trusted))
+        out = std::move(*client);
+}
+
+} // namespace
 
 void begin_exchange(const gateway_context& ctx, request_exchange& ex)
 {
     const auto& cfg = ex.env->cfg();
     read_request_ids(*ex.req, cfg.request_id_header, ex.ids);
+    if (ex.client && ex.client->trusted)
+        read_forwarded_client(ctx.boot.listen_proxy.trusted_proxies, *ex.req, ex.client_address);
     if (ctx.tracer) {
         auto traceparent = find_header(*ex.req, "traceparent");
         ex.trace = begin_request_trace(traceparent.count == 1 ? traceparent.value : std::string_view{},

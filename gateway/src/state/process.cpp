@@ -10,6 +10,7 @@ restart_only restart_only::of(const config::config& cfg)
 {
     restart_only r;
     r.listen = cfg.listen;
+    r.listen_proxy = cfg.listen_proxy;
     r.admin_listen = cfg.admin_listen;
     r.threads = cfg.threads;
     r.store = cfg.store;
@@ -56,6 +57,7 @@ const std::vector<std::string>& restart_only::reloadable_parts()
 void restart_only::keep_in(config::config& next) const
 {
     next.listen = listen;
+    next.listen_proxy = listen_proxy;
     next.admin_listen = admin_listen;
     next.threads = threads;
     auto refusal = next.store.refusal; // reloadable

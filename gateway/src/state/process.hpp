@@ -24,6 +24,7 @@ namespace idemgate::gateway::detail {
 // that it needs a restart and keeps the running value.
 struct restart_only {
     config::endpoint listen;
+    config::listen_proxy_config listen_proxy; // who may say who the client is
     config::endpoint admin_listen;
     unsigned threads = 0;
     config::store_config store;

@@ -77,6 +77,10 @@ inline constexpr auto tls_failure_labels = std::to_array<std::string_view>(
     {"reason=\"plain_http\"", "reason=\"not_tls\"", "reason=\"timeout\"", "reason=\"protocol_version\"",
      "reason=\"no_client_cert\"", "reason=\"bad_client_cert\"", "reason=\"alpn\"", "reason=\"peer_alert\"",
      "reason=\"closed\"", "reason=\"other\""});
+// Index 0 a PROXY header from a peer outside listen.trusted_proxies, 1 none came (the bytes were
+// not one, or the connection ended or timed out first), 2 a malformed one.
+inline constexpr auto proxy_refusal_labels =
+    std::to_array<std::string_view>({"reason=\"untrusted\"", "reason=\"missing\"", "reason=\"invalid\""});
 
 // By detail::h2_limit (http2/, which checks that there is one per enumerator): what a misbehaving
 // HTTP/2 client ran into.
@@ -187,6 +191,10 @@ inline constexpr std::size_t h2_limit_count = metric::h2_limit_labels.size();
            "Client connections to listen closed because the TLS handshake failed, by reason.")              \
     MEMBER(metric::counters<metric::tls_failure_labels.size()>,                                             \
            tls_handshake_failures, metric::tls_failure_labels)                                              \
+    FAMILY("idemgate_proxy_protocol_refused_total", "counter",                                              \
+           "Client connections to listen closed (listen.proxy_protocol) for their PROXY header, by reason.") \
+    MEMBER(metric::counters<metric::proxy_refusal_labels.size()>,                                           \
+           proxy_protocol_refused, metric::proxy_refusal_labels)                                            \
     FAMILY("idemgate_upstream_tls_handshakes_total", "counter",                                             \
            "TLS handshakes with HTTPS upstreams, by whether the session was resumed.")                      \
     MEMBER(metric::counters<2>, upstream_tls_handshakes, metric::resumed_labels)                            \
