@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/config/listen_proxy_config.hpp>
 #include <idemgate/config/reconcile_config.hpp>
 #include <idemgate/config/store_config.hpp>
+#include <idemgate/config/timeouts_config.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,30 +27,6 @@ namespace idemgate::config {
 // healthy addresses in turn; least_pending, the healthy address with the fewest requests in flight
 // (all threads together).
 BOOST_DEFINE_ENUM_CLASS(balance_mode, round_robin, least_pending);
-
-// upstreams.<name>.timeouts and routes[].timeouts: values that beat the global timeouts.* for
-// one upstream or route (route over upstream over global); absent = inherited. body_read is a
-// route's only; header_read, idle, client_write and drain are global only.
-struct timeout_overrides {
-    std::optional<duration> upstream_connect;
-    std::optional<duration> upstream_response;
-    std::optional<duration> body_read;
-    bool any() const noexcept { return upstream_connect || upstream_response || body_read; }
-};
-
-// The timeouts a route's requests run under, resolved once at load: the route's own, else its
-// upstream's, else timeouts.*.
-struct route_timeouts {
-    duration upstream_connect{2000};
-    duration upstream_response{25000};
-    duration body_read{30000};
-    // How long a request can hold its lock on the upstream: a retried connect, the exchange, and
-    // the store's round trips (lock_ttl must stay above it; the prober's claim lasts it).
-    duration exchange_bound() const noexcept
-    {
-        return 2 * upstream_connect + upstream_response + duration(1000);
-    }
-};
 
 struct upstream_config {
     std::string name;
@@ -245,16 +223,6 @@ struct limits_config {
     std::size_t max_waiting = 10000;     // duplicates waiting at once (wait mode); 503 beyond
 };
 
-struct timeouts_config {
-    duration header_read{10000}; // from first byte of a request to end of its header
-    duration body_read{30000};
-    duration idle{60000}; // keep-alive wait for the next request
-    duration client_write{30000};
-    duration upstream_connect{2000};
-    duration upstream_response{25000}; // one deadline: write request + read full response
-    duration drain{30000};             // SIGTERM: how long in-flight requests may finish
-};
-
 struct admin_config {
     std::string token_env; // env var holding the admin API's bearer token ("" = API off)
     std::string token;     // resolved from token_env at load time, never from YAML
@@ -326,32 +294,6 @@ BOOST_DEFINE_ENUM_CLASS(store_readiness, required, ignore);
 
 struct readiness_config {
     store_readiness store = store_readiness::required;
-};
-
-// An IPv4 or IPv6 network (listen.trusted_proxies): "10.0.0.0/8", "::1/128"; a bare address is
-// its /32 or /128. Addresses are held as 16 bytes, IPv4 ones IPv4-mapped (::ffff:a.b.c.d, prefix
-// + 96), so an IPv4 peer that reached a dual-stack socket matches the IPv4 networks.
-using ip_bytes = std::array<unsigned char, 16>;
-struct cidr {
-    ip_bytes network{};
-    unsigned prefix = 0; // leading bits of the 128 that must match
-    bool contains(const ip_bytes& address) const noexcept;
-    friend bool operator==(const cidr&, const cidr&) = default;
-};
-// An IPv4 or IPv6 address (no brackets, no zone), as 16 bytes; nullopt if it is not one.
-std::optional<ip_bytes> parse_ip(std::string_view text);
-// "10.0.0.0/8"; nullopt with `problem` set if malformed (host bits set included).
-std::optional<cidr> parse_cidr(std::string_view text, std::string* problem = nullptr);
-std::string cidr_text(const cidr& c);
-bool contains_address(const std::vector<cidr>& networks, const ip_bytes& address) noexcept;
-
-// Who may say who the client is on `listen` (its map form). A peer inside trusted_proxies is a
-// balancer: its X-Forwarded-For or Forwarded name the client, and with proxy_protocol so does
-// the PROXY header that must open each of its connections.
-struct listen_proxy_config {
-    std::vector<cidr> trusted_proxies;
-    bool proxy_protocol = false; // a PROXY header (v1 or v2) opens every connection
-    friend bool operator==(const listen_proxy_config&, const listen_proxy_config&) = default;
 };
 
 struct config {
