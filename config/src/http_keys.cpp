@@ -84,9 +84,10 @@ const section<upstream_config>& upstream_keys()
         {"max_idle_connections", &u::max_idle_connections, an_int{}},
         {"balance", &u::balance, a_choice{"allowed"}},
         {"resolve_every", &u::resolve_every, a_duration{.zero = true}},
+        {"resolve", &u::resolve, a_choice{"allowed"}},
         {"eject_after_failures", &u::eject_after_failures, an_int{0, 1000}},
         {"eject_for", &u::eject_for, a_duration{}},
-        {"hosts_file", &u::hosts_file, a_string{}},
+        {"hosts_file", &u::hosts_file, a_string{.file = true}},
         {"tls", &u::tls, nested{tls_keys}},
     };
     return keys;
@@ -127,16 +128,16 @@ const section<listen_tls_config>& listen_tls_keys()
         {
             {"cert_file",
              &t::cert_file,
-             a_string{},
+             a_string{.file = true},
              {.then = [](loader& l, const map_view& m,
                          t& tls) { check_listen_file(l, m, "cert_file", tls.cert_file); }}},
             {"key_file",
              &t::key_file,
-             a_string{},
+             a_string{.file = true},
              {.then = [](loader& l, const map_view& m,
                          t& tls) { check_listen_file(l, m, "key_file", tls.key_file); }}},
             {"min_version", &t::min_version, tls_version{}},
-            {"client_ca_file", &t::client_ca_file, a_string{}},
+            {"client_ca_file", &t::client_ca_file, a_string{.file = true}},
             {"client_auth", &t::client_auth, a_choice{"allowed"}},
         },
         [](loader& l, const map_view& map, t& tls) {
@@ -193,9 +194,9 @@ section<client_tls_config> client_tls_section(std::string_view plain)
     using t = client_tls_config;
     return {{
                 {"enabled", &t::enabled, a_bool{}},
-                {"ca_file", &t::ca_file, a_string{}},
-                {"cert_file", &t::cert_file, a_string{}},
-                {"key_file", &t::key_file, a_string{}},
+                {"ca_file", &t::ca_file, a_string{.file = true}},
+                {"cert_file", &t::cert_file, a_string{.file = true}},
+                {"key_file", &t::key_file, a_string{.file = true}},
                 {"server_name", &t::server_name, a_string{}},
                 {"verify", &t::verify, a_bool{}},
             },

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// check_tls_config: the TLS files of both hops, as --check and start-up read them.
+// What --check tries as start-up does: the TLS files of both hops, the upstreams' names.
 #include "runtime/client_connection.hpp"
+#include "runtime/reload.hpp"
 #include "transport/tls.hpp"
+#include "upstream/upstream_fleet.hpp"
 #include "upstream/upstream_tls.hpp"
 
+#include <idemgate/gateway/server.hpp>
 #include <idemgate/gateway/tls.hpp>
 
 namespace idemgate::gateway {
@@ -23,6 +26,16 @@ std::vector<std::string> check_tls_config(const config::config& cfg)
             [&] { detail::make_server_tls_context(*cfg.tls, detail::alpn_protocols(cfg.http2.enabled)); });
     for (const auto& up : cfg.upstreams)
         collect([&] { detail::make_upstream_tls(up); });
+    return problems;
+}
+
+std::vector<std::string> check_upstream_names(const config::config& cfg)
+{
+    std::vector<std::string> problems;
+    for (const auto& up : cfg.upstreams)
+        if (up.resolve == config::resolve_mode::start)
+            if (auto found = resolve_now(up); !found.error.empty())
+                problems.push_back(detail::upstream_problem(up, found.error));
     return problems;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "upstream/upstream_fleet.hpp"
 
+#include "upstream/name_lookup.hpp"
 #include "upstream/upstream_pool.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -172,21 +173,16 @@ upstream_address::upstream_address(tcp::endpoint ep, std::string from_host)
 {
 }
 
-resolution resolve_now(asio::io_context& ioc, const config::upstream_config& up)
+resolution resolve_now(const config::upstream_config& up)
 {
     resolution r;
     for (const auto& ep : up.addresses) {
         std::string why;
         auto endpoints = resolve_locally(ep, up.hosts_file, why);
         if (!endpoints) {
-            tcp::resolver resolver(ioc);
-            error_code ec;
-            auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
-            if (ec)
-                why = ec.message();
-            endpoints.emplace();
-            for (const auto& x : results)
-                endpoints->push_back(x.endpoint());
+            auto found = lookup_name(ep.host, ep.port, start_lookup_deadline);
+            why = found.error;
+            endpoints = std::move(found.endpoints);
         }
         if (endpoints->empty()) {
             r.error = resolve_error(ep, why);
@@ -217,8 +213,10 @@ void fleet_registry::render(std::string& out) const
         prometheus::sample(out, "idemgate_upstream_ejections_total",
                            "upstream=\"" + prometheus::label_value(name) + "\"",
                            static_cast<double>(c->ejections.load()));
-    prometheus::header(out, "idemgate_upstream_resolve_failures_total", "counter",
-                       "Re-resolutions (resolve_every) that failed; the previous addresses were kept.");
+    prometheus::header(
+        out, "idemgate_upstream_resolve_failures_total", "counter",
+        "Background resolutions that failed: re-resolutions (resolve_every; the previous "
+        "addresses were kept) and, with resolve: runtime, lookups before the names first resolved.");
     for (const auto& [name, c] : counters_)
         prometheus::sample(out, "idemgate_upstream_resolve_failures_total",
                            "upstream=\"" + prometheus::label_value(name) + "\"",
@@ -234,6 +232,10 @@ upstream_fleet::upstream_fleet(config::upstream_config cfg, const resolution& in
                                fleet_counters& counters)
     : config_(std::move(cfg)), counters_(counters)
 {
+    if (initial.endpoints.empty()) {
+        resolved_.store(false, std::memory_order_relaxed);
+        unresolved_error_ = initial.error;
+    }
     auto set = std::make_shared<address_set>();
     for (const auto& [ep, host] : initial.endpoints)
         set->push_back(std::make_shared<upstream_address>(ep, host));
@@ -327,14 +329,44 @@ bool upstream_fleet::publish(const resolution& found)
 
 void upstream_fleet::start(asio::io_context& control)
 {
-    if (config_.resolve_every.count() > 0)
+    if (config_.resolve_every.count() > 0 || !resolved())
         asio::co_spawn(control, resolve_loop(control), asio::detached);
+}
+
+std::string upstream_fleet::waiting_for() const
+{
+    std::lock_guard lock(mutex_);
+    return unresolved_error_;
 }
 
 asio::awaitable<void> upstream_fleet::resolve_loop(asio::io_context& control)
 {
     auto self = shared_from_this(); // the loop keeps its fleet until it sees stop()
     asio::steady_timer timer(control);
+    // resolve: runtime and nothing found yet: tried again after 250 ms, the pause doubling up to
+    // 5 s (each round bounded by resolve_deadline), until the names resolve.
+    auto pause = std::chrono::milliseconds(250);
+    while (!resolved() && !stopped_.load(std::memory_order_relaxed)) {
+        timer.expires_after(pause);
+        co_await timer.async_wait(use_tuple);
+        if (stopped_.load(std::memory_order_relaxed))
+            co_return;
+        auto found = co_await resolve_async(control, config_);
+        if (stopped_.load(std::memory_order_relaxed))
+            co_return;
+        if (!found.error.empty()) {
+            counters_.resolve_failures.fetch_add(1, std::memory_order_relaxed);
+            std::lock_guard lock(mutex_);
+            unresolved_error_ = found.error;
+            pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(5));
+            continue;
+        }
+        publish(found);
+        resolved_.store(true, std::memory_order_release);
+        log::info("upstream names resolved: the upstream is in service", {{"upstream", name()}});
+    }
+    if (config_.resolve_every.count() == 0)
+        co_return;
     while (!stopped_.load(std::memory_order_relaxed)) {
         timer.expires_after(config_.resolve_every);
         co_await timer.async_wait(use_tuple);
