@@ -245,9 +245,10 @@ void method_warnings(const config& cfg, std::vector<std::string>& out)
         auto at = "routes[" + std::to_string(i) + "].idempotency.methods: ";
         for (const auto& m : idem.methods) {
             if (std::find(known.begin(), known.end(), m) == known.end())
-                out.push_back(at + "\"" + m +
-                              "\" is not a method of RFC 9110 or RFC 5789 (PATCH); a typo is never "
-                              "guarded");
+                out.push_back(
+                    at + "\"" + m +
+                    "\" is not a method of RFC 9110 or RFC 5789 (PATCH): if it is a typo, the method "
+                    "meant is not guarded");
             else if ((m == "GET" || m == "HEAD") && idem.mode == route_mode::enforce)
                 out.push_back(at + m + " is a safe method (RFC 9110 9.2.1): a keyed " + m +
                               " is recorded and its answer replayed instead of read again");

@@ -4,6 +4,7 @@
 #include "upstream/name_lookup.hpp"
 #include "upstream/upstream_pool.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
