@@ -59,7 +59,7 @@ text_position locate(const YAML::Node& root, std::string_view path)
                 index = c >= '0' && c <= '9' ? index * 10 + static_cast<std::size_t>(c - '0') : node.size();
             if (index >= node.size())
                 break;
-            node = node[index];
+            node.reset(node[index]);
             found = position_of(node.Mark());
             path.remove_prefix(close + 1);
             continue;
@@ -80,13 +80,13 @@ text_position locate(const YAML::Node& root, std::string_view path)
                 if (next != '.' && next != '[')
                     continue;
                 best = spelled.size();
-                best_value = entry.second;
+                best_value.reset(entry.second);
                 found = position_of(entry.first.Mark());
             }
         }
         if (best == 0)
             break;
-        node = best_value;
+        node.reset(best_value); // rebinds: yaml-cpp's operator= would overwrite the node's value
         path.remove_prefix(best);
     }
     return found;

@@ -79,6 +79,14 @@ TEST_CASE("--check looks upstream names up as start-up does; resolve: runtime le
     CHECK(has(started.output, "  " + never + ":6:5: upstreams.orders.address: cannot resolve"));
     CHECK_FALSE(has(started.output, "\"msg\":\"listening\""));
 
+    // Every problem has its own line, the second as the first.
+    auto two = dir.write_file(
+        "two.yaml", yaml_with("orders.invalid:8081", "  billing:\n    address: \"billing.invalid:8082\"\n"));
+    auto both = run_idemgate({"--config", two, "--check"});
+    INFO("two upstreams:\n", both.output);
+    CHECK(has(both.output, "  " + two + ":6:5: upstreams.orders.address: cannot resolve"));
+    CHECK(has(both.output, "  " + two + ":8:5: upstreams.billing.address: cannot resolve"));
+
     auto local =
         run_idemgate({"--config", dir.write_file("local.yaml", yaml_with("localhost:8081")), "--check"});
     INFO("localhost:\n", local.output);
