@@ -228,8 +228,9 @@ TEST_CASE("a refused reload: last_reload_successful is 0 until one is applied; e
     write_text(path, replaced(good, "record_ttl: 24h", "record_ttl: 24x"));
     auto checked = run_idemgate({"--config", path, "--check"}, {{"IDEMGATE_TEST_ADMIN_TOKEN", token}});
     CHECK(checked.status == 1);
-    auto at = checked.output.find(path + ":");
+    auto at = checked.output.find("  " + path + ":");
     REQUIRE_MESSAGE(at != std::string::npos, checked.output);
+    at += 2;
     // The line --check prints: FILE:LINE:COLUMN: routes[0].idempotency.record_ttl: ...
     auto line = checked.output.substr(at, checked.output.find('\n', at) - at);
     CHECK(has(line, ": routes[0].idempotency.record_ttl: \"24x\" is not a duration"));
