@@ -76,6 +76,10 @@ struct resolution {
 // upstreams.<name>.hosts_file, host names are looked up only in that file (hosts(5) lines
 // "IP name..."), read again at every resolution.
 resolution resolve_now(const config::upstream_config& up);
+// The same with the resolver's asynchronous lookups, the whole round under one deadline (5 s):
+// the background resolution (resolve_every, resolve: runtime), on the control thread.
+boost::asio::awaitable<resolution> resolve_async(boost::asio::io_context& control,
+                                                 const config::upstream_config& up);
 
 class upstream_fleet : public std::enable_shared_from_this<upstream_fleet> {
 public:
