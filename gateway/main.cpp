@@ -3,7 +3,9 @@
 #include "idemgate_commit.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -24,12 +26,18 @@ namespace {
 
 constexpr const char* default_config_path = "/etc/idemgate/idemgate.yaml";
 
-constexpr const char* usage = R"(usage: idemgate [-c FILE] [--check | --print-config | --contract]
+constexpr const char* usage =
+    R"(usage: idemgate [-c FILE] [--env-file FILE]... [--check | --print-config | --contract]
        idemgate --print-keys | --help | --version
 
   -c, --config FILE  YAML configuration (default /etc/idemgate/idemgate.yaml; see
                      config/idemgate.example.yaml)
-  --check            validate the configuration and exit: 0 if valid, 1 with messages
+  --env-file FILE    set the NAME=value lines of FILE (systemd EnvironmentFile= format:
+                     # comments, blank lines, optional quotes) in the environment before
+                     the configuration is read; may be given more than once
+  --check            validate the configuration as start-up would (upstream names with
+                     resolve: start are looked up, 2 s each) and exit: 0 if valid (risky
+                     settings printed as "warning:" lines on stderr), 1 with messages
                      (each with its line and column in the file) otherwise
   --print-config     print the effective configuration (every key, defaults filled in,
                      secrets as the variables they come from) as YAML and exit
@@ -70,6 +78,22 @@ std::string say_once(std::string text)
     return text;
 }
 
+// --env-file: every NAME=value of the file in the environment (over what is set already, as
+// systemd's EnvironmentFile= does over Environment=), before the configuration is read.
+// "" or why it cannot.
+std::string read_env_file(const std::string& file)
+{
+    try {
+        for (const auto& [name, value] :
+             idemgate::config::parse_env_file(idemgate::config::read_file(file), file))
+            if (::setenv(name.c_str(), value.c_str(), 1) != 0)
+                return file + ": cannot set " + name + ": " + std::strerror(errno);
+    } catch (const idemgate::config::config_error& e) {
+        return e.what();
+    }
+    return {};
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -78,6 +102,7 @@ int main(int argc, char** argv)
     bool check_only = false;
     bool print_only = false;
     bool contract_only = false;
+    std::vector<std::string> env_files;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
@@ -106,6 +131,13 @@ int main(int argc, char** argv)
             contract_only = true;
         } else if ((arg == "--config" || arg == "-c") && i + 1 < argc) {
             config_path = argv[++i];
+        } else if (arg == "--env-file" && i + 1 < argc) {
+            env_files.emplace_back(argv[++i]);
+        } else if (arg.rfind("--env-file=", 0) == 0) {
+            env_files.push_back(arg.substr(11));
+        } else if (arg == "--env-file") {
+            std::fprintf(stderr, "idemgate: --env-file needs a file\n\n%s", usage);
+            return exit_usage;
         } else if (arg.rfind("--config=", 0) == 0) {
             config_path = arg.substr(9);
         } else if (arg == "--config" || arg == "-c") {
@@ -119,31 +151,40 @@ int main(int argc, char** argv)
     if (config_path.empty())
         config_path = default_config_path;
 
+    for (const auto& file : env_files)
+        if (auto why = read_env_file(file); !why.empty()) {
+            std::fprintf(stderr, "idemgate: --env-file %s\n", why.c_str());
+            return exit_invalid_config;
+        }
+
     idemgate::config::config cfg;
+    std::string text;
     std::vector<std::string> problems;
     std::vector<idemgate::config::text_position> positions;
     try {
-        cfg = idemgate::config::load_file(config_path);
+        text = idemgate::config::read_file(config_path);
+        cfg = idemgate::config::load_text(text, config_path);
         problems = idemgate::store::check_backend_config(cfg.store); // e.g. TLS files OpenSSL refuses
         auto missing = idemgate::store::check_store_capabilities(cfg, cfg.store.type); // asks of the store
         problems.insert(problems.end(), missing.begin(), missing.end());
         auto tls_problems =
             idemgate::gateway::check_tls_config(cfg); // tls.*, upstreams.*.tls.*, tracing.tls.*
         problems.insert(problems.end(), tls_problems.begin(), tls_problems.end());
+        // What start-up would refuse: upstream names that do not resolve (resolve: start).
+        if (!print_only && !contract_only) {
+            auto unresolved = idemgate::gateway::check_upstream_names(cfg);
+            problems.insert(problems.end(), unresolved.begin(), unresolved.end());
+        }
     } catch (const idemgate::config::config_error& e) {
         problems = e.problems();
         positions = e.positions();
     }
     if (!problems.empty()) {
+        // FILE:LINE:COLUMN: before each problem, as compilers write it, so editors jump to the key
+        // (a reload logs and answers the same lines).
         std::fprintf(stderr, "idemgate: invalid configuration %s:\n", config_path.c_str());
-        for (std::size_t i = 0; i < problems.size(); ++i) {
-            // FILE:LINE:COLUMN: as compilers write it, so editors jump to the key.
-            if (i < positions.size() && positions[i].line > 0)
-                std::fprintf(stderr, "  %s:%d:%d: %s\n", config_path.c_str(), positions[i].line,
-                             positions[i].column, problems[i].c_str());
-            else
-                std::fprintf(stderr, "  %s\n", problems[i].c_str());
-        }
+        for (const auto& p : idemgate::config::located_problems(config_path, text, problems, positions))
+            std::fprintf(stderr, "  %s\n", p.c_str());
         return exit_invalid_config;
     }
     if (print_only) {

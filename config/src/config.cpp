@@ -4,6 +4,8 @@
 #include "kinds.hpp"
 #include "loader.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -45,7 +47,7 @@ const char* system_getenv(const char* name)
 
 // `source` names where the text came from (a file path, or "config") in syntax errors.
 config parse_named(std::string_view yaml_text, const std::string& source,
-                   const char* (*getenv_fn)(const char*))
+                   const char* (*getenv_fn)(const char*), bool from_file)
 {
     YAML::Node root;
     try {
@@ -62,6 +64,11 @@ config parse_named(std::string_view yaml_text, const std::string& source,
     }
 
     loader load(source, getenv_fn ? getenv_fn : &system_getenv);
+    if (from_file) {
+        auto slash = source.rfind('/');
+        if (slash != std::string::npos)
+            load.set_base_dir(source.substr(0, slash + 1));
+    }
     config cfg;
     load.load(root, cfg);
     if (!load.problems().empty())
@@ -74,7 +81,7 @@ config parse_named(std::string_view yaml_text, const std::string& source,
 
 config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*))
 {
-    return detail::parse_named(yaml_text, "config", getenv_fn);
+    return detail::parse_named(yaml_text, "config", getenv_fn, false);
 }
 
 std::string read_file(const std::string& path)
@@ -100,12 +107,12 @@ std::string read_file(const std::string& path)
 
 config load_file(const std::string& path)
 {
-    return detail::parse_named(read_file(path), path, nullptr);
+    return detail::parse_named(read_file(path), path, nullptr, true);
 }
 
 config load_text(const std::string& text, const std::string& path)
 {
-    return detail::parse_named(text, path, nullptr);
+    return detail::parse_named(text, path, nullptr, true);
 }
 
 std::vector<std::string> changed_sections(const std::string& old_text, const std::string& new_text,
@@ -225,6 +232,31 @@ void route_cover_warnings(const config& cfg, std::vector<std::string>& out)
     }
 }
 
+// A guarded method the HTTP RFCs do not define (a typo, or an extension a client may not send),
+// and a guarded safe read (GET, HEAD: RFC 9110 9.2.1), whose answers would be recorded and
+// replayed instead of read again.
+void method_warnings(const config& cfg, std::vector<std::string>& out)
+{
+    static constexpr std::array<std::string_view, 9> known{"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
+                                                           "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
+        const auto& idem = cfg.routes[i].idempotency;
+        if (!idem.enabled)
+            continue;
+        auto at = "routes[" + std::to_string(i) + "].idempotency.methods: ";
+        for (const auto& m : idem.methods) {
+            if (std::find(known.begin(), known.end(), m) == known.end())
+                out.push_back(
+                    at + "\"" + m +
+                    "\" is not a method of RFC 9110 or RFC 5789 (PATCH): if it is a typo, the method "
+                    "meant is not guarded");
+            else if ((m == "GET" || m == "HEAD") && idem.mode == route_mode::enforce)
+                out.push_back(at + m + " is a safe method (RFC 9110 9.2.1): a keyed " + m +
+                              " is recorded and its answer replayed instead of read again");
+        }
+    }
+}
+
 } // namespace
 
 std::vector<std::string> warnings(const config& cfg)
@@ -292,6 +324,7 @@ std::vector<std::string> warnings(const config& cfg)
                 "].idempotency.reconcile.path: with store.hash_keys a held key's probe still keeps its "
                 "key and tenant in Redis unhashed, while the key is held");
     route_cover_warnings(cfg, out);
+    method_warnings(cfg, out);
     return out;
 }
 

@@ -340,10 +340,52 @@ struct admin_endpoint {
     void print(YAML::Emitter& out, const endpoint& v) const { an_endpoint{}.print(out, v); }
 };
 
+// Whether two listening addresses take the same port: the same host, or a wildcard (which
+// binds every address, and "::" the IPv4 ones too) beside any host of that port.
+bool overlap(const endpoint& a, const endpoint& b)
+{
+    if (a.port != b.port || a.port == 0)
+        return false;
+    auto lower = [](std::string s) {
+        for (auto& c : s)
+            c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+        return s == "localhost" ? std::string("127.0.0.1") : s;
+    };
+    auto wildcard = [](const std::string& h) { return h.empty() || h == "0.0.0.0" || h == "::" || h == "*"; };
+    auto x = lower(a.host);
+    auto y = lower(b.host);
+    return x == y || wildcard(x) || wildcard(y);
+}
+
+// Routes are tried in order and the first whose path_prefix starts the request's (normalised)
+// path takes it, whatever the method: a route whose prefix starts with an earlier route's
+// prefix (or equals it) never gets a request.
+void check_unreachable_routes(loader& l, const config& cfg)
+{
+    for (std::size_t j = 0; j < cfg.routes.size(); ++j)
+        for (std::size_t i = 0; i < j; ++i) {
+            const auto& earlier = cfg.routes[i].path_prefix;
+            const auto& later = cfg.routes[j].path_prefix;
+            if (earlier.empty() || later.empty() || !later.starts_with(earlier))
+                continue;
+            l.problem("routes[" + std::to_string(j) + "].path_prefix",
+                      quote(later) + " is never reached: routes[" + std::to_string(i) + "].path_prefix " +
+                          quote(earlier) +
+                          " comes first and takes every path it would (the first route whose prefix "
+                          "matches takes a request, for every method); list the longer prefix first");
+            break;
+        }
+}
+
 // Rules between sections, once every section is read.
 void check_across(loader& l, const map_view&, config& cfg)
 {
     resolve_timeouts(cfg);
+    if (overlap(cfg.listen, cfg.admin_listen))
+        l.problem("admin_listen", quote(cfg.admin_listen.to_string()) + " takes the same port as listen " +
+                                      quote(cfg.listen.to_string()) +
+                                      ": the admin API needs an address and port of its own");
+    check_unreachable_routes(l, cfg);
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
         if (!cfg.routes[i].idempotency.credential_headers.empty() && cfg.store.key_secret.empty() &&
             cfg.store.key_secret_env.empty())

@@ -49,6 +49,7 @@ struct a_string {
     std::string (*problem)(std::string_view) = nullptr; // what is wrong with a value, "" when nothing
     bool required = false;
     bool quoted = false; // printed in double quotes
+    bool file = false;   // a file's path: a relative one is taken from the configuration file's folder
     void read(loader& l, const map_view& m, std::string_view k, std::string& out) const
     {
         auto text = l.scalar(m, k, expected);
@@ -59,7 +60,7 @@ struct a_string {
         if (auto why = problem ? problem(*text) : std::string(); !why.empty())
             l.problem(m.path_of(k), why);
         else
-            out = std::move(*text);
+            out = file ? l.file_path(*text) : std::move(*text);
     }
     void print(YAML::Emitter& out, const std::string& v) const
     {

@@ -58,6 +58,16 @@ public:
     }
 
     std::vector<std::string>& problems() { return problems_; }
+
+    // A path written in the file: relative ones are relative to the folder of the file that names
+    // them (as the file is read the same from any working directory), absolute ones are kept.
+    std::string file_path(const std::string& written) const
+    {
+        if (written.empty() || written.front() == '/' || base_dir_.empty())
+            return written;
+        return base_dir_ + written;
+    }
+    void set_base_dir(std::string dir) { base_dir_ = std::move(dir); }
     std::vector<text_position>& positions() { return positions_; }
 
     // A problem at a key path; its position in the file is the key's, or its nearest parent's.
@@ -181,7 +191,8 @@ public:
     static std::string lower_ascii(std::string_view text);
 
 private:
-    std::string source_; // names the whole document when a problem has no key path
+    std::string source_;   // names the whole document when a problem has no key path
+    std::string base_dir_; // the configuration file's folder with its '/' ("" = the working directory)
     const char* (*getenv_)(const char*);
     const config* cfg_ = nullptr;
     std::vector<std::string> problems_;

@@ -14,6 +14,10 @@ void answer_readyz(const gateway_context& ctx, response_type& res)
         body += line;
         body += '\n';
     }
+    for (const auto& line : ctx.upstream_lines()) {
+        body += line;
+        body += '\n';
+    }
     res.body() = std::move(body);
 }
 

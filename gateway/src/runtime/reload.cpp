@@ -6,6 +6,7 @@
 #include "transport/tls.hpp"
 #include "upstream/upstream_tls.hpp"
 
+#include <chrono>
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/store/backend_factory.hpp>
@@ -38,18 +39,30 @@ void apply_log_level(config::log_severity level)
     }
 }
 
+} // namespace
+
+std::string upstream_problem(const config::upstream_config& up, const std::string& error)
+{
+    return "upstreams." + up.name + (up.addresses.size() > 1 ? ".addresses" : ".address") + ": " + error;
+}
+
+namespace {
+
 // Every address of every upstream (blocking: start-up and reloads, on the control thread), as
-// one fleet per upstream. A name that does not resolve is a problem naming its key path.
-std::vector<std::shared_ptr<upstream_fleet>> make_fleets(asio::io_context& ioc, gateway_context& ctx,
-                                                         const config::config& cfg,
+// one fleet per upstream. A name that does not resolve is a problem naming its key path, unless
+// the upstream resolves at runtime: then its fleet starts empty and keeps trying (fleet start()).
+std::vector<std::shared_ptr<upstream_fleet>> make_fleets(gateway_context& ctx, const config::config& cfg,
                                                          std::vector<std::string>& problems)
 {
     std::vector<std::shared_ptr<upstream_fleet>> out;
     for (const auto& up : cfg.upstreams) {
-        auto found = resolve_now(ioc, up);
-        if (!found.error.empty())
-            problems.push_back("upstreams." + up.name +
-                               (up.addresses.size() > 1 ? ".addresses" : ".address") + ": " + found.error);
+        auto found = resolve_now(up);
+        if (!found.error.empty() && up.resolve == config::resolve_mode::runtime)
+            log::warn(
+                "upstream names do not resolve yet; resolving in the background, not ready until they do",
+                {{"upstream", up.name}, {"error", found.error}});
+        else if (!found.error.empty())
+            problems.push_back(upstream_problem(up, found.error));
         out.push_back(std::make_shared<upstream_fleet>(up, found, ctx.fleet_stats.counters(up.name)));
     }
     return out;
@@ -71,7 +84,7 @@ void reloader::publish_first(const config::config& cfg)
     std::vector<std::string> problems = store::check_store_capabilities(cfg, cfg.store.type);
     if (!problems.empty())
         throw std::runtime_error(problems.front());
-    auto fleets = make_fleets(control_, ctx_, cfg, problems);
+    auto fleets = make_fleets(ctx_, cfg, problems);
     if (!problems.empty())
         throw std::runtime_error(problems.front());
 
@@ -100,6 +113,18 @@ void reloader::publish_first(const config::config& cfg)
     }
     apply_log_level(cfg.log_level);
     ctx_.publish(std::move(live));
+    loaded(true);
+}
+
+void reloader::loaded(bool applied)
+{
+    ctx_.stats.config_last_reload_successful.store(applied ? 1 : 0, std::memory_order_relaxed);
+    if (applied)
+        ctx_.stats.config_last_reload_success_time.store(
+            std::chrono::duration_cast<std::chrono::seconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count(),
+            std::memory_order_relaxed);
 }
 
 bool reloader::reload(std::string_view trigger, std::vector<std::string>& problems)
@@ -112,11 +137,13 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     problems.clear();
     std::string text;
     config::config next;
+    std::vector<config::text_position> positions;
     try {
         text = config::read_file(ctx_.config_path);
         next = config::load_text(text, ctx_.config_path);
     } catch (const config::config_error& e) {
         problems = e.problems();
+        positions = e.positions();
     }
     std::vector<std::shared_ptr<upstream_fleet>> fleets;
     std::vector<std::shared_ptr<upstream_tls>> upstream_contexts;
@@ -125,7 +152,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     if (problems.empty())
         problems = store::check_store_capabilities(next, ctx_.boot.store.type);
     if (problems.empty())
-        fleets = make_fleets(control_, ctx_, next, problems);
+        fleets = make_fleets(ctx_, next, problems);
     // TLS on listen: on or off needs a restart (the connection loop differs); while on, the
     // certificate, key, client CA and policy are read again, so a renewed certificate is served to
     // new connections. Without a change the running context is kept (and its session tickets).
@@ -143,7 +170,10 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
         }
     }
     if (!problems.empty()) {
+        // FILE:LINE:COLUMN: before each, as --check and start-up print them.
+        problems = config::located_problems(ctx_.config_path, text, problems, std::move(positions));
         ctx_.stats.config_reloads[1].fetch_add(1, std::memory_order_relaxed);
+        loaded(false);
         log::error("configuration reload failed; still serving the previous configuration",
                    {{"trigger", trigger}, {"file", ctx_.config_path}, {"problems", problems.size()}});
         for (const auto& p : problems)
@@ -202,6 +232,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
         ctx_.access_log->apply({o.queue_lines, o.batch_bytes, o.flush_interval});
     }
     ctx_.stats.config_reloads[0].fetch_add(1, std::memory_order_relaxed);
+    loaded(true);
     log::lifecycle("configuration reloaded", {{"trigger", trigger},
                                               {"generation", static_cast<std::int64_t>(generation)},
                                               {"sha256", sha},

@@ -13,6 +13,9 @@
 
 namespace idemgate::gateway::detail {
 
+// A failed lookup of an upstream's names, under the key of its addresses (start, reload, --check).
+std::string upstream_problem(const config::upstream_config& up, const std::string& error);
+
 class reloader {
 public:
     reloader(gateway_context& ctx, boost::asio::io_context& control) : ctx_(ctx), control_(control) {}
@@ -28,6 +31,9 @@ public:
     bool reload(std::string_view trigger, std::vector<std::string>& problems);
 
 private:
+    // idemgate_config_last_reload_successful and, when applied, its timestamp.
+    void loaded(bool applied);
+
     gateway_context& ctx_;
     boost::asio::io_context& control_;
     std::string boot_text_; // the file as started: restart-only settings are compared with it

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// check_tls_config: the TLS files of every hop (listener, upstreams, trace collector), as --check and
-// start-up read them.
+// What --check tries as start-up does: the TLS files of every hop (listener, upstreams, trace
+// collector), the upstreams' names.
 #include "observability/span_exporter.hpp"
 #include "runtime/client_connection.hpp"
+#include "runtime/reload.hpp"
 #include "transport/tls.hpp"
+#include "upstream/upstream_fleet.hpp"
 #include "upstream/upstream_tls.hpp"
 
+#include <idemgate/gateway/server.hpp>
 #include <idemgate/gateway/tls.hpp>
 
 namespace idemgate::gateway {
@@ -27,6 +30,16 @@ std::vector<std::string> check_tls_config(const config::config& cfg)
         collect([&] { detail::make_upstream_tls(up); });
     if (cfg.tracing.enabled())
         collect([&] { detail::make_otlp_tls(cfg.tracing); });
+    return problems;
+}
+
+std::vector<std::string> check_upstream_names(const config::config& cfg)
+{
+    std::vector<std::string> problems;
+    for (const auto& up : cfg.upstreams)
+        if (up.resolve == config::resolve_mode::start)
+            if (auto found = resolve_now(up); !found.error.empty())
+                problems.push_back(detail::upstream_problem(up, found.error));
     return problems;
 }
 

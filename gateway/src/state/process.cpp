@@ -78,6 +78,28 @@ bool gateway_context::store_ready() const
     return backend->ready() && backend->status().conditions == 0;
 }
 
+bool gateway_context::upstreams_resolved() const
+{
+    auto generation = live();
+    if (!generation)
+        return true;
+    for (const auto& f : generation->fleets)
+        if (!f->resolved())
+            return false;
+    return true;
+}
+
+std::vector<std::string> gateway_context::upstream_lines() const
+{
+    std::vector<std::string> out;
+    if (auto generation = live())
+        for (const auto& f : generation->fleets)
+            if (!f->resolved())
+                out.push_back("upstream " + f->name() +
+                              " waiting for its names to resolve (resolve: runtime): " + f->waiting_for());
+    return out;
+}
+
 std::vector<std::string> gateway_context::store_lines(unsigned& conditions) const
 {
     std::vector<std::string> out;

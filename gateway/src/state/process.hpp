@@ -69,8 +69,12 @@ struct gateway_context {
     std::unique_ptr<span_exporter> tracer;
 
     // Ready: not draining, and (readiness.store: required) the store reachable without a condition.
-    bool ready() const { return !draining.load() && store_ready(); }
+    bool ready() const { return !draining.load() && store_ready() && upstreams_resolved(); }
     bool store_ready() const;
+    // No upstream of the live generation still waits for its names (resolve: runtime).
+    bool upstreams_resolved() const;
+    // One /readyz line per upstream still waiting for its names.
+    std::vector<std::string> upstream_lines() const;
     // The store as /readyz tells it: one line per condition ("unavailable" first), then notes.
     // `conditions` gets the store_condition bits, plus unreachable (metrics' index 0) in bit 31.
     std::vector<std::string> store_lines(unsigned& conditions) const;

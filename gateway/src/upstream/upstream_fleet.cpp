@@ -3,18 +3,15 @@
 
 #include "upstream/upstream_pool.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <cstdlib>
-#include <fstream>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/prometheus.hpp>
-#include <optional>
-#include <sstream>
 
 namespace idemgate::gateway {
 
@@ -25,10 +22,6 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
-// How long one re-resolution round may take (getaddrinfo runs on Asio's resolver thread; a
-// round that takes longer counts as failed and keeps the previous addresses).
-constexpr auto resolve_deadline = std::chrono::seconds(5);
-
 std::int64_t now_ticks() noexcept
 {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
@@ -36,133 +29,17 @@ std::int64_t now_ticks() noexcept
 
 std::string label_of(const tcp::endpoint& ep)
 {
+    // Built with +=: GCC 12 warns falsely (-Wrestrict) on "[" + std::string once inlined.
     auto a = ep.address();
-    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
-}
-
-// upstreams.<name>.hosts_file: nullopt when it is not set; else the addresses the file lists for
-// `host` (hosts(5) lines "IP name [alias...]", '#' comments), read again at every resolution,
-// empty with `error` set when it lists none or cannot be read.
-std::optional<std::vector<asio::ip::address>> hosts_file_lookup(const std::string& file,
-                                                                const std::string& host, std::string& error)
-{
-    if (file.empty())
-        return std::nullopt;
-    std::vector<asio::ip::address> out;
-    std::ifstream in(file);
-    if (!in) {
-        error = "cannot read hosts_file " + file;
-        return out;
-    }
-    std::string line;
-    while (std::getline(in, line)) {
-        line = line.substr(0, line.find('#'));
-        std::istringstream fields(line);
-        std::string ip, name;
-        if (!(fields >> ip))
-            continue;
-        bool match = false;
-        while (fields >> name)
-            match = match || name == host;
-        error_code ec;
-        auto address = asio::ip::make_address(ip, ec);
-        if (match && !ec)
-            out.push_back(address);
-    }
-    if (out.empty())
-        error = "\"" + host + "\" is not in hosts_file " + file;
+    std::string out;
+    if (a.is_v6())
+        out += '[';
+    out += a.to_string();
+    if (a.is_v6())
+        out += ']';
+    out += ':';
+    out += std::to_string(ep.port());
     return out;
-}
-
-void add_endpoint(resolution& r, const tcp::endpoint& ep, const std::string& host)
-{
-    for (const auto& e : r.endpoints)
-        if (e.first == ep)
-            return; // the same address under two names (or A and AAAA duplicates): once
-    if (r.endpoints.size() < config::max_upstream_addresses)
-        r.endpoints.emplace_back(ep, host);
-}
-
-// One configured address, looked up without a resolver when possible: an IP literal, or the
-// upstream's hosts_file. nullopt: it needs the resolver.
-std::optional<std::vector<tcp::endpoint>> resolve_locally(const config::endpoint& ep,
-                                                          const std::string& hosts_file, std::string& error)
-{
-    error_code ec;
-    auto ip = asio::ip::make_address(ep.host, ec);
-    if (!ec)
-        return std::vector<tcp::endpoint>{tcp::endpoint(ip, ep.port)};
-    auto listed = hosts_file_lookup(hosts_file, ep.host, error);
-    if (!listed)
-        return std::nullopt;
-    std::vector<tcp::endpoint> out;
-    for (const auto& a : *listed)
-        out.emplace_back(a, ep.port);
-    return out;
-}
-
-std::string resolve_error(const config::endpoint& ep, const std::string& why)
-{
-    return "cannot resolve " + ep.to_string() + (why.empty() ? std::string() : ": " + why);
-}
-
-// The same as resolve_now, with the resolver's asynchronous lookups under one deadline.
-asio::awaitable<resolution> resolve_async(asio::io_context& control, const config::upstream_config& up)
-{
-    struct entry {
-        std::vector<tcp::endpoint> endpoints;
-        std::string error;
-    };
-    struct state {
-        state(asio::io_context& ioc, std::size_t n) : timer(ioc), entries(n) {}
-        asio::steady_timer timer;
-        std::vector<entry> entries;
-        std::vector<std::unique_ptr<tcp::resolver>> resolvers;
-        std::size_t outstanding = 0;
-    };
-    auto st = std::make_shared<state>(control, up.addresses.size());
-    for (std::size_t i = 0; i < up.addresses.size(); ++i) {
-        const auto& ep = up.addresses[i];
-        auto& e = st->entries[i];
-        if (auto local = resolve_locally(ep, up.hosts_file, e.error)) {
-            e.endpoints = std::move(*local);
-            continue;
-        }
-        ++st->outstanding;
-        auto& resolver = *st->resolvers.emplace_back(std::make_unique<tcp::resolver>(control));
-        resolver.async_resolve(ep.host, std::to_string(ep.port),
-                               [st, i](const error_code& ec, const tcp::resolver::results_type& results) {
-                                   auto& found = st->entries[i];
-                                   if (ec)
-                                       found.error = ec.message();
-                                   for (const auto& r : results)
-                                       found.endpoints.push_back(r.endpoint());
-                                   if (--st->outstanding == 0)
-                                       st->timer.cancel();
-                               });
-    }
-    resolution r;
-    if (st->outstanding > 0) {
-        st->timer.expires_after(resolve_deadline);
-        co_await st->timer.async_wait(use_tuple);
-        if (st->outstanding > 0) {
-            for (auto& resolver : st->resolvers)
-                resolver->cancel();
-            r.error = "resolution took longer than " + std::to_string(resolve_deadline.count()) + "s";
-            co_return r;
-        }
-    }
-    for (std::size_t i = 0; i < up.addresses.size(); ++i) {
-        const auto& e = st->entries[i];
-        if (e.endpoints.empty()) {
-            r.error = resolve_error(up.addresses[i], e.error);
-            r.endpoints.clear();
-            co_return r;
-        }
-        for (const auto& ep : e.endpoints)
-            add_endpoint(r, ep, up.addresses[i].host);
-    }
-    co_return r;
 }
 
 } // namespace
@@ -170,33 +47,6 @@ asio::awaitable<resolution> resolve_async(asio::io_context& control, const confi
 upstream_address::upstream_address(tcp::endpoint ep, std::string from_host)
     : endpoint(std::move(ep)), host(std::move(from_host)), label(label_of(endpoint))
 {
-}
-
-resolution resolve_now(asio::io_context& ioc, const config::upstream_config& up)
-{
-    resolution r;
-    for (const auto& ep : up.addresses) {
-        std::string why;
-        auto endpoints = resolve_locally(ep, up.hosts_file, why);
-        if (!endpoints) {
-            tcp::resolver resolver(ioc);
-            error_code ec;
-            auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
-            if (ec)
-                why = ec.message();
-            endpoints.emplace();
-            for (const auto& x : results)
-                endpoints->push_back(x.endpoint());
-        }
-        if (endpoints->empty()) {
-            r.error = resolve_error(ep, why);
-            r.endpoints.clear();
-            return r;
-        }
-        for (const auto& x : *endpoints)
-            add_endpoint(r, x, ep.host);
-    }
-    return r;
 }
 
 fleet_counters& fleet_registry::counters(const std::string& upstream)
@@ -217,8 +67,10 @@ void fleet_registry::render(std::string& out) const
         prometheus::sample(out, "idemgate_upstream_ejections_total",
                            "upstream=\"" + prometheus::label_value(name) + "\"",
                            static_cast<double>(c->ejections.load()));
-    prometheus::header(out, "idemgate_upstream_resolve_failures_total", "counter",
-                       "Re-resolutions (resolve_every) that failed; the previous addresses were kept.");
+    prometheus::header(
+        out, "idemgate_upstream_resolve_failures_total", "counter",
+        "Background resolutions that failed: re-resolutions (resolve_every; the previous "
+        "addresses were kept) and, with resolve: runtime, lookups before the names first resolved.");
     for (const auto& [name, c] : counters_)
         prometheus::sample(out, "idemgate_upstream_resolve_failures_total",
                            "upstream=\"" + prometheus::label_value(name) + "\"",
@@ -234,6 +86,10 @@ upstream_fleet::upstream_fleet(config::upstream_config cfg, const resolution& in
                                fleet_counters& counters)
     : config_(std::move(cfg)), counters_(counters)
 {
+    if (initial.endpoints.empty()) {
+        resolved_.store(false, std::memory_order_relaxed);
+        unresolved_error_ = initial.error;
+    }
     auto set = std::make_shared<address_set>();
     for (const auto& [ep, host] : initial.endpoints)
         set->push_back(std::make_shared<upstream_address>(ep, host));
@@ -327,14 +183,44 @@ bool upstream_fleet::publish(const resolution& found)
 
 void upstream_fleet::start(asio::io_context& control)
 {
-    if (config_.resolve_every.count() > 0)
+    if (config_.resolve_every.count() > 0 || !resolved())
         asio::co_spawn(control, resolve_loop(control), asio::detached);
+}
+
+std::string upstream_fleet::waiting_for() const
+{
+    std::lock_guard lock(mutex_);
+    return unresolved_error_;
 }
 
 asio::awaitable<void> upstream_fleet::resolve_loop(asio::io_context& control)
 {
     auto self = shared_from_this(); // the loop keeps its fleet until it sees stop()
     asio::steady_timer timer(control);
+    // resolve: runtime and nothing found yet: tried again after 250 ms, the pause doubling up to
+    // 5 s (each round bounded by resolve_deadline), until the names resolve.
+    auto pause = std::chrono::milliseconds(250);
+    while (!resolved() && !stopped_.load(std::memory_order_relaxed)) {
+        timer.expires_after(pause);
+        co_await timer.async_wait(use_tuple);
+        if (stopped_.load(std::memory_order_relaxed))
+            co_return;
+        auto found = co_await resolve_async(control, config_);
+        if (stopped_.load(std::memory_order_relaxed))
+            co_return;
+        if (!found.error.empty()) {
+            counters_.resolve_failures.fetch_add(1, std::memory_order_relaxed);
+            std::lock_guard lock(mutex_);
+            unresolved_error_ = found.error;
+            pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(5));
+            continue;
+        }
+        publish(found);
+        resolved_.store(true, std::memory_order_release);
+        log::info("upstream names resolved: the upstream is in service", {{"upstream", name()}});
+    }
+    if (config_.resolve_every.count() == 0)
+        co_return;
     while (!stopped_.load(std::memory_order_relaxed)) {
         timer.expires_after(config_.resolve_every);
         co_await timer.async_wait(use_tuple);

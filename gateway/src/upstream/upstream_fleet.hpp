@@ -71,10 +71,15 @@ struct resolution {
     std::string error; // "" = resolved
 };
 
-// Resolves every configured address of `up` (blocking: start-up and reloads). IP literals need
-// no resolver; with upstreams.<name>.hosts_file, host names are looked up only in that file
-// (hosts(5) lines "IP name..."), read again at every resolution.
-resolution resolve_now(boost::asio::io_context& ioc, const config::upstream_config& up);
+// Resolves every configured address of `up` (blocking: start-up, --check and reloads; each
+// name's lookup bounded by start_lookup_deadline). IP literals need no resolver; with
+// upstreams.<name>.hosts_file, host names are looked up only in that file (hosts(5) lines
+// "IP name..."), read again at every resolution.
+resolution resolve_now(const config::upstream_config& up);
+// The same with the resolver's asynchronous lookups, the whole round under one deadline (5 s):
+// the background resolution (resolve_every, resolve: runtime), on the control thread.
+boost::asio::awaitable<resolution> resolve_async(boost::asio::io_context& control,
+                                                 const config::upstream_config& up);
 
 class upstream_fleet : public std::enable_shared_from_this<upstream_fleet> {
 public:
@@ -102,8 +107,14 @@ public:
     // False when the set did not change.
     bool publish(const resolution& found);
 
-    // Re-resolves every resolve_every on `control` (nothing when it is 0) until stop().
+    // Resolves in the background on `control` until stop(): while the names have not resolved
+    // (resolve: runtime), again and again with a growing pause; then every resolve_every (nothing
+    // when it is 0).
     void start(boost::asio::io_context& control);
+    // False while an upstream with resolve: runtime waits for its names (the gateway is not
+    // ready); `why` gets the last lookup's error.
+    bool resolved() const noexcept { return resolved_.load(std::memory_order_acquire); }
+    std::string waiting_for() const;
     void stop() noexcept { stopped_.store(true, std::memory_order_relaxed); }
 
     // idemgate_upstream_endpoints{upstream} and idemgate_upstream_address_healthy{upstream,address}.
@@ -122,6 +133,8 @@ private:
     fleet_counters& counters_;
     std::atomic<bool> stopped_{false};
     bool failing_ = false; // the last resolution failed (logged once per failing streak)
+    std::atomic<bool> resolved_{true};
+    std::string unresolved_error_; // the last failed lookup's error while !resolved_ (under mutex_)
     mutable std::mutex mutex_;
     std::shared_ptr<const address_set> current_;
     std::vector<subscriber> subscribers_;

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace idemgate::config {
@@ -28,13 +29,19 @@ namespace idemgate::config {
 // (all threads together).
 BOOST_DEFINE_ENUM_CLASS(balance_mode, round_robin, least_pending);
 
+// When an upstream's host names must resolve: start, before the gateway starts (and before a
+// reload applies; --check resolves them too); runtime, in the background after start, the
+// gateway not ready until they do (names that exist only where it is deployed).
+BOOST_DEFINE_ENUM_CLASS(resolve_mode, start, runtime);
+
 struct upstream_config {
     std::string name;
     endpoint address;                      // the first of `addresses` (what `address:` set)
     std::vector<endpoint> addresses;       // `address` or `addresses`: every name's every A/AAAA result
     std::size_t max_idle_connections = 64; // keep-alive pool per I/O thread (all addresses)
     balance_mode balance = balance_mode::round_robin;
-    duration resolve_every{0};         // re-resolve the names this often; 0 = only at start (and reload)
+    duration resolve_every{0}; // re-resolve the names this often; 0 = only at start (and reload)
+    resolve_mode resolve = resolve_mode::start;
     unsigned eject_after_failures = 3; // consecutive connect failures that eject an address; 0 = never
     duration eject_for{10000};         // how long an ejected address is skipped
     // Look host names up in this hosts(5) file instead of the system resolver, read again at
@@ -345,6 +352,16 @@ private:
     std::vector<text_position> positions_;
 };
 
+// Where each problem's key path (the text before its first ": ") is in `yaml_text` (the key, or
+// its nearest written parent); line 0 where it names no key of the file.
+std::vector<text_position> locate_problems(std::string_view yaml_text,
+                                           const std::vector<std::string>& problems);
+// Every problem as start-up, --check and a reload report it: "FILE:LINE:COLUMN: <problem>" where
+// its position is known (from `positions`, else looked up in `yaml_text`), else as it is.
+std::vector<std::string> located_problems(const std::string& file, std::string_view yaml_text,
+                                          const std::vector<std::string>& problems,
+                                          std::vector<text_position> positions = {});
+
 // Parses YAML text. `getenv` resolves secrets (redis.password_env); injectable for tests.
 config parse(std::string_view yaml_text, const char* (*getenv_fn)(const char*) = nullptr);
 
@@ -376,6 +393,13 @@ config load_text(const std::string& text, const std::string& path);
 std::vector<std::string> changed_sections(const std::string& old_text, const std::string& new_text,
                                           const std::vector<std::string>& keys,
                                           const std::vector<std::string>& reloadable_parts = {});
+
+// The NAME=value lines of an environment file as systemd's EnvironmentFile= reads them (blank
+// lines and lines starting with '#' or ';' skipped, values optionally in single or double quotes,
+// a trailing backslash joining the next line), in order; config_error naming FILE:LINE otherwise.
+// `file` names the file in messages (idemgate --env-file).
+std::vector<std::pair<std::string, std::string>> parse_env_file(std::string_view text,
+                                                                const std::string& file);
 
 // Valid but risky settings, one message per line naming the key path. A guarded route whose
 // lock_ttl is not comfortably above 2 x upstream_connect + upstream_response + 1 s of its own

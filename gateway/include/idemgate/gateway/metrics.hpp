@@ -178,6 +178,13 @@ inline constexpr std::size_t h2_limit_count = metric::h2_limit_labels.size();
     FAMILY("idemgate_config_reloads_total", "counter",                                                      \
            "Configuration reloads (SIGHUP, POST /admin/v1/reload): applied or refused.")                    \
     MEMBER(metric::counters<2>, config_reloads, metric::reload_result_labels)                               \
+    FAMILY("idemgate_config_last_reload_successful", "gauge",                                               \
+           "1 while the last load of the configuration file (start or reload) was applied, 0 from a "       \
+           "refused reload until the next applied one.")                                                    \
+    MEMBER(metric::gauge, config_last_reload_successful, "")                                                \
+    FAMILY("idemgate_config_last_reload_success_timestamp_seconds", "gauge",                                \
+           "Unix time of the last applied load of the configuration file (start or reload).")               \
+    MEMBER(metric::gauge, config_last_reload_success_time, "")                                              \
     FAMILY("idemgate_access_log_dropped_total", "counter",                                                  \
            "Access log lines dropped because the writer's queue was full (access_log.queue_lines).")        \
     MEMBER(metric::counter, access_log_dropped, "")                                                         \

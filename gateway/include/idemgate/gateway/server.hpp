@@ -11,6 +11,10 @@
 
 namespace idemgate::gateway {
 
+// The host names of every upstream with resolve: start, looked up as start-up does (each lookup
+// bounded to 2 s): one problem per upstream whose names do not resolve (idemgate --check).
+std::vector<std::string> check_upstream_names(const config::config& cfg);
+
 class server {
 public:
     // `metrics_extra` appends backend-specific Prometheus lines to /metrics (may be empty).
