@@ -266,7 +266,7 @@ def check_outcomes(root, problems):
         problems.append("core/outcome.cpp: no `case outcome::...: return \"...\";` found (the check needs updating)")
         return 0
     logs = open(os.path.join(root, "docs/reference/logs.md"), encoding="utf-8").read()
-    m = re.search(r"with `outcome` \((.*?); see", logs, re.S)
+    m = re.search(r"`outcome` \((`\w+`.*?); see", logs, re.S)
     listed = set(re.findall(r"`(\w+)`", m.group(1))) if m else set()
     for name in sorted(names - listed):
         problems.append("docs/reference/logs.md: the access log's outcome list lacks `%s`" % name)
