@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <boost/beast/core/string.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <idemgate/common/prometheus.hpp>
+#include <idemgate/common/text.hpp>
 #include <set>
 
 namespace idemgate::prometheus {
@@ -46,21 +48,6 @@ std::string label_value(std::string_view value)
 
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
-bool iequal(std::string_view a, std::string_view b)
-{
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return (x | 0x20) == (y | 0x20); });
-}
-
 std::string_view next_line(std::string_view& text)
 {
     auto end = text.find('\n');
@@ -81,27 +68,28 @@ exposition negotiate(std::string_view accept)
         auto range = accept.substr(0, comma);
         accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
         auto semi = range.find(';');
-        auto type = trim(range.substr(0, semi));
+        auto type = trim_ows(range.substr(0, semi));
         double q = 1;
         std::string_view version;
         while (semi != std::string_view::npos) {
             range.remove_prefix(semi + 1);
             semi = range.find(';');
-            auto param = trim(range.substr(0, semi));
+            auto param = trim_ows(range.substr(0, semi));
             auto eq = param.find('=');
             if (eq == std::string_view::npos)
                 continue;
-            auto name = trim(param.substr(0, eq));
-            auto value = trim(param.substr(eq + 1));
-            if (iequal(name, "q"))
+            auto name = trim_ows(param.substr(0, eq));
+            auto value = trim_ows(param.substr(eq + 1));
+            if (boost::beast::iequals(name, "q"))
                 q = std::strtod(std::string(value).c_str(), nullptr);
-            else if (iequal(name, "version"))
+            else if (boost::beast::iequals(name, "version"))
                 version = value;
         }
-        if (iequal(type, "application/openmetrics-text")) {
+        if (boost::beast::iequals(type, "application/openmetrics-text")) {
             if (version.empty() || version == "1.0.0" || version == "0.0.1")
                 openmetrics_q = std::max(openmetrics_q, q);
-        } else if (iequal(type, "text/plain") || iequal(type, "text/*") || iequal(type, "*/*")) {
+        } else if (boost::beast::iequals(type, "text/plain") || boost::beast::iequals(type, "text/*") ||
+                   boost::beast::iequals(type, "*/*")) {
             text_q = std::max(text_q, q);
         }
     }

@@ -4,8 +4,10 @@
 // key the file writes wins, then the variable, then the default. An empty variable is unset.
 #include "keys.hpp"
 
+#include <boost/beast/core/string.hpp>
 #include <cctype>
 #include <idemgate/common/percent_coding.hpp>
+#include <idemgate/common/text.hpp>
 #include <string>
 
 namespace idemgate::config::detail {
@@ -16,25 +18,6 @@ const char* env_value(const loader& l, const std::string& name)
 {
     const char* value = l.env(name);
     return value && *value ? value : nullptr;
-}
-
-std::string_view trimmed(std::string_view text)
-{
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-        text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-        text.remove_suffix(1);
-    return text;
-}
-
-bool equals_ignoring_case(std::string_view a, std::string_view b)
-{
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
-    return true;
 }
 
 // Whether `text` is well-formed UTF-8 (the JSON export body carries it as it is).
@@ -65,12 +48,12 @@ void read_resource_attributes(const loader& l, tracing_config& t, bool name_give
     std::string_view rest = value;
     for (std::size_t n = 1; !rest.empty(); ++n) {
         auto comma = rest.find(',');
-        auto item = trimmed(rest.substr(0, comma));
+        auto item = trim_ows(rest.substr(0, comma));
         rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
         auto eq = item.find('=');
         std::string key, decoded;
-        if (eq == std::string_view::npos || !percent_decode(trimmed(item.substr(0, eq)), key) ||
-            key.empty() || !percent_decode(trimmed(item.substr(eq + 1)), decoded) || !is_utf8(key) ||
+        if (eq == std::string_view::npos || !percent_decode(trim_ows(item.substr(0, eq)), key) ||
+            key.empty() || !percent_decode(trim_ows(item.substr(eq + 1)), decoded) || !is_utf8(key) ||
             !is_utf8(decoded)) {
             t.environment_warnings.push_back(
                 "OTEL_RESOURCE_ATTRIBUTES: entry " + std::to_string(n) +
@@ -116,10 +99,10 @@ std::string header_list_problem(std::string_view text, bool percent_decoded,
         auto item = rest.substr(0, comma);
         rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
         auto eq = item.find('=');
-        auto header = trimmed(item.substr(0, eq));
+        auto header = trim_ows(item.substr(0, eq));
         if (eq == std::string_view::npos || !is_token(header))
             return "is not Name=value,Name2=value2";
-        std::string header_value(percent_decoded ? trimmed(item.substr(eq + 1)) : item.substr(eq + 1));
+        std::string header_value(percent_decoded ? trim_ows(item.substr(eq + 1)) : item.substr(eq + 1));
         if (percent_decoded && !percent_decode(std::string(header_value), header_value))
             return "holds a '%' that is not followed by two hexadecimal digits";
         for (char c : header_value)
@@ -183,12 +166,12 @@ void tracing_from_environment(loader& l, const map_view& map, tracing_config& t)
         }
     // The one variable with no key in the file: the operator's switch for every SDK of the host.
     if (const char* disabled = env_value(l, "OTEL_SDK_DISABLED")) {
-        if (equals_ignoring_case(trimmed(disabled), "true")) {
+        if (boost::beast::iequals(trim_ows(disabled), "true")) {
             if (!t.otlp_endpoint.empty())
                 t.environment_warnings.push_back(
                     "OTEL_SDK_DISABLED=true: tracing is off (no spans exported to " + t.otlp_endpoint + ")");
             t.otlp_endpoint.clear();
-        } else if (!equals_ignoring_case(trimmed(disabled), "false")) {
+        } else if (!boost::beast::iequals(trim_ows(disabled), "false")) {
             t.environment_warnings.push_back(std::string("OTEL_SDK_DISABLED=") + disabled +
                                              ": not true or false; taken as false");
         }

@@ -1,20 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <arpa/inet.h>
+#include <boost/beast/core/string.hpp>
+#include <idemgate/common/text.hpp>
 #include <idemgate/gateway/client_address.hpp>
 #include <netinet/in.h>
 
 namespace idemgate::gateway {
 
 namespace {
-
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
 
 bool is_digits(std::string_view s)
 {
@@ -99,16 +92,6 @@ bool is_tchar(char c)
            extra.find(c) != std::string_view::npos;
 }
 
-bool iequals(std::string_view a, std::string_view b)
-{
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if ((a[i] | 0x20) != (b[i] | 0x20))
-            return false;
-    return true;
-}
-
 // One Forwarded field value: elements separated by ',', pairs by ';', each token=value where
 // value is a token or a quoted-string. Appends each element's for= hop to `hops`.
 bool parse_forwarded(std::string_view s, std::vector<forwarded_hop>& hops)
@@ -178,7 +161,7 @@ bool parse_forwarded(std::string_view s, std::vector<forwarded_hop>& hops)
                 return false;
         }
         in_element = true;
-        if (iequals(name, "for")) {
+        if (boost::beast::iequals(name, "for")) {
             if (element_has_for)
                 return false; // RFC 7239 4: a parameter at most once per element
             element_has_for = true;
@@ -202,7 +185,7 @@ std::optional<std::vector<forwarded_hop>> x_forwarded_for_hops(std::span<const s
     for (auto field : fields) {
         while (!field.empty()) {
             const auto comma = field.find(',');
-            auto item = trim(field.substr(0, comma));
+            auto item = trim_ows(field.substr(0, comma));
             field = comma == std::string_view::npos ? std::string_view{} : field.substr(comma + 1);
             if (item.empty())
                 continue;
