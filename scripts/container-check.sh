@@ -19,6 +19,8 @@
 # buildah processes under a host `timeout`, and the EXIT trap stops them and removes the working
 # container and temporary files.
 #   --base-only                      step 1 only (scripts/test.sh runs it while it compiles)
+#   --build-only                     steps 1 and 2 only (scripts/test.sh runs it, niced, beside
+#                                    the sanitizer pass, then the checks with --run-only)
 #   --run-only                       skip steps 1 and 2: run the checks on existing images
 #   IMAGE=localhost/idemgate:check   the tag it builds
 #   CONTAINER_NO_CACHE=1             build without podman's layer cache (a CI machine's first build)
@@ -38,11 +40,13 @@ fi
 
 run_only=0
 base_only=0
+build_only=0
 for arg in "$@"; do
   case "$arg" in
     --run-only) run_only=1 ;;
     --base-only) base_only=1 ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    --build-only) build_only=1 ;;
+    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "container-check: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -149,6 +153,7 @@ if ((!run_only)); then
   make_bases
   if ((base_only)); then exit 0; fi
   build_image
+  if ((build_only)); then exit 0; fi
 fi
 
 run_in() { # runs a command in the working container, bounded on both sides

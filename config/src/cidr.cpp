@@ -60,7 +60,7 @@ std::optional<cidr> parse_cidr(std::string_view text, std::string* problem)
 {
     auto fail = [&](const std::string& why) -> std::optional<cidr> {
         if (problem)
-            *problem = "\"" + std::string(text) + "\" " + why;
+            *problem = std::string("\"").append(text).append("\" ").append(why); // not "x" + s: GCC 12 warns
         return std::nullopt;
     };
     const auto slash = text.find('/');

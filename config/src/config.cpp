@@ -144,27 +144,6 @@ std::vector<std::string> changed_sections(const std::string& old_text, const std
     return out;
 }
 
-std::string fingerprint_config::describe() const
-{
-    // Today's defaults describe as "": fingerprints made before these options existed still match.
-    if (query && headers.empty() && json == json_mode::raw && decode == body_decoding::none)
-        return {};
-    std::string out = "fp2";
-    out += query ? ";q" : ";noq";
-    for (const auto& h : headers) {
-        out += ";h=";
-        for (char c : h)
-            out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-    }
-    if (json == json_mode::canonical)
-        out += ";json";
-    for (const auto& p : ignore_json_fields)
-        out += ";ignore=" + p;
-    if (decode == body_decoding::gzip)
-        out += ";gunzip";
-    return out;
-}
-
 const std::array<status_action, 5> status_policy::default_classes{
     status_action::record, status_action::record, status_action::record, status_action::record,
     status_action::release};

@@ -144,28 +144,13 @@ tls_redis_server::~tls_redis_server()
 void tls_redis_server::start()
 {
     port_ = free_port();
-    std::vector<std::string> args{"--port",
-                                  "0",
-                                  "--tls-port",
-                                  std::to_string(port_),
-                                  "--bind",
-                                  "127.0.0.1",
-                                  "--save",
-                                  "",
-                                  "--appendonly",
-                                  "no",
-                                  "--dir",
-                                  dir_.path(),
-                                  "--daemonize",
-                                  "no",
-                                  "--tls-cert-file",
-                                  certs_.server_cert,
-                                  "--tls-key-file",
-                                  certs_.server_key,
-                                  "--tls-ca-cert-file",
-                                  certs_.ca_cert,
-                                  "--tls-auth-clients",
-                                  auth_clients_ ? "yes" : "no"};
+    std::vector<std::string> args{"--port", "0", "--tls-port", std::to_string(port_), "--bind", "127.0.0.1",
+                                  "--save", "", "--appendonly", "no", "--dir", dir_.path(), "--daemonize",
+                                  "no", "--tls-cert-file", certs_.server_cert, "--tls-key-file",
+                                  certs_.server_key, "--tls-ca-cert-file", certs_.ca_cert,
+                                  "--tls-auth-clients", auth_clients_ ? "yes" : "no",
+                                  // a replica's first sync at once (see servers.cpp)
+                                  "--repl-diskless-sync-delay", "0"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     proc_ = std::make_unique<child_process>("redis-server", args);
     // Redis logs this once it listens on every port; it exits if the TLS port was taken.
