@@ -93,7 +93,7 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
                 std::unique_ptr<lock_keeper> keeper;
                 if (owner)
                     keeper = phases.keep_lock();
-                co_await pass_on(*sink, h, *h.big, env.cfg(), phases.route().effective_timeouts);
+                co_await pass_on(*sink, h, env.cfg(), phases.route().effective_timeouts);
             } else {
                 // No codec to pass it on through: refused as if over max_response_body.
                 h.big->rest.reset();
@@ -105,7 +105,7 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
         if (owner)
             co_await phases.settle(answered);
         if (h.big && h.big->tail_pending)
-            co_await finish_pass_on(*ex.sink, h, *h.big);
+            co_await finish_pass_on(*ex.sink, h);
     }
     if (phases.routed()) {
         phases.answer().route = &phases.route().path_prefix;

@@ -73,12 +73,12 @@ namespace {
 
 // By value: the request that started it may end while a store call is still out.
 asio::awaitable<void> keep_lock(std::shared_ptr<lock_keeper::state> st, store::session* session,
-                                std::string tenant, std::string key, std::string token,
-                                std::chrono::milliseconds lock_ttl)
+                                lock_keeper::held_lock lock)
 {
-    const auto every = std::max(lock_ttl / 3, std::chrono::milliseconds(1));
+    const auto every = std::max(lock.ttl / 3, std::chrono::milliseconds(1));
     for (;;) {
-        auto ec = co_await session->extend(store::scope{tenant, key}, token, lock_ttl);
+        const store::scope scope{lock.tenant, lock.key};
+        auto ec = co_await session->extend(scope, lock.owner_token, lock.ttl);
         if (ec || st->stopped)
             co_return;
         st->timer.expires_after(every);
@@ -90,13 +90,10 @@ asio::awaitable<void> keep_lock(std::shared_ptr<lock_keeper::state> st, store::s
 
 } // namespace
 
-lock_keeper::lock_keeper(const asio::any_io_executor& ex, store::session& session, std::string tenant,
-                         std::string key, std::string owner_token, std::chrono::milliseconds lock_ttl)
+lock_keeper::lock_keeper(const asio::any_io_executor& ex, store::session& session, held_lock lock)
     : state_(std::make_shared<state>(ex))
 {
-    asio::co_spawn(
-        ex, keep_lock(state_, &session, std::move(tenant), std::move(key), std::move(owner_token), lock_ttl),
-        asio::detached);
+    asio::co_spawn(ex, keep_lock(state_, &session, std::move(lock)), asio::detached);
 }
 
 lock_keeper::~lock_keeper()
@@ -105,9 +102,10 @@ lock_keeper::~lock_keeper()
     state_->timer.cancel();
 }
 
-asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big, const config::config& cfg,
+asio::awaitable<void> pass_on(answer_sink& sink, handled& h, const config::config& cfg,
                               const config::route_timeouts& timeouts)
 {
+    auto& big = *h.big;
     auto& res = h.response;
     std::string piece = std::move(res.body());
     res.body().clear();
@@ -168,8 +166,9 @@ asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big, co
         h.close_after = true;
 }
 
-asio::awaitable<void> finish_pass_on(answer_sink& sink, handled& h, big_answer& big)
+asio::awaitable<void> finish_pass_on(answer_sink& sink, handled& h)
 {
+    auto& big = *h.big;
     if (!big.tail_pending)
         co_return;
     big.tail_pending = false;

@@ -68,8 +68,15 @@ struct big_answer {
 // says the key is no longer this owner's in-flight record.
 class lock_keeper {
 public:
-    lock_keeper(const boost::asio::any_io_executor& ex, store::session& session, std::string tenant,
-                std::string key, std::string owner_token, std::chrono::milliseconds lock_ttl);
+    // The lock kept: its scope, the owner token it was reserved under, and its lock_ttl.
+    struct held_lock {
+        std::string tenant;
+        std::string key;
+        std::string owner_token;
+        std::chrono::milliseconds ttl;
+    };
+
+    lock_keeper(const boost::asio::any_io_executor& ex, store::session& session, held_lock lock);
     ~lock_keeper();
     lock_keeper(const lock_keeper&) = delete;
     lock_keeper& operator=(const lock_keeper&) = delete;
@@ -80,14 +87,14 @@ private:
     std::shared_ptr<state> state_;
 };
 
-// Passes on h.response (its head and first bytes) and the rest of `big` to the client: the
+// Passes on h.response (its head and first bytes) and the rest of *h.big to the client: the
 // upstream's Content-Length kept, else chunked (HTTP/1.0: until the connection closes; a codec
 // that frames the body itself: as it frames it). Every
 // read of the upstream waits at most the route's upstream_response (`timeouts`), every write
 // timeouts.client_write. Fills h.written, write_error, body_bytes, close_after. The body's last
 // bytes are kept back (big.tail) for finish_pass_on, after the key has settled.
-boost::asio::awaitable<void> pass_on(answer_sink& sink, handled& h, big_answer& big,
-                                     const config::config& cfg, const config::route_timeouts& timeouts);
-boost::asio::awaitable<void> finish_pass_on(answer_sink& sink, handled& h, big_answer& big);
+boost::asio::awaitable<void> pass_on(answer_sink& sink, handled& h, const config::config& cfg,
+                                     const config::route_timeouts& timeouts);
+boost::asio::awaitable<void> finish_pass_on(answer_sink& sink, handled& h);
 
 } // namespace idemgate::gateway::detail

@@ -34,11 +34,12 @@ std::string_view connection_line(unsigned version, bool keep_alive)
 
 } // namespace
 
-std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, const handled& h,
-                                                        std::string& scratch, bool keep_alive,
-                                                        std::string_view id_header,
-                                                        std::string_view request_id)
+std::array<boost::asio::const_buffer, 2> answer_buffers(handled& h, std::string& scratch, bool keep_alive,
+                                                        id_field id)
 {
+    auto& res = h.response;
+    const auto id_header = id.name;
+    const auto request_id = id.value;
     // One pass, lengths first (cheaper than lookups in the ordered index): is there a Date, a
     // Connection, a field of the status header's name the upstream sent (this answer replaces
     // it) and one of the request ID's name (replaced by this request's).

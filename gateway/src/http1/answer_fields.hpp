@@ -17,13 +17,17 @@ namespace idemgate::gateway::detail {
 // Appends the status line of `h` (if any) and, unless `has_date`, Date.
 void append_answer_fields(std::string& out, const handled& h, bool has_date);
 
-// `res` (the answer of `h`) as head + body buffers, its head rendered into `scratch` with, after
-// its own fields, Connection as keep_alive() sets it for `keep_alive`, `id_header`: `request_id`
-// (replacing a field of that name; none when either is empty), then the fields above.
-std::array<boost::asio::const_buffer, 2> answer_buffers(response_type& res, const handled& h,
-                                                        std::string& scratch, bool keep_alive,
-                                                        std::string_view id_header,
-                                                        std::string_view request_id);
+// The request ID field an answer carries: `name: value` (none when either is empty).
+struct id_field {
+    std::string_view name;
+    std::string_view value;
+};
+
+// h.response as head + body buffers, its head rendered into `scratch` with, after its own
+// fields, Connection as keep_alive() sets it for `keep_alive`, the request ID field `id`
+// (replacing a field of that name), then the fields above.
+std::array<boost::asio::const_buffer, 2> answer_buffers(handled& h, std::string& scratch, bool keep_alive,
+                                                        id_field id);
 
 // A local-tier replay in one gather write: the bytes write_message would have produced for the
 // copy's answer to a request of HTTP `version` (10 or 11), the Connection field as Beast's

@@ -227,7 +227,7 @@ private:
             return write_bounded(tier_answer_buffers(*h.prerendered, version, keep_alive, scratch_));
         }
         return write_bounded(
-            answer_buffers(h.response, h, scratch_, keep_alive, cfg_->request_id_header, ex_.ids.request_id));
+            answer_buffers(h, scratch_, keep_alive, {cfg_->request_id_header, ex_.ids.request_id}));
     }
 
     // Answers a request whose header (`body` false) or body could not be read, unless the client
@@ -252,8 +252,8 @@ private:
         {
             const bool keep_alive =
                 client_keep_alive_ && !h.close_after && !c_.ctx_.draining.load(std::memory_order_relaxed);
-            auto buffers = answer_buffers(h.response, h, c_.scratch_, keep_alive, c_.cfg_->request_id_header,
-                                          c_.ex_.ids.request_id);
+            auto buffers = answer_buffers(h, c_.scratch_, keep_alive,
+                                          {c_.cfg_->request_id_header, c_.ex_.ids.request_id});
             co_return co_await c_.write_bounded(buffers);
         }
         asio::awaitable<error_code> write(const std::array<asio::const_buffer, 3>& parts) override

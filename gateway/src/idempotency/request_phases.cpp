@@ -344,8 +344,9 @@ void request_phases::announce_big_answer()
 
 std::unique_ptr<lock_keeper> request_phases::keep_lock()
 {
-    return std::make_unique<lock_keeper>(w_.ioc.get_executor(), *w_.store, scope_tenant_, h_.key,
-                                         in_flight_.owner_token, tenant_.lock_ttl);
+    return std::make_unique<lock_keeper>(
+        w_.ioc.get_executor(), *w_.store,
+        lock_keeper::held_lock{scope_tenant_, h_.key, in_flight_.owner_token, tenant_.lock_ttl});
 }
 
 void request_phases::finish_answer()

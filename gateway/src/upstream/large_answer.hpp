@@ -96,18 +96,41 @@ private:
     std::unique_ptr<body_parser> parser_;
 };
 
+// Where read_by_piece reads from: the connection (handed on with an answer passed on as it
+// arrives), its stream, and the bytes already read past the head.
+template<class Connection, class Stream>
+struct answer_wire {
+    Connection& conn;
+    Stream& stream;
+    beast::flat_buffer& buffer;
+};
+
+// What bounds read_by_piece and counts what it refuses.
+struct piece_bounds {
+    const config::limits_config& limits;
+    metrics& stats;
+};
+
 // An answer read piece by piece (its length unknown, or over limits.max_record_body): its first
 // max_record_body + 1 bytes, enough to tell an answer to record from one to pass on, still under
-// the exchange's deadline. True when the exchange ends here: an error, an answer over
-// max_response_body (refused), or one handed on with its connection to be passed on as it
-// arrives; false when the whole answer is in `result` and the connection can go back to the pool.
-// Its own coroutine, so that the exchange's frame stays small enough for Asio to recycle.
-template<class Connection, class Stream, class Parser>
-asio::awaitable<bool> read_by_piece(Connection& conn, Stream& stream, beast::flat_buffer& buffer,
-                                    Parser& parser, upstream_result& result, std::size_t header_fields,
-                                    bool announced_too_large, const config::limits_config& limits,
-                                    metrics& stats)
+// the exchange's deadline. `answer` is the head as read_answer left it (its parser, its facts,
+// whether its announced length is over max_response_body). True when the exchange ends here: an
+// error, an answer over max_response_body (refused), or one handed on with its connection to be
+// passed on as it arrives; false when the whole answer is in `result` and the connection can go
+// back to the pool. Its own coroutine, so that the exchange's frame stays small enough for Asio
+// to recycle.
+template<class Connection, class Stream, class Answer>
+asio::awaitable<bool> read_by_piece(answer_wire<Connection, Stream> wire, Answer& answer,
+                                    upstream_result& result, piece_bounds bounds)
 {
+    auto& conn = wire.conn;
+    auto& stream = wire.stream;
+    auto& buffer = wire.buffer;
+    auto& parser = *answer.parser;
+    const auto header_fields = answer.facts.header_fields;
+    const bool announced_too_large = answer.announced_too_large;
+    const auto& limits = bounds.limits;
+    auto& stats = bounds.stats;
     const auto record_limit = limits.max_record_body;
     if (auto announced = parser.content_length())
         result.length = *announced;

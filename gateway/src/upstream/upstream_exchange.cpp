@@ -179,13 +179,13 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
         }
         // Either read in full into result.response by read_answer, or read here piece by piece.
         if (answer.announced_too_large || answer.by_piece) {
-            auto& parser = *answer.parser;
             // The rest under the same deadline, kept by the stream's timer (this path is rare,
             // and its connection may be handed on with the answer).
             tcp_layer.expires_at(*deadline);
-            bool ended = co_await detail::read_by_piece(conn, stream, buffer, parser, result,
-                                                        answer.facts.header_fields,
-                                                        answer.announced_too_large, config_.limits, metrics_);
+            // Named first: GCC 12 miscompiles a braced initializer inside a co_await expression.
+            detail::answer_wire<Connection, std::decay_t<decltype(stream)>> wire{conn, stream, buffer};
+            detail::piece_bounds bounds{config_.limits, metrics_};
+            bool ended = co_await detail::read_by_piece(wire, answer, result, bounds);
             if (ended)
                 co_return;
             tcp_layer.expires_never(); // whole: the connection may go back to the pool
