@@ -47,7 +47,12 @@ void phase_monitor::watch(std::mutex& mutex, std::condition_variable& cv, const 
     auto next = started + opts.interval;
     std::unique_lock lock(mutex);
     for (;;) {
-        bool done = cv.wait_until(lock, next, [&] { return running == 0; });
+        // The row that reaches a timed phase's end waits (up to half an interval more) for the
+        // last answers, instead of leaving them a row of a few milliseconds of their own.
+        auto deadline = next;
+        if (end && next + opts.interval / 10 >= *end)
+            deadline = std::max(next, *end) + opts.interval / 2;
+        bool done = cv.wait_until(lock, deadline, [&] { return running == 0; });
         lock.unlock();
         auto now = clock_type::now();
         series_row row;
