@@ -335,10 +335,25 @@ TEST_SUITE("loadtest workloads")
         CHECK(b <= 140);
         CHECK(s.upstream.executions() == 400);
 
+        // --target repeated, in an open loop (-R): a replay run, every key's replays on its target.
+        auto open =
+            run_loadtest({"--target", "POST " + s.url("/api/a"), "--target", "POST " + s.url("/api/b") + " 2",
+                          "--keys", "12", "-c", "2", "-R", "400", "-n", "60", "--json"});
+        INFO(open.output);
+        CHECK(open.exit_status == 0);
+        REQUIRE(!open.summary.empty());
+        const auto& ot = open.summary.at("targets").as_array();
+        REQUIRE(ot.size() == 2);
+        CHECK(int_at(ot[0].as_object(), {"answers"}) + int_at(ot[1].as_object(), {"answers"}) == 60);
+        CHECK(int_at(ot[0].as_object(), {"answers"}) > 0);
+        CHECK(int_at(ot[1].as_object(), {"answers"}) > 0);
+        CHECK(int_at(open.summary, {"checks", "replays_checked"}) == 60);
+
         // --body @FILE: the gateway replays the key's answer to a request with the file's bytes (the
         // same fingerprint), and the test upstream's echo of that body is in it.
         auto replay = run_loadtest({s.url("/api/orders"), "--keys", "1", "-c", "1", "-n", "3", "--key-prefix",
-                                    "from-file", "--body", "@" + body, "-HContent-Type: application/json"});
+                                    "from-file", "-X", "POST", "--body", "@" + body,
+                                    "-HContent-Type: application/json"});
         INFO(replay.output);
         CHECK(replay.exit_status == 0);
         auto res = http_request(s.gateway->port(), "POST", "/api/orders",
