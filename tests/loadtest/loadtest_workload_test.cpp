@@ -257,6 +257,18 @@ TEST_SUITE("loadtest workloads")
             previous = executions;
         }
         CHECK(previous > 0);
+        // On a terminal (script(1) gives it one) the live line shows the interval's figures too.
+        child_process tty("/usr/bin/script",
+                          {"-qec",
+                           bin_dir() + "/idemgate-loadtest " + s.url("/api/orders") +
+                               " --keys 5 -c 2 -d 900ms --interval 300ms --metrics " + s.metrics_url(),
+                           "/dev/null"});
+        REQUIRE(tty.wait_exit(60s).has_value());
+        INFO(tty.output());
+        CHECK(tty.output().find("\x1b[K") != std::string::npos);
+        for (auto part : {"| p50 ", " p99 ", " max ", "2xx ", " 5xx 0 err 0", "replays ", "executions 5"})
+            CHECK(tty.output().find(part) != std::string::npos);
+
         auto bad = run_loadtest({s.url("/api/orders"), "--series", dir.path() + "/no/such/dir/s.csv"});
         CHECK(bad.exit_status == 2);
         CHECK(bad.output.find("--series") != std::string::npos);
