@@ -89,114 +89,10 @@ std::string_view to_string(workload w) noexcept
     return "unknown";
 }
 
-std::optional<target_url> parse_url(std::string_view text, std::string& error)
-{
-    target_url url;
-    url.text = std::string(text);
-    std::string_view scheme = "http://";
-    if (text.size() >= 8 && boost::beast::iequals(text.substr(0, 8), "https://")) {
-        scheme = "https://";
-        url.tls = true;
-        url.port = "443";
-    } else if (text.size() < scheme.size() || !boost::beast::iequals(text.substr(0, scheme.size()), scheme)) {
-        // Built with +=, not "..." + std::string(...): GCC 12 warns falsely (-Wrestrict) on that.
-        std::string message(1, '"');
-        message += text;
-        message += "\" does not start with http:// or https://";
-        error = std::move(message);
-        return std::nullopt;
-    }
-    text.remove_prefix(scheme.size());
-    auto path_at = text.find_first_of("/?#");
-    std::string_view authority = text.substr(0, path_at);
-    std::string_view rest = path_at == std::string_view::npos ? std::string_view{} : text.substr(path_at);
-    if (auto hash = rest.find('#'); hash != std::string_view::npos)
-        rest = rest.substr(0, hash);
-    if (authority.empty() || authority.find('@') != std::string_view::npos) {
-        error = "\"" + url.text + "\" has no host (or has user info, which is not supported)";
-        return std::nullopt;
-    }
-    url.host_header = std::string(authority);
-    std::string_view host = authority;
-    std::string_view port;
-    if (authority.front() == '[') { // IPv6 literal
-        auto close = authority.find(']');
-        if (close == std::string_view::npos) {
-            error = "\"" + url.text + "\": unterminated IPv6 address";
-            return std::nullopt;
-        }
-        host = authority.substr(1, close - 1);
-        std::string_view after = authority.substr(close + 1);
-        if (!after.empty()) {
-            if (after.front() != ':') {
-                error = "\"" + url.text + "\": junk after the IPv6 address";
-                return std::nullopt;
-            }
-            port = after.substr(1);
-        }
-    } else if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
-        host = authority.substr(0, colon);
-        port = authority.substr(colon + 1);
-    }
-    if (!port.empty()) {
-        unsigned n = 0;
-        if (!parse_number(port, n) || n == 0 || n > 65535) {
-            error = "\"" + url.text + "\": port \"" + std::string(port) + "\" is not 1-65535";
-            return std::nullopt;
-        }
-        url.port = std::string(port);
-    }
-    if (host.empty()) {
-        error = "\"" + url.text + "\" has no host";
-        return std::nullopt;
-    }
-    url.host = std::string(host);
-    // target_url::target defaults to "/" (an empty path); a bare query gets the "/" in front.
-    if (!rest.empty() && rest.front() == '?') {
-        std::string target(1, '/');
-        target += rest;
-        url.target = std::move(target);
-    } else if (!rest.empty()) {
-        url.target = std::string(rest);
-    }
-    if (has_control(url.target) || url.target.find(' ') != std::string::npos) {
-        error = "\"" + url.text + "\": the path contains spaces or control characters";
-        return std::nullopt;
-    }
-    return url;
-}
-
-std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text)
-{
-    std::size_t digits = 0;
-    while (digits < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
-        ++digits;
-    double value = 0;
-    if (digits == 0 || !parse_number(text.substr(0, digits), value) || !(value > 0))
-        return std::nullopt;
-    std::string_view unit = text.substr(digits);
-    double ns_per_unit = 0;
-    if (unit.empty() || unit == "s")
-        ns_per_unit = 1e9;
-    else if (unit == "ms")
-        ns_per_unit = 1e6;
-    else if (unit == "m")
-        ns_per_unit = 60e9;
-    else if (unit == "h")
-        ns_per_unit = 3600e9;
-    else
-        return std::nullopt;
-    double ns = value * ns_per_unit;
-    if (ns < 1 || ns > 1e9 * 86400 * 365)
-        return std::nullopt;
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
-}
-
 options parse_options(const std::vector<std::string>& args)
 {
     options o;
-    bool have_url = false, have_keys = false;
+    bool have_url = false, have_keys = false, method_given = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
         std::optional<std::string> inline_value;
@@ -205,6 +101,10 @@ options parse_options(const std::vector<std::string>& args)
                 inline_value = flag.substr(eq + 1);
                 flag.resize(eq);
             }
+        } else if (flag.size() > 2 && flag[0] == '-' &&
+                   std::string_view("cdHnRtX").find(flag[1]) != std::string_view::npos) {
+            inline_value = flag.substr(2); // getopt's -c16, as wrk and oha take it
+            flag.resize(2);
         }
         auto value = [&]() -> std::string {
             if (inline_value)
@@ -217,13 +117,45 @@ options parse_options(const std::vector<std::string>& args)
             o.help = true;
         } else if (flag == "--version") {
             o.version = true;
-        } else if (flag == "--url") {
+        } else if (flag == "--url" || (!flag.empty() && flag[0] != '-')) {
+            // A bare argument is the URL, as wrk, oha and curl take it.
+            bool positional = flag != "--url";
+            std::string v = positional ? flag : value();
+            if (have_url)
+                throw usage_error((positional ? "\"" + v + "\": " : std::string("--url: ")) +
+                                  "the URL is given twice (one URL, or --target for several)");
             std::string error;
-            auto url = parse_url(value(), error);
+            auto url = parse_url(v, error);
             if (!url)
-                throw usage_error("--url: " + error);
+                throw usage_error((positional ? std::string("the URL: ") : std::string("--url: ")) + error);
             o.url = *url;
             have_url = true;
+        } else if (flag == "--target") {
+            o.targets.push_back(parse_target(flag, value()));
+        } else if (flag == "--targets") {
+            for (auto& t : read_targets_file(value()))
+                o.targets.push_back(std::move(t));
+        } else if (flag == "--stages") {
+            o.stages = parse_stages(value());
+        } else if (flag == "--interval") {
+            std::string v = value();
+            auto d = parse_duration(v);
+            if (!d || *d < std::chrono::milliseconds(100))
+                throw usage_error(flag + ": \"" + v + "\" is not a duration of at least 100ms (e.g. 1s)");
+            o.interval = *d;
+        } else if (flag == "--series") {
+            o.series_path = value();
+            auto format = series_format_of(o.series_path);
+            if (!format)
+                throw usage_error(flag + ": \"" + o.series_path +
+                                  "\" does not end in .ndjson, .json (NDJSON) or .csv (CSV)");
+            o.series_fmt = *format;
+        } else if (flag == "--threshold") {
+            std::string error;
+            auto t = parse_threshold(value(), error);
+            if (!t)
+                throw usage_error(flag + ": " + error);
+            o.thresholds.push_back(std::move(*t));
         } else if (flag == "--mode") {
             std::string v = value();
             if (v == "replay") {
@@ -278,12 +210,15 @@ options parse_options(const std::vector<std::string>& args)
             o.copies = static_cast<unsigned>(n);
         } else if (flag == "--method" || flag == "-X") {
             o.method = value();
+            method_given = true;
             if (!is_token(o.method))
                 throw usage_error(flag + ": \"" + o.method + "\" is not a method token");
         } else if (flag == "-H" || flag == "--header") {
             o.headers.push_back(parse_header(value()));
         } else if (flag == "--body") {
             o.body = value();
+            if (!o.body.empty() && o.body.front() == '@')
+                o.body = read_body_file("--body", o.body.substr(1));
         } else if (flag == "--key-header") {
             o.key_header = value();
             if (!is_token(o.key_header))
@@ -353,8 +288,35 @@ options parse_options(const std::vector<std::string>& args)
     }
     if (o.help || o.version)
         return o;
+    if (!o.targets.empty()) {
+        if (have_url)
+            throw usage_error("--target/--targets and a URL: give the URL as a --target");
+        if (method_given)
+            throw usage_error("--method: each --target names its own method");
+        const auto& first = o.targets.front().url;
+        for (const auto& t : o.targets)
+            if (t.url.tls != first.tls || t.url.host != first.host || t.url.port != first.port)
+                throw usage_error("--target \"" + t.text + "\": every target of a run is on one origin (" +
+                                  first.text +
+                                  "'s scheme, host and port): the connections are kept alive to it");
+        o.url = first;
+        o.method = o.targets.front().method;
+        have_url = true;
+    }
     if (!have_url)
-        throw usage_error("--url is required (e.g. --url http://127.0.0.1:8080/api/orders)");
+        throw usage_error(
+            "a URL is required (e.g. idemgate-loadtest http://127.0.0.1:8080/api/orders, or --url, "
+            "--target)");
+    if (!o.stages.empty()) {
+        if (o.rate || o.duration || o.requests || o.mode == workload::storm)
+            throw usage_error(
+                "--stages sets the rate and the length of the run: --rate, --duration, --requests "
+                "and --mode storm do not apply");
+        std::chrono::nanoseconds total{};
+        for (const auto& s : o.stages)
+            total += s.duration;
+        o.duration = total;
+    }
     for (const auto& h : o.headers) {
         if (boost::beast::iequals(h.name, o.key_header))
             throw usage_error("-H " + h.name + ": the key header is set per request (--key-header)");

@@ -44,6 +44,17 @@ std::string status_text(const phase_stats& s)
 
 std::string loop_text(const options& o)
 {
+    if (!o.stages.empty()) {
+        std::string out = "open loop in stages";
+        for (const auto& st : o.stages) {
+            // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "..." + std::string.
+            out += ' ';
+            out += format_fixed(std::chrono::duration<double>(st.duration).count(), 1);
+            out += "s:";
+            out += format_fixed(st.rate, 0);
+        }
+        return out + " req/s";
+    }
     if (o.rate)
         return "open loop at " + format_fixed(*o.rate, 0) + " req/s";
     return "closed loop";
@@ -138,7 +149,18 @@ std::string progress_line(std::string_view label, const progress_figures& f)
                   static_cast<unsigned long long>(f.answers), f.per_second,
                   static_cast<unsigned long long>(f.unexpected), static_cast<unsigned long long>(f.errors),
                   static_cast<unsigned long long>(f.check_failures));
-    return line;
+    std::string out = line;
+    if (const auto* r = f.row) {
+        // The interval's own figures, as the time series has them.
+        out += "  | p50 " + format_latency(r->p50_ns) + " p99 " + format_latency(r->p99_ns) + " max " +
+               format_latency(r->max_ns) + "  2xx " + std::to_string(r->status_class[2]) + " 4xx " +
+               std::to_string(r->status_class[4]) + " 5xx " + std::to_string(r->status_class[5]) + " err " +
+               std::to_string(r->errors) + "  replays " + std::to_string(r->replays_checked) + " (" +
+               std::to_string(r->mismatches) + " differed)";
+        if (r->executions)
+            out += "  executions " + format_fixed(*r->executions, 0);
+    }
+    return out;
 }
 
 std::string format_latency(std::uint64_t ns)
@@ -159,6 +181,9 @@ void write_text_report(std::ostream& out, const run_result& r)
     out << "  workload     " << workload_text(o) << "; " << o.connections << " connections, " << o.threads
         << (o.threads == 1 ? " thread, " : " threads, ") << loop_text(o) << "; keys " << r.key_prefix
         << "-*\n";
+    for (std::size_t i = 0; i < o.targets.size() && i < t.target_answers.size(); ++i)
+        out << "  target       " << o.targets[i].method << " " << o.targets[i].url.text << " (weight "
+            << o.targets[i].weight << "): " << t.target_answers[i] << " answers\n";
     if (r.warmed_up)
         out << "  warm-up      " << r.warmup.answers << " answers in " << format_fixed(r.warmup.seconds, 2)
             << " s (" << status_text(r.warmup) << ")\n";
@@ -220,6 +245,13 @@ void write_text_report(std::ostream& out, const run_result& r)
                                       : "n/a")
             << " upstream executions per key\n";
     }
+    for (const auto& th : r.threshold_results)
+        out << "  threshold    " << th.text << "  " << (th.pass ? "pass" : "FAIL") << " (" << th.observed_text
+            << ")\n";
+    if (!r.opts.series_path.empty())
+        out << "  series       " << r.series.size() << " rows of "
+            << format_latency(static_cast<std::uint64_t>(r.opts.interval.count())) << " in "
+            << r.opts.series_path << "\n";
     if (r.ok()) {
         out << "  result       PASS\n";
     } else {
@@ -245,9 +277,26 @@ json::object json_report(const run_result& r)
     out["key_prefix"] = r.key_prefix;
     out["connections"] = o.connections;
     out["threads"] = o.threads;
-    out["loop"] = o.rate ? "open" : "closed";
+    out["loop"] = o.rate || !o.stages.empty() ? "open" : "closed";
     if (o.rate)
         out["rate"] = *o.rate;
+    if (!o.stages.empty()) {
+        json::array stages;
+        for (const auto& st : o.stages)
+            stages.push_back(json::object{{"duration_s", std::chrono::duration<double>(st.duration).count()},
+                                          {"rate", st.rate}});
+        out["stages"] = std::move(stages);
+    }
+    if (!o.targets.empty()) {
+        json::array targets;
+        for (std::size_t i = 0; i < o.targets.size(); ++i) {
+            const auto& t = o.targets[i];
+            std::uint64_t answers = i < r.timed.target_answers.size() ? r.timed.target_answers[i] : 0;
+            targets.push_back(json::object{
+                {"method", t.method}, {"url", t.url.text}, {"weight", t.weight}, {"answers", answers}});
+        }
+        out["targets"] = std::move(targets);
+    }
     if (o.duration)
         out["duration_s"] = std::chrono::duration<double>(*o.duration).count();
     if (o.requests)
@@ -284,6 +333,18 @@ json::object json_report(const run_result& r)
                                                       : json::value(nullptr);
     }
     out["executions"] = std::move(executions);
+    out["interval_s"] = std::chrono::duration<double>(o.interval).count();
+    json::array series;
+    for (const auto& row : r.series)
+        series.push_back(series_row_json(row));
+    out["series"] = std::move(series);
+    json::array thresholds;
+    for (const auto& t : r.threshold_results)
+        thresholds.push_back(json::object{{"threshold", t.text},
+                                          {"observed", t.observed},
+                                          {"observed_text", t.observed_text},
+                                          {"pass", t.pass}});
+    out["thresholds"] = std::move(thresholds);
     json::array failures;
     for (const auto& f : r.failures)
         failures.emplace_back(f);

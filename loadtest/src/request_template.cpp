@@ -39,10 +39,13 @@ std::size_t request_template::text_template::size(std::size_t key_size) const no
     return n;
 }
 
-request_template::request_template(const options& o)
+request_template::request_template(const options& o) : request_template(o, o.method, o.url.target, o.body) {}
+
+request_template::request_template(const options& o, const std::string& method, const std::string& target,
+                                   const std::string& body)
 {
     std::string head;
-    head += o.method + " " + o.url.target + " HTTP/1.1\r\nHost: " + o.url.host_header + "\r\n";
+    head += method + " " + target + " HTTP/1.1\r\nHost: " + o.url.host_header + "\r\n";
     head += "User-Agent: idemgate-loadtest/" IDEMGATE_VERSION "\r\n";
     for (const auto& h : o.headers)
         head += h.name + ": " + h.value + "\r\n";
@@ -50,10 +53,10 @@ request_template::request_template(const options& o)
         head += o.tenant_header + ": " + *o.tenant + "\r\n";
     head += o.key_header + ": {key}\r\n";
     head_ = split(head);
-    body_ = split(o.body);
-    head_request_ = o.method == "HEAD";
+    body_ = split(body);
+    head_request_ = method == "HEAD";
     // A GET or HEAD without a body sends no Content-Length (RFC 9110 8.6); others send 0.
-    send_length_ = !(o.body.empty() && (o.method == "GET" || o.method == "HEAD"));
+    send_length_ = !(body.empty() && (method == "GET" || method == "HEAD"));
 }
 
 void request_template::render(std::string& out, std::string_view key) const

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "phase_monitor.hpp"
 #include "preflight.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -26,31 +27,6 @@ namespace http = beast::http;
 using clock_type = std::chrono::steady_clock;
 using asio::ip::tcp;
 
-void phase_stats::merge(const phase_stats& other)
-{
-    latency.merge(other.latency);
-    for (std::size_t i = 0; i < status.size(); ++i)
-        status[i] += other.status[i];
-    for (const auto& [slug, n] : other.problems)
-        problems[slug] += n;
-    answers += other.answers;
-    connect_errors += other.connect_errors;
-    write_errors += other.write_errors;
-    read_errors += other.read_errors;
-    timeouts += other.timeouts;
-    in_flight_retries += other.in_flight_retries;
-    gave_up += other.gave_up;
-    late_sends += other.late_sends;
-    unexpected += other.unexpected;
-    bytes_sent += other.bytes_sent;
-    bytes_received += other.bytes_received;
-    if (first_unexpected.empty()) {
-        first_unexpected = other.first_unexpected;
-        unexpected_hint = other.unexpected_hint;
-    }
-    stopped_early = stopped_early || other.stopped_early;
-}
-
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -66,7 +42,8 @@ std::string random_prefix()
 // One phase as every connection sees it.
 struct phase_plan {
     const options& opts;
-    const request_template& request;
+    const std::vector<request_template>& requests; // one per target
+    const std::vector<unsigned>& weight_ends;      // cumulative target weights
     answer_checker& checker;
     const std::string& prefix;
     tcp::resolver::results_type endpoints;
@@ -75,7 +52,9 @@ struct phase_plan {
     std::optional<clock_type::time_point> end;                       // duration
     clock_type::time_point start;
 
-    asio::ssl::context* tls = nullptr; // https://
+    asio::ssl::context* tls = nullptr;                // https://
+    const gateway_counters* metrics_before = nullptr; // executions so far in the series
+    series_sink* sink = nullptr;                      // the timed phase's rows
 
     std::atomic<std::uint64_t> next{0};
     std::atomic<std::uint64_t> answers{0};
@@ -112,13 +91,29 @@ void check_expected(phase_plan& plan, phase_stats& stats, const response& res)
 struct key_choice {
     std::optional<std::uint64_t> table_index;
     std::string name;
+    std::uint64_t identity = 0; // the table index, or the sequence number of a one-off key
 };
+
+// The target of a key, by weight: a hash of the key's identity, so every request for one key
+// goes to the same target and its replays compare like with like.
+std::size_t target_of(const phase_plan& plan, const key_choice& key)
+{
+    if (plan.requests.size() == 1)
+        return 0;
+    std::uint64_t z = key.identity + (key.table_index ? 0 : 0x8000000000000000ULL) + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL; // splitmix64's finaliser
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    auto slot = static_cast<unsigned>(z % plan.weight_ends.back());
+    auto it = std::upper_bound(plan.weight_ends.begin(), plan.weight_ends.end(), slot);
+    return static_cast<std::size_t>(it - plan.weight_ends.begin());
+}
 
 key_choice choose_key(const phase_plan& plan, std::uint64_t seq)
 {
     const auto& o = plan.opts;
-    auto table = [&](std::uint64_t i) { return key_choice{i, plan.prefix + "-" + std::to_string(i)}; };
-    auto fresh = [&]() { return key_choice{std::nullopt, plan.prefix + "-n" + std::to_string(seq)}; };
+    auto table = [&](std::uint64_t i) { return key_choice{i, plan.prefix + "-" + std::to_string(i), i}; };
+    auto fresh = [&]() { return key_choice{std::nullopt, plan.prefix + "-n" + std::to_string(seq), seq}; };
     if (plan.warmup)
         return table(seq);
     switch (o.mode) {
@@ -170,7 +165,8 @@ bool in_flight(const response& res)
 }
 
 // One connection's loop for a phase.
-asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, unsigned index)
+asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, interval_window& window,
+                                       unsigned index)
 {
     const auto& o = plan.opts;
     auto executor = co_await asio::this_coro::executor;
@@ -180,10 +176,11 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
     response res;
     std::vector<std::pair<std::string_view, std::string_view>> scratch;
     scratch.reserve(32);
-    const bool open_loop = o.rate && !plan.warmup;
-    // Open loop: connection `index` sends its i-th request at start + (index + i * C) / rate, so the
-    // C connections together send `rate` requests per second at evenly spaced times (wrk2).
-    const double ns_per_request = open_loop ? 1e9 / *o.rate : 0;
+    const bool open_loop = (o.rate || !o.stages.empty()) && !plan.warmup;
+    // Open loop: connection `index` sends request n = index + i * C at start + n / rate, so the
+    // C connections together send `rate` requests per second at evenly spaced times (wrk2); in
+    // stages, at the time the ramps have sent n requests.
+    const double ns_per_request = o.rate && !plan.warmup ? 1e9 / *o.rate : 0;
     const bool storm = o.mode == workload::storm && !plan.warmup;
 
     for (std::uint64_t i = 0;; ++i) {
@@ -193,8 +190,14 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
         }
         clock_type::time_point intended{};
         if (open_loop) {
-            double offset =
-                (static_cast<double>(index) + static_cast<double>(i) * o.connections) * ns_per_request;
+            double n = static_cast<double>(index) + static_cast<double>(i) * o.connections;
+            double offset = n * ns_per_request;
+            if (!o.stages.empty()) {
+                auto at = stage_offset_seconds(o.stages, n);
+                if (!at)
+                    break;
+                offset = *at * 1e9;
+            }
             intended = plan.start + std::chrono::nanoseconds(static_cast<std::int64_t>(offset));
             if (plan.end && intended >= *plan.end)
                 break;
@@ -209,7 +212,9 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
         if (seq >= plan.limit)
             break;
         key_choice key = choose_key(plan, seq);
-        plan.request.render(request, key.name);
+        std::size_t target_index = target_of(plan, key);
+        const request_template& target = plan.requests[target_index];
+        target.render(request, key.name);
 
         auto first_attempt = clock_type::now();
         if (open_loop && first_attempt - intended > std::chrono::milliseconds(1))
@@ -219,12 +224,13 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
             // Open loop: the first attempt's latency counts from when it should have been sent.
             auto counted_from = open_loop && attempt == 0 ? intended : sent;
             exchange_bytes bytes;
-            auto err = co_await conn.exchange(request, res, plan.request.head_request(), &bytes);
+            auto err = co_await conn.exchange(request, res, target.head_request(), &bytes);
             auto done = clock_type::now();
             stats.bytes_sent += bytes.sent;
             stats.bytes_received += bytes.received;
             if (err) {
                 count_error(stats, err);
+                window.error();
                 plan.errors.fetch_add(1, std::memory_order_relaxed);
                 if (err.stage == exchange_stage::connect && !err.timed_out()) {
                     // Refused or unreachable: do not spin; the next request tries again.
@@ -233,8 +239,11 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
                 }
                 break;
             }
-            stats.latency.record(static_cast<std::uint64_t>(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(done - counted_from).count()));
+            auto latency_ns = static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(done - counted_from).count());
+            stats.latency.record(latency_ns);
+            window.answer(latency_ns, res.result_int());
+            ++stats.target_answers[target_index];
             count_answer(stats, res);
             plan.answers.fetch_add(1, std::memory_order_relaxed);
             check_expected(plan, stats, res);
@@ -259,25 +268,31 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, uns
     conn.close();
 }
 
-// Runs one phase over `threads` io_contexts; returns the merged stats. `progress` is drawn
-// about once a second while it runs.
+// Runs one phase over `threads` io_contexts; returns the merged stats. A row of the series (and
+// the live line, when `progress`) every --interval while it runs.
 phase_stats run_phase(phase_plan& plan, std::ostream* progress, std::string_view label)
 {
     const auto& o = plan.opts;
     unsigned threads = std::max(1u, o.threads);
     std::vector<std::unique_ptr<asio::io_context>> contexts;
     std::vector<phase_stats> stats(threads);
-    for (unsigned t = 0; t < threads; ++t)
+    for (auto& s : stats)
+        s.target_answers.resize(plan.requests.size());
+    std::vector<std::unique_ptr<interval_window>> windows;
+    for (unsigned t = 0; t < threads; ++t) {
         contexts.push_back(std::make_unique<asio::io_context>(1));
+        windows.push_back(std::make_unique<interval_window>());
+    }
     plan.start = clock_type::now() + std::chrono::milliseconds(1);
     if (o.duration && !plan.warmup)
         plan.end = plan.start + *o.duration;
     for (unsigned c = 0; c < o.connections; ++c) {
         unsigned t = c % threads;
-        asio::co_spawn(*contexts[t], drive_connection(plan, stats[t], c), [](std::exception_ptr e) {
-            if (e)
-                std::rethrow_exception(e);
-        });
+        asio::co_spawn(*contexts[t], drive_connection(plan, stats[t], *windows[t], c),
+                       [](std::exception_ptr e) {
+                           if (e)
+                               std::rethrow_exception(e);
+                       });
     }
     std::mutex mutex;
     std::condition_variable cv;
@@ -291,37 +306,12 @@ phase_stats run_phase(phase_plan& plan, std::ostream* progress, std::string_view
             cv.notify_all();
         });
     auto started = clock_type::now();
-    {
-        std::unique_lock lock(mutex);
-        auto last_answers = plan.answers.load();
-        auto last_time = started;
-        while (!cv.wait_for(lock, std::chrono::seconds(1), [&] { return running == 0; })) {
-            if (!progress)
-                continue;
-            auto now = clock_type::now();
-            auto answers = plan.answers.load(std::memory_order_relaxed);
-            double interval = std::chrono::duration<double>(now - last_time).count();
-            double elapsed = std::chrono::duration<double>(now - started).count();
-            double per_second = interval > 0 ? static_cast<double>(answers - last_answers) / interval : 0.0;
-            // Time left: to the end of a timed phase, or the requests left at the current rate.
-            double eta = -1;
-            if (plan.end)
-                eta = std::max(0.0, std::chrono::duration<double>(*plan.end - now).count());
-            else if (plan.limit != std::numeric_limits<std::uint64_t>::max() && per_second > 0)
-                eta = static_cast<double>(plan.limit - std::min(plan.limit, answers)) / per_second;
-            progress_figures now_figures{elapsed,
-                                         eta,
-                                         answers,
-                                         per_second,
-                                         plan.unexpected.load(),
-                                         plan.errors.load(),
-                                         plan.checker.failures()};
-            auto line = progress_line(label, now_figures);
-            *progress << line << std::flush;
-            last_answers = answers;
-            last_time = now;
-        }
-    }
+    detail::phase_monitor monitor{
+        o, label, windows, plan.checker, plan.answers, plan.unexpected, plan.errors, plan.end, plan.limit};
+    monitor.progress = progress;
+    monitor.sink = plan.sink;
+    monitor.metrics_before = plan.metrics_before;
+    monitor.watch(mutex, cv, running, started);
     for (auto& w : workers)
         w.join();
     if (progress)
@@ -356,13 +346,28 @@ run_result run(const options& opts, std::ostream* progress)
         if (!r.metrics_before)
             throw run_error("--metrics: " + error);
     }
-    request_template request(opts);
+    std::vector<request_template> requests;
+    std::vector<unsigned> weight_ends;
+    if (opts.targets.empty()) {
+        requests.emplace_back(opts);
+        weight_ends.push_back(1);
+    }
+    for (const auto& t : opts.targets) {
+        requests.emplace_back(opts, t.method, t.url.target, t.body ? *t.body : opts.body);
+        weight_ends.push_back((weight_ends.empty() ? 0 : weight_ends.back()) + t.weight);
+    }
+    series_sink sink;
+    if (!opts.series_path.empty()) {
+        std::string error;
+        if (!sink.open(opts.series_path, opts.series_fmt, error))
+            throw run_error(error);
+    }
     std::uint64_t table_keys = opts.mode == workload::first ? 0 : opts.keys;
     answer_checker checker(table_keys, r.key_prefix, opts.ignore_headers);
 
     bool warm = opts.mode == workload::replay || (opts.mode == workload::mixed && opts.replay_percent > 0);
     if (warm) {
-        phase_plan plan{opts, request, checker, r.key_prefix, endpoints};
+        phase_plan plan{opts, requests, weight_ends, checker, r.key_prefix, endpoints};
         plan.tls = tls_ptr;
         plan.warmup = true;
         plan.limit = opts.keys;
@@ -374,8 +379,10 @@ run_result run(const options& opts, std::ostream* progress)
     bool warmup_failed = r.warmed_up && opts.max_unexpected_percent < 90 && r.warmup.answers > 0 &&
                          r.warmup.unexpected * 10 >= r.warmup.answers * 9;
     if (!warmup_failed) {
-        phase_plan plan{opts, request, checker, r.key_prefix, endpoints};
+        phase_plan plan{opts, requests, weight_ends, checker, r.key_prefix, endpoints};
         plan.tls = tls_ptr;
+        plan.sink = &sink;
+        plan.metrics_before = r.metrics_before ? &*r.metrics_before : nullptr;
         if (opts.mode == workload::storm)
             plan.limit = opts.keys * opts.copies;
         else if (opts.requests)
@@ -383,6 +390,9 @@ run_result run(const options& opts, std::ostream* progress)
         r.timed = run_phase(plan, progress, to_string(opts.mode));
     }
     r.checks = checker.totals();
+    r.series = sink.rows();
+    if (sink.write_failed())
+        r.failures.push_back("--series: writing \"" + opts.series_path + "\" failed");
     r.expected_executions = r.checks.keys_executed + r.checks.new_keys_executed;
     if (r.metrics_before) {
         std::string error;

@@ -6,7 +6,8 @@ namespace idemgate::loadtest {
 
 std::string usage_text()
 {
-    return R"(usage: idemgate-loadtest --url http[s]://HOST:PORT/PATH [options]
+    return R"(usage: idemgate-loadtest [--url] http[s]://HOST:PORT/PATH [options]
+       idemgate-loadtest --target 'METHOD URL [@BODY] [WEIGHT]' ... [options]
 
 Load-tests an idempotency gateway (idemgate or any server speaking the Idempotency-Key
 contract) and checks, while it measures, that every replay is the first answer byte for byte.
@@ -20,26 +21,41 @@ Workload
                      connections; exactly one may execute
   --keys N           warm keys (replay, mixed) or storm keys (default 1000; storm 100)
   --copies N         storm: duplicates of each key (default: --connections)
-  --connections C    keep-alive connections (default 16)
-  --threads T        I/O threads, one io_context each (default min(2, cores))
-  --duration D       timed phase length, e.g. 10s, 500ms, 2m (default 10s)
-  --requests N       timed phase of exactly N requests instead of a duration
-  --rate R           open loop: R requests/s over all connections at fixed intended send
+  --connections C, -c C
+                     keep-alive connections (default 16)
+  --threads T, -t T  I/O threads, one io_context each (default min(2, cores))
+  --duration D, -d D timed phase length, e.g. 10s, 500ms, 2m (default 10s)
+  --requests N, -n N timed phase of exactly N requests instead of a duration
+  --rate R, -R R     open loop: R requests/s over all connections at fixed intended send
                      times; latency counts from the intended time (no coordinated omission).
                      Without --rate: closed loop (each connection sends when answered)
+  --stages S         open loop in ramps, e.g. 10s:1000,30s:5000: each stage goes linearly
+                     from the previous stage's rate (0 before the first) to its own over its
+                     duration; the run lasts their sum (not with --rate, --duration, --requests)
   --timeout D        deadline of every connect, write and read (default 10s)
 
 Requests
-  --method M         default POST
-  -H 'Name: value'   extra header, repeatable; {key} is replaced by the request's key
+  --url URL          the target (or the URL alone, without --url, as wrk and oha take it)
+  --target 'METHOD URL [@BODY] [WEIGHT]'
+                     one of several targets (repeatable), each with its method, URL, body
+                     file and weight (default 1); every key goes to one target, chosen by
+                     weight, so its replays compare like with like. One origin per run
+  --targets FILE     targets, one per line as --target (blank lines and # comments skipped)
+  --method M, -X M   default POST
+  --header 'Name: value', -H 'Name: value'
+                     extra header, repeatable; {key} is replaced by the request's key
   --body TEMPLATE    request body; {key} is replaced by the request's key
+  --body @FILE       request body: the file's bytes as they are
   --key-header NAME  default Idempotency-Key
   --key-prefix P     keys are P-<n> (default: a random prefix per run, so runs never share keys)
   --tenant T         sends the tenant header (X-Tenant-ID, or --tenant-header NAME)
+  --tenant-header NAME
+                     the tenant header's name
 
 Checks and output
   --metrics URL      the gateway's admin /metrics (repeatable: summed over instances); read
-                     before and after to report upstream executions per key
+                     before and after to report upstream executions per key, and at each
+                     --interval for the series' upstream executions so far
   --ignore-header N  leave header N out of the replay comparison (repeatable), for headers a
                      proxy in front of the gateway adds per answer (X-Request-Id and Date are
                      always left out: every answer carries its own request's ID, a replay a
@@ -50,12 +66,22 @@ Checks and output
                      phase whose first 100 answers are 90 % unexpected stops at once
   --insecure, -k     https://: do not check the server's certificate
   --cacert FILE      https://: trust these PEM certificates instead of the system's
-  --json             one JSON summary on stdout (no text report)
+  --threshold T      a bound the run must keep, judged after it, repeatable: p99<5ms,
+                     p50<800us, max<1s, mean<2ms (any pN; ns, us, ms, s), rps>10000,
+                     errors<0.1% (share of requests without an answer) or errors<5 (a
+                     count), mismatches==0; comparisons < <= > >= ==. One that breaks
+                     fails the run (exit 1) and is named
+  --interval D       a row of the time series every D (default 1s, at least 100ms)
+  --series FILE      the time series of the timed phase, one row per --interval: answers,
+                     req/s, p50/p99/max latency, 2xx/3xx/4xx/5xx, errors, replays checked and
+                     mismatched, upstream executions so far (--metrics); NDJSON for .ndjson or
+                     .json, CSV for .csv. On a terminal the live line shows the same figures
+  --json             one JSON summary on stdout (no text report); its "series" holds the rows
   --help, --version
 
 Exit status: 0 every check held; 1 a check failed (mismatched or unmarked replay, a key
-executed twice, unexpected answers, errors, executions per key wrong); 2 bad command line or
-unreachable target.
+executed twice, unexpected answers, errors, executions per key wrong, a --threshold broken);
+2 bad command line or unreachable target.
 )";
 }
 

@@ -78,6 +78,15 @@ void judge(run_result& r)
         stopped = "the timed phase got no answer at all";
     if (!stopped.empty())
         add(f, stopped);
+    threshold_inputs in{&r.timed.latency, r.timed.answers, r.timed.seconds, r.timed.errors(),
+                        c.replays_mismatched};
+    r.threshold_results.clear();
+    for (const auto& t : o.thresholds) {
+        auto result = evaluate(t, in);
+        if (!result.pass)
+            f.push_back("threshold " + t.text + " failed: " + result.observed_text);
+        r.threshold_results.push_back(std::move(result));
+    }
     if (r.metrics_before && r.metrics_after) {
         double executed = r.metrics_after->outcome("executed") - r.metrics_before->outcome("executed");
         if (executed != static_cast<double>(r.expected_executions))

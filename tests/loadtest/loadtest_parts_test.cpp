@@ -102,7 +102,7 @@ TEST_SUITE("loadtest parts")
             }
             FAIL("accepted: " << part);
         };
-        fails_with({"--mode", "replay"}, "--url is required");
+        fails_with({"--mode", "replay"}, "a URL is required");
         fails_with({"--url", "ftp://h/p"}, "does not start with http:// or https://");
         fails_with({"--url", "http://h", "--expect-status", "2xx,6"}, "\"6\" is not a status");
         fails_with({"--url", "http://h", "--max-unexpected", "150"}, "0 to 100");
@@ -202,7 +202,7 @@ TEST_SUITE("loadtest parts")
             R"({"type":"https://docs.example/.well-known/idempotency/problems/store-unavailable","status":503})";
         CHECK(gateway_problem_slug(documented) == "store-unavailable");
         documented.body() = R"({"type":"https://api.example/problems/out-of-stock","status":409})";
-        CHECK(gateway_problem_slug(documented).empty()); // the upstream's own problem
+        CHECK(gateway_problem_slug(documented).empty());         // the upstream's own problem
         checker.observe_table_key(0, "p-0", in_flight, scratch); // before any answer: not compared
         checker.observe_table_key(0, "p-0", answer(502, "", false), scratch); // released: not compared
         checker.observe_table_key(0, "p-0", answer(201, "{}", false, "\"a\""), scratch);

@@ -78,6 +78,15 @@ public:
     bool has_first(std::uint64_t key) const noexcept;
     // Check failures so far (for the progress line).
     std::uint64_t failures() const noexcept;
+    // Replays compared so far, and those that differed (for the time series).
+    std::uint64_t replays_checked() const noexcept
+    {
+        return replays_checked_.load(std::memory_order_relaxed);
+    }
+    std::uint64_t replays_mismatched() const noexcept
+    {
+        return replays_mismatched_.load(std::memory_order_relaxed);
+    }
     check_totals totals() const;
 
 private:

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdint>
 #include <idemgate/loadtest/expectations.hpp>
+#include <idemgate/loadtest/series.hpp>
+#include <idemgate/loadtest/threshold.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -39,8 +41,25 @@ struct header_template {
     std::string value;
 };
 
+// One of several targets (--target, --targets): its own method, URL and body, chosen per key by
+// weight (a key always goes to the same target, so its replays compare like with like).
+struct request_target {
+    std::string text; // as given
+    std::string method;
+    target_url url;
+    std::optional<std::string> body; // @FILE's bytes; none: --body
+    unsigned weight = 1;
+};
+
+// --stages: an open-loop ramp from the previous stage's rate (0 before the first) to `rate`.
+struct rate_stage {
+    std::chrono::nanoseconds duration{};
+    double rate = 0;
+};
+
 struct options {
     target_url url;
+    std::vector<request_target> targets; // empty: one target, --url with --method and --body
     workload mode = workload::replay;
     int replay_percent = 100; // mixed:<P>
     std::uint64_t keys = 1000;
@@ -48,8 +67,9 @@ struct options {
     unsigned threads = 0; // 0: min(2, cores, connections)
     std::optional<std::chrono::nanoseconds> duration;
     std::optional<std::uint64_t> requests;
-    std::optional<double> rate; // requests per second over all connections: open loop
-    unsigned copies = 0;        // storm: duplicates of each key; 0: one per connection
+    std::optional<double> rate;     // requests per second over all connections: open loop
+    std::vector<rate_stage> stages; // open loop in ramps (sets `duration` to their sum)
+    unsigned copies = 0;            // storm: duplicates of each key; 0: one per connection
     std::string method = "POST";
     std::vector<header_template> headers; // -H, in order
     std::string body;                     // --body, may contain {key}
@@ -73,6 +93,10 @@ struct options {
     bool insecure = false;
     std::string cacert;
     bool json = false;
+    std::chrono::nanoseconds interval = 1s; // a row of the time series (and the live line)
+    std::string series_path;                // --series: "" none
+    series_format series_fmt = series_format::ndjson;
+    std::vector<threshold> thresholds;
     bool help = false;
     bool version = false;
 };
@@ -91,6 +115,20 @@ std::string usage_text();
 
 // "http[s]://host[:port][/path][?query]"; nullopt with `error` set otherwise.
 std::optional<target_url> parse_url(std::string_view text, std::string& error);
+
+// "METHOD URL [@BODY] [weight]" (--target, a line of --targets). Throws usage_error naming `flag`.
+request_target parse_target(std::string_view flag, std::string_view text);
+// The lines of a --targets file (blank lines and # comments skipped). Throws usage_error.
+std::vector<request_target> read_targets_file(const std::string& path);
+// "10s:1000,30s:5000". Throws usage_error.
+std::vector<rate_stage> parse_stages(std::string_view text);
+// The bytes of a file named in --body @FILE or a target's @BODY. Throws usage_error naming `flag`.
+std::string read_body_file(std::string_view flag, const std::string& path);
+// When request `n` (from 0) of an open loop in stages is due, in seconds from the start; nullopt
+// once the stages are over.
+std::optional<double> stage_offset_seconds(const std::vector<rate_stage>& stages, double n);
+// How many requests the stages send in all.
+double stage_requests(const std::vector<rate_stage>& stages);
 
 // "250ms", "10s", "2m", "1h", or a bare number of seconds; nullopt when invalid or not positive.
 std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text);

@@ -3,6 +3,7 @@
 // The end-of-run summary: a text report for people, one JSON object for CI (--json).
 #include <boost/json/object.hpp>
 #include <idemgate/loadtest/runner.hpp>
+#include <idemgate/loadtest/series.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@ struct progress_figures {
     std::uint64_t answers = 0;
     double per_second = 0;
     std::uint64_t unexpected = 0, errors = 0, check_failures = 0;
+    const series_row* row = nullptr; // the interval just ended: latency, statuses, replays
 };
 // The line, starting with a carriage return and an erase-line: it redraws itself on a terminal.
 std::string progress_line(std::string_view label, const progress_figures& f);

@@ -11,6 +11,9 @@ namespace idemgate::loadtest {
 class request_template {
 public:
     explicit request_template(const options& o);
+    // One of several targets: its method, origin-form target and body; the rest from `o`.
+    request_template(const options& o, const std::string& method, const std::string& target,
+                     const std::string& body);
 
     // The whole request (head and body) for `key` into `out` (cleared first, capacity kept).
     void render(std::string& out, std::string_view key) const;

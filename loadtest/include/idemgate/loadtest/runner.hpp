@@ -8,6 +8,8 @@
 #include <idemgate/loadtest/gateway_metrics.hpp>
 #include <idemgate/loadtest/log_histogram.hpp>
 #include <idemgate/loadtest/options.hpp>
+#include <idemgate/loadtest/series.hpp>
+#include <idemgate/loadtest/threshold.hpp>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -23,6 +25,7 @@ struct phase_stats {
     std::array<std::uint64_t, 600> status{};                    // answers by status code
     std::map<std::string, std::uint64_t, std::less<>> problems; // the gateway's own answers by slug
     std::uint64_t answers = 0;
+    std::vector<std::uint64_t> target_answers; // by --target, in order
     std::uint64_t connect_errors = 0, write_errors = 0, read_errors = 0, timeouts = 0;
     std::uint64_t in_flight_retries = 0; // storm: 409 request-in-flight answers asked again
     std::uint64_t gave_up = 0;           // storm: copies still 409 after --timeout
@@ -48,7 +51,9 @@ struct run_result {
     check_totals checks;
     std::optional<gateway_counters> metrics_before, metrics_after;
     std::uint64_t expected_executions = 0; // distinct keys whose first answer here was an execution
-    std::vector<std::string> failures;     // one line per failed check
+    std::vector<series_row> series;        // the timed phase, one row per --interval
+    std::vector<threshold_outcome> threshold_results; // each --threshold, judged
+    std::vector<std::string> failures;                // one line per failed check
     bool ok() const noexcept { return failures.empty(); }
 };
 
