@@ -35,6 +35,17 @@ stop_background() {
   for pid in $(jobs -p); do kill_tree "$pid"; done # the ones not waited for yet
 }
 trap stop_background EXIT
+# Waits for background job $1, prints its log $2 (and removes it); exits naming $3 if it failed.
+join_background() {
+  local rc=0
+  wait "$1" || rc=$?
+  cat "$2"
+  rm -f "$2"
+  if ((rc != 0)); then
+    echo "test.sh: $3 failed (exit $rc)"
+    exit 1
+  fi
+}
 
 base_pid=""
 if [[ "${CONTAINER:-1}" != 0 ]]; then
@@ -119,11 +130,7 @@ step "side builds done"
 image_pid=""
 image_log="$(mktemp -t idemgate-container-image-XXXXXX.log)"
 if [[ -n "$base_pid" ]]; then
-  base_rc=0
-  wait "$base_pid" || base_rc=$?
-  cat "$base_log"
-  rm -f "$base_log"
-  if ((base_rc != 0)); then echo "test.sh: container base images failed (exit $base_rc)"; exit 1; fi
+  join_background "$base_pid" "$base_log" "making the container base images"
   nice -n 10 bash scripts/container-check.sh --build-only >"$image_log" 2>&1 &
   image_pid=$!
 fi
@@ -155,11 +162,7 @@ if [[ "${FUZZ_SECONDS:-30}" != 0 && -f scripts/fuzz.sh ]]; then
 fi
 
 if [[ -n "$image_pid" ]]; then
-  image_rc=0
-  wait "$image_pid" || image_rc=$?
-  cat "$image_log"
-  rm -f "$image_log"
-  if ((image_rc != 0)); then echo "test.sh: the container image failed to build (exit $image_rc)"; exit 1; fi
+  join_background "$image_pid" "$image_log" "building the container image"
   step "container image built"
   bash scripts/container-check.sh --run-only
   step "container check done"
