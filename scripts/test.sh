@@ -128,9 +128,9 @@ step "side builds done"
 # The container image compiles (in podman) while the sanitizer pass runs: niced, after the base
 # images (made while the main build ran). Its checks run at the end (--run-only).
 image_pid=""
-image_log="$(mktemp -t idemgate-container-image-XXXXXX.log)"
 if [[ -n "$base_pid" ]]; then
   join_background "$base_pid" "$base_log" "making the container base images"
+  image_log="$(mktemp -t idemgate-container-image-XXXXXX.log)"
   nice -n 10 bash scripts/container-check.sh --build-only >"$image_log" 2>&1 &
   image_pid=$!
 fi
