@@ -314,7 +314,7 @@ std::vector<std::string> warnings(const config& cfg)
             out.push_back(
                 "routes[" + std::to_string(i) +
                 "].idempotency.reconcile.path: with store.hash_keys a held key's probe still keeps its "
-                "key and tenant in Redis unhashed, while the key is held");
+                "key and tenant in the store unhashed, while the key is held");
     route_cover_warnings(cfg, out);
     method_warnings(cfg, out);
     return out;

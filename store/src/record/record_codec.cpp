@@ -143,6 +143,9 @@ bool decode_into(std::string_view bytes, record& r, const record_cipher& cipher,
     in.raw(in.remaining(), sealed);
     if (keep_sealed) {
         // Opened above the backend (open_record), against the head encode_head writes again.
+        // Shorter than a sealed part can be: never handed up as a record without a response.
+        if (sealed.size() < record_cipher::overhead)
+            return false;
         r.sealed_response.assign(sealed);
         fault = seal_fault::none;
         return true;
