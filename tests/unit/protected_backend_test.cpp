@@ -199,3 +199,35 @@ TEST_CASE("rotation over an in-process store: the previous key opens, an unknown
         }
     }
 }
+
+TEST_CASE("a tombstone is sealed under its own binding and reads back through the decorator")
+{
+    for (auto type : in_process_types()) {
+        cfg::store_config c;
+        c.type = type;
+        auto inner = store::make_backend(c);
+        INFO("store " << inner->kind());
+        store_session below(inner);
+        store_session above(store::protect_backend(inner, protection(key_a)));
+        REQUIRE(above.session->tombstones());
+        store::scope s{"acme", "buried"};
+        auto tomb = in_flight("0123456789abcdef");
+        tomb.state = store::record_state::tombstone;
+        tomb.response.status = 201;
+        tomb.response.reason = "Created";
+        tomb.response.headers = {{"Location", "/orders/7"}};
+        tomb.body_length = 12;
+        tomb.body_sha256 = std::string(64, 'b');
+        REQUIRE_FALSE(run(above.ioc, above.session->tombstones()->bury(s, tomb, 60s)));
+        auto digest = store::scope_digest(secret, s);
+        auto kept =
+            run(below.ioc, below.session->tombstones()->find_tombstone(store::scope{{}, digest, true}));
+        REQUIRE(kept.tombstone);
+        CHECK(kept.tombstone->response.headers.empty());
+        CHECK_FALSE(kept.tombstone->sealed_response.empty());
+        auto found = run(above.ioc, above.session->tombstones()->find_tombstone(s));
+        REQUIRE_FALSE(found.ec);
+        REQUIRE(found.tombstone);
+        CHECK(*found.tombstone == tomb);
+    }
+}
