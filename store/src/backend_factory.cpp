@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <idemgate/common/enum_count.hpp>
 #include <idemgate/store/backend_factory.hpp>
+#include <idemgate/store/protected_backend.hpp>
 
 namespace idemgate::store {
 
@@ -54,10 +55,15 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
     detail::backend_settings settings;
     settings.publish_settled = publish_settled;
     settings.publish_removals = cfg.local_tier.max_bytes > 0;
+    record_protection protection;
     if (cfg.hash_keys)
-        settings.key_hash_secret = cfg.key_secret;
-    settings.encryption = cfg.encryption;
-    return backend_for(cfg.type).make(cfg, settings);
+        protection.key_secret = cfg.key_secret;
+    protection.cipher = record_cipher(cfg.encryption.key, cfg.encryption.previous_key);
+    settings.protected_above = protection.enabled();
+    auto made = backend_for(cfg.type).make(cfg, settings);
+    if (!made || !protection.enabled())
+        return made; // no wrapper, nothing on the path
+    return protect_backend(std::move(made), std::move(protection));
 }
 
 std::vector<std::string> check_backend_config(const config::store_config& cfg)

@@ -24,10 +24,11 @@ struct backend_settings {
     // The gateway's local tier is on (store.local_tier): every process sharing the store must
     // hear of a record an operator removes.
     bool publish_removals = false;
-    // store.hash_keys: the secret keys are hashed under (store.key_secret); "" = readable keys.
-    std::string key_hash_secret;
-    // store.encryption: the keys completed records are sealed and opened with.
-    config::encryption_config encryption;
+    // store.hash_keys or store.encryption is on: make_backend wraps the backend in the protection
+    // decorator (protected_backend.hpp), which hashes scopes and seals records above it. A backend
+    // that decodes stored bytes hands a sealed record up unopened (record_codec.hpp's
+    // decode_stored_record); off, it never meets one it could serve.
+    bool protected_above = false;
 };
 
 // One row: the store.type value that selects the backend, the capabilities its sessions offer
@@ -72,10 +73,12 @@ constexpr backend_entry backend_row(config::store_type type, std::string_view na
 constexpr backend_entry absent_row(config::store_type type, std::string_view name)
 {
     backend_entry row{type, name, 0, nullptr, nullptr};
-    row.make = [](const config::store_config&, const backend_settings&) { return std::shared_ptr<backend>(); };
+    row.make = [](const config::store_config&, const backend_settings&) {
+        return std::shared_ptr<backend>();
+    };
     row.check = [](const config::store_config&) {
-        return std::vector<std::string>{
-            "store.type: this build has no test-only store backend (built with -DIDEMGATE_TEST_BACKEND=ON only)"};
+        return std::vector<std::string>{"store.type: this build has no test-only store backend (built with "
+                                        "-DIDEMGATE_TEST_BACKEND=ON only)"};
     };
     return row;
 }

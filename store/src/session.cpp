@@ -3,6 +3,7 @@
 // checks of the condition and capability bits.
 #include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/error.hpp>
+#include <idemgate/common/log.hpp>
 #include <idemgate/store/store.hpp>
 
 namespace idemgate::store {
@@ -18,6 +19,12 @@ std::string backend::record_id(scope s) const
 }
 
 void backend::render_metrics(std::string&) const {}
+
+void backend::record_unreadable(std::string_view record_id, std::size_t bytes, std::string_view why) const
+{
+    log::coalesced(log::level::error, "stored record could not be opened; answered as corrupt", why,
+                   {{"store", kind()}, {"record", record_id}, {"bytes", bytes}, {"why", why}});
+}
 
 store_status backend::status() const
 {

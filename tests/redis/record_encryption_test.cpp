@@ -212,6 +212,51 @@ TEST_SUITE("record encryption")
         CHECK(record_cipher::key_id(key_a) != record_cipher::key_id(key_b));
     }
 
+    TEST_CASE("the decorator's sealed records are the bytes the Redis store sealed itself, read either way")
+    {
+        // seal_record (the protection decorator) then encode_record (the backend) against
+        // encode_record with the cipher (the Redis store of the previous release).
+        auto r = card_record();
+        record_cipher cipher(key_a);
+        auto old_bytes = sealed(r, cipher);
+        record stored;
+        REQUIRE_FALSE(decode_stored_record(old_bytes, stored));
+        CHECK(stored.response.body.empty());
+        CHECK_FALSE(stored.sealed_response.empty());
+        CHECK(encode_record(stored) == old_bytes); // the backend writes back what it read
+        REQUIRE_FALSE(open_record(stored, cipher, binding));
+        CHECK(stored == r);
+
+        auto by_decorator = r;
+        REQUIRE_FALSE(seal_record(by_decorator, cipher, binding));
+        CHECK(by_decorator.response.body.empty());
+        auto new_bytes = encode_record(by_decorator);
+        CHECK(new_bytes[0] == '\x02');
+        CHECK(new_bytes.size() == old_bytes.size());
+        CHECK(new_bytes.substr(0, new_bytes.size() - by_decorator.sealed_response.size()) ==
+              old_bytes.substr(0, new_bytes.size() - by_decorator.sealed_response.size())); // same head
+        record opened;
+        REQUIRE_FALSE(decode_record(new_bytes, opened, cipher, binding)); // the previous release reads it
+        CHECK(opened == r);
+        // Bound to the binding the decorator names: another record id does not open.
+        auto moved = by_decorator;
+        seal_fault fault = seal_fault::none;
+        CHECK(open_record(moved, cipher, "idemgate:acme:order-2", &fault) == error::record_corrupt);
+        CHECK(fault == seal_fault::not_authentic);
+        CHECK(moved == by_decorator); // unchanged
+        // A tombstone and a status-only record seal and open the same way.
+        auto tomb = r;
+        tomb.state = record_state::tombstone;
+        tomb.response.body.clear();
+        tomb.body_length = 42;
+        tomb.body_sha256 = std::string(64, 'a');
+        auto sealed_tomb = tomb;
+        REQUIRE_FALSE(seal_record(sealed_tomb, cipher, binding + ":t"));
+        CHECK(sealed_tomb.body_length == 0);
+        REQUIRE_FALSE(decode_record(encode_record(sealed_tomb), opened, cipher, binding + ":t"));
+        CHECK(opened == tomb);
+    }
+
 } // TEST_SUITE
 
 TEST_SUITE("hashed redis keys")

@@ -6,7 +6,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <doctest/doctest.h>
 #include <idemgate/common/error.hpp>
+#include <idemgate/store/protected_backend.hpp>
 #include <idemgate/store/record_cipher.hpp>
+#include <idemgate/store/record_codec.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <idemgate/test/harness.hpp>
 #include <regex>
@@ -37,9 +39,13 @@ std::string hex_of(const std::string& bytes)
 
 // One store session on its own I/O thread; `op` runs a coroutine on it and waits.
 struct protected_store {
-    protected_store(const config::redis_config& cfg, store::redis_options options, bool wait_ready = true)
-        : backend(store::make_redis_backend(cfg, std::move(options))),
-          session(backend->open_session(io.executor()))
+    // The Redis store under the protection decorator, as make_backend builds it with hash_keys or
+    // encryption on (`backend` is the Redis store itself, for its counters).
+    protected_store(const config::redis_config& cfg, store::record_protection protection,
+                    bool wait_ready = true)
+        : backend(store::make_redis_backend(cfg, redis_options_for(protection))),
+          guarded(protection.enabled() ? store::protect_backend(backend, std::move(protection)) : backend),
+          session(guarded->open_session(io.executor()))
     {
         if (wait_ready)
             REQUIRE(eventually([&] { return backend->ready(); }));
@@ -75,15 +81,23 @@ struct protected_store {
         return op([&](store::session& ss) { return ss.reserve(s, in_flight, 30s); });
     }
 
+    static store::redis_options redis_options_for(const store::record_protection& protection)
+    {
+        store::redis_options o;
+        o.keep_sealed = protection.enabled();
+        return o;
+    }
+
     io_thread io;
     std::shared_ptr<store::redis_backend> backend;
+    std::shared_ptr<store::backend> guarded;
     std::unique_ptr<store::session> session;
 };
 
-store::redis_options protection(std::string current, std::string previous = {}, bool hash = true)
+store::record_protection protection(std::string current, std::string previous = {}, bool hash = true)
 {
-    store::redis_options o;
-    o.key_hash_secret = hash ? hash_secret : std::string();
+    store::record_protection o;
+    o.key_secret = hash ? hash_secret : std::string();
     o.cipher = store::record_cipher(current, previous);
     return o;
 }
@@ -183,6 +197,37 @@ TEST_SUITE("redis protection: store")
         REQUIRE(redis.command({"COPY", from, to}) == ":1\r\n");
         CHECK(s.lookup_by_reserve(mallory).ec == error::record_corrupt);
         CHECK_FALSE(s.lookup_by_reserve(alice).ec);
+    }
+
+    TEST_CASE("a record the previous release stored (sealed by the Redis store itself) replays through the "
+              "decorator")
+    {
+        redis_server redis;
+        store::scope scope{"acme-tenant", "upgraded-key"};
+        // The bytes and the key the previous release wrote: the Redis store hashed and sealed them.
+        auto key = store::hashed_redis_key("test", scope, hash_secret);
+        auto done = completed_record("0123456789abcdef", "{\"card\":\"" + card + "\"}");
+        std::string old_bytes;
+        REQUIRE_FALSE(store::encode_record(done, old_bytes, store::record_cipher(key_a), key));
+        REQUIRE(redis.command({"SET", key, old_bytes}) == "+OK\r\n");
+
+        protected_store s(redis_config_for(redis.port()), protection(key_b, key_a));
+        auto replay = s.lookup_by_reserve(scope);
+        REQUIRE_FALSE(replay.ec);
+        REQUIRE(replay.existing);
+        CHECK(*replay.existing == done);
+        CHECK(resp_string(redis.command({"GET", key})) == old_bytes); // only read
+
+        // The quota keys keep their tag: {<hex HMAC of the tenant>}.
+        store::tenant_limits limits{1, 0};
+        auto admitted = s.op([&](store::session& ss) {
+            return ss.quotas()->admit("acme-tenant", "0123456789abcdef", limits, 30s);
+        });
+        REQUIRE_FALSE(admitted.ec);
+        CHECK(admitted.verdict == store::admission::admitted);
+        auto quota = store::redis_quota_keys("test", "acme-tenant", hash_secret);
+        CHECK(redis.command({"EXISTS", quota[0]}) == ":1\r\n");
+        CHECK(redis.command({"KEYS", "*acme*"}) == "*0\r\n");
     }
 
     TEST_CASE("an ACL user logs in with AUTH username password; a wrong password never becomes ready")

@@ -120,9 +120,9 @@ TEST_CASE("complete finds the owner in the record: packed, unpacked and long tok
 TEST_CASE("a sealed record completes over its owner's in-flight record and reads back")
 {
     redis_server redis;
-    store::redis_options options;
-    options.cipher = store::record_cipher(std::string(32, '\x42'));
-    store_fixture f(redis_config_for(redis.port()), true, options);
+    store::record_protection protection;
+    protection.cipher = store::record_cipher(std::string(32, '\x42'));
+    store_fixture f(redis_config_for(redis.port()), true, {}, protection);
     const std::string token = "00112233445566778899aabbccddeeff";
     REQUIRE(f.reserve("", "k", in_flight_record(token)).acquired);
     CHECK(f.complete("", "k", completed_record("00112233445566778899aabbccddeefe", "x")) == error::not_owner);

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <fstream>
+#include <idemgate/store/protected_backend.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <idemgate/test/harness.hpp>
 #include <iterator>
@@ -19,11 +20,15 @@ namespace idemgate::test {
 
 using namespace std::chrono_literals;
 
-// A backend on a real or fake server, with one session on its own I/O thread.
+// A backend on a real or fake server, with one session on its own I/O thread; with `protection`
+// (hash_keys, encryption) the session is the protection decorator's over it, as make_backend
+// builds it.
 struct store_fixture {
     explicit store_fixture(const config::redis_config& cfg, bool wait_ready = true,
-                           const store::redis_options& options = {})
-        : backend(store::make_redis_backend(cfg, options)), session(backend->open_session(io.executor()))
+                           const store::redis_options& options = {}, store::record_protection protection = {})
+        : backend(store::make_redis_backend(cfg, with_protection(options, protection))),
+          guarded(protection.enabled() ? store::protect_backend(backend, std::move(protection)) : backend),
+          session(guarded->open_session(io.executor()))
     {
         if (wait_ready)
             REQUIRE(eventually([&] { return backend->ready(); }));
@@ -64,8 +69,16 @@ struct store_fixture {
 
     const store::redis_stats& stats() const { return backend->stats(); }
 
+    static store::redis_options with_protection(store::redis_options options,
+                                                const store::record_protection& protection)
+    {
+        options.keep_sealed = options.keep_sealed || protection.enabled();
+        return options;
+    }
+
     io_thread io;
     std::shared_ptr<store::redis_backend> backend;
+    std::shared_ptr<store::backend> guarded; // the protection decorator over `backend`, or it
     std::unique_ptr<store::session> session;
 };
 

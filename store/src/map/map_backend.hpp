@@ -16,7 +16,8 @@ inline constexpr unsigned map_capabilities =
     static_cast<unsigned>(capability::wait) | static_cast<unsigned>(capability::tombstones) |
     static_cast<unsigned>(capability::attempts) | static_cast<unsigned>(capability::probes);
 
-// store.type: map. It has no section of its own and applies neither hash_keys nor encryption.
+// store.type: map. It has no section of its own; hash_keys and encryption are the protection
+// decorator's (protected_backend.hpp), as for every backend.
 std::shared_ptr<backend> make_map_store(const backend_settings& settings);
 
 } // namespace idemgate::store::detail

@@ -11,9 +11,9 @@
 
 namespace idemgate::store::detail {
 
-// store.type: memory, from store.memory. The memory store applies neither hash_keys nor
-// encryption (records never leave the process; config::warnings says so), and notifies its
-// waiters in process whatever `settings` asks.
+// store.type: memory, from store.memory. hash_keys and encryption are the protection
+// decorator's (protected_backend.hpp: the store keeps the hashed scopes and sealed records it is
+// handed); it notifies its waiters in process whatever `settings` asks.
 std::shared_ptr<backend> make_memory_store(const config::memory_config& cfg,
                                            const backend_settings& settings);
 

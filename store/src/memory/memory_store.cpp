@@ -19,7 +19,7 @@ std::string scope_map_key(scope s)
 std::size_t charged_bytes(std::string_view map_key, const record& r) noexcept
 {
     std::size_t n = 160 + map_key.size() + r.fingerprint.size() + r.owner_token.size() +
-                    r.response.reason.size() + r.response.body.size();
+                    r.response.reason.size() + r.response.body.size() + r.sealed_response.size();
     for (const auto& h : r.response.headers)
         n += 64 + h.name.size() + h.value.size();
     return n;

@@ -128,8 +128,7 @@ asio::awaitable<bool> complete_resender::attempt(const pending_record& p)
         // Another request's value. Its lock: that request was refused, or runs, or its gateway
         // died; wait for it to complete, release or expire. Its record: it settled the key.
         record other;
-        auto bad = decode_record(std::string_view(r.reply->str, r.reply->len), other, shared_->options.cipher,
-                                 p.key);
+        auto bad = decode_stored_record(std::string_view(r.reply->str, r.reply->len), other);
         if (!bad && other.state == record_state::in_flight)
             co_return false;
         drop(p, "another request's record holds the key");

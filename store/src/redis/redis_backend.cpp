@@ -11,8 +11,7 @@ std::shared_ptr<backend> make_redis_store(const config::redis_config& cfg, const
     options.eviction_check_interval = cfg.eviction_check_interval;
     options.publish_settled = settings.publish_settled;
     options.publish_removals = settings.publish_removals;
-    options.key_hash_secret = settings.key_hash_secret;
-    options.cipher = record_cipher(settings.encryption.key, settings.encryption.previous_key);
+    options.keep_sealed = settings.protected_above;
     options.health_checks = true; // the gateway's store: the command check, the probe and the marker
     return make_redis_backend(cfg, options);
 }

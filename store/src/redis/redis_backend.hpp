@@ -12,7 +12,7 @@
 
 namespace idemgate::store::detail {
 
-// store.type: redis, from store.redis, with the store-wide hash_keys and encryption.
+// store.type: redis, from store.redis (hash_keys and encryption: the protection decorator above it).
 std::shared_ptr<backend> make_redis_store(const config::redis_config& cfg, const backend_settings& settings);
 
 // What config::load cannot check in store.redis: the TLS files OpenSSL must accept (PEM

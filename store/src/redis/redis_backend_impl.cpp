@@ -111,6 +111,11 @@ public:
     store_status status() const override { return shared_->health.status(); }
     void set_refusal_policy(const refusal_policy& policy) override { shared_->health.set_policy(policy); }
     std::string record_id(scope s) const override { return detail::redis_key_of(*shared_, s); }
+    void record_unreadable(std::string_view id, std::size_t bytes, std::string_view why) const override
+    {
+        shared_->stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
+        shared_->log_corrupt_record(id, bytes, why);
+    }
     const redis_stats& stats() const noexcept override { return shared_->stats; }
     void render_metrics(std::string& out) const override
     {

@@ -5,6 +5,7 @@
 #include "redis/redis_keys.hpp"
 
 #include <idemgate/common/digest.hpp>
+#include <idemgate/store/protected_backend.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
@@ -58,12 +59,7 @@ std::string hashed_redis_key(std::string_view prefix, scope s, std::string_view 
     out.reserve(prefix.size() + 3 + 2 * 32);
     out.append(prefix);
     out.append(":{");
-    std::string message;
-    message.reserve(s.tenant.size() + 1 + s.key.size());
-    message.append(s.tenant);
-    message.push_back('\0');
-    message.append(s.key);
-    append_hmac_hex(out, secret, message);
+    out.append(scope_digest(secret, s));
     out.push_back('}');
     return out;
 }
@@ -82,15 +78,16 @@ namespace detail {
 
 std::string redis_key_of(const redis_shared& shared, scope s)
 {
-    const auto& secret = shared.options.key_hash_secret;
-    if (secret.empty())
+    if (!s.hashed)
         return redis_key(shared.cfg.key_prefix, s);
-    return hashed_redis_key(shared.cfg.key_prefix, s, secret);
-}
-
-std::string redis_tenant_tag(const redis_shared& shared, std::string_view tenant)
-{
-    return store::redis_tenant_tag(tenant, shared.options.key_hash_secret);
+    // The digest the protection decorator computed: the same key hashed_redis_key spells.
+    std::string out;
+    out.reserve(shared.cfg.key_prefix.size() + 3 + s.key.size());
+    out.append(shared.cfg.key_prefix);
+    out.append(":{");
+    out.append(s.key);
+    out.push_back('}');
+    return out;
 }
 
 } // namespace detail

@@ -18,8 +18,8 @@ inline std::string removal_channel(std::string_view key_prefix)
     return out;
 }
 
-// This backend's Redis key of a scope: hashed_redis_key under options.key_hash_secret
-// (store.hash_keys), else redis_key.
+// This backend's Redis key of a scope: <prefix>:{<digest>} for a hashed scope (store.hash_keys,
+// from the protection decorator: hashed_redis_key's spelling), else redis_key.
 std::string redis_key_of(const redis_shared& shared, scope s);
 
 // The keys kept beside a record key: its tombstone (":t") and its execution count (":n"). A
@@ -36,10 +36,5 @@ inline std::string count_key(std::string_view record_key)
     out += ":n";
     return out;
 }
-
-// A tenant as it may appear in this backend's Redis keys (per-tenant keys such as quotas):
-// store::redis_tenant_tag under options.key_hash_secret, so with store.hash_keys no raw tenant
-// reaches Redis.
-std::string redis_tenant_tag(const redis_shared& shared, std::string_view tenant);
 
 } // namespace idemgate::store::detail

@@ -32,7 +32,11 @@ void log_if_error_reply(redis_shared& shared, std::string_view operation, std::s
 error_code decode_logged(redis_shared& shared, std::string_view key, std::string_view bytes, record& out)
 {
     seal_fault fault = seal_fault::none;
-    auto ec = decode_record(bytes, out, shared.options.cipher, key, &fault);
+    // Sealed records go up to the protection decorator unopened; without it none would open.
+    auto ec = shared.options.keep_sealed ? decode_stored_record(bytes, out)
+                                         : decode_record(bytes, out, record_cipher{}, key, &fault);
+    if (ec && shared.options.keep_sealed)
+        fault = seal_fault::malformed;
     if (ec) {
         shared.stats.errors_corrupt.fetch_add(1, std::memory_order_relaxed);
         shared.log_corrupt_record(key, bytes.size(), to_string(fault));
@@ -82,10 +86,7 @@ asio::awaitable<error_code> bury(command_router& router, redis_shared& shared, s
 {
     auto key = tombstone_key(redis_key_of(shared, s));
     std::string value;
-    if (auto ec = encode_record(tombstone, value, shared.options.cipher, key)) {
-        log::error("could not encrypt a tombstone; not stored", {{"key", key}});
-        co_return ec;
-    }
+    encode_record(tombstone, value); // sealed, if at all, by the protection decorator
     auto px = ttl_ms(ttl);
     std::array<std::string_view, 5> args{"SET", key, value, "PX", px};
     auto r = co_await router.execute(key, args);

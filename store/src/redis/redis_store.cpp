@@ -143,10 +143,7 @@ public:
     {
         auto key = detail::redis_key_of(*shared_, s);
         std::string value;
-        if (auto ec = encode_record(completed, value, shared_->options.cipher, key)) {
-            log::error("could not encrypt an idempotency record; not stored", {{"key", key}});
-            co_return ec;
-        }
+        encode_record(completed, value); // sealed, if at all, by the protection decorator
         auto px = ttl_ms(record_ttl);
         std::array<std::string_view, 3> argv{value, px, publish_flag()}; // the record names its owner
         auto r = co_await run_script("complete", complete_lua(), 1, script_args(argv), key);
@@ -205,7 +202,7 @@ public:
     asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
                                         const tenant_limits& limits, duration lock_ttl) override
     {
-        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant, shared_->options.key_hash_secret);
+        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant);
         auto max = std::to_string(limits.max_in_flight);
         auto rate = rate_text(limits.new_keys_per_second);
         auto ttl = ttl_ms(lock_ttl);
@@ -234,7 +231,7 @@ public:
 
     asio::awaitable<error_code> leave(std::string_view tenant, std::string_view owner_token) override
     {
-        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant, shared_->options.key_hash_secret);
+        auto keys = redis_quota_keys(shared_->cfg.key_prefix, tenant);
         std::array<std::string_view, 3> zrem{"ZREM", keys[0], owner_token};
         auto r = co_await router_->execute(keys[0], zrem);
         if (r.ec)

@@ -10,8 +10,9 @@
 
 namespace idemgate::store {
 
-// store.type memory -> the embedded store (memory.max_entries); redis -> the Redis store, with
-// hash_keys and encryption (the memory store applies neither; config::warnings says so).
+// store.type memory -> the embedded store (memory.max_entries); redis -> the Redis store; each
+// wrapped in the protection decorator (protected_backend.hpp) when store.hash_keys or
+// store.encryption is on, so every backend applies both.
 // `publish_settled`: some route waits for in-flight duplicates (on_in_flight: wait), so the
 // Redis store publishes settlements and subscribes for its waiters (the memory store always
 // notifies in process).

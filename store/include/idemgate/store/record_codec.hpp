@@ -30,6 +30,14 @@
 // complete/release compare owner_prefix against, so the prefix stays the version-1 one.
 // Version-1 completed records still decode when a cipher is given (written before encryption
 // was turned on; they expire by record_ttl).
+//
+// Sealing happens above the backend (the protection decorator, protected_backend.hpp): it seals
+// a record's response part into record::sealed_response (seal_record, bound to the backend's
+// record_id), the backend encodes that record as version 2 with the sealed bytes verbatim
+// (encode_record), decodes it back without opening it (decode_stored_record), and the decorator
+// opens it (open_record). The head is canonical (a record's head always encodes to the same
+// bytes), so the bytes are exactly those encode_record with a cipher writes, and records written
+// either way read either way.
 #include <boost/system/error_code.hpp>
 #include <idemgate/store/record_cipher.hpp>
 #include <idemgate/store/store.hpp>
@@ -41,7 +49,8 @@ namespace idemgate::store {
 inline constexpr unsigned char record_codec_version = 1;
 inline constexpr unsigned char record_codec_version_sealed = 2;
 
-// Appends the (version 1, clear) encoding of `r` to `out`.
+// Appends the encoding of `r` to `out`: version 1 (clear), or version 2 when `r` carries a
+// sealed response part (record::sealed_response, from seal_record).
 void encode_record(const record& r, std::string& out);
 
 // The encoding of `r`.
@@ -62,6 +71,25 @@ boost::system::error_code decode_record(std::string_view bytes, record& out);
 // untouched, and `fault` (when given) says why, for the log.
 boost::system::error_code decode_record(std::string_view bytes, record& out, const record_cipher& cipher,
                                         std::string_view binding, seal_fault* fault = nullptr);
+
+// Decodes `bytes` as a backend below the protection decorator does: version 1 as decode_record,
+// and a sealed (version 2) record with its response part left sealed in out.sealed_response
+// (open_record opens it). error::record_corrupt on input decode_record also refuses.
+boost::system::error_code decode_stored_record(std::string_view bytes, record& out);
+
+// Seals the response part of `r` (completed, status_only, tombstone) with `cipher`'s current key,
+// bound to `binding` (the backend's record_id of the record) and to the version-2 head: moves it
+// into r.sealed_response and clears response, body_length and body_sha256. Nothing to do (no
+// error) for a record without a response part, an already sealed one, or a cipher without a
+// current key. error::record_seal_failed when sealing fails (then `r` is unchanged).
+boost::system::error_code seal_record(record& r, const record_cipher& cipher, std::string_view binding);
+
+// Opens r.sealed_response with `cipher` (current or previous key) and the `binding` it was sealed
+// with, back into the response part; a clear record is left as it is. error::record_corrupt when
+// it is under an unknown key, not authentic or malformed (then `r` is unchanged); `fault` (when
+// given) says why, for the log.
+boost::system::error_code open_record(record& r, const record_cipher& cipher, std::string_view binding,
+                                      seal_fault* fault = nullptr);
 
 // The bytes every encoding of a record owned by `owner_token` starts with.
 std::string owner_prefix(std::string_view owner_token);

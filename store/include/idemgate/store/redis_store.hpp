@@ -3,15 +3,17 @@
 // The Redis store: one pipelined connection per I/O thread (session), hiredis' reply parser,
 // Asio for the socket.
 //
-// Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key), or with store.hash_keys
-// <prefix>:{<hex HMAC>} (hashed_redis_key). Operations, one round trip each:
+// Keys are <prefix>:<escaped tenant>:<escaped key> (redis_key), or for a hashed scope (store.hash_keys,
+// applied by the protection decorator, protected_backend.hpp) <prefix>:{<hex HMAC>}
+// (hashed_redis_key). Operations, one round trip each:
 //   reserve:  SET key <in-flight record> NX PX lock_ttl GET
 //   complete: EVALSHA (owner-checked SET ... PX record_ttl)
 //   release:  EVALSHA (owner-checked DEL)
 // (complete and release also PUBLISH on the key's channel with redis_options::publish_settled;
 // SPUBLISH, sharded pub/sub, in cluster mode)
-// Tenant quotas use <prefix>:q:{<tenant>}:f (a sorted set of in-flight owner tokens scored by
-// lock expiry) and <prefix>:q:{<tenant>}:r (the token bucket), one hash tag per tenant:
+// Tenant quotas use <prefix>:q:{<tenant>}:f (with hash_keys the tenant is its hex HMAC tag) (a sorted set of
+// in-flight owner tokens scored by lock expiry) and <prefix>:q:{<tenant>}:r (the token bucket), one hash tag
+// per tenant:
 //   admit:    EVALSHA (prune, count, refill, take, add) on both
 //   leave:    ZREM
 #include <array>
@@ -20,7 +22,6 @@
 #include <cstdint>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/config/config.hpp>
-#include <idemgate/store/record_cipher.hpp>
 #include <idemgate/store/store.hpp>
 #include <memory>
 #include <mutex>
@@ -130,11 +131,11 @@ struct redis_options {
     // cluster mode one classic subscriber connection to any node, as PUBLISH reaches every node)
     // SUBSCRIBEs to it and reports every removal, by any gateway, to backend::on_removed.
     bool publish_removals = false;
-    // store.hash_keys: the secret keys are hashed under (store.key_secret); "" = escaped keys.
-    std::string key_hash_secret;
-    // store.encryption: completed records are stored sealed (record_codec.hpp, version 2), and
-    // sealed records open under its current or previous key.
-    record_cipher cipher;
+    // The protection decorator (store.hash_keys or store.encryption, protected_backend.hpp) wraps
+    // this backend: a sealed (version 2) record is handed up with its response part sealed
+    // (record::sealed_response) for the decorator to open. Off, no key here opens one: a sealed
+    // record is record_corrupt.
+    bool keep_sealed = false;
     // The health monitor (the gateway turns it on): after each (re)connect, and every
     // health_interval while the store refuses writes or a command, one run of each command the
     // store needs on <key_prefix>:probe; and the marker key <key_prefix>:marker, written once and
@@ -159,8 +160,9 @@ std::shared_ptr<redis_backend> make_redis_backend(const config::redis_config& cf
 std::string redis_key(std::string_view prefix, scope s);
 
 // The Redis key of a scope with store.hash_keys: <prefix>:{<lower-case hex HMAC-SHA256(secret,
-// tenant \0 key)>}. Neither the key nor the tenant can be read from it; the braces are a Redis
-// Cluster hash tag (the slot is computed over the hex only).
+// tenant \0 key)>} (the key of the hashed scope the protection decorator hands down). Neither the key nor the
+// tenant can be read from it; the braces are a Redis Cluster hash tag (the slot is computed over the hex
+// only).
 std::string hashed_redis_key(std::string_view prefix, scope s, std::string_view secret);
 
 // A tenant as it may appear inside a Redis key (e.g. per-tenant keys): percent-encoded as in

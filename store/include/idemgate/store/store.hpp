@@ -65,6 +65,11 @@ struct record {
     // the body was not read to its end).
     std::uint64_t body_length = 0;
     std::string body_sha256;
+    // store.encryption: the response part (response, body_length, body_sha256) sealed by the
+    // protection decorator (protected_backend.hpp; record_cipher's form: key id | nonce |
+    // ciphertext | tag), which leaves those fields empty. A backend keeps these bytes as they are
+    // and hands them back; the record codec writes such a record as version 2. Empty: clear.
+    std::string sealed_response;
     friend bool operator==(const record&, const record&) = default;
 };
 
@@ -87,9 +92,16 @@ struct probe_claim {
 };
 
 // Where a key lives: the tenant scope plus the client's key. Two scopes never collide.
+//
+// With store.hash_keys the protection decorator (protected_backend.hpp) hands the backend a
+// hashed scope instead: `hashed` set, `tenant` empty and `key` the lower-case hex
+// HMAC-SHA256(store.key_secret, tenant \0 key). The backend names the record by that digest
+// alone (Redis: <prefix>:{<digest>}) and never sees the raw tenant or key; with hash_keys every
+// scope it sees is hashed, so a hashed and a raw scope never meet in one store.
 struct scope {
     std::string_view tenant; // "" = the default scope
     std::string_view key;
+    bool hashed = false;
 };
 
 struct reserve_result {
@@ -205,9 +217,10 @@ protected:
     ~probe_schedule() = default;
 };
 
-// Tenant quotas (tenants:). Counts a new reservation (owner_token, in flight until lock_ttl at
-// most) against the tenant's limits, atomically across every gateway sharing the store, in one
-// round trip. A refused reservation is not counted.
+// Tenant quotas (tenants:). With store.hash_keys `tenant` is the tenant's tag, the lower-case hex
+// HMAC-SHA256(store.key_secret, tenant), from the protection decorator: used verbatim. Counts a new
+// reservation (owner_token, in flight until lock_ttl at most) against the tenant's limits, atomically across
+// every gateway sharing the store, in one round trip. A refused reservation is not counted.
 class quota_keeper {
 public:
     virtual boost::asio::awaitable<admit_result> admit(std::string_view tenant, std::string_view owner_token,
@@ -323,6 +336,13 @@ public:
     // The gateway's local tier is keyed by it.
     virtual std::string record_id(scope s) const;
 
+    // A record this backend handed up did not open in the protection decorator above it
+    // (store.encryption: sealed under a key that is neither the current nor the previous one, or
+    // altered); `bytes` is its stored size, `why` the reason. The lookup answered
+    // error::record_corrupt; the backend counts and logs it with its own corrupt records.
+    // Thread-safe; the default logs it.
+    virtual void record_unreadable(std::string_view record_id, std::size_t bytes, std::string_view why) const;
+
     // Appends this backend's own series to the gateway's /metrics, as Prometheus text (e.g.
     // idemgate_redis_*, idemgate_memory_store_*). Thread-safe; the default appends nothing.
     virtual void render_metrics(std::string& out) const;
@@ -336,6 +356,12 @@ public:
     }
 
 protected:
+    backend() = default;
+    // A backend standing for another (a decorator): refusing() reads `refusing`, the other's flag
+    // (refusal_flag).
+    explicit backend(std::shared_ptr<std::atomic<bool>> refusing) : refusing_(std::move(refusing)) {}
+    static std::shared_ptr<std::atomic<bool>> refusal_flag(const backend& b) { return b.refusing_; }
+
     // Set by the backend's health tracking (which may outlive the backend, hence shared).
     const std::shared_ptr<std::atomic<bool>> refusing_ = std::make_shared<std::atomic<bool>>(false);
 
