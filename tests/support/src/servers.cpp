@@ -207,6 +207,26 @@ redis_cluster::redis_cluster()
             throw std::runtime_error("the cluster's replicas did not finish syncing within 30 s");
         std::this_thread::sleep_for(50ms); // polling the replicas' own state
     }
+    // And every node knows every replica as one (gossip): a client's slot map lists each shard's
+    // replica, and a CLUSTER FAILOVER finds the cluster as the failover cases expect.
+    for (;;) {
+        int agreeing = 0;
+        for (auto& n : nodes_) {
+            auto nodes = n->command({"CLUSTER", "NODES"});
+            int replicas = 0;
+            for (std::size_t at = 0; (at = nodes.find(" slave ", at)) != std::string::npos; ++at)
+                ++replicas;
+            for (std::size_t at = 0; (at = nodes.find(",slave ", at)) != std::string::npos; ++at)
+                ++replicas;
+            if (replicas == 3 && nodes.find("handshake") == std::string::npos)
+                ++agreeing;
+        }
+        if (agreeing == 6)
+            break;
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the cluster's nodes did not agree on its replicas within 30 s");
+        std::this_thread::sleep_for(50ms); // polling the cluster's own state
+    }
 }
 
 std::vector<std::string> redis_cluster::addresses() const
