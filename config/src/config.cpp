@@ -262,17 +262,6 @@ void method_warnings(const config& cfg, std::vector<std::string>& out)
 std::vector<std::string> warnings(const config& cfg)
 {
     std::vector<std::string> out;
-    // The memory store keeps decoded records inside this process (no dump, no replica, no
-    // network), so neither option is applied to it; say so rather than accept them silently.
-    if (cfg.store.type == store_type::memory && cfg.store.encryption.enabled())
-        out.push_back("store.encryption: the memory store does not encrypt records (they never leave this "
-                      "process); encryption applies to store.type: redis");
-    if (cfg.store.type == store_type::memory && cfg.store.hash_keys)
-        out.push_back("store.hash_keys: the memory store does not hash keys (they never leave this process); "
-                      "hash_keys applies to store.type: redis");
-    if (cfg.store.type == store_type::redis && cfg.store.redis.tls.enabled && !cfg.store.redis.tls.verify)
-        out.push_back("store.redis.tls.verify: false: the Redis server's certificate and name are not "
-                      "checked, so anyone on the network path can impersonate it (for testing only)");
     for (const auto& up : cfg.upstreams)
         if (up.tls.enabled && !up.tls.verify)
             out.push_back(
@@ -317,7 +306,7 @@ std::vector<std::string> warnings(const config& cfg)
                       "execute too");
     }
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
-        if (cfg.store.type == store_type::redis && cfg.store.hash_keys &&
+        if (cfg.store.type() == store_type::redis && cfg.store.hash_keys &&
             cfg.routes[i].idempotency.reconcile.enabled())
             out.push_back(
                 "routes[" + std::to_string(i) +

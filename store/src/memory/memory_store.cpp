@@ -38,6 +38,21 @@ std::shared_ptr<backend> detail::make_memory_store(const config::memory_config& 
     return make_memory_backend(std::move(options));
 }
 
+// The memory store keeps decoded records inside this process (no dump, no replica, no network),
+// so neither hash_keys nor encryption is applied to it; say so rather than accept them silently.
+std::vector<std::string> detail::memory_warnings(const config::memory_config&,
+                                                 const config::store_config& store)
+{
+    std::vector<std::string> out;
+    if (store.encryption.enabled())
+        out.push_back("store.encryption: the memory store does not encrypt records (they never leave this "
+                      "process); encryption applies to store.type: redis");
+    if (store.hash_keys)
+        out.push_back("store.hash_keys: the memory store does not hash keys (they never leave this process); "
+                      "hash_keys applies to store.type: redis");
+    return out;
+}
+
 std::size_t memory_store_shard(scope s)
 {
     return detail::shard_of(scope_map_key(s));
