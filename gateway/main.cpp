@@ -165,7 +165,7 @@ int main(int argc, char** argv)
         text = idemgate::config::read_file(config_path);
         cfg = idemgate::config::load_text(text, config_path);
         problems = idemgate::store::check_backend_config(cfg.store); // e.g. TLS files OpenSSL refuses
-        auto missing = idemgate::store::check_store_capabilities(cfg, cfg.store.type); // asks of the store
+        auto missing = idemgate::store::check_store_capabilities(cfg, cfg.store.type()); // asks of the store
         problems.insert(problems.end(), missing.begin(), missing.end());
         auto tls_problems =
             idemgate::gateway::check_tls_config(cfg); // tls.*, upstreams.*.tls.*, tracing.tls.*
@@ -195,7 +195,9 @@ int main(int argc, char** argv)
         std::puts(idemgate::gateway::contract_json(cfg).c_str());
         return 0;
     }
-    auto warnings = idemgate::config::warnings(cfg);
+    auto warnings = idemgate::store::backend_warnings(cfg.store); // the chosen backend's, then the rest
+    for (auto& w : idemgate::config::warnings(cfg))
+        warnings.push_back(std::move(w));
     if (check_only) {
         for (const auto& w : warnings)
             std::fprintf(stderr, "idemgate: warning: %s\n", w.c_str());

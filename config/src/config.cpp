@@ -241,9 +241,6 @@ void method_warnings(const config& cfg, std::vector<std::string>& out)
 std::vector<std::string> warnings(const config& cfg)
 {
     std::vector<std::string> out;
-    if (cfg.store.type == store_type::redis && cfg.store.redis.tls.enabled && !cfg.store.redis.tls.verify)
-        out.push_back("store.redis.tls.verify: false: the Redis server's certificate and name are not "
-                      "checked, so anyone on the network path can impersonate it (for testing only)");
     for (const auto& up : cfg.upstreams)
         if (up.tls.enabled && !up.tls.verify)
             out.push_back(
@@ -288,7 +285,7 @@ std::vector<std::string> warnings(const config& cfg)
                       "execute too");
     }
     for (std::size_t i = 0; i < cfg.routes.size(); ++i)
-        if (cfg.store.type != store_type::memory && cfg.store.hash_keys &&
+        if (cfg.store.type() != store_type::memory && cfg.store.hash_keys &&
             cfg.routes[i].idempotency.reconcile.enabled())
             out.push_back(
                 "routes[" + std::to_string(i) +

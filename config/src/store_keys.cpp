@@ -3,9 +3,12 @@
 // backend's own section is redis_keys.cpp.
 #include "keys.hpp"
 
+#include <boost/describe/enum.hpp>
+#include <boost/mp11/algorithm.hpp>
 #include <charconv>
 #include <string>
 #include <utility>
+#include <variant>
 
 namespace idemgate::config::detail {
 
@@ -14,6 +17,49 @@ namespace {
 // store.type accepts the test-only backend without offering it: a problem's message names the
 // shipped types only, and a build without the backend refuses it in the store's check.
 constexpr const char* unlisted_store_type = "map";
+
+static_assert(std::variant_size_v<backend_config> ==
+                  boost::mp11::mp_size<boost::describe::describe_enumerators<store_type>>::value,
+              "one section alternative per store_type (in its order: memory, redis, map)");
+
+// store.type: choosing a backend holds its section (at its defaults until its own key is read).
+struct a_store_type {
+    void read(loader& l, const map_view& m, std::string_view k, store_config& store) const
+    {
+        auto type = store.type();
+        a_choice{"a store type", unlisted_store_type}.read(l, m, k, type);
+        if (type != store.type())
+            store.choose(type);
+    }
+    void print(YAML::Emitter& out, const store_config& store) const { a_choice{}.print(out, store.type()); }
+};
+
+// store.<backend>: a backend's section, read by its key table. It fills store.type's section
+// when store.type names that backend; another backend's section is checked alike and kept only
+// for --print-config (store_config::unchosen), as it always was.
+template<class Section>
+struct a_backend_section {
+    const section<Section>& keys;
+    void read(loader& l, const map_view& m, std::string_view k, store_config& store) const
+    {
+        if (auto* chosen = std::get_if<Section>(&store.backend)) {
+            keys.read(l, loader::child(m, k), m.path_of(k), *chosen);
+            return;
+        }
+        Section other;
+        keys.read(l, loader::child(m, k), m.path_of(k), other);
+        if (m.find(k))
+            store.unchosen.emplace_back(std::move(other));
+    }
+    void print(YAML::Emitter& out, const store_config& store) const
+    {
+        keys.print(out, store.given<Section>());
+    }
+    void list(const std::string& path, bool restart, std::vector<key_description>& out) const
+    {
+        keys.list(path, restart, out);
+    }
+};
 
 // The 32 raw bytes of an AES-256 key held as 64 hex digits in the variable `name` names; ""
 // when `name` is empty or the variable is unusable (then a problem at `key`).
@@ -111,7 +157,7 @@ const section<store_config>& store_keys()
 {
     using s = store_config;
     static const section<s> keys{
-        {"type", &s::type, a_choice{"a store type", unlisted_store_type}},
+        {"type", whole, a_store_type{}},
         {"key_secret_env", &s::key_secret_env, a_string{}, {.then = resolve_key_secret}},
         {"hash_keys",
          &s::hash_keys,
@@ -124,8 +170,8 @@ const section<store_config>& store_keys()
               }}},
         {"encryption", &s::encryption, nested{encryption_keys()}},
         {"on_failure", &s::on_failure, a_choice{"a failure mode"}},
-        {"redis", &s::redis, nested{redis_keys()}},
-        {"memory", &s::memory, nested{memory_keys()}},
+        {"redis", whole, a_backend_section<redis_config>{redis_keys()}},
+        {"memory", whole, a_backend_section<memory_config>{memory_keys()}},
         {"local_tier", &s::local_tier, nested{local_tier_keys()}},
         {"refusal", &s::refusal, nested{refusal_keys()}, {.when = reload::reloadable}},
     };

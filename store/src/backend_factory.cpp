@@ -16,19 +16,18 @@ namespace idemgate::store {
 
 namespace {
 
-using config::store_config;
 using config::store_type;
 
-// Every backend, in the order of config::store_type.
+// Every backend, in the order of config::store_type (its section's alternative says its type).
 constexpr std::array backends{
-    detail::backend_row<&store_config::memory, detail::make_memory_store>(store_type::memory, "memory",
-                                                                          all_capabilities),
-    detail::backend_row<&store_config::redis, detail::make_redis_store, detail::check_redis_config>(
-        store_type::redis, "redis", all_capabilities),
+    detail::backend_row<config::memory_config, detail::make_memory_store>("memory", all_capabilities),
+    detail::backend_row<config::redis_config, detail::make_redis_store, detail::check_redis_config,
+                        detail::redis_warnings, detail::redis_consistency_guarantee>("redis",
+                                                                                     all_capabilities),
 #ifdef IDEMGATE_TEST_BACKEND
-    detail::backend_row<nullptr, detail::make_map_store>(store_type::map, "map", detail::map_capabilities),
+    detail::backend_row<config::map_config, detail::make_map_store>("map", detail::map_capabilities),
 #else
-    detail::absent_row(store_type::map, "map"),
+    detail::absent_row<config::map_config>("map"),
 #endif
 };
 
@@ -60,7 +59,7 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
         protection.key_secret = cfg.key_secret;
     protection.cipher = record_cipher(cfg.encryption.key, cfg.encryption.previous_key);
     settings.protected_above = protection.enabled();
-    auto made = backend_for(cfg.type).make(cfg, settings);
+    auto made = backend_for(cfg.type()).make(cfg, settings);
     if (!made || !protection.enabled())
         return made; // no wrapper, nothing on the path
     return protect_backend(std::move(made), std::move(protection));
@@ -68,7 +67,7 @@ std::shared_ptr<backend> make_backend(const config::store_config& cfg, bool publ
 
 std::vector<std::string> check_backend_config(const config::store_config& cfg)
 {
-    return backend_for(cfg.type).check(cfg);
+    return backend_for(cfg.type()).check(cfg);
 }
 
 unsigned backend_capabilities(config::store_type type)
@@ -82,25 +81,14 @@ std::vector<std::string> check_store_capabilities(const config::config& cfg, con
     return missing_capabilities(cfg, row.capabilities, row.name);
 }
 
+std::vector<std::string> backend_warnings(const config::store_config& cfg)
+{
+    return backend_for(cfg.type()).warnings(cfg);
+}
+
 std::string consistency_guarantee(const config::store_config& cfg)
 {
-    if (cfg.type != config::store_type::redis)
-        return {};
-    const auto& r = cfg.redis;
-    const auto n = std::to_string(r.min_replicas_ack);
-    if (r.consistency == config::redis_consistency::strict)
-        return "store.redis.consistency strict: the upstream runs only after " + n +
-               " replica(s) acknowledged the reservation within wait_timeout (" +
-               std::to_string(r.wait_timeout.count()) +
-               "ms), else 503 store-unavailable with nothing run; a failover that promotes such a "
-               "replica re-opens no key. Costs one WAIT per first execution; with only " +
-               n + " replica(s), every new key is refused while one is missing";
-    if (r.min_replicas_ack > 0)
-        return "store.redis.consistency async with min_replicas_ack " + n +
-               ": completed records are WAITed for (and counted when not acknowledged), reservations "
-               "are not: a failover while a request runs can re-open its key and let a retry run again";
-    return "store.redis.consistency async: reservations and records reach the primary only; a failover "
-           "before a replica has them can re-open a key and let a retry run again";
+    return backend_for(cfg.type()).guarantee(cfg);
 }
 
 } // namespace idemgate::store

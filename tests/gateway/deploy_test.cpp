@@ -195,13 +195,14 @@ TEST_CASE("the Kubernetes Deployment's ports, probes, grace period and secrets m
     auto cfg = idemgate::config::parse(config_text, fake_secrets);
     // A shared Redis's outage must not take every replica out of the Service at once.
     CHECK(cfg.readiness.store == idemgate::config::store_readiness::ignore);
+    REQUIRE(cfg.store.redis()); // store.type: redis
 
     // The real binary accepts it.
     {
         temp_dir dir;
         auto path = dir.write_file("idemgate.yaml", config_text);
         child_process check(gateway_bin(), {"--config", path, "--check"},
-                            {{cfg.store.redis.password_env, "password-for-the-test"}});
+                            {{cfg.store.redis()->password_env, "password-for-the-test"}});
         CHECK_MESSAGE(check.wait_exit(10s) == 0, check.output());
     }
     // Probes from the kubelet and traffic from the Service arrive on the pod's address.
@@ -256,10 +257,10 @@ TEST_CASE("the Kubernetes Deployment's ports, probes, grace period and secrets m
     CHECK(mounted);
 
     // The Redis password reaches the variable the configuration names, from a Secret that exists.
-    REQUIRE_FALSE(cfg.store.redis.password_env.empty());
+    REQUIRE_FALSE(cfg.store.redis()->password_env.empty());
     bool password_wired = false;
     for (const auto& e : container["env"])
-        if (e["name"].as<std::string>() == cfg.store.redis.password_env) {
+        if (e["name"].as<std::string>() == cfg.store.redis()->password_env) {
             auto ref = e["valueFrom"]["secretKeyRef"];
             REQUIRE(ref);
             auto secret = find_object(docs, "Secret", ref["name"].as<std::string>());
@@ -284,8 +285,8 @@ TEST_CASE("the Kubernetes Deployment's ports, probes, grace period and secrets m
 
     // The Redis the configuration names is the reference StatefulSet's Service.
     auto redis_service = find_object(docs, "Service", "idemgate-redis");
-    CHECK(cfg.store.redis.address.host == "idemgate-redis");
-    CHECK(redis_service["spec"]["ports"][0]["port"].as<int>() == cfg.store.redis.address.port);
+    CHECK(cfg.store.redis()->address.host == "idemgate-redis");
+    CHECK(redis_service["spec"]["ports"][0]["port"].as<int>() == cfg.store.redis()->address.port);
     find_object(docs, "StatefulSet", "idemgate-redis");
 }
 

@@ -282,10 +282,9 @@ TEST_CASE("a stored value that does not decode is record_corrupt, never served")
 TEST_CASE("make_backend picks the memory or the redis store")
 {
     config::store_config cfg;
-    cfg.type = config::store_type::memory;
+    cfg.choose(config::store_type::memory);
     CHECK(store::make_backend(cfg)->kind() == "memory");
-    cfg.type = config::store_type::redis;
-    cfg.redis = redis_config_for(free_port());
+    cfg.backend = redis_config_for(free_port()); // store.type: redis, with its section
     auto backend = store::make_backend(cfg);
     CHECK(backend->kind() == "redis");
     CHECK_FALSE(backend->ready()); // no session, no connection

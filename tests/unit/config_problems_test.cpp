@@ -313,6 +313,6 @@ TEST_CASE("a file that loads cleanly through load_file resolves the password fro
                    "store:\n  type: redis\n  redis:\n    password_env: IDEMGATE_CONFIG_TEST_PASSWORD\n");
     auto c = cfg::load_file(file.path.string());
     ::unsetenv("IDEMGATE_CONFIG_TEST_PASSWORD");
-    CHECK(c.store.type == cfg::store_type::redis);
-    CHECK(c.store.redis.password == "from-env");
+    CHECK(c.store.type() == cfg::store_type::redis);
+    CHECK(c.store.given<cfg::redis_config>().password == "from-env");
 }

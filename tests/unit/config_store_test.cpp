@@ -4,6 +4,7 @@
 #include "config_test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <idemgate/store/backend_factory.hpp>
 #include <string>
 
 using namespace config_test;
@@ -24,11 +25,11 @@ routes:
   - { path_prefix: "/", upstream: orders }
 )",
                         no_env);
-    CHECK(c.store.redis.mode == cfg::redis_mode::cluster);
-    REQUIRE(c.store.redis.nodes.size() == 2);
-    CHECK(c.store.redis.nodes[1].port == 7001);
-    CHECK(c.store.redis.topology_refresh == std::chrono::seconds(5));
-    CHECK(c.store.redis.min_replicas_ack == 1);
+    CHECK(c.store.given<cfg::redis_config>().mode == cfg::redis_mode::cluster);
+    REQUIRE(c.store.given<cfg::redis_config>().nodes.size() == 2);
+    CHECK(c.store.given<cfg::redis_config>().nodes[1].port == 7001);
+    CHECK(c.store.given<cfg::redis_config>().topology_refresh == std::chrono::seconds(5));
+    CHECK(c.store.given<cfg::redis_config>().min_replicas_ack == 1);
 
     auto s = cfg::parse(R"(store:
   type: redis
@@ -42,8 +43,8 @@ routes:
   - { path_prefix: "/", upstream: orders }
 )",
                         no_env);
-    CHECK(s.store.redis.mode == cfg::redis_mode::sentinel);
-    CHECK(s.store.redis.sentinel_master_name == "orders-primary");
+    CHECK(s.store.given<cfg::redis_config>().mode == cfg::redis_mode::sentinel);
+    CHECK(s.store.given<cfg::redis_config>().sentinel_master_name == "orders-primary");
 
     auto bad = joined(problems_of(R"(store:
   type: redis
@@ -145,14 +146,15 @@ TEST_CASE("hash_keys, encryption keys and the ACL username load from the environ
     CHECK(static_cast<unsigned char>(c.store.encryption.key[31]) == 0xff);
     CHECK(c.store.encryption.previous_key == std::string(32, '\xaa'));
     CHECK(c.store.encryption.enabled());
-    CHECK(c.store.redis.username == "idem");
-    CHECK(c.store.redis.password == "s3cret");
+    CHECK(c.store.given<cfg::redis_config>().username == "idem");
+    CHECK(c.store.given<cfg::redis_config>().password == "s3cret");
     CHECK(cfg::warnings(c).empty());
+    CHECK(idemgate::store::backend_warnings(c.store).empty());
 
     auto defaults = cfg::parse(minimal, crypto_env);
     CHECK_FALSE(defaults.store.hash_keys);
     CHECK_FALSE(defaults.store.encryption.enabled());
-    CHECK(defaults.store.redis.username.empty());
+    CHECK(defaults.store.given<cfg::redis_config>().username.empty());
 }
 
 TEST_CASE("hash_keys, encryption and username problems name their key paths")
@@ -200,6 +202,7 @@ TEST_CASE("hash_keys and encryption over the memory store are applied, so nothin
 )",
                         crypto_env);
     CHECK(cfg::warnings(c).empty());
+    CHECK(idemgate::store::backend_warnings(c.store).empty()); // the decorator applies both
 }
 
 TEST_CASE("store health: store.refusal, store.redis.allow_eviction and readiness.store, with their problems")
@@ -207,7 +210,7 @@ TEST_CASE("store health: store.refusal, store.redis.allow_eviction and readiness
     auto defaults = cfg::parse(minimal, no_env);
     CHECK(defaults.store.refusal.errors == 5);
     CHECK(defaults.store.refusal.window == 10s);
-    CHECK_FALSE(defaults.store.redis.allow_eviction);
+    CHECK_FALSE(defaults.store.given<cfg::redis_config>().allow_eviction);
     CHECK(defaults.readiness.store == cfg::store_readiness::required);
 
     auto c = cfg::parse(minimal + R"(store:
@@ -219,13 +222,13 @@ readiness:
                         no_env);
     CHECK(c.store.refusal.errors == 2);
     CHECK(c.store.refusal.window == 30s);
-    CHECK(c.store.redis.allow_eviction);
+    CHECK(c.store.given<cfg::redis_config>().allow_eviction);
     CHECK(c.readiness.store == cfg::store_readiness::ignore);
     // --print-config writes them back.
     auto again = cfg::parse(cfg::print_config(c), no_env);
     CHECK(again.store.refusal.errors == 2);
     CHECK(again.store.refusal.window == 30s);
-    CHECK(again.store.redis.allow_eviction);
+    CHECK(again.store.given<cfg::redis_config>().allow_eviction);
     CHECK(again.readiness.store == cfg::store_readiness::ignore);
 
     const std::pair<std::string, std::string> rows[] = {

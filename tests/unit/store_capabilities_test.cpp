@@ -95,7 +95,7 @@ unsigned answered(store::session& s)
 void check_row_matches_session(cfg::store_type type)
 {
     cfg::store_config c;
-    c.type = type;
+    c.choose(type);
     boost::asio::io_context ioc;
     auto backend = store::make_backend(c);
     auto session = backend->open_session(ioc.get_executor());

@@ -42,9 +42,9 @@ admin::admin(gateway_context& ctx, asio::io_context& control, std::function<void
     : ctx_(ctx), control_(control), metrics_extra_(std::move(metrics_extra)), acceptor_(control)
 {
     // store.redis.tls is restart-only: its certificate is the one read at start.
-    const auto& redis = ctx_.boot.store.redis.tls;
-    if (ctx_.boot.store.type == config::store_type::redis && redis.enabled && !redis.cert_file.empty())
-        redis_certificate_expiry_ = certificate_file_expiry(redis.cert_file);
+    if (const auto* redis = ctx_.boot.store.redis();
+        redis && redis->tls.enabled && !redis->tls.cert_file.empty())
+        redis_certificate_expiry_ = certificate_file_expiry(redis->tls.cert_file);
 }
 
 void admin::bind(const tcp::endpoint& ep)

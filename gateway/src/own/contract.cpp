@@ -88,7 +88,7 @@ json::object problem_responses(const config::config& cfg, const config::idempote
         list.emplace_back(429, &tenant_quota);
     if (idem.on_in_flight == config::in_flight_mode::wait)
         list.emplace_back(503, &too_many_waiting);
-    if (cfg.store.type == config::store_type::memory)
+    if (cfg.store.type() == config::store_type::memory)
         list.emplace_back(503, &store_full);
     // Any answer can be over limits.max_record_body; a record past record_ttl is a tombstone's 422.
     list.emplace_back(422, &answer_not_replayable);

@@ -81,7 +81,7 @@ bool any_route_waits(const config::config& cfg)
 void reloader::publish_first(const config::config& cfg)
 {
     // What the routes and tenants ask of the store, which must offer it (as --check says).
-    std::vector<std::string> problems = store::check_store_capabilities(cfg, cfg.store.type);
+    std::vector<std::string> problems = store::check_store_capabilities(cfg, cfg.store.type());
     if (!problems.empty())
         throw std::runtime_error(problems.front());
     auto fleets = make_fleets(ctx_, cfg, problems);
@@ -150,7 +150,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     // Against the running store (store.type is restart-only): a route may not start asking it for
     // what it does not offer.
     if (problems.empty())
-        problems = store::check_store_capabilities(next, ctx_.boot.store.type);
+        problems = store::check_store_capabilities(next, ctx_.boot.store.type());
     if (problems.empty())
         fleets = make_fleets(ctx_, next, problems);
     // TLS on listen: on or off needs a restart (the connection loop differs); while on, the
@@ -204,6 +204,8 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
         log::warn("configuration reload: on_in_flight: wait needs a restart to take effect (the store was "
                   "started without settlement notifications: waiting duplicates would time out)",
                   {{"key", "routes[].idempotency.on_in_flight"}});
+    for (const auto& w : store::backend_warnings(next.store))
+        log::warn("risky configuration", {{"warning", w}});
     for (const auto& w : config::warnings(next))
         log::warn("risky configuration", {{"warning", w}});
 

@@ -8,6 +8,7 @@
 #include <idemgate/store/memory_store.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace idemgate::store::detail {
 

@@ -19,6 +19,12 @@ std::shared_ptr<backend> make_redis_store(const config::redis_config& cfg, const
 // certificates, a private key that matches its certificate).
 std::vector<std::string> check_redis_config(const config::redis_config& cfg);
 
+// store.redis.tls.verify: false (while TLS is on): the server is not authenticated.
+std::vector<std::string> redis_warnings(const config::redis_config& cfg, const config::store_config& store);
+
+// What store.redis.consistency guarantees across a failover, and what it costs.
+std::string redis_consistency_guarantee(const config::redis_config& cfg);
+
 // Appends the Redis store's counters and command latency histogram (idemgate_redis_*).
 void render_redis_metrics(const redis_stats& s, std::string& out);
 

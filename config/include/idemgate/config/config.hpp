@@ -404,7 +404,8 @@ std::vector<std::pair<std::string, std::string>> parse_env_file(std::string_view
 // Valid but risky settings, one message per line naming the key path. A guarded route whose
 // lock_ttl is not comfortably above 2 x upstream_connect + upstream_response + 1 s of its own
 // effective timeouts (a retried connect, the exchange, and the store round trips) can let its
-// lock expire while the first request still runs, and a duplicate would then execute too.
+// lock expire while the first request still runs, and a duplicate would then execute too. What a
+// store backend warns about its own section is its row's (store::backend_warnings).
 std::vector<std::string> warnings(const config& cfg);
 
 // "250ms", "30s", "5m", "24h", "7d" -> duration; nullopt if malformed, negative or overflowing.

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace idemgate::config {
@@ -76,6 +78,18 @@ struct memory_config {
     std::size_t max_bytes = 256 * 1024 * 1024; // bound on stored bytes (keys, records, bodies)
 };
 
+// The test-only map backend has no keys: its section is empty.
+struct map_config {};
+
+// The section of the backend store.type names: one alternative per store_type, in its order (the
+// alternative's index is the type). A backend's keys are declared once, in its section's key
+// table (config/src/store_keys.cpp, redis_keys.cpp).
+using backend_config = std::variant<memory_config, redis_config, map_config>;
+
+// The alternative of the backend `type`.
+template<store_type type>
+using backend_config_of = std::variant_alternative_t<static_cast<std::size_t>(type), backend_config>;
+
 // Finished records kept in the gateway process (per I/O thread), so replays skip the store.
 // When a finished record enters a thread's local tier: replay, when a replay reads it from the
 // store (a key retried at least once; default); complete, also when this gateway completes it (a
@@ -106,16 +120,49 @@ struct refusal_config {
 };
 
 struct store_config {
-    store_type type = store_type::memory;
+    // The chosen backend's section; which alternative it holds is store.type.
+    backend_config backend;
+    store_type type() const noexcept { return static_cast<store_type>(backend.index()); }
+    // store.type: `chosen`'s section, at its defaults.
+    void choose(store_type chosen)
+    {
+        [&]<std::size_t... I>(std::index_sequence<I...>)
+        {
+            ((static_cast<std::size_t>(chosen) == I ? void(backend.emplace<I>()) : void()), ...);
+        }
+        (std::make_index_sequence<std::variant_size_v<backend_config>>{});
+    }
+    // The section of a backend when store.type names it, else nullptr.
+    template<class Section>
+    const Section* section() const noexcept
+    {
+        return std::get_if<Section>(&backend);
+    }
+    const redis_config* redis() const noexcept { return section<redis_config>(); }
+    const memory_config* memory() const noexcept { return section<memory_config>(); }
+
+    // A section the file gives for a backend store.type does not name is checked like the chosen
+    // one's and printed back by --print-config, and nothing else reads it: `unchosen` keeps it
+    // for that. given<Section>() is the section as --print-config writes it: store.type's, else
+    // the one the file gave, else the defaults.
+    std::vector<backend_config> unchosen;
+    template<class Section>
+    const Section& given() const
+    {
+        if (const auto* chosen = section<Section>())
+            return *chosen;
+        for (const auto& other : unchosen)
+            if (const auto* s = std::get_if<Section>(&other))
+                return *s;
+        static const Section defaults{};
+        return defaults;
+    }
+
     std::string key_secret_env; // env var with a secret (>= 32 bytes): credential scopes, hash_keys
     std::string key_secret;     // resolved from key_secret_env at load time, never from YAML
     // Redis keys are <prefix>:{hex HMAC-SHA256(key_secret, tenant \0 key)}: no raw key or tenant.
     bool hash_keys = false;
     encryption_config encryption;
-    // Each backend's own section: the store library hands a backend only its section (and the
-    // store-wide settings above), see store/src/backend_table.hpp.
-    redis_config redis;
-    memory_config memory;
     local_tier_config local_tier;
     failure_mode on_failure = failure_mode::reject;
     refusal_config refusal;

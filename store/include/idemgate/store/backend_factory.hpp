@@ -36,8 +36,12 @@ std::vector<std::string> check_store_capabilities(const config::config& cfg, con
 std::vector<std::string> missing_capabilities(const config::config& cfg, unsigned offered,
                                               std::string_view type_name);
 
-// What the chosen Redis consistency guarantees across a failover, and what it costs, in one
-// sentence for --check and the start-up log; "" for the memory store.
+// What the chosen backend warns about its section (valid but risky settings), one line per
+// warning naming the key path, before config::warnings' (--check, start-up and every reload).
+std::vector<std::string> backend_warnings(const config::store_config& cfg);
+
+// What the chosen backend guarantees across a failover, and what it costs, in one sentence for
+// --check and the start-up log (the Redis consistency); "" when its row says nothing (memory).
 std::string consistency_guarantee(const config::store_config& cfg);
 
 } // namespace idemgate::store
