@@ -95,7 +95,7 @@ TEST_CASE("make_backend wraps a backend only when hash_keys or encryption is on,
 {
     for (auto type : in_process_types()) {
         cfg::store_config c;
-        c.type = type;
+        c.choose(type);
         auto plain = store::make_backend(c);
         c.key_secret = secret;
         c.hash_keys = true;
@@ -122,7 +122,7 @@ TEST_CASE("over an in-process store the decorator stores hashed scopes and seale
 {
     for (auto type : in_process_types()) {
         cfg::store_config c;
-        c.type = type;
+        c.choose(type);
         auto inner = store::make_backend(c);
         store_session below(inner);
         store_session above(store::protect_backend(inner, protection(key_a)));
@@ -166,7 +166,7 @@ TEST_CASE("rotation over an in-process store: the previous key opens, an unknown
 {
     for (auto type : in_process_types()) {
         cfg::store_config c;
-        c.type = type;
+        c.choose(type);
         auto inner = store::make_backend(c);
         INFO("store " << inner->kind());
         store::scope s{"", "rotated"};
@@ -204,7 +204,7 @@ TEST_CASE("a tombstone is sealed under its own binding and reads back through th
 {
     for (auto type : in_process_types()) {
         cfg::store_config c;
-        c.type = type;
+        c.choose(type);
         auto inner = store::make_backend(c);
         INFO("store " << inner->kind());
         store_session below(inner);
