@@ -197,13 +197,13 @@ void write_html_report(std::ostream& out, const run_result& r)
         << html_escape(IDEMGATE_VERSION) << "</p>\n<pre class=\"cmd\"><code>"
         << html_escape(shell_line(r.opts.command_line)) << "</code></pre>\n";
     write_summary(out, r);
+    write_verdict(out, r);
     out << "<h2>Throughput</h2>\n" << detail::throughput_chart(r.series);
     out << "<h2>Latency over time</h2>\n" << detail::latency_chart(r.series);
     out << "<h2>Latency distribution</h2>\n" << detail::distribution_chart(r.timed.latency);
     out << "<h2>Latency by percentile</h2>\n" << detail::percentile_chart(r.timed.latency);
     out << "<h2>Status mix over time</h2>\n" << detail::status_chart(r.series);
     write_checks(out, r);
-    write_verdict(out, r);
     write_series_table(out, r);
     out << "</body></html>\n";
 }

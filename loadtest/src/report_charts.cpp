@@ -52,12 +52,11 @@ std::string steps(const svg_chart& c, const std::vector<series_row>& rows, Value
             open = false;
             continue;
         }
-        std::string y = coord(c.py(v));
         if (open && std::fabs(x0 - last_x) < 0.05)
-            d += "V" + y;
+            put(d, 'V', c.py(v));
         else
-            d += "M" + coord(x0) + " " + y;
-        d += "H" + coord(x1);
+            put(d, 'M', x0, c.py(v));
+        put(d, 'H', x1);
         last_x = x1;
         open = true;
     }
@@ -68,14 +67,23 @@ std::string steps(const svg_chart& c, const std::vector<series_row>& rows, Value
 template<class Lower, class Upper>
 std::string band(const svg_chart& c, const std::vector<series_row>& rows, Lower lower, Upper upper)
 {
-    std::string top, bottom;
+    std::string top;
+    std::vector<std::string> bottom; // each row's bottom edge, drawn back from the last
     for (const auto& r : rows) {
-        std::string x0 = coord(c.px(r.t_s - r.interval_s)), x1 = coord(c.px(r.t_s));
-        std::string hi = coord(c.py(upper(r))), lo = coord(c.py(lower(r)));
-        top += (top.empty() ? "M" : "L") + x0 + " " + hi + "L" + x1 + " " + hi;
-        bottom = "L" + x1 + " " + lo + "L" + x0 + " " + lo + bottom;
+        double x0 = c.px(r.t_s - r.interval_s), x1 = c.px(r.t_s);
+        put(top, top.empty() ? 'M' : 'L', x0, c.py(upper(r)));
+        put(top, 'L', x1, c.py(upper(r)));
+        std::string back;
+        put(back, 'L', x1, c.py(lower(r)));
+        put(back, 'L', x0, c.py(lower(r)));
+        bottom.push_back(std::move(back));
     }
-    return top.empty() ? top : top + bottom + "Z";
+    if (top.empty())
+        return top;
+    for (auto it = bottom.rbegin(); it != bottom.rend(); ++it)
+        top += *it;
+    top += 'Z';
+    return top;
 }
 
 double per_second(const series_row& r, std::uint64_t n)
@@ -151,9 +159,11 @@ std::string distribution_chart(const log_histogram& h)
     for (const auto& [bin, n] : bins) {
         double x0 = c.px(std::exp2(static_cast<double>(bin) / per_octave));
         double x1 = c.px(std::exp2(static_cast<double>(bin + 1) / per_octave));
-        d += "M" + coord(x0) + " " + coord(c.base()) + "V" +
-             coord(c.py(static_cast<double>(n) / total * 100)) + "H" + coord(x1) + "V" + coord(c.base()) +
-             "Z";
+        put(d, 'M', x0, c.base());
+        put(d, 'V', c.py(static_cast<double>(n) / total * 100));
+        put(d, 'H', x1);
+        put(d, 'V', c.base());
+        d += 'Z';
     }
     c.add_path(d, "bars s-dist", "answers per bucket");
     c.add_marker(static_cast<double>(h.percentile(50)), "p50 " + format_latency(h.percentile(50)));
@@ -175,7 +185,7 @@ std::string percentile_chart(const log_histogram& h)
                  [](double x) {
                      double p = 100 * (1 - 1 / x);
                      return format_fixed(
-                                p, p < 99 ? 0 : static_cast<int>(std::ceil(-std::log10(1 - p / 100))) - 2) +
+                                p, p < 99 ? 0 : static_cast<int>(std::lround(-std::log10(1 - p / 100))) - 2) +
                             "%";
                  },
                  "percentile"},
@@ -185,9 +195,9 @@ std::string percentile_chart(const log_histogram& h)
     for (int i = 0; i <= static_cast<int>(nines) * steps_per_nine; ++i) {
         double x = std::pow(10.0, static_cast<double>(i) / steps_per_nine);
         double p = 100 * (1 - 1 / x);
-        d += (i ? "L" : "M") + coord(c.px(x)) + " " + coord(c.py(static_cast<double>(h.percentile(p))));
+        put(d, i ? 'L' : 'M', c.px(x), c.py(static_cast<double>(h.percentile(p))));
     }
-    d += "L" + coord(c.px(std::pow(10.0, nines))) + " " + coord(c.py(hi));
+    put(d, 'L', c.px(std::pow(10.0, nines)), c.py(hi));
     c.add_path(d, "line s-pct", "latency at percentile");
     return c.render();
 }

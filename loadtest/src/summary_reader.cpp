@@ -84,7 +84,9 @@ private:
         std::string p;
         for (std::size_t i = 0; i < stack_.size(); ++i) {
             if (stack_[i].array) {
-                p += "[" + std::to_string(stack_[i].index) + "]";
+                p += '[';
+                p += std::to_string(stack_[i].index);
+                p += ']';
             } else {
                 if (!p.empty())
                     p += '.';

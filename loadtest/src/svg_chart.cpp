@@ -31,6 +31,19 @@ std::string coord(double v)
     return buf;
 }
 
+void put(std::string& d, char command, double v)
+{
+    d += command;
+    d += coord(v);
+}
+
+void put(std::string& d, char command, double x, double y)
+{
+    put(d, command, x);
+    d += ' ';
+    d += coord(y);
+}
+
 namespace {
 
 // Tick values: 1, 2 or 5 times a power of ten apart on a linear axis (about five of them); the
@@ -127,20 +140,23 @@ std::string svg_chart::render() const
              (p.what.empty() ? std::string() : "<title>" + html_escape(p.what) + "</title>") + "</path>\n";
     for (const auto& [x, text] : markers_) {
         std::string at = coord(px(x));
+        // The label on the side of the line with room for it.
+        bool left_of = px(x) > x0 + (x1 - x0) * 0.6;
         s += "<line class=\"marker\" x1=\"" + at + "\" x2=\"" + at + "\" y1=\"" + coord(y0) + "\" y2=\"" +
-             coord(y1) + "\"/><text class=\"marker-label\" x=\"" + coord(px(x) + 3) + "\" y=\"" +
-             coord(y0 + 12) + "\">" + html_escape(text) + "</text>\n";
+             coord(y1) + "\"/><text class=\"marker-label\" x=\"" + coord(px(x) + (left_of ? -4 : 4)) +
+             "\" y=\"" + coord(y0 + 12) + "\" text-anchor=\"" + (left_of ? "end" : "start") + "\">" +
+             html_escape(text) + "</text>\n";
     }
-    // The legend: one swatch per named path, along the top right.
-    double lx = x1 - 8;
+    // The legend: one swatch per named path, above the plot on the right.
+    double lx = x1;
     for (auto it = paths_.rbegin(); it != paths_.rend(); ++it) {
         if (it->what.empty())
             continue;
-        double w = 7.0 * static_cast<double>(it->what.size()) + 22;
+        double w = 7.0 * static_cast<double>(it->what.size()) + 30;
         lx -= w;
         s += "<rect class=\"swatch " + html_escape(it->css) + "\" x=\"" + coord(lx) + "\" y=\"" +
-             coord(y0 + 6) + "\" width=\"12\" height=\"8\"/><text class=\"legend\" x=\"" + coord(lx + 16) +
-             "\" y=\"" + coord(y0 + 14) + "\">" + html_escape(it->what) + "</text>\n";
+             coord(y0 - 19) + "\" width=\"12\" height=\"9\"/><text class=\"legend\" x=\"" + coord(lx + 16) +
+             "\" y=\"" + coord(y0 - 10) + "\">" + html_escape(it->what) + "</text>\n";
     }
     s += "</svg>\n";
     return s;

@@ -22,7 +22,7 @@ struct chart_axis {
 class svg_chart {
 public:
     static constexpr double width = 760, height = 270;
-    static constexpr double left = 74, right = 16, top = 14, bottom = 44;
+    static constexpr double left = 74, right = 16, top = 30, bottom = 44; // the legend above
 
     svg_chart(std::string name, chart_axis x, chart_axis y);
 
@@ -49,7 +49,11 @@ private:
     std::vector<std::pair<double, std::string>> markers_;
 };
 
-// The path commands of a number: "12.3".
+// A coordinate as path data writes it: "12.3".
 std::string coord(double v);
+// Appends a path command with one coordinate ("H12.3") or two ("M12.3 45.6"). Appended piece by
+// piece: GCC 12 warns falsely (-Wrestrict) on "..." + std::string.
+void put(std::string& d, char command, double v);
+void put(std::string& d, char command, double x, double y);
 
 } // namespace idemgate::loadtest::detail
