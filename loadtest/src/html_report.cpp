@@ -124,11 +124,13 @@ void write_checks(std::ostream& out, const run_result& r)
                      : std::string("n/a")) +
                 " per key");
     }
-    out << "</table></div><div><h2>Statuses</h2><table>\n";
-    for (std::size_t code = 0; code < r.timed.status.size(); ++code)
-        if (r.timed.status[code])
-            out << "<tr><th>" << code << "</th><td class=\"n\">" << r.timed.status[code] << "</td></tr>\n";
-    for (const auto& [slug, n] : r.timed.problems)
+    // A run that stopped after its warm-up has only the warm-up's statuses to show.
+    const auto& shown = r.timed.answers == 0 && r.warmed_up ? r.warmup : r.timed;
+    out << "</table></div><div><h2>Statuses" << (&shown == &r.warmup ? " (warm-up)" : "") << "</h2><table>\n";
+    for (std::size_t code = 0; code < shown.status.size(); ++code)
+        if (shown.status[code])
+            out << "<tr><th>" << code << "</th><td class=\"n\">" << shown.status[code] << "</td></tr>\n";
+    for (const auto& [slug, n] : shown.problems)
         out << "<tr><th>" << html_escape(slug) << "</th><td class=\"n\">" << n << "</td></tr>\n";
     out << "</table></div></div>\n";
 }
