@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <idemgate/loadtest/compare.hpp>
 #include <iomanip>
@@ -33,7 +34,7 @@ std::string fixed(double v, int decimals)
 // A figure as written when it is an integer (every digit kept), else rounded for reading.
 std::string shown(const summary_figure& f)
 {
-    if (f.text.find_first_of(".eE") == std::string::npos)
+    if (f.text.find_first_of(".eE") == std::string::npos || !std::isfinite(f.value))
         return f.text;
     return fixed(f.value, std::fabs(f.value) >= 100 ? 1 : 3);
 }
@@ -47,8 +48,8 @@ std::string shown(double v)
 
 std::string ratio(double a, double b)
 {
-    if (a == 0)
-        return b == 0 ? "=" : "n/a";
+    if (a == 0 || !std::isfinite(a) || !std::isfinite(b))
+        return a == b ? "=" : "n/a";
     double r = b / a;
     return fixed(r, std::fabs(r) >= 100 ? 0 : 3);
 }
@@ -191,12 +192,15 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out, std
     }
     std::vector<run_summary> summaries;
     for (const auto& path : args) {
+        std::error_code ec;
+        bool directory = std::filesystem::is_directory(path, ec);
         std::ifstream file(path, std::ios::binary);
         std::ostringstream text;
-        if (file)
+        if (file && !directory)
             text << file.rdbuf();
-        if (!file || file.bad()) {
-            err << "idemgate-loadtest compare: cannot read \"" << path << "\"\n";
+        if (!file || file.bad() || directory) {
+            err << "idemgate-loadtest compare: cannot read \"" << path << "\""
+                << (directory ? " (a directory)" : "") << "\n";
             return 2;
         }
         std::string error;

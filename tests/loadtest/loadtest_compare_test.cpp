@@ -173,6 +173,9 @@ TEST_SUITE("loadtest compare")
         auto missing = compare({dir.path() + "/none.json", dir.path() + "/none.json"});
         CHECK(missing.status == 2);
         CHECK(contains(missing.output, "cannot read \"" + dir.path() + "/none.json\""));
+        auto directory = compare({dir.path(), dir.path()});
+        CHECK(directory.status == 2);
+        CHECK(contains(directory.output, "cannot read \"" + dir.path() + "\" (a directory)"));
         auto text = dir.write_file("text.json", "idemgate-loadtest http://127.0.0.1/\n  result       PASS\n");
         auto other = dir.write_file("other.json", R"({"answers": 5, "series": []})");
         auto not_json = compare({text, other});
