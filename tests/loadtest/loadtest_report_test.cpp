@@ -46,7 +46,8 @@ struct browser_run {
 };
 
 // Headless Chromium on `page` with a fresh profile; stdout (the DOM) and stderr (the log) go to
-// files, so the DOM is not interleaved with the log. `screenshot` "" for none.
+// files, so the DOM is not interleaved with the log. `screenshot` "" for none. Root needs
+// --no-sandbox; --disable-dev-shm-usage keeps a container's small /dev/shm from crashing it.
 browser_run open_in_chromium(const std::string& chromium, const temp_dir& dir, const std::string& page,
                              const std::string& screenshot)
 {
@@ -57,7 +58,7 @@ browser_run open_in_chromium(const std::string& chromium, const temp_dir& dir, c
     std::string command =
         "exec '" + chromium +
         "' --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
-        "--disable-component-update --disable-sync --user-data-dir='" +
+        "--disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir='" +
         profile + "' --virtual-time-budget=5000 --enable-logging=stderr --dump-dom";
     if (!screenshot.empty())
         command += " --window-size=1200,1800 --screenshot='" + screenshot + "'";
@@ -165,7 +166,8 @@ TEST_SUITE("loadtest report")
         auto cmd_at = html.find("<pre class=\"cmd\">");
         REQUIRE(cmd_at != std::string::npos);
         auto markup = html.substr(0, cmd_at) + html.substr(html.find("</pre>", cmd_at));
-        for (std::string fetches : {"<script", "<link", " src=", " href=", "url(", "@import", "<img", "<iframe"})
+        for (std::string fetches :
+             {"<script", "<link", " src=", " href=", "url(", "@import", "<img", "<iframe"})
             CHECK_MESSAGE(!contains(markup, fetches), "the page holds " << fetches);
         // The command line, quoted for a shell and escaped for HTML.
         CHECK(contains(html, "--report " + page));
