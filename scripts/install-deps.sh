@@ -41,6 +41,7 @@ build_pkgs=(
   nghttp2-client python3-h2 python3-httpx  # HTTP/2 tests: h2load and nghttp, a raw-frame client, a second h2 client
   python3-jsonschema python3-yaml  # idemgate --contract checked against the OpenAPI 3.1 schema (tests/gateway/check_openapi.py)
   python3-prometheus-client  # the OpenMetrics reference parser, on /metrics' OpenMetrics answer (tests/gateway/check_openmetrics.py)
+  chromium                   # a real browser (headless) loads idemgate-loadtest --report's page: its charts, no console error, the guide's screenshot (tests/loadtest/loadtest_report_test.cpp)
 )
 run_pkgs=(
   "${compile_pkgs[@]}"

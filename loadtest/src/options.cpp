@@ -92,6 +92,7 @@ std::string_view to_string(workload w) noexcept
 options parse_options(const std::vector<std::string>& args)
 {
     options o;
+    o.command_line = args;
     bool have_url = false, have_keys = false, method_given = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
@@ -150,6 +151,14 @@ options parse_options(const std::vector<std::string>& args)
                 throw usage_error(flag + ": \"" + o.series_path +
                                   "\" does not end in .ndjson, .json (NDJSON) or .csv (CSV)");
             o.series_fmt = *format;
+        } else if (flag == "--report") {
+            o.report_path = value();
+            auto ends_with = [&](std::string_view ext) {
+                return o.report_path.size() > ext.size() &&
+                       o.report_path.compare(o.report_path.size() - ext.size(), ext.size(), ext) == 0;
+            };
+            if (!ends_with(".html") && !ends_with(".htm"))
+                throw usage_error(flag + ": \"" + o.report_path + "\" does not end in .html");
         } else if (flag == "--threshold") {
             std::string error;
             auto t = parse_threshold(value(), error);

@@ -129,6 +129,11 @@ std::string byte_text(std::uint64_t n)
 
 } // namespace
 
+std::string describe_workload(const options& o)
+{
+    return workload_text(o) + "; " + loop_text(o);
+}
+
 std::string format_fixed(double v, int decimals)
 {
     char buf[64];
@@ -252,6 +257,8 @@ void write_text_report(std::ostream& out, const run_result& r)
         out << "  series       " << r.series.size() << " rows of "
             << format_latency(static_cast<std::uint64_t>(r.opts.interval.count())) << " in "
             << r.opts.series_path << "\n";
+    if (!r.opts.report_path.empty())
+        out << "  report       " << r.opts.report_path << "\n";
     if (r.ok()) {
         out << "  result       PASS\n";
     } else {

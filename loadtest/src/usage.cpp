@@ -8,6 +8,7 @@ std::string usage_text()
 {
     return R"(usage: idemgate-loadtest [--url] http[s]://HOST:PORT/PATH [options]
        idemgate-loadtest --target 'METHOD URL [@BODY] [WEIGHT]' ... [options]
+       idemgate-loadtest compare A.json B.json
 
 Load-tests an idempotency gateway (idemgate or any server speaking the Idempotency-Key
 contract) and checks, while it measures, that every replay is the first answer byte for byte.
@@ -77,7 +78,18 @@ Checks and output
                      mismatched, upstream executions so far (--metrics); NDJSON for .ndjson or
                      .json, CSV for .csv. On a terminal the live line shows the same figures
   --json             one JSON summary on stdout (no text report); its "series" holds the rows
+  --report FILE.html one self-contained page (inline SVG and CSS, no script, nothing fetched):
+                     throughput and p50/p99/max latency over time, the latency distribution
+                     (log buckets) and by percentile, the status mix, the replay checks, the
+                     thresholds and the verdict, and the command line
   --help, --version
+
+compare A.json B.json
+                     prints every figure of two --json summaries side by side with the ratio
+                     B/A, and marks rps, p50, p99 and max latency (and each series column)
+                     "changed" when the two runs' per-interval medians differ by more than the
+                     larger of the two interquartile ranges. Exit 0 once compared (it is not a
+                     verdict), 2 when a file is unreadable or not a summary
 
 Exit status: 0 every check held; 1 a check failed (mismatched or unmarked replay, a key
 executed twice, unexpected answers, errors, executions per key wrong, a --threshold broken);

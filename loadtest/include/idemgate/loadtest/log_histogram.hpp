@@ -24,6 +24,8 @@ public:
     // The smallest bucket bound at or below which `percent` % of the values lie (capped at
     // max()); 0 when empty.
     std::uint64_t percentile(double percent) const noexcept;
+    // The values counted in `bucket` (for drawing the distribution).
+    std::uint64_t count_at(std::size_t bucket) const noexcept { return counts_[bucket]; }
 
     // Bucket arithmetic, public for the tests.
     static std::size_t bucket_of(std::uint64_t ns) noexcept;

@@ -97,6 +97,8 @@ struct options {
     std::string series_path;                // --series: "" none
     series_format series_fmt = series_format::ndjson;
     std::vector<threshold> thresholds;
+    std::string report_path;               // --report FILE.html: "" none
+    std::vector<std::string> command_line; // the arguments as given, for the report
     bool help = false;
     bool version = false;
 };

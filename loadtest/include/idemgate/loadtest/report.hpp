@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The end-of-run summary: a text report for people, one JSON object for CI (--json).
+// The end-of-run summary: a text report for people, one JSON object for CI (--json), and a page
+// with charts (--report).
 #include <boost/json/object.hpp>
 #include <idemgate/loadtest/runner.hpp>
 #include <idemgate/loadtest/series.hpp>
@@ -12,6 +13,10 @@ namespace idemgate::loadtest {
 
 void write_text_report(std::ostream& out, const run_result& r);
 boost::json::object json_report(const run_result& r);
+// --report: one self-contained HTML page (inline CSS and SVG, no script, nothing fetched).
+void write_html_report(std::ostream& out, const run_result& r);
+// "replay of 1000 warm keys; closed loop": the workload and the loop, in words.
+std::string describe_workload(const options& o);
 
 // What the live progress line shows, once a second.
 struct progress_figures {

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// --report: a real run against the real gateway (memory store) writes a page, and a real browser
+// (headless Chromium) loads it: one <svg> per chart with its paths, no console message, the
+// command line escaped, a screenshot.
+#include "loadtest_harness.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using namespace loadtest_harness;
+
+namespace {
+
+std::string read_all(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+bool contains(const std::string& text, std::string_view part)
+{
+    return text.find(part) != std::string::npos;
+}
+
+// The program's path in $PATH, or "".
+std::string find_program(const std::string& name)
+{
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "/usr/bin:/bin");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        auto candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+    }
+    return "";
+}
+
+struct browser_run {
+    std::string dom; // --dump-dom
+    std::string log; // stderr, with --enable-logging=stderr
+};
+
+// Headless Chromium on `page` with a fresh profile; stdout (the DOM) and stderr (the log) go to
+// files, so the DOM is not interleaved with the log. `screenshot` "" for none. Root needs
+// --no-sandbox; --disable-dev-shm-usage keeps a container's small /dev/shm from crashing it.
+browser_run open_in_chromium(const std::string& chromium, const temp_dir& dir, const std::string& page,
+                             const std::string& screenshot)
+{
+    static int runs = 0;
+    auto tag = std::to_string(++runs);
+    auto profile = dir.path() + "/profile-" + tag;
+    auto dom = dir.path() + "/dom-" + tag + ".html", log = dir.path() + "/log-" + tag + ".txt";
+    std::string command =
+        "exec '" + chromium +
+        "' --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
+        "--disable-component-update --disable-sync --disable-dev-shm-usage --user-data-dir='" +
+        profile + "' --virtual-time-budget=5000 --enable-logging=stderr --dump-dom";
+    if (!screenshot.empty())
+        command += " --window-size=1200,1800 --screenshot='" + screenshot + "'";
+    command += " 'file://" + page + "' >'" + dom + "' 2>'" + log + "'";
+    child_process p("/bin/sh", {"-c", command});
+    auto status = p.wait_exit(120s);
+    browser_run out{read_all(dom), read_all(log)};
+    REQUIRE_MESSAGE(status.has_value(), "chromium did not exit within 120 s");
+    INFO(out.log);
+    REQUIRE(*status == 0);
+    return out;
+}
+
+// The lines of Chromium's log that carry a console message of the page.
+std::vector<std::string> console_lines(const std::string& log)
+{
+    std::vector<std::string> out;
+    std::istringstream in(log);
+    for (std::string line; std::getline(in, line);)
+        if (contains(line, ":CONSOLE"))
+            out.push_back(line);
+    return out;
+}
+
+// The value of attribute `name` in the element starting at `at`.
+std::string attribute(const std::string& html, std::size_t at, const std::string& name)
+{
+    auto end = html.find('>', at);
+    auto found = html.find(" " + name + "=\"", at);
+    if (found == std::string::npos || found > end)
+        return "";
+    auto from = found + name.size() + 3;
+    return html.substr(from, html.find('"', from) - from);
+}
+
+struct chart {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> paths; // class, d
+};
+
+std::vector<chart> charts_of(const std::string& dom)
+{
+    std::vector<chart> out;
+    for (auto at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) {
+        chart c{attribute(dom, at, "data-chart"), {}};
+        auto end = dom.find("</svg>", at);
+        for (auto p = dom.find("<path", at); p != std::string::npos && p < end; p = dom.find("<path", p + 1))
+            c.paths.emplace_back(attribute(dom, p, "class"), attribute(dom, p, "d"));
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+std::size_t count_of(const std::string& text, char c)
+{
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), c));
+}
+
+} // namespace
+
+TEST_SUITE("loadtest report")
+{
+
+    TEST_CASE("--report: Chromium renders one chart per figure with its paths, no console message, the "
+              "command line escaped")
+    {
+        // install-deps installs Chromium with everything the tests need: its absence is a failure.
+        auto chromium = find_program("chromium");
+        REQUIRE_MESSAGE(
+            !chromium.empty(),
+            "chromium is not in PATH: scripts/install-deps.sh installs it (apt-get install chromium)");
+        loadtest_setup s;
+        temp_dir dir;
+        auto page = dir.path() + "/run.html";
+        const std::string note = "X-Note: <img src=x onerror=alert(1)> & 'q'";
+        auto r = run_loadtest({s.url("/api/orders"),
+                               "--keys",
+                               "20",
+                               "-c",
+                               "4",
+                               "-d",
+                               "1200ms",
+                               "--interval",
+                               "200ms",
+                               "-H",
+                               note,
+                               "--threshold",
+                               "p99<10s",
+                               "--threshold",
+                               "rps>1",
+                               "--metrics",
+                               s.metrics_url(),
+                               "--report",
+                               page,
+                               "--json"});
+        INFO(r.output);
+        REQUIRE(r.exit_status == 0);
+        REQUIRE(!r.summary.empty());
+        auto rows = r.summary.at("series").as_array().size();
+        REQUIRE(rows >= 3);
+
+        auto html = read_all(page);
+        REQUIRE(!html.empty());
+        // Self-contained: nothing to fetch, nothing to run (the command line, text, set apart).
+        auto cmd_at = html.find("<pre class=\"cmd\">");
+        REQUIRE(cmd_at != std::string::npos);
+        auto markup = html.substr(0, cmd_at) + html.substr(html.find("</pre>", cmd_at));
+        for (std::string fetches :
+             {"<script", "<link", " src=", " href=", "url(", "@import", "<img", "<iframe"})
+            CHECK_MESSAGE(!contains(markup, fetches), "the page holds " << fetches);
+        // The command line, quoted for a shell and escaped for HTML.
+        CHECK(contains(html, "--report " + page));
+        CHECK(
+            contains(html, "&#39;X-Note: &lt;img src=x onerror=alert(1)&gt; &amp; &#39;\\&#39;&#39;q&#39;"));
+
+        // A page that does log to the console shows that the log is read the way it is written.
+        auto control =
+            dir.write_file("control.html", "<!DOCTYPE html><title>c</title><script>console.error('control-"
+                                           "message')</script>");
+        auto seen = console_lines(open_in_chromium(chromium, dir, control, "").log);
+        REQUIRE(seen.size() == 1);
+        CHECK(contains(seen[0], "control-message"));
+
+        auto shot = dir.path() + "/report.png";
+        auto b = open_in_chromium(chromium, dir, page, shot);
+        INFO(b.log);
+        CHECK(console_lines(b.log).empty());
+        // Rendered, the escaped command line is text, not an element.
+        CHECK(contains(b.dom, "X-Note: &lt;img src=x onerror=alert(1)&gt; &amp; "));
+        CHECK(!contains(b.dom, "<img"));
+
+        auto charts = charts_of(b.dom);
+        std::set<std::string> names;
+        for (const auto& c : charts) {
+            INFO(c.name);
+            names.insert(c.name);
+            REQUIRE(!c.paths.empty());
+            for (const auto& [css, d] : c.paths) {
+                INFO(css);
+                CHECK(d.size() > 4);
+                CHECK(d.front() == 'M');
+                CHECK(d.find_first_of("0123456789") != std::string::npos);
+            }
+        }
+        CHECK(charts.size() == 5);
+        CHECK(names ==
+              std::set<std::string>{"throughput", "latency", "distribution", "percentiles", "status"});
+        // One step per interval of the series: the req/s line has one horizontal run per row, and
+        // the latency chart a p50, a p99 and a max line.
+        for (const auto& c : charts) {
+            for (const auto& [css, d] : c.paths)
+                if (css == "line s-rps")
+                    CHECK(count_of(d, 'H') == rows);
+            if (c.name == "latency")
+                CHECK(c.paths.size() == 3);
+            if (c.name == "status") // every answer a 201: one layer
+                CHECK(c.paths.size() == 1);
+        }
+        // The figures of the run, the checks and the verdict.
+        CHECK(contains(b.dom, std::to_string(int_at(r.summary, {"answers"})) + " in "));
+        CHECK(contains(b.dom, "p99&lt;10s"));
+        CHECK(contains(b.dom, "rps&gt;1"));
+        CHECK(contains(b.dom, "verdict pass"));
+        CHECK(contains(b.dom, "<th>replays checked</th><td>" +
+                                  std::to_string(int_at(r.summary, {"checks", "replays_checked"})) +
+                                  "</td>"));
+
+        // The screenshot: a PNG of the window's width.
+        auto png = read_all(shot);
+        REQUIRE(png.size() > 24);
+        CHECK(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+        auto width = (static_cast<unsigned char>(png[16]) << 24) |
+                     (static_cast<unsigned char>(png[17]) << 16) |
+                     (static_cast<unsigned char>(png[18]) << 8) | static_cast<unsigned char>(png[19]);
+        CHECK(width == 1200);
+        CHECK(png.size() > 20000); // charts and text, not a blank page
+    }
+
+    TEST_CASE("--report: a failed run's page says FAIL and names the threshold; a bad path stops the run")
+    {
+        loadtest_setup s;
+        temp_dir dir;
+        auto page = dir.path() + "/failed.html";
+        auto r = run_loadtest(
+            {s.url("/api/orders"), "--keys", "5", "-n", "100", "--threshold", "p50<1ns", "--report", page});
+        INFO(r.output);
+        CHECK(r.exit_status == 1);
+        CHECK(contains(r.output, "report       " + page));
+        auto html = read_all(page);
+        CHECK(contains(html, "verdict fail\">FAIL"));
+        CHECK(contains(html, "threshold p50&lt;1ns failed: "));
+
+        auto wrong = run_loadtest({s.url("/api/orders"), "-n", "10", "--report", dir.path() + "/r.txt"});
+        CHECK(wrong.exit_status == 2);
+        CHECK(contains(wrong.output, "--report"));
+        auto unwritable =
+            run_loadtest({s.url("/api/orders"), "-n", "10", "--report", dir.path() + "/missing/r.html"});
+        CHECK(unwritable.exit_status == 2);
+        CHECK(contains(unwritable.output, "--report: cannot write"));
+        // An unreachable target: nothing ran, no page is left behind.
+        auto gone = dir.path() + "/gone.html";
+        auto refused = run_loadtest(
+            {"http://127.0.0.1:" + std::to_string(free_port()) + "/x", "-n", "5", "--report", gone});
+        CHECK(refused.exit_status == 2);
+        CHECK(::access(gone.c_str(), F_OK) != 0);
+        CHECK(s.upstream.executions() == 5); // the failed run's warm-up, nothing after
+    }
+
+} // TEST_SUITE
