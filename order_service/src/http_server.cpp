@@ -13,6 +13,7 @@
 #include <boost/beast/http/write.hpp>
 #include <exception>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <idemgate/order_service/http_api.hpp>
 
 namespace idemgate::order_service {
@@ -22,8 +23,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using asio::ip::tcp;
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Runs blocking `work` on `pool` and resumes the awaiting coroutine on its own executor with
 // the result.

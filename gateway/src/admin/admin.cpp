@@ -24,6 +24,7 @@
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/percent_coding.hpp>
 #include <idemgate/common/prometheus.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <idemgate/gateway/key_syntax.hpp>
 #include <idemgate/gateway/scope.hpp>
 #include <openssl/crypto.h>
@@ -36,7 +37,6 @@ namespace idemgate::gateway::detail {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using boost::system::error_code;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 admin::admin(gateway_context& ctx, asio::io_context& control, std::function<void(std::string&)> metrics_extra)
     : ctx_(ctx), control_(control), metrics_extra_(std::move(metrics_extra)), acceptor_(control)

@@ -30,6 +30,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/request_id.hpp>
 #include <iterator>
@@ -40,7 +41,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 

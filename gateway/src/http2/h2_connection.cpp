@@ -14,13 +14,13 @@
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <cstring>
+#include <idemgate/common/use_tuple.hpp>
 
 namespace idemgate::gateway::detail {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using boost::system::error_code;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 

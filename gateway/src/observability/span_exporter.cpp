@@ -15,6 +15,7 @@
 #include <boost/beast/http/write.hpp>
 #include <idemgate/common/client_tls.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -165,8 +166,6 @@ void span_exporter::run()
 }
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Writes the request and reads the answer, each within `timeout`.
 template<class Stream>

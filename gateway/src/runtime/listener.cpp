@@ -21,6 +21,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <idemgate/common/cpu_quota.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <sstream>
 #include <sys/socket.h>
 #include <system_error>
@@ -31,7 +32,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 listener::listener(gateway_context& ctx, asio::io_context& control)
     : ctx_(ctx), control_(control), reloader_(ctx, control)

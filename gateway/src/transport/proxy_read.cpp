@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <idemgate/gateway/proxy_protocol.hpp>
 #include <vector>
 
@@ -18,8 +19,6 @@ using boost::system::error_code;
 using tcp = asio::ip::tcp;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 enum class refusal { untrusted, missing, invalid };
 

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
@@ -20,8 +21,6 @@ using boost::system::error_code;
 using tcp = asio::ip::tcp;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // TLS record content type 22 (RFC 8446 5.1): every ClientHello starts with it.
 constexpr unsigned char handshake_record = 0x16;

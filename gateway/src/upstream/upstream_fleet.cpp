@@ -12,13 +12,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/prometheus.hpp>
+#include <idemgate/common/use_tuple.hpp>
 
 namespace idemgate::gateway {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
 using clock_type = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 

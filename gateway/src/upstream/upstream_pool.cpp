@@ -14,6 +14,7 @@
 #include <boost/container/small_vector.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <type_traits>
@@ -24,7 +25,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace ssl = boost::asio::ssl;
 using boost::system::error_code;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace detail {
 

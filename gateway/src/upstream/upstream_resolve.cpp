@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fstream>
+#include <idemgate/common/use_tuple.hpp>
 #include <optional>
 #include <sstream>
 
@@ -18,8 +19,6 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // How long one re-resolution round may take (getaddrinfo runs on Asio's resolver thread; a
 // round that takes longer counts as failed and keeps the previous addresses).
