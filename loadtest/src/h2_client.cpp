@@ -155,6 +155,14 @@ asio::awaitable<exchange_error> h2_client_connection::exchange(const request_fie
         }
         waiter.expires_after(timeout_);
         co_await waiter.async_wait(use_tuple);
+        // A stream the server's GOAWAY left unprocessed is sent again once on a new connection,
+        // as HTTP/2 clients do (RFC 9113 8.7): a server that closes connections gracefully (a
+        // drain, a connection age limit) loses no request.
+        if (p.done && p.refused && attempt == 0) {
+            if (link_ == link)
+                retire_link();
+            continue;
+        }
         if (p.done)
             co_return p.result;
         link->forget(id);

@@ -48,6 +48,7 @@ struct h2_pending {
     bool final_head = false; // the final answer's fields are complete (later fields: trailers)
     bool too_large = false;  // the body passed http_client_connection::body_limit: reset
     bool reset_by_server = false;
+    bool refused = false; // beyond the last stream of the server's GOAWAY: not processed (RFC 9113 6.8)
     std::uint32_t reset_code = 0;
     int invalid = 0; // nghttp2's error for an invalid frame on the stream
 };

@@ -262,6 +262,7 @@ void h2_link::finish_stream(std::int32_t id, std::uint32_t error_code)
                "the server reset " + stream + " (RST_STREAM " + code_name(p.reset_code) + ")");
     } else if (goaway_ && error_code == NGHTTP2_REFUSED_STREAM) {
         failed(h2_error::goaway, goaway_text_ + ": " + stream + " was not answered");
+        p.refused = true;
     } else if (p.invalid) {
         failed(h2_error::protocol, "the server's answer on " + stream + " broke HTTP/2 (" +
                                        nghttp2_strerror(p.invalid) + "); the stream was reset");

@@ -44,7 +44,8 @@ enum class misbehaviour {
     goaway,  // GOAWAY PROTOCOL_ERROR, last stream 0: no stream will be answered
     reset,   // RST_STREAM INTERNAL_ERROR on every request stream
     garbage, // bytes that are no HTTP/2 frame
-    silent   // nothing, ever (its SETTINGS were sent at the start)
+    silent,  // nothing, ever (its SETTINGS were sent at the start)
+    graceful // the first request: GOAWAY NO_ERROR, last stream 0 (not processed); later ones: 200
 };
 
 std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string& payload)
@@ -87,6 +88,7 @@ public:
         return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/api/orders";
     }
     int requests() const { return requests_.load(); }
+    int connections() const { return connections_.load(); }
 
 private:
     using tcp = asio::ip::tcp;
@@ -98,6 +100,7 @@ private:
             auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
             if (ec)
                 co_return;
+            ++connections_;
             asio::co_spawn(ioc_, serve(std::move(socket)), asio::detached);
         }
     }
@@ -144,6 +147,12 @@ private:
                 case misbehaviour::reset: out += frame(3, 0, stream, u32(2)); break;
                 case misbehaviour::garbage: out += "this is not an HTTP/2 frame\r\n\r\n"; break;
                 case misbehaviour::silent: break;
+                case misbehaviour::graceful:
+                    if (requests_ == 1)
+                        out += frame(7, 0, 0, u32(0) + u32(0));
+                    else // HEADERS, END_STREAM | END_HEADERS: ":status: 200" is HPACK's static entry 8
+                        out += frame(1, 5, stream, "\x88");
+                    break;
                 }
             }
             if (!out.empty())
@@ -155,6 +164,7 @@ private:
     tcp::acceptor acceptor_;
     misbehaviour how_;
     std::atomic<int> requests_{0};
+    std::atomic<int> connections_{0};
     std::thread thread_;
 };
 
@@ -271,6 +281,23 @@ TEST_SUITE("loadtest http2")
         CHECK(failure.find("8 requests failed without an answer") != std::string::npos);
         CHECK(failure.find("GOAWAY") != std::string::npos);
         CHECK(server.requests() >= 1);
+    }
+
+    TEST_CASE("a stream a graceful GOAWAY left unprocessed is sent again on a new connection")
+    {
+        broken_h2_server server(misbehaviour::graceful);
+        auto r = run_loadtest({server.url(), "--http2", "--connections", "1", "--mode", "first", "--requests",
+                               "4", "--timeout", "1s", "--json"});
+        INFO(r.output);
+        CHECK(r.exit_status == 0);
+        REQUIRE(!r.summary.empty());
+        CHECK(int_at(r.summary, {"status", "200"}) == 4);
+        CHECK(int_at(r.summary, {"errors", "read"}) == 0);
+        CHECK(int_at(r.summary, {"executions", "keys_executed"}) == 4);
+        // The first request twice (refused, then answered), the three others once; the probe's
+        // connection, the one the GOAWAY ended, and the next.
+        CHECK(server.requests() == 5);
+        CHECK(server.connections() == 3);
     }
 
     TEST_CASE("a server that resets every stream fails the run naming RST_STREAM and its code")
