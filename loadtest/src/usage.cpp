@@ -27,7 +27,7 @@ Workload
   --http2            HTTP/2: h2 by ALPN for https:// URLs, h2c with prior knowledge for
                      http:// URLs; every mode and check works as over HTTP/1.1
   --streams N        --http2: requests in flight on each connection, one per stream (default
-                     1, as h2load's -m); --connections x --streams in flight in all
+                     1, as in h2load); --connections x --streams in flight in all
   --threads T, -t T  I/O threads, one io_context each (default min(2, cores))
   --duration D, -d D timed phase length, e.g. 10s, 500ms, 2m (default 10s)
   --requests N, -n N timed phase of exactly N requests instead of a duration
