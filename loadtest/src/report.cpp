@@ -60,14 +60,6 @@ std::string loop_text(const options& o)
     return "closed loop";
 }
 
-// HTTP/1.1, h2 (TLS, ALPN) or h2c (prior knowledge).
-std::string_view protocol_name(const options& o)
-{
-    if (!o.http2)
-        return "HTTP/1.1";
-    return o.url.tls ? "h2" : "h2c";
-}
-
 std::string workload_text(const options& o)
 {
     switch (o.mode) {
@@ -142,6 +134,13 @@ std::string byte_text(std::uint64_t n)
 std::string describe_workload(const options& o)
 {
     return workload_text(o) + "; " + loop_text(o);
+}
+
+std::string_view protocol_name(const options& o)
+{
+    if (!o.http2)
+        return "HTTP/1.1";
+    return o.url.tls ? "h2" : "h2c";
 }
 
 std::string format_fixed(double v, int decimals)
