@@ -79,7 +79,10 @@ void write_summary(std::ostream& out, const run_result& r)
     out << "<div class=\"grid2\"><div><h2>Run</h2><table>\n";
     row(out, "target", r.opts.url.text);
     row(out, "workload", describe_workload(r.opts));
-    row(out, "connections", count(r.opts.connections) + " over " + count(r.opts.threads) + " threads");
+    row(out, "connections",
+        count(r.opts.connections) +
+            (r.opts.http2 ? " x " + count(r.opts.streams) + " streams" : std::string()) + " over " +
+            std::string(protocol_name(r.opts)) + ", " + count(r.opts.threads) + " threads");
     row(out, "keys", r.key_prefix + "-*");
     if (r.warmed_up)
         row(out, "warm-up",
@@ -89,7 +92,8 @@ void write_summary(std::ostream& out, const run_result& r)
     row(out, "bytes", count(t.bytes_sent) + " sent, " + count(t.bytes_received) + " received");
     row(out, "errors",
         count(t.errors()) + " (connect " + count(t.connect_errors) + ", write " + count(t.write_errors) +
-            ", read " + count(t.read_errors) + ", timeout " + count(t.timeouts) + ")");
+            ", read " + count(t.read_errors) + ", timeout " + count(t.timeouts) + ")" +
+            (t.first_error.empty() ? std::string() : "; first: " + t.first_error));
     out << "</table></div><div><h2>Latency</h2><table>\n";
     for (auto [name, p] : {std::pair{"p50", 50.0}, {"p90", 90.0}, {"p99", 99.0}, {"p99.9", 99.9}})
         row(out, name, format_latency(t.latency.percentile(p)));

@@ -93,7 +93,7 @@ options parse_options(const std::vector<std::string>& args)
 {
     options o;
     o.command_line = args;
-    bool have_url = false, have_keys = false, method_given = false;
+    bool have_url = false, have_keys = false, method_given = false, streams_given = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         std::string flag = args[i];
         std::optional<std::string> inline_value;
@@ -194,6 +194,16 @@ options parse_options(const std::vector<std::string>& args)
             if (n > 100000)
                 throw usage_error(flag + ": at most 100000");
             o.connections = static_cast<unsigned>(n);
+        } else if (flag == "--http2") {
+            if (inline_value)
+                throw usage_error("--http2 takes no value");
+            o.http2 = true;
+        } else if (flag == "--streams") {
+            auto n = positive_count(flag, value());
+            if (n > 10000)
+                throw usage_error(flag + ": at most 10000");
+            o.streams = static_cast<unsigned>(n);
+            streams_given = true;
         } else if (flag == "--threads" || flag == "-t") {
             auto n = positive_count(flag, value());
             if (n > 256)
@@ -332,6 +342,11 @@ options parse_options(const std::vector<std::string>& args)
         if (o.tenant && boost::beast::iequals(h.name, o.tenant_header))
             throw usage_error("-H " + h.name + " and --tenant both set the tenant header; use one");
     }
+    if (streams_given && !o.http2)
+        throw usage_error(
+            "--streams applies to --http2 only (HTTP/1.1 has one request in flight per connection)");
+    if (static_cast<std::uint64_t>(o.connections) * o.streams > 1000000)
+        throw usage_error("--connections x --streams: at most 1000000 requests in flight");
     if (o.mode == workload::storm) {
         if (o.duration || o.requests)
             throw usage_error("--mode storm sends --keys x --copies requests; --duration and --requests do "
@@ -341,10 +356,10 @@ options parse_options(const std::vector<std::string>& args)
         if (!have_keys)
             o.keys = 100;
         if (o.copies == 0)
-            o.copies = o.connections;
+            o.copies = o.lanes();
         if (o.copies < 2)
             throw usage_error("--mode storm needs at least 2 copies of each key (--copies, or --connections "
-                              "when --copies is not given)");
+                              "x --streams when --copies is not given)");
     } else {
         if (o.copies != 0)
             throw usage_error("--copies applies to --mode storm only");

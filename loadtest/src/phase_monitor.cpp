@@ -29,6 +29,8 @@ void phase_stats::merge(const phase_stats& other)
     unexpected += other.unexpected;
     bytes_sent += other.bytes_sent;
     bytes_received += other.bytes_received;
+    if (first_error.empty())
+        first_error = other.first_error;
     if (first_unexpected.empty()) {
         first_unexpected = other.first_unexpected;
         unexpected_hint = other.unexpected_hint;

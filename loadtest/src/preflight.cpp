@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <idemgate/loadtest/h2_client.hpp>
 #include <idemgate/loadtest/http_client.hpp>
 #include <idemgate/loadtest/runner.hpp>
 #include <thread>
@@ -29,14 +30,22 @@ boost::asio::ip::tcp::resolver::results_type resolve(const target_url& url)
 void probe(const options& o, const tcp::resolver::results_type& endpoints, asio::ssl::context* tls)
 {
     exchange_error result{asio::error::timed_out, exchange_stage::connect};
+    std::string detail;
     asio::io_context ioc(1);
     asio::co_spawn(
         ioc,
         [&]() -> asio::awaitable<void> {
             auto executor = co_await asio::this_coro::executor;
-            http_client_connection conn(executor, endpoints, o.timeout, tls, o.url.host);
-            result = co_await conn.connect();
-            conn.close();
+            if (o.http2) {
+                // Over TLS, the server must choose h2 by ALPN; h2c has nothing to agree on first.
+                h2_client_connection conn(executor, endpoints, o.timeout, tls, o.url.host);
+                result = co_await conn.connect(&detail);
+                conn.close();
+            } else {
+                http_client_connection conn(executor, endpoints, o.timeout, tls, o.url.host);
+                result = co_await conn.connect();
+                conn.close();
+            }
         },
         [](std::exception_ptr e) {
             if (e)
@@ -44,7 +53,8 @@ void probe(const options& o, const tcp::resolver::results_type& endpoints, asio:
         });
     ioc.run_for(o.timeout + std::chrono::seconds(1));
     if (result)
-        throw run_error("cannot connect to " + o.url.host_header + ": " + result.ec.message());
+        throw run_error("cannot connect to " + o.url.host_header + ": " +
+                        (detail.empty() ? result.ec.message() : detail));
 }
 
 std::optional<gateway_counters> settled_metrics(const options& o, const gateway_counters& before,

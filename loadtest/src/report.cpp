@@ -101,6 +101,8 @@ json::object phase_json(const phase_stats& s)
                                  {"write", s.write_errors},
                                  {"read", s.read_errors},
                                  {"timeout", s.timeouts}};
+    if (!s.first_error.empty())
+        out["first_error"] = s.first_error;
     out["unexpected"] = s.unexpected;
     if (!s.first_unexpected.empty())
         out["first_unexpected"] = s.first_unexpected;
@@ -132,6 +134,13 @@ std::string byte_text(std::uint64_t n)
 std::string describe_workload(const options& o)
 {
     return workload_text(o) + "; " + loop_text(o);
+}
+
+std::string_view protocol_name(const options& o)
+{
+    if (!o.http2)
+        return "HTTP/1.1";
+    return o.url.tls ? "h2" : "h2c";
 }
 
 std::string format_fixed(double v, int decimals)
@@ -183,9 +192,11 @@ void write_text_report(std::ostream& out, const run_result& r)
     const auto& o = r.opts;
     const auto& t = r.timed;
     out << "idemgate-loadtest " << o.url.text << "\n";
-    out << "  workload     " << workload_text(o) << "; " << o.connections << " connections, " << o.threads
-        << (o.threads == 1 ? " thread, " : " threads, ") << loop_text(o) << "; keys " << r.key_prefix
-        << "-*\n";
+    out << "  workload     " << workload_text(o) << "; " << o.connections << " connections"
+        << (o.http2 ? " x " + std::to_string(o.streams) + (o.streams == 1 ? " stream" : " streams")
+                    : std::string())
+        << " over " << protocol_name(o) << ", " << o.threads << (o.threads == 1 ? " thread, " : " threads, ")
+        << loop_text(o) << "; keys " << r.key_prefix << "-*\n";
     for (std::size_t i = 0; i < o.targets.size() && i < t.target_answers.size(); ++i)
         out << "  target       " << o.targets[i].method << " " << o.targets[i].url.text << " (weight "
             << o.targets[i].weight << "): " << t.target_answers[i] << " answers\n";
@@ -223,7 +234,7 @@ void write_text_report(std::ostream& out, const run_result& r)
     }
     if (t.errors())
         out << "  errors       connect " << t.connect_errors << ", write " << t.write_errors << ", read "
-            << t.read_errors << ", timeout " << t.timeouts << "\n";
+            << t.read_errors << ", timeout " << t.timeouts << "; first: " << t.first_error << "\n";
     const auto& c = r.checks;
     out << "  replays      " << c.replays_checked << " answers checked against their key's first answer: "
         << c.replays_checked - std::min(c.replays_checked, c.replays_mismatched) << " identical, "
@@ -283,6 +294,9 @@ json::object json_report(const run_result& r)
         out["copies"] = o.copies;
     out["key_prefix"] = r.key_prefix;
     out["connections"] = o.connections;
+    out["protocol"] = protocol_name(o);
+    if (o.http2)
+        out["streams"] = o.streams;
     out["threads"] = o.threads;
     out["loop"] = o.rate || !o.stages.empty() ? "open" : "closed";
     if (o.rate)

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <cctype>
 #include <idemgate/loadtest/request_template.hpp>
 
 #ifndef IDEMGATE_VERSION
@@ -57,6 +59,25 @@ request_template::request_template(const options& o, const std::string& method, 
     head_request_ = method == "HEAD";
     // A GET or HEAD without a body sends no Content-Length (RFC 9110 8.6); others send 0.
     send_length_ = !(body.empty() && (method == "GET" || method == "HEAD"));
+
+    // HTTP/2 (RFC 9113 8.3.1): the request line and Host as pseudo-header fields, every name in
+    // lower case (8.2.1).
+    auto field = [this](std::string name, std::string_view value) {
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        field_names_.push_back(std::move(name));
+        field_values_.push_back(split(value));
+    };
+    field(":method", method);
+    field(":scheme", o.url.tls ? "https" : "http");
+    field(":authority", o.url.host_header);
+    field(":path", target);
+    field("user-agent", "idemgate-loadtest/" IDEMGATE_VERSION);
+    for (const auto& h : o.headers)
+        field(h.name, h.value);
+    if (o.tenant)
+        field(o.tenant_header, *o.tenant);
+    field(o.key_header, "{key}");
 }
 
 void request_template::render(std::string& out, std::string_view key) const
@@ -70,6 +91,25 @@ void request_template::render(std::string& out, std::string_view key) const
     }
     out += "\r\n";
     body_.append(out, key);
+}
+
+void request_template::render_fields(request_fields& out, std::string_view key) const
+{
+    std::size_t n = field_names_.size() + (send_length_ ? 1 : 0);
+    out.names.resize(n);
+    out.values.resize(n);
+    for (std::size_t i = 0; i < field_names_.size(); ++i) {
+        out.names[i] = field_names_[i];
+        out.values[i].clear();
+        field_values_[i].append(out.values[i], key);
+    }
+    out.body.clear();
+    body_.append(out.body, key);
+    if (send_length_) {
+        out.names.back() = "content-length";
+        out.values.back() = std::to_string(out.body.size());
+    }
+    out.head_request = head_request_;
 }
 
 } // namespace idemgate::loadtest

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "phase_monitor.hpp"
 #include "preflight.hpp"
+#include "request_lane.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -145,8 +146,10 @@ void count_answer(phase_stats& stats, const response& res)
     }
 }
 
-void count_error(phase_stats& stats, const exchange_error& err)
+void count_error(phase_stats& stats, const exchange_error& err, const detail::request_lane& lane)
 {
+    if (stats.first_error.empty())
+        stats.first_error = lane.failure(err);
     if (err.timed_out())
         ++stats.timeouts;
     else if (err.stage == exchange_stage::connect)
@@ -164,22 +167,20 @@ bool in_flight(const response& res)
            (gateway_problem_slug(res) == "request-in-flight" || res.count(http::field::retry_after) != 0);
 }
 
-// One connection's loop for a phase.
-asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, interval_window& window,
-                                       unsigned index)
+// One lane's loop for a phase (a connection over HTTP/1.1, a stream slot over HTTP/2).
+asio::awaitable<void> drive_lane(phase_plan& plan, phase_stats& stats, interval_window& window,
+                                 std::unique_ptr<detail::request_lane> lane, unsigned index)
 {
     const auto& o = plan.opts;
     auto executor = co_await asio::this_coro::executor;
-    http_client_connection conn(executor, plan.endpoints, o.timeout, plan.tls, o.url.host);
     asio::steady_timer timer(executor);
-    std::string request;
     response res;
     std::vector<std::pair<std::string_view, std::string_view>> scratch;
     scratch.reserve(32);
     const bool open_loop = (o.rate || !o.stages.empty()) && !plan.warmup;
-    // Open loop: connection `index` sends request n = index + i * C at start + n / rate, so the
-    // C connections together send `rate` requests per second at evenly spaced times (wrk2); in
-    // stages, at the time the ramps have sent n requests.
+    // Open loop: lane `index` sends request n = index + i * L at start + n / rate, so the L lanes
+    // together send `rate` requests per second at evenly spaced times (wrk2); in stages, at the
+    // time the ramps have sent n requests.
     const double ns_per_request = o.rate && !plan.warmup ? 1e9 / *o.rate : 0;
     const bool storm = o.mode == workload::storm && !plan.warmup;
 
@@ -190,7 +191,7 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, int
         }
         clock_type::time_point intended{};
         if (open_loop) {
-            double n = static_cast<double>(index) + static_cast<double>(i) * o.connections;
+            double n = static_cast<double>(index) + static_cast<double>(i) * o.lanes();
             double offset = n * ns_per_request;
             if (!o.stages.empty()) {
                 auto at = stage_offset_seconds(o.stages, n);
@@ -214,7 +215,6 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, int
         key_choice key = choose_key(plan, seq);
         std::size_t target_index = target_of(plan, key);
         const request_template& target = plan.requests[target_index];
-        target.render(request, key.name);
 
         auto first_attempt = clock_type::now();
         if (open_loop && first_attempt - intended > std::chrono::milliseconds(1))
@@ -224,12 +224,12 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, int
             // Open loop: the first attempt's latency counts from when it should have been sent.
             auto counted_from = open_loop && attempt == 0 ? intended : sent;
             exchange_bytes bytes;
-            auto err = co_await conn.exchange(request, res, target.head_request(), &bytes);
+            auto err = co_await lane->exchange(target, key.name, res, bytes);
             auto done = clock_type::now();
             stats.bytes_sent += bytes.sent;
             stats.bytes_received += bytes.received;
             if (err) {
-                count_error(stats, err);
+                count_error(stats, err, *lane);
                 window.error();
                 plan.errors.fetch_add(1, std::memory_order_relaxed);
                 if (err.stage == exchange_stage::connect && !err.timed_out()) {
@@ -265,7 +265,7 @@ asio::awaitable<void> drive_connection(phase_plan& plan, phase_stats& stats, int
             break;
         }
     }
-    conn.close();
+    lane->close();
 }
 
 // Runs one phase over `threads` io_contexts; returns the merged stats. A row of the series (and
@@ -288,11 +288,15 @@ phase_stats run_phase(phase_plan& plan, std::ostream* progress, std::string_view
         plan.end = plan.start + *o.duration;
     for (unsigned c = 0; c < o.connections; ++c) {
         unsigned t = c % threads;
-        asio::co_spawn(*contexts[t], drive_connection(plan, stats[t], *windows[t], c),
-                       [](std::exception_ptr e) {
-                           if (e)
-                               std::rethrow_exception(e);
-                       });
+        auto lanes = detail::connection_lanes(contexts[t]->get_executor(), o, plan.endpoints, plan.tls);
+        for (unsigned s = 0; s < lanes.size(); ++s)
+            asio::co_spawn(
+                *contexts[t],
+                drive_lane(plan, stats[t], *windows[t], std::move(lanes[s]), c + s * o.connections),
+                [](std::exception_ptr e) {
+                    if (e)
+                        std::rethrow_exception(e);
+                });
     }
     std::mutex mutex;
     std::condition_variable cv;

@@ -21,9 +21,13 @@ Workload
                      storm: --copies duplicates of each key sent at once over all
                      connections; exactly one may execute
   --keys N           warm keys (replay, mixed) or storm keys (default 1000; storm 100)
-  --copies N         storm: duplicates of each key (default: --connections)
+  --copies N         storm: duplicates of each key (default: --connections x --streams)
   --connections C, -c C
                      keep-alive connections (default 16)
+  --http2            HTTP/2: h2 by ALPN for https:// URLs, h2c with prior knowledge for
+                     http:// URLs; every mode and check works as over HTTP/1.1
+  --streams N        --http2: requests in flight on each connection, one per stream (default
+                     1, as in h2load); --connections x --streams in flight in all
   --threads T, -t T  I/O threads, one io_context each (default min(2, cores))
   --duration D, -d D timed phase length, e.g. 10s, 500ms, 2m (default 10s)
   --requests N, -n N timed phase of exactly N requests instead of a duration
@@ -33,7 +37,8 @@ Workload
   --stages S         open loop in ramps, e.g. 10s:1000,30s:5000: each stage goes linearly
                      from the previous stage's rate (0 before the first) to its own over its
                      duration; the run lasts their sum (not with --rate, --duration, --requests)
-  --timeout D        deadline of every connect, write and read (default 10s)
+  --timeout D        deadline of every connect, write and read, and over HTTP/2 of every
+                     stream's answer (default 10s)
 
 Requests
   --url URL          the target (or the URL alone, without --url, as wrk and oha take it)

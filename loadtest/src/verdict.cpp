@@ -67,7 +67,8 @@ void judge(run_result& r)
                     std::to_string(r.warmup.connect_errors + r.timed.connect_errors) + ", write " +
                     std::to_string(r.warmup.write_errors + r.timed.write_errors) + ", read " +
                     std::to_string(r.warmup.read_errors + r.timed.read_errors) + ", timeout " +
-                    std::to_string(r.warmup.timeouts + r.timed.timeouts) + ")");
+                    std::to_string(r.warmup.timeouts + r.timed.timeouts) + ")" +
+                    example(r.warmup.first_error.empty() ? r.timed.first_error : r.warmup.first_error));
     std::string_view stopped;
     if (r.warmup.stopped_early || (r.warmed_up && r.timed.answers == 0 && r.warmup.unexpected))
         stopped =

@@ -133,6 +133,56 @@ TEST_SUITE("loadtest parts")
         CHECK(bytes.find("\r\nContent-Length: 15\r\n\r\n{\"order\":\"k-1\"}") != std::string::npos);
     }
 
+    TEST_CASE("the same request as HTTP/2 fields: pseudo-header fields first, names in lower case")
+    {
+        auto o = parse_options({"https://example.test/api/orders?x={key}", "--http2", "--tenant", "acme",
+                                "-H", "X-Trace: t-{key}", "--body", "{\"order\":\"{key}\"}"});
+        request_template t(o);
+        request_fields f;
+        t.render_fields(f, "k-1");
+        std::vector<std::pair<std::string, std::string>> fields;
+        for (std::size_t i = 0; i < f.names.size(); ++i)
+            fields.emplace_back(f.names[i], f.values[i]);
+        std::vector<std::pair<std::string, std::string>> expected{
+            {":method", "POST"},
+            {":scheme", "https"},
+            {":authority", "example.test"},
+            {":path", "/api/orders?x=k-1"},
+            {"user-agent", "idemgate-loadtest/" IDEMGATE_VERSION},
+            {"x-trace", "t-k-1"},
+            {"x-tenant-id", "acme"},
+            {"idempotency-key", "k-1"},
+            {"content-length", "15"}};
+        CHECK(fields == expected);
+        CHECK(f.body == "{\"order\":\"k-1\"}");
+        // Rendered again for another key, in the same storage.
+        t.render_fields(f, "k-22");
+        CHECK(f.values[7] == "k-22");
+        CHECK(f.values.back() == "16");
+        // A GET without a body sends no content-length, as over HTTP/1.1.
+        auto get = parse_options({"http://example.test/x", "--http2", "-X", "GET"});
+        request_template g(get);
+        g.render_fields(f, "k");
+        CHECK(f.names.back() == "idempotency-key");
+        CHECK(f.body.empty());
+    }
+
+    TEST_CASE("command line: --http2 and --streams")
+    {
+        auto o = parse_options({"http://h/x", "--http2", "--streams", "8", "-c", "3", "--mode", "storm"});
+        CHECK(o.http2);
+        CHECK(o.streams == 8);
+        CHECK(o.lanes() == 24);
+        CHECK(o.copies == 24); // a storm's default copies: one per stream
+        CHECK(parse_options({"http://h/x"}).streams == 1);
+        CHECK_THROWS_WITH_AS(parse_options({"http://h/x", "--streams", "4"}),
+                             doctest::Contains("--streams applies to --http2 only"), usage_error);
+        CHECK_THROWS_WITH_AS(parse_options({"http://h/x", "--http2", "--streams", "0"}),
+                             doctest::Contains("--streams: \"0\" is not a positive integer"), usage_error);
+        CHECK_THROWS_WITH_AS(parse_options({"http://h/x", "--http2=yes"}),
+                             doctest::Contains("--http2 takes no value"), usage_error);
+    }
+
     namespace {
 
     response answer(unsigned status, std::string body, bool replayed, std::string etag = "\"v1\"")

@@ -64,6 +64,10 @@ struct options {
     int replay_percent = 100; // mixed:<P>
     std::uint64_t keys = 1000;
     unsigned connections = 16;
+    // HTTP/2: h2 by ALPN for https://, h2c with prior knowledge for http://; `streams` requests
+    // in flight on each connection, each stream a lane of its own.
+    bool http2 = false;
+    unsigned streams = 1;
     unsigned threads = 0; // 0: min(2, cores, connections)
     std::optional<std::chrono::nanoseconds> duration;
     std::optional<std::uint64_t> requests;
@@ -101,6 +105,10 @@ struct options {
     std::vector<std::string> command_line; // the arguments as given, for the report
     bool help = false;
     bool version = false;
+
+    // Requests in flight at once: a connection each over HTTP/1.1, --streams per connection over
+    // HTTP/2.
+    unsigned lanes() const noexcept { return connections * streams; }
 };
 
 // A command line that cannot run; what() names the flag.

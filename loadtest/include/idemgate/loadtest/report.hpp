@@ -15,6 +15,8 @@ void write_text_report(std::ostream& out, const run_result& r);
 boost::json::object json_report(const run_result& r);
 // --report: one self-contained HTML page (inline CSS and SVG, no script, nothing fetched).
 void write_html_report(std::ostream& out, const run_result& r);
+// "HTTP/1.1", "h2" (TLS, ALPN) or "h2c" (prior knowledge).
+std::string_view protocol_name(const options& o);
 // "replay of 1000 warm keys; closed loop": the workload and the loop, in words.
 std::string describe_workload(const options& o);
 

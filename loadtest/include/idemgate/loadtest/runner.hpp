@@ -34,6 +34,7 @@ struct phase_stats {
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     std::string first_unexpected; // the first unexpected answer: status, problem, body excerpt
     std::string unexpected_hint;  // what to change, for the first unexpected answer
+    std::string first_error;      // the first request without an answer: what happened, in words
     bool stopped_early = false;   // the phase stopped because nearly every answer was unexpected
     double seconds = 0;
 
