@@ -56,7 +56,11 @@ if [[ "${CONTAINER:-1}" != 0 ]]; then
   base_pid=$!
 fi
 
-bash scripts/build.sh -DIDEMGATE_TEST_BACKEND=ON # package.sh may have turned it off in build/
+# A unity build (IDEMGATE_UNITY, CMakeLists.txt): compiling is most of this script's CPU time,
+# and batches of sources compile the shared Asio/Beast templates once per batch, not per file.
+# The image's build stage (scripts/demo.sh) compiles the product file by file: a source that
+# lacks an include it needs, hidden here by its batch, fails there.
+bash scripts/build.sh -DIDEMGATE_TEST_BACKEND=ON -DIDEMGATE_UNITY=ON # package.sh may have turned the test backend off in build/
 step "main build done"
 
 asan_dir="${ASAN_BUILD_DIR:-build-asan}"
@@ -78,7 +82,7 @@ if [[ "${SANITIZE:-1}" != 0 ]]; then
   [[ "${ASAN_IO_URING:-ON}" == OFF ]] && uring=OFF
   cmake -S . -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEMGATE_SANITIZE=address \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DIDEMGATE_BUILD_BENCH=OFF \
-    -DIDEMGATE_IO_URING="$uring" \
+    -DIDEMGATE_IO_URING="$uring" -DIDEMGATE_UNITY=ON \
     -DIDEMGATE_TEST_UPSTREAM_BIN="$(cd "${BUILD_DIR:-build}" && pwd)/bin/idemgate-test-upstream" >/dev/null
 fi
 

@@ -3,14 +3,13 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <idemgate/loadtest/h2_client.hpp>
 #include <nghttp2/nghttp2.h>
 
 namespace idemgate::loadtest {
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 class h2_error_category final : public boost::system::error_category {
 public:

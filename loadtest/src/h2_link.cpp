@@ -6,6 +6,7 @@
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -14,7 +15,6 @@ namespace idemgate::loadtest::detail {
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 void rethrow(std::exception_ptr e)
 {
     if (e)

@@ -5,13 +5,13 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <idemgate/common/use_tuple.hpp>
 #include <idemgate/loadtest/http_client.hpp>
 #include <openssl/ssl.h>
 
 namespace idemgate::loadtest {
 
 namespace http = beast::http;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 http_client_connection::http_client_connection(asio::any_io_executor executor,
                                                asio::ip::tcp::resolver::results_type endpoints,

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <idemgate/common/use_tuple.hpp>
 #include <idemgate/loadtest/expectations.hpp>
 #include <idemgate/loadtest/http_client.hpp>
 #include <idemgate/loadtest/report.hpp>
@@ -29,8 +30,6 @@ using clock_type = std::chrono::steady_clock;
 using asio::ip::tcp;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string random_prefix()
 {

@@ -2,12 +2,14 @@
 #include "gateway_fixture.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <iostream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <unistd.h>
 
 namespace idemgate::test {
@@ -311,6 +313,17 @@ double metric(std::uint16_t admin_port, const std::string& series)
         if (line.rfind(series + " ", 0) == 0)
             return std::stod(line.substr(series.size() + 1));
     return -1;
+}
+
+double metric_reaching(gateway_fixture& f, const std::string& series, double want)
+{
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    double value = metric(f.gateway->admin_port(), series);
+    while (value < want && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        value = metric(f.gateway->admin_port(), series);
+    }
+    return value;
 }
 
 std::string unique_key(const std::string& stem)

@@ -139,5 +139,10 @@ std::string without_fields(std::string raw, std::initializer_list<std::string_vi
 // The value of the Prometheus sample `series` (e.g. `name{label="v"}`) on the admin port's
 // /metrics, or -1 when absent.
 double metric(std::uint16_t admin_port, const std::string& series);
+// Polls the sample `series` until it reaches `want` or 3 s pass, and returns its last value
+// (outcomes and route metrics are counted just after the answer is sent).
+double metric_reaching(gateway_fixture& f, const std::string& series, double want);
+// The admin token the tests' gateways read from IDEMGATE_TEST_ADMIN_TOKEN.
+inline const std::string admin_token = "admin-token-0123456789";
 
 } // namespace idemgate::test

@@ -42,8 +42,6 @@ void check_invalid_key(const http_response& res, const std::string& part)
     CHECK_MESSAGE(detail_of(res).find(part) != std::string::npos, detail_of(res));
 }
 
-const std::string admin_token = "admin-token-0123456789";
-
 http_response admin_get(gateway_fixture& f, const std::string& target)
 {
     return http_request(f.gateway->admin_port(), "GET", target, {{"Authorization", "Bearer " + admin_token}},

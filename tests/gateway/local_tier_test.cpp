@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string admin_token = "tier-admin-token-0123456789";
+const std::string tier_admin_token = "tier-admin-token-0123456789";
 
 // `admit`: "complete" (the copy is made when the first execution completes, so each rule is
 // tested from the first request on), "replay" (the default) or "" (the key left out).
@@ -27,7 +27,7 @@ gateway_options tier_options(const std::string& max_bytes = "1MiB", const std::s
     if (!admit.empty())
         options.store_extra += "    admit: " + admit + "\n";
     options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
-    options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
+    options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", tier_admin_token);
     return options;
 }
 
@@ -77,7 +77,7 @@ bool eventually_true(const std::function<bool()>& pred)
 std::string admin_delete(const gateway_process& g, const std::string& key)
 {
     auto res = http_request(g.admin_port(), "DELETE", "/admin/v1/records?key=" + key,
-                            {{"Authorization", "Bearer " + admin_token}}, {});
+                            {{"Authorization", "Bearer " + tier_admin_token}}, {});
     return std::to_string(res.status);
 }
 

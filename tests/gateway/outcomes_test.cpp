@@ -40,18 +40,6 @@ boost::json::object access_line_of(gateway_fixture& f, const std::string& key, i
     });
 }
 
-// Polls a metric until it reaches `want` (outcomes are counted just after the answer is sent).
-double metric_reaching(gateway_fixture& f, const std::string& series, double want)
-{
-    auto deadline = std::chrono::steady_clock::now() + 3s;
-    double value = metric(f.gateway->admin_port(), series);
-    while (value < want && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(10ms);
-        value = metric(f.gateway->admin_port(), series);
-    }
-    return value;
-}
-
 } // namespace
 
 TEST_SUITE_BEGIN("outcomes");

@@ -11,7 +11,6 @@ using namespace idemgate::test;
 
 namespace {
 
-const std::string admin_token = "admin-token-0123456789";
 // 32 bytes of secret; 64 hex digits per encryption key.
 const std::string key_secret = "protection-secret-0123456789abcdef";
 const std::string key_a_hex(64, 'a');

@@ -50,17 +50,6 @@ http_response retry_until_settled(gateway_fixture& f, const std::string& key, co
     return res;
 }
 
-double metric_reaching(gateway_fixture& f, const std::string& series, double want)
-{
-    auto deadline = std::chrono::steady_clock::now() + 3s;
-    double value = metric(f.gateway->admin_port(), series);
-    while (value < want && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(10ms);
-        value = metric(f.gateway->admin_port(), series);
-    }
-    return value;
-}
-
 } // namespace
 
 TEST_SUITE_BEGIN("reconcile");

@@ -637,7 +637,7 @@ struct restart_row {
     std::function<void(gateway_fixture&)> still_running;
 };
 
-const std::string admin_token = "reload-keys-admin-token-0123456789";
+const std::string reload_keys_admin_token = "reload-keys-admin-token-0123456789";
 
 std::vector<restart_row> restart_rows()
 {
@@ -676,7 +676,7 @@ std::vector<restart_row> restart_rows()
          [](auto& f) {
              // The token the gateway started with still opens the admin API.
              auto res = gateway_request(f.gateway->admin_port(), "POST", "/admin/v1/reload",
-                                        {{"Authorization", "Bearer " + admin_token}});
+                                        {{"Authorization", "Bearer " + reload_keys_admin_token}});
              CHECK(res.status == 200);
          }},
         {"tracing",
@@ -717,7 +717,7 @@ TEST_CASE("every restart-only key is named in the log and keeps its running valu
         INFO("key: " << row.key);
         gateway_options options;
         options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
-        options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
+        options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", reload_keys_admin_token);
         options.env.emplace_back("IDEMGATE_TEST_OTHER_TOKEN", "reload-keys-other-token-0123456789");
         gateway_fixture f(options);
         reload_with(f, row.edit);

@@ -15,14 +15,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string admin_token = "reload-admin-token-0123456789";
+const std::string reload_admin_token = "reload-admin-token-0123456789";
 
 gateway_options reload_options()
 {
     gateway_options options;
     options.idempotency_extra = "      expose_expiry: true\n";
     options.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n";
-    options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
+    options.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", reload_admin_token);
     return options;
 }
 
@@ -111,14 +111,14 @@ TEST_CASE("a broken file keeps the running configuration; every problem is logge
 
     // The admin API answers the same refusal, with the problems in the body.
     auto refused = http_request(f.gateway->admin_port(), "POST", "/admin/v1/reload",
-                                {{"Authorization", "Bearer " + admin_token}}, {});
+                                {{"Authorization", "Bearer " + reload_admin_token}}, {});
     CHECK(is_problem(refused, 422));
     CHECK(parse_object(refused.body)["type"] == "/.well-known/idempotency/problems/invalid-configuration");
     CHECK(refused.body.find("routes[0].idempotency.record_ttl") != std::string::npos);
     // And applies a good file.
     write_text(path, good);
     auto applied = http_request(f.gateway->admin_port(), "POST", "/admin/v1/reload",
-                                {{"Authorization", "Bearer " + admin_token}}, {});
+                                {{"Authorization", "Bearer " + reload_admin_token}}, {});
     CHECK(applied.status == 200);
     CHECK(parse_object(applied.body)["generation"] == 2);
     CHECK(http_request(f.gateway->admin_port(), "POST", "/admin/v1/reload", {}, {}).status == 401);

@@ -282,8 +282,6 @@ TEST_SUITE_BEGIN("admin-api");
 
 namespace {
 
-const std::string admin_token = "admin-token-0123456789";
-
 gateway_options admin_options()
 {
     gateway_options options = credential_options();

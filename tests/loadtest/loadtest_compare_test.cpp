@@ -12,11 +12,6 @@ namespace lt = idemgate::loadtest;
 
 namespace {
 
-bool contains(const std::string& text, std::string_view part)
-{
-    return text.find(part) != std::string::npos;
-}
-
 // A run's --json line exactly as the binary printed it, saved to `path`; the parsed summary.
 json::object save_summary(std::vector<std::string> args, const std::string& path)
 {

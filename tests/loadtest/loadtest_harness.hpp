@@ -4,8 +4,12 @@
 // run of the real idemgate-loadtest binary with its --json summary parsed.
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
+#include <fstream>
 #include <idemgate/test/harness.hpp>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
 
 namespace loadtest_harness {
 
@@ -119,6 +123,20 @@ inline std::int64_t int_at(const json::object& o, std::initializer_list<const ch
     if (v->is_double())
         return static_cast<std::int64_t>(v->as_double());
     return -1;
+}
+
+// The whole file at `path` ("" when it cannot be read).
+inline std::string read_all(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+inline bool contains(const std::string& text, std::string_view part)
+{
+    return text.find(part) != std::string::npos;
 }
 
 } // namespace loadtest_harness

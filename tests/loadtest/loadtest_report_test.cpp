@@ -14,19 +14,6 @@ using namespace loadtest_harness;
 
 namespace {
 
-std::string read_all(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-bool contains(const std::string& text, std::string_view part)
-{
-    return text.find(part) != std::string::npos;
-}
-
 // The program's path in $PATH, or "".
 std::string find_program(const std::string& name)
 {

@@ -16,14 +16,6 @@ namespace lt = idemgate::loadtest;
 
 namespace {
 
-std::string read_all(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 std::vector<std::string> lines_of(const std::string& text)
 {
     std::vector<std::string> out;

@@ -2,6 +2,7 @@
 // Records at rest: the sealed codec version round-trips, every altered byte, a wrong
 // key or a record moved to another Redis key is record_corrupt, the previous key still opens old
 // records; and hashed Redis keys hold neither the key nor the tenant.
+#include "idemgate/test/secrets.hpp"
 #include "redis_test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -17,12 +18,13 @@ using namespace idemgate::store;
 using idemgate::test::completed_record;
 using idemgate::test::in_flight_record;
 
+using idemgate::test::card;
+using idemgate::test::key_a;
+using idemgate::test::key_b;
+
 namespace {
 
-const std::string key_a(32, 'A');
-const std::string key_b(32, 'B');
 const std::string binding = "idemgate:acme:order-1"; // the Redis key a record is stored under
-const std::string card = "4111111111111111";
 
 record card_record()
 {

@@ -11,6 +11,7 @@
 #include <idemgate/store/record_codec.hpp>
 #include <idemgate/store/redis_store.hpp>
 #include <idemgate/test/harness.hpp>
+#include <idemgate/test/secrets.hpp>
 #include <regex>
 #include <unistd.h>
 
@@ -19,12 +20,13 @@ using namespace idemgate::test;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
+using idemgate::test::card;
+using idemgate::test::key_a;
+using idemgate::test::key_b;
+
 namespace {
 
 const std::string hash_secret(32, 's');
-const std::string key_a(32, 'A');
-const std::string key_b(32, 'B');
-const std::string card = "4111111111111111";
 
 std::string hex_of(const std::string& bytes)
 {
@@ -321,7 +323,7 @@ env_list gateway_env(env_list extra = {})
     return extra;
 }
 
-int readyz_of(const gateway_process& gw)
+int readyz_status(const gateway_process& gw)
 {
     try {
         return http_request(gw.admin_port(), "GET", "/readyz", {}, {}, 1s).status;
@@ -333,7 +335,7 @@ int readyz_of(const gateway_process& gw)
 std::unique_ptr<gateway_process> ready_gateway(const std::string& yaml, env_list env = gateway_env())
 {
     auto gw = std::make_unique<gateway_process>(yaml, std::move(env));
-    REQUIRE_MESSAGE(eventually([&] { return readyz_of(*gw) == 200; }, 10s), gw->process().output());
+    REQUIRE_MESSAGE(eventually([&] { return readyz_status(*gw) == 200; }, 10s), gw->process().output());
     return gw;
 }
 
@@ -529,7 +531,7 @@ TEST_SUITE("redis protection: gateway")
         CHECK(why->find("AUTH (user idemgate)") != std::string::npos);
         CHECK(why->find("WRONGPASS") != std::string::npos);
         CHECK(why->find("nope") == std::string::npos);
-        CHECK(readyz_of(*refused) == 503);
+        CHECK(readyz_status(*refused) == 503);
         CHECK(order(*refused, "acme", fresh_key("refused")).status == 503);
         CHECK(upstream.executions() == 2);
     }

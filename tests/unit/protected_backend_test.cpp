@@ -11,17 +11,19 @@
 #include <idemgate/store/backend_factory.hpp>
 #include <idemgate/store/protected_backend.hpp>
 #include <idemgate/store/record_cipher.hpp>
+#include <idemgate/test/secrets.hpp>
 #include <vector>
 
 using namespace idemgate;
 using namespace std::chrono_literals;
 namespace cfg = idemgate::config;
 
+using idemgate::test::key_a;
+using idemgate::test::key_b;
+
 namespace {
 
 const std::string secret(32, 's');
-const std::string key_a(32, 'A');
-const std::string key_b(32, 'B');
 
 template<class Awaitable>
 auto run(boost::asio::io_context& ioc, Awaitable a)
