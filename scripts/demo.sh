@@ -37,9 +37,10 @@ build_dir="${BUILD_DIR:-build-demo}"
 if ((build)); then
   bash scripts/install-deps.sh --run
   # The demo's own build: the two programs it runs, without the tests (doctest is not in the
-  # --run list) and the bench programs.
+  # --run list) and the bench programs, compiled in batches (IDEMGATE_UNITY: a third less compiler
+  # time on a first build; the image's build stage and CI build this way too).
   BUILD_DIR="$build_dir" bash scripts/build.sh -DIDEMGATE_BUILD_TESTS=OFF -DIDEMGATE_BUILD_BENCH=OFF \
-    -- idemgate order-service
+    -DIDEMGATE_UNITY=ON -- idemgate order-service
 fi
 if ((build_only)); then
   echo "demo.sh: built $build_dir/bin/idemgate and $build_dir/bin/order-service"

@@ -58,8 +58,8 @@ fi
 
 # A unity build (IDEMGATE_UNITY, CMakeLists.txt): compiling is most of this script's CPU time,
 # and batches of sources compile the shared Asio/Beast templates once per batch, not per file.
-# The image's build stage (scripts/demo.sh) compiles the product file by file: a source that
-# lacks an include it needs, hidden here by its batch, fails there.
+# The sanitizer build and the image's (scripts/demo.sh) are batched too; the default build
+# (scripts/build.sh alone, what contributors run) compiles file by file.
 bash scripts/build.sh -DIDEMGATE_TEST_BACKEND=ON -DIDEMGATE_UNITY=ON # package.sh may have turned the test backend off in build/
 step "main build done"
 
@@ -165,15 +165,16 @@ if [[ "${FUZZ_SECONDS:-30}" != 0 && -f scripts/fuzz.sh ]]; then
   step "fuzzing done"
 fi
 
+if [[ "${PACKAGE:-1}" != 0 ]]; then
+  # While the image still compiles: the package check is mostly dpkg and apt in a fresh root (the
+  # container check's debian:bookworm-slim base, made at the start), little CPU.
+  bash scripts/package-check.sh
+  step "package check done"
+fi
+
 if [[ -n "$image_pid" ]]; then
   join_background "$image_pid" "$image_log" "building the container image"
   step "container image built"
   bash scripts/container-check.sh --run-only
   step "container check done"
-fi
-
-if [[ "${PACKAGE:-1}" != 0 ]]; then
-  # After the container check: its debian:bookworm-slim base is the package's fresh root.
-  bash scripts/package-check.sh
-  step "package check done"
 fi
