@@ -6,7 +6,10 @@
 # times; prints one line per run, then the medians and idemgate-loadtest's ratio to h2load.
 # Every request is a replay of a warm key for both tools (h2load sends one fixed key), so the
 # gateway does the same work; what differs is what each tester does per answer (idemgate-loadtest
-# also compares every replay with its key's first answer).
+# also compares every replay with its key's first answer). With wrk installed (Debian's wrk:
+# HTTP/1.1 only, closed loop only, no fixed rate), two closed-loop runs more, idemgate-loadtest
+# without --rate beside wrk, each at its own top rate over the same connections: CPU per answered
+# request again, with wrk's ratio.
 #
 #   bench/tools/loadtest_overhead.sh [ROUNDS]     # default 3
 #
@@ -24,6 +27,8 @@ for b in idemgate idemgate-loadtest idemgate-test-upstream; do
 done
 command -v h2load >/dev/null || { echo "h2load is missing (apt-get install nghttp2-client)" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "GNU time is missing (apt-get install time)" >&2; exit 2; }
+have_wrk=0
+if command -v wrk >/dev/null; then have_wrk=1; else echo "# wrk is not installed (apt-get install wrk): its closed-loop rows are left out" >&2; fi
 # shellcheck source=../lib/scratch.sh
 source "$root/bench/lib/scratch.sh" # $work, $pids, free_port
 scratch_init idemgate-loadtest-overhead
@@ -58,6 +63,11 @@ printf '%s' "$body" >"$work/body"
 # h2load's one key, executed once before the runs: every request it sends is then a replay.
 curl -fs -o /dev/null -X POST -H 'Idempotency-Key: overhead-1' -d "$body" "$url"
 lanes=$((connections * streams))
+cat >"$work/post.lua" <<EOF
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Idempotency-Key"] = "overhead-1"
+EOF
 
 # cpu_us ANSWERS -- COMMAND...: runs COMMAND under GNU time; prints "<answers> <cpu us/request>",
 # ANSWERS being a command that reads the run's output on stdin and prints its answer count.
@@ -73,6 +83,7 @@ measure() {
 }
 loadtest_answers() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["answers"] if d["ok"] else 0)'; }
 h2load_answers() { sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p'; }
+wrk_answers() { sed -n 's/^ *\([0-9]*\) requests in .*/\1/p'; }
 
 run_one() {
     case $1 in
@@ -84,10 +95,14 @@ run_one() {
         --streams "$streams" -t 1 -R "$rate" -d "${duration}s" --keys 100 --body "$body" --json ;;
     h2load-h2c) measure h2load_answers -- h2load -c "$connections" -m "$streams" -t 1 \
         --rps "$((rate / connections))" -D "$duration" -d "$work/body" -H 'Idempotency-Key: overhead-1' "$url" ;;
+    loadtest-h1-closed) measure loadtest_answers -- "$build/bin/idemgate-loadtest" "$url" -c "$lanes" -t 1 \
+        -d "${duration}s" --keys 100 --body "$body" --json ;;
+    wrk-h1-closed) measure wrk_answers -- wrk -c "$lanes" -t 1 -d "${duration}s" -s "$work/post.lua" "$url" ;;
     esac
 }
 
 tools=(loadtest-h1 h2load-h1 loadtest-h2c h2load-h2c)
+((have_wrk)) && tools+=(loadtest-h1-closed wrk-h1-closed)
 echo "# $rate req/s for ${duration}s, one client thread; h2c: $connections connections x $streams streams," \
     "HTTP/1.1: $lanes connections; CPU us per answered request"
 for round in $(seq "$rounds"); do
@@ -108,4 +123,8 @@ for proto in ("h1", "h2c"):
     lt, h2 = med[f"loadtest-{proto}"], med[f"h2load-{proto}"]
     print(f"median {proto}: idemgate-loadtest {lt:.2f} us/request, h2load {h2:.2f} us/request, "
           f"ratio {lt / h2:.2f}")
+if "wrk-h1-closed" in med:
+    lt, wrk = med["loadtest-h1-closed"], med["wrk-h1-closed"]
+    print(f"median h1 closed loop: idemgate-loadtest {lt:.2f} us/request, wrk {wrk:.2f} us/request, "
+          f"ratio {lt / wrk:.2f}")
 PY
