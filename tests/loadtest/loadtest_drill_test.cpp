@@ -49,31 +49,32 @@ TEST_CASE("a reload in the middle of an open-loop run: every request answered, n
     temp_dir dir;
     const auto series = dir.path() + "/run.ndjson";
     // 3 s at 300 requests/s, half of them replays of 100 warm keys, the rest new keys; a row every
-    // 250 ms. The tester reads the gateway's executions before and after (--metrics).
-    child_process run(bin_dir() + "/idemgate-loadtest", {s.url("/api/orders"),
-                                                         "--mode",
-                                                         "mixed:50",
-                                                         "--keys",
-                                                         "100",
-                                                         "-c",
-                                                         "8",
-                                                         "--rate",
-                                                         "300",
-                                                         "-d",
-                                                         "3s",
-                                                         "--interval",
-                                                         "250ms",
-                                                         "--series",
-                                                         series,
-                                                         "--body",
-                                                         "{\"order\":\"{key}\"}",
-                                                         "--metrics",
-                                                         s.metrics_url(),
-                                                         "--json"});
+    // 500 ms. The tester reads the gateway's executions before and after (--metrics).
+    const std::vector<std::string> args{s.url("/api/orders"),
+                                        "--mode",
+                                        "mixed:50",
+                                        "--keys",
+                                        "100",
+                                        "-c",
+                                        "8",
+                                        "--rate",
+                                        "300",
+                                        "-d",
+                                        "3s",
+                                        "--interval",
+                                        "500ms",
+                                        "--series",
+                                        series,
+                                        "--body",
+                                        "{\"order\":\"{key}\"}",
+                                        "--metrics",
+                                        s.metrics_url(),
+                                        "--json"};
+    child_process run(bin_dir() + "/idemgate-loadtest", args);
 
     // The reload comes once the timed phase has 1 s of rows: the /plain/ route becomes /fresh/.
     wait_until(
-        "four rows of the series", 20s, [&] { return series_rows(series).size() >= 4; }, 10ms);
+        "two rows of the series", 20s, [&] { return series_rows(series).size() >= 2; }, 10ms);
     const auto path = s.gateway->config_path();
     std::string text;
     {
@@ -124,8 +125,8 @@ TEST_CASE("a reload in the middle of an open-loop run: every request answered, n
 
     // The series: the reload's interval is inside the run and was answered like every other.
     const auto rows = series_rows(series);
-    REQUIRE(rows.size() >= 10);
-    CHECK(rows_before >= 4);
+    REQUIRE(rows.size() >= 5);
+    CHECK(rows_before >= 2);
     CHECK(rows_before < rows.size());
     std::int64_t in_rows = 0;
     for (std::size_t i = 0; i < rows.size(); ++i) {
