@@ -304,17 +304,6 @@ bool is_problem(const http_response& res, int status)
            code->is_int64() && code->as_int64() == status && detail && detail->is_string();
 }
 
-double metric(std::uint16_t admin_port, const std::string& series)
-{
-    auto text = http_request(admin_port, "GET", "/metrics").body;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(series + " ", 0) == 0)
-            return std::stod(line.substr(series.size() + 1));
-    return -1;
-}
-
 double metric_reaching(gateway_fixture& f, const std::string& series, double want)
 {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);

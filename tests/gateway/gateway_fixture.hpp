@@ -136,9 +136,6 @@ std::string unique_key(const std::string& stem);
 // `raw` without the header lines named `names` (as sent, e.g. "Date"): the fields every answer
 // carries its own value of (X-Request-Id, Date, Idempotency-Status), left out to compare bytes.
 std::string without_fields(std::string raw, std::initializer_list<std::string_view> names);
-// The value of the Prometheus sample `series` (e.g. `name{label="v"}`) on the admin port's
-// /metrics, or -1 when absent.
-double metric(std::uint16_t admin_port, const std::string& series);
 // Polls the sample `series` until it reaches `want` or 3 s pass, and returns its last value
 // (outcomes and route metrics are counted just after the answer is sent).
 double metric_reaching(gateway_fixture& f, const std::string& series, double want);

@@ -28,16 +28,6 @@ std::vector<json::object> series_rows(const std::string& path)
     return rows;
 }
 
-// The sample `series` on the admin port's /metrics, or -1.
-double admin_metric(std::uint16_t admin_port, const std::string& series)
-{
-    auto text = http_request(admin_port, "GET", "/metrics", {}, {}, 2s).body;
-    auto at = text.find("\n" + series + " ");
-    if (at == std::string::npos)
-        return -1;
-    return std::stod(text.substr(at + series.size() + 2));
-}
-
 } // namespace
 
 TEST_SUITE_BEGIN("loadtest drill");
@@ -88,9 +78,7 @@ TEST_CASE("a reload in the middle of an open-loop run: every request answered, n
     s.gateway->process().signal(SIGHUP);
     wait_until(
         "the reload is applied", 10s,
-        [&] {
-            return admin_metric(s.gateway->admin_port(), "idemgate_config_reloads_total{result=\"ok\"}") == 1;
-        },
+        [&] { return metric(s.gateway->admin_port(), "idemgate_config_reloads_total{result=\"ok\"}") == 1; },
         10ms);
     // The reload fell in the row after the ones written by now (the last may still be open).
     const auto rows_before = series_rows(series).size();

@@ -14,6 +14,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sstream>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -471,6 +472,17 @@ http_response http_request(std::uint16_t port, const std::string& method, const 
 {
     http_connection conn(port, timeout);
     return conn.request(method, path, headers, body);
+}
+
+double metric(std::uint16_t admin_port, const std::string& series)
+{
+    auto text = http_request(admin_port, "GET", "/metrics").body;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(series + " ", 0) == 0)
+            return std::stod(line.substr(series.size() + 1));
+    return -1;
 }
 
 } // namespace idemgate::test

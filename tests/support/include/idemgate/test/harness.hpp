@@ -289,4 +289,8 @@ http_response http_request(std::uint16_t port, const std::string& method, const 
                            const std::vector<std::pair<std::string, std::string>>& headers,
                            const std::string& body, milliseconds timeout);
 
+// The value of the Prometheus sample `series` (e.g. `name{label="v"}`) on the admin port's
+// /metrics, or -1 when absent.
+double metric(std::uint16_t admin_port, const std::string& series);
+
 } // namespace idemgate::test
