@@ -257,7 +257,7 @@ void check_fingerprint_options(const http::request<http::string_body>& req, std:
 {
     namespace config = idemgate::config;
     // Default options give exactly the plain fingerprint: records made before options existed match.
-    require(fingerprint(req.method_string(), req.target(), req.body(), config::fingerprint_config{}, req) ==
+    require(fingerprint({req.method_string(), req.target(), req.body()}, config::fingerprint_config{}, req) ==
                 plain,
             "default fingerprint options change the fingerprint");
 
@@ -266,7 +266,7 @@ void check_fingerprint_options(const http::request<http::string_body>& req, std:
     options.headers = {"Idempotency-Key", "X-Tenant-ID"};
     options.json = config::json_mode::canonical;
     options.ignore_json_fields = {"/id", "/items/0/ts", "/a~1b", "/0", "/"};
-    check_fingerprint_form(fingerprint(req.method_string(), req.target(), req.body(), options, req));
+    check_fingerprint_form(fingerprint({req.method_string(), req.target(), req.body()}, options, req));
 
     // Pointers to object members only: removing them again finds nothing, so canonical JSON must
     // be a fixpoint (an array index would remove the next element on a second pass).
@@ -437,7 +437,7 @@ void check_plain_answer(std::string_view head)
     constexpr std::size_t header_limit = 64 * 1024;
     http::response<http::string_body, pooled_fields> plain;
     plain_answer info;
-    if (!read_plain_answer(head, header_limit, ~std::uint64_t{0}, plain.base(), info)) {
+    if (!read_plain_answer(head, {header_limit, ~std::uint64_t{0}}, plain.base(), info)) {
         require(plain.begin() == plain.end() && plain.result_int() == 200 && plain.version() == 11,
                 "a head left to Beast was read in part");
         return;
@@ -464,7 +464,7 @@ void check_plain_request(std::string_view head, const idemgate::config::limits_c
 {
     http::request<http::string_body, pooled_fields> plain;
     plain_request info;
-    if (!read_plain_request(head, limits.max_header_bytes, limits.max_request_body, plain.base(), info)) {
+    if (!read_plain_request(head, {limits.max_header_bytes, limits.max_request_body}, plain.base(), info)) {
         require(plain.begin() == plain.end() && plain.target().empty(),
                 "a request head left to Beast was read in part");
         return;

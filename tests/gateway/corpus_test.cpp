@@ -63,8 +63,9 @@ fs::path corpus_dir()
 {
     if (const char* dir = std::getenv("IDEMGATE_CORPUS_DIR"))
         return dir;
-    // CMake compiles sources by absolute path: tests/gateway/corpus_test.cpp -> tests/corpus.
-    return fs::path(__FILE__).parent_path().parent_path() / "corpus";
+    // The source tree's, named by the build (__FILE__ is relative under a compiler cache's base
+    // directory).
+    return fs::path(IDEMGATE_SOURCE_DIR) / "tests" / "corpus";
 }
 
 std::string lower(std::string s)

@@ -334,7 +334,7 @@ TEST_SUITE_BEGIN("corpus");
 
 TEST_CASE("every upstream answer in the corpus gets its expected status and record")
 {
-    const fs::path dir = fs::path(__FILE__).parent_path().parent_path() / "corpus" / "upstream";
+    const fs::path dir = fs::path(IDEMGATE_SOURCE_DIR) / "tests" / "corpus" / "upstream";
     std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(dir))
         if (entry.path().extension() == ".case")

@@ -326,26 +326,26 @@ TEST_CASE("decide_after_tombstone: what a free key on a route with tombstones an
 
 TEST_CASE("decide_after_upstream: by default 5xx, 408, 425, 429 and failures release, the rest is recorded")
 {
-    CHECK(decide_after_upstream(true, 100) == completion_action::record);
-    CHECK(decide_after_upstream(true, 200) == completion_action::record);
-    CHECK(decide_after_upstream(true, 201) == completion_action::record);
-    CHECK(decide_after_upstream(true, 302) == completion_action::record);
-    CHECK(decide_after_upstream(true, 404) == completion_action::record);
-    CHECK(decide_after_upstream(true, 409) == completion_action::record);
-    CHECK(decide_after_upstream(true, 499) == completion_action::record);
-    CHECK(decide_after_upstream(true, 401) == completion_action::record);
-    CHECK(decide_after_upstream(true, 407) == completion_action::record);
-    CHECK(decide_after_upstream(true, 408) == completion_action::release);
-    CHECK(decide_after_upstream(true, 425) == completion_action::release);
-    CHECK(decide_after_upstream(true, 429) == completion_action::release);
-    CHECK(decide_after_upstream(true, 430) == completion_action::record);
-    CHECK(decide_after_upstream(true, 500) == completion_action::release);
-    CHECK(decide_after_upstream(true, 503) == completion_action::release);
-    CHECK(decide_after_upstream(true, 599) == completion_action::release);
-    CHECK(decide_after_upstream(true, 600) == completion_action::release); // outside 100-599: as 5xx
-    CHECK(decide_after_upstream(true, 99) == completion_action::release);
-    CHECK(decide_after_upstream(false, 0) == completion_action::release);
-    CHECK(decide_after_upstream(false, 200) == completion_action::release);
+    CHECK(decide_after_upstream({true, 100}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 200}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 201}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 302}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 404}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 409}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 499}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 401}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 407}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 408}) == completion_action::release);
+    CHECK(decide_after_upstream({true, 425}) == completion_action::release);
+    CHECK(decide_after_upstream({true, 429}) == completion_action::release);
+    CHECK(decide_after_upstream({true, 430}) == completion_action::record);
+    CHECK(decide_after_upstream({true, 500}) == completion_action::release);
+    CHECK(decide_after_upstream({true, 503}) == completion_action::release);
+    CHECK(decide_after_upstream({true, 599}) == completion_action::release);
+    CHECK(decide_after_upstream({true, 600}) == completion_action::release); // outside 100-599: as 5xx
+    CHECK(decide_after_upstream({true, 99}) == completion_action::release);
+    CHECK(decide_after_upstream({false, 0}) == completion_action::release);
+    CHECK(decide_after_upstream({false, 200}) == completion_action::release);
 }
 
 TEST_CASE("on_status: entries over the defaults, a code beats its class, only answered statuses")
@@ -403,7 +403,7 @@ TEST_CASE("on_status: entries over the defaults, a code beats its class, only an
     };
     for (const auto& row : rows) {
         CAPTURE(row.what);
-        CHECK(decide_after_upstream(row.answered, row.status, row.sent, row.on_unknown, row.on_status) ==
+        CHECK(decide_after_upstream({row.answered, row.status, row.sent}, row.on_unknown, row.on_status) ==
               row.expected);
     }
 }
@@ -499,7 +499,7 @@ TEST_CASE("phase 3 with on_unknown_outcome: only a sent, unanswered request is h
     for (const auto& r : rows) {
         CAPTURE(r.status);
         CAPTURE(r.sent);
-        CHECK(decide_after_upstream(r.answered, r.status, r.sent, r.mode) == r.expected);
+        CHECK(decide_after_upstream({r.answered, r.status, r.sent}, r.mode) == r.expected);
     }
 }
 

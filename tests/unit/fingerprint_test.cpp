@@ -43,7 +43,7 @@ TEST_CASE("default fingerprint options give the plain fingerprint, so old record
 {
     boost::beast::http::fields f;
     idemgate::config::fingerprint_config defaults;
-    CHECK(fingerprint("POST", "/a?q=1", "{}", defaults, f) == fingerprint("POST", "/a?q=1", "{}"));
+    CHECK(fingerprint({"POST", "/a?q=1", "{}"}, defaults, f) == fingerprint("POST", "/a?q=1", "{}"));
 }
 
 TEST_CASE("canonical JSON sorts keys, drops whitespace and keeps array order and number spelling")
@@ -88,10 +88,10 @@ TEST_CASE("canonical JSON without fractions or exponents keeps its earlier text 
 
     boost::beast::http::fields none;
     auto canonical = options_with(true, {}, idemgate::config::json_mode::canonical);
-    CHECK(fingerprint("POST", "/p", R"( { "b":2, "a":[1,"x"] } )", canonical, none) ==
+    CHECK(fingerprint({"POST", "/p", R"( { "b":2, "a":[1,"x"] } )"}, canonical, none) ==
           "604950e856d4182cc878ea3e9b39d7bcc27811e8175e7fa7f2f2224c1666b977");
     auto ignoring = options_with(true, {}, idemgate::config::json_mode::canonical, {"/t"});
-    CHECK(fingerprint("POST", "/p", R"({"t":5,"a":{"c":"\n"}})", ignoring, none) ==
+    CHECK(fingerprint({"POST", "/p", R"({"t":5,"a":{"c":"\n"}})"}, ignoring, none) ==
           "1c571ba7045c48686fe15fc818d10cdbccb539b20bfe84fc127ab0d7cb983c30");
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("canonical JSON keeps every number's source text, so different spellin
     boost::beast::http::fields f;
     idemgate::config::fingerprint_config options;
     options.json = idemgate::config::json_mode::canonical;
-    auto fp = [&](const std::string& body) { return fingerprint("POST", "/p", body, options, f); };
+    auto fp = [&](const std::string& body) { return fingerprint({"POST", "/p", body}, options, f); };
     // Integers past 64 bits that one double would hold, differing in the last digit (hashes
     // computed independently, as above).
     CHECK(fp(R"({"account":18446744073709551616})") ==
@@ -154,27 +154,28 @@ TEST_CASE("fingerprint options select what is hashed")
     boost::beast::http::fields none;
 
     auto canonical = options_with(true, {}, json_mode::canonical);
-    CHECK(fingerprint("POST", "/a", R"({"a":1,"b":2})", canonical, none) ==
-          fingerprint("POST", "/a", "{ \"b\":2, \"a\":1 }", canonical, none));
+    CHECK(fingerprint({"POST", "/a", R"({"a":1,"b":2})"}, canonical, none) ==
+          fingerprint({"POST", "/a", "{ \"b\":2, \"a\":1 }"}, canonical, none));
     // The options are hashed in: canonical never matches a raw fingerprint of the same bytes.
-    CHECK(fingerprint("POST", "/a", R"({"a":1})", canonical, none) !=
+    CHECK(fingerprint({"POST", "/a", R"({"a":1})"}, canonical, none) !=
           fingerprint("POST", "/a", R"({"a":1})"));
     // Malformed JSON is hashed raw, and differs from any canonical document.
-    CHECK(fingerprint("POST", "/a", "{bad", canonical, none) !=
-          fingerprint("POST", "/a", "{bad ", canonical, none));
+    CHECK(fingerprint({"POST", "/a", "{bad"}, canonical, none) !=
+          fingerprint({"POST", "/a", "{bad "}, canonical, none));
 
     auto no_query = options_with(false, {}, json_mode::raw);
-    CHECK(fingerprint("POST", "/a?x=1", "b", no_query, none) ==
-          fingerprint("POST", "/a?x=2", "b", no_query, none));
-    CHECK(fingerprint("POST", "/a?x=1", "b", no_query, none) !=
-          fingerprint("POST", "/b?x=1", "b", no_query, none));
+    CHECK(fingerprint({"POST", "/a?x=1", "b"}, no_query, none) ==
+          fingerprint({"POST", "/a?x=2", "b"}, no_query, none));
+    CHECK(fingerprint({"POST", "/a?x=1", "b"}, no_query, none) !=
+          fingerprint({"POST", "/b?x=1", "b"}, no_query, none));
 
     auto typed = options_with(true, {"Content-Type"}, json_mode::raw);
-    CHECK(fingerprint("POST", "/a", "b", typed, json_type) !=
-          fingerprint("POST", "/a", "b", typed, text_type));
-    CHECK(fingerprint("POST", "/a", "b", typed, json_type) ==
-          fingerprint("POST", "/a", "b", typed, json_type));
+    CHECK(fingerprint({"POST", "/a", "b"}, typed, json_type) !=
+          fingerprint({"POST", "/a", "b"}, typed, text_type));
+    CHECK(fingerprint({"POST", "/a", "b"}, typed, json_type) ==
+          fingerprint({"POST", "/a", "b"}, typed, json_type));
     boost::beast::http::fields empty_type;
     empty_type.insert("Content-Type", "");
-    CHECK(fingerprint("POST", "/a", "b", typed, none) != fingerprint("POST", "/a", "b", typed, empty_type));
+    CHECK(fingerprint({"POST", "/a", "b"}, typed, none) !=
+          fingerprint({"POST", "/a", "b"}, typed, empty_type));
 }

@@ -70,7 +70,7 @@ bool read_both_ways(const std::string& head, std::uint64_t body_limit = max_body
 {
     http::response<http::string_body, pooled_fields> plain;
     plain_answer info;
-    const bool taken = read_plain_answer(head, header_limit, body_limit, plain.base(), info);
+    const bool taken = read_plain_answer(head, {header_limit, body_limit}, plain.base(), info);
     if (!taken) {
         CHECK(plain.begin() == plain.end());
         CHECK(plain.result_int() == 200); // as constructed
@@ -211,7 +211,7 @@ bool read_request_both_ways(const std::string& head, std::uint64_t body_limit = 
 {
     http::request<http::string_body, pooled_fields> plain;
     plain_request info;
-    const bool taken = read_plain_request(head, header_limit, body_limit, plain.base(), info);
+    const bool taken = read_plain_request(head, {header_limit, body_limit}, plain.base(), info);
     if (!taken) {
         CHECK(plain.begin() == plain.end());
         CHECK(plain.target().empty()); // as constructed

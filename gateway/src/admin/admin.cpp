@@ -147,8 +147,9 @@ asio::awaitable<void> admin::session(tcp::socket socket)
         res.keep_alive(req.keep_alive());
         res.set(http::field::date, http_date_now());
         res.prepare_payload();
-        auto wec = co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000),
-                                          req.method() != http::verb::head);
+        if (req.method() == http::verb::head)
+            res.body().clear(); // the head says the length of the GET's body; none is sent
+        auto wec = co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000));
         if (wec || !req.keep_alive())
             break;
     }

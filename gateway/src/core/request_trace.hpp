@@ -23,11 +23,10 @@ struct request_trace {
     std::vector<tracing::span> children;
     std::vector<tracing::span_event> events; // on the server span (a wait, a hold)
 
-    // A child of the server span that ran from `started` until now (steady clock). Only when
-    // sampled.
-    void add_child(std::string name, tracing::span_kind kind, std::chrono::steady_clock::time_point started,
-                   bool error, std::vector<tracing::attribute> attributes,
-                   std::optional<tracing::span_id> id = std::nullopt);
+    // `child` (its name, kind, error, attributes, and its ID when it was made before, else a new
+    // one) as a child of the server span that ran from `started` until now (steady clock). Only
+    // when sampled.
+    void add_child(tracing::span child, std::chrono::steady_clock::time_point started);
     void add_event(std::string name, std::vector<tracing::attribute> attributes = {});
 };
 

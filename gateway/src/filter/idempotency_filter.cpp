@@ -81,9 +81,9 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
         // The forwarding state in a block this thread reuses (proxy.hpp).
         auto forwarded = make_recycled<forwarding>();
         auto& pool = begin_forward(ex, phases.route(), *forwarded);
-        const bool head_request = req.method() == http::verb::head;
-        co_await pool.exchange(req, forwarded->buffers, head_request, resend_for(phases.route(), req),
-                               phases.route().effective_timeouts, forwarded->result);
+        const upstream_call call{req, forwarded->buffers, req.method() == http::verb::head,
+                                 resend_for(phases.route(), req), phases.route().effective_timeouts};
+        co_await pool.exchange(call, forwarded->result);
         bool answered = end_forward(ctx, ex, phases.route(), *forwarded);
         forwarded.reset();
         auto& h = phases.answer();

@@ -40,10 +40,10 @@ private:
     EVP_MD_CTX* ctx_;
 };
 
-// Writes one piece of the body (chunked: as a chunk; `last`: then the last chunk).
-asio::awaitable<error_code> write_piece(answer_sink& sink, handled& h, std::string_view piece, bool chunked,
-                                        bool last)
+// Writes one piece of the body (chunked, as h.big says: as a chunk; `last`: then the last chunk).
+asio::awaitable<error_code> write_piece(answer_sink& sink, handled& h, std::string_view piece, bool last)
 {
+    const bool chunked = h.big->chunked;
     char size_line[24];
     int n =
         chunked && !piece.empty() ? std::snprintf(size_line, sizeof size_line, "%zx\r\n", piece.size()) : 0;
@@ -139,7 +139,7 @@ asio::awaitable<void> pass_on(answer_sink& sink, handled& h, const config::confi
             break;
         }
         if (!piece.empty() && !ec)
-            ec = co_await write_piece(sink, h, piece, chunked, false);
+            ec = co_await write_piece(sink, h, piece, false);
         // A client that went away stops the answer: the upstream's connection closes with it.
         if (ec)
             break;
@@ -176,7 +176,7 @@ asio::awaitable<void> finish_pass_on(answer_sink& sink, handled& h)
         sink.reset();
         co_return;
     }
-    h.write_error = co_await write_piece(sink, h, big.tail, big.chunked, true);
+    h.write_error = co_await write_piece(sink, h, big.tail, true);
     if (h.write_error)
         h.close_after = true;
 }

@@ -3,6 +3,7 @@
 
 #include "core/problem.hpp"
 #include "forward/big_answer.hpp"
+#include "transport/wire.hpp"
 
 #include <array>
 #include <boost/beast/core/string.hpp>
@@ -44,12 +45,15 @@ namespace {
 // ID the gateway made for it, and with tracing on the exchange's traceparent. Lines that stay
 // are written from `received` where it holds them (head_splice); the replaced and new lines
 // follow them.
-request_buffers splice_request(const request_type& req, const received_head& received,
-                               std::string_view request_id_header, const client_info& client,
-                               const config::upstream_config& upstream, std::string_view traceparent,
-                               std::string& scratch)
+// The head is written in the exchange's scratch.
+request_buffers splice_request(const request_exchange& ex, const config::upstream_config& upstream,
+                               std::string_view traceparent)
 {
-    head_splice out(received.bytes, scratch);
+    const request_type& req = *ex.req;
+    const received_head& received = ex.received;
+    const std::string_view request_id_header = ex.env->cfg().request_id_header;
+    const client_info& client = *ex.client;
+    head_splice out(received.bytes, *ex.scratch);
     out.request_line(req.method_string(), req.target());
     const hop_by_hop_filter hop_by_hop(req, true);
     bool has_host = false; // usually the first line: cheaper than the index's lookup
@@ -254,8 +258,7 @@ upstream_pool& begin_forward(request_exchange& ex, const config::route_config& r
         f.exchange_span = tracing::new_span_id();
         f.traceparent = tracing::format_traceparent(trace->trace, f.exchange_span, trace->sampled);
     }
-    f.buffers = splice_request(*ex.req, ex.received, env.cfg().request_id_header, *ex.client,
-                               env.cfg().upstreams[route.upstream_index], f.traceparent, *ex.scratch);
+    f.buffers = splice_request(ex, env.cfg().upstreams[route.upstream_index], f.traceparent);
     return *env.pools[route.upstream_index];
 }
 
@@ -274,15 +277,19 @@ bool end_forward(gateway_context& ctx, request_exchange& ex, const config::route
     env.pools[route.upstream_index]->observe_exchange(took);
     h.upstream_us = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
     if (trace && trace->sampled) {
-        std::vector<tracing::attribute> attributes{{"server.address", route.upstream},
-                                                   {"http.request.method", std::string(req.method_string())}};
+        tracing::span child;
+        child.id = f.exchange_span;
+        child.name = "upstream " + route.upstream;
+        child.kind = tracing::span_kind::client;
+        child.error = result.ec || result.response.result_int() >= 500;
+        child.attributes = {{"server.address", route.upstream},
+                            {"http.request.method", std::string(req.method_string())}};
         if (!result.ec)
-            attributes.push_back({"http.response.status_code", std::int64_t{result.response.result_int()}});
+            child.attributes.push_back(
+                {"http.response.status_code", std::int64_t{result.response.result_int()}});
         else
-            attributes.push_back({"error.type", result.ec.message()});
-        trace->add_child("upstream " + route.upstream, tracing::span_kind::client, f.started,
-                         result.ec || result.response.result_int() >= 500, std::move(attributes),
-                         f.exchange_span);
+            child.attributes.push_back({"error.type", result.ec.message()});
+        trace->add_child(std::move(child), f.started);
     }
     const auto& status_header = route.idempotency.status_header;
     const auto& request_id_header = env.cfg().request_id_header;
@@ -363,8 +370,10 @@ boost::asio::awaitable<void> forward_other(const request_env& env, const config:
     if (req.find(http::field::host) == req.end())
         req.set(http::field::host, upstream_authority(env.cfg().upstreams[route.upstream_index]));
     std::string scratch;
-    co_await env.pools[route.upstream_index]->exchange(req, false, resend_policy::idempotent_methods,
-                                                       route.effective_timeouts, scratch, result);
+    const auto buffers = message_buffers(req, scratch);
+    const upstream_call call{req, buffers, false, resend_policy::idempotent_methods,
+                             route.effective_timeouts};
+    co_await env.pools[route.upstream_index]->exchange(call, result);
 }
 
 } // namespace idemgate::gateway::detail

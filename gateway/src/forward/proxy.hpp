@@ -37,8 +37,8 @@ store::stored_response recordable_head(const response_type& res, std::string_vie
 // every request):
 //
 //     auto& pool = begin_forward(ex, route, f);
-//     co_await pool.exchange(*ex.req, f.buffers, head_request, resend, route.effective_timeouts,
-//                            f.result);
+//     const upstream_call call{*ex.req, f.buffers, head_request, resend, route.effective_timeouts};
+//     co_await pool.exchange(call, f.result);
 //     bool answered = end_forward(ctx, ex, route, f);
 //
 // begin_forward writes the upstream's head in `ex.scratch` from `ex.received` (the client's head as

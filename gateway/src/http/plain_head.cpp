@@ -229,10 +229,9 @@ struct request_line {
 // The one reader of both kinds of head: the start line (`Line`), then the field lines; `h` and
 // `out` are written only when the whole head is of the common shape.
 template<class Line, class Header>
-bool read_plain_head(std::string_view head, std::size_t header_limit, std::uint64_t max_body, Header& h,
-                     head_facts& out)
+bool read_plain_head(std::string_view head, head_limits limits, Header& h, head_facts& out)
 {
-    if (head.size() >= header_limit || head.size() < Line::min_size || !ends_head(head))
+    if (head.size() >= limits.header_bytes || head.size() < Line::min_size || !ends_head(head))
         return false;
     const char* const last = head.data() + head.size();
     Line line;
@@ -241,7 +240,7 @@ bool read_plain_head(std::string_view head, std::size_t header_limit, std::uint6
         return false;
     field_lines lines;
     if (!read_field_lines(fields, last, lines) || (Line::length_required && !lines.has_length) ||
-        (lines.has_length && lines.length > max_body))
+        (lines.has_length && lines.length > limits.body))
         return false;
     line.set(h);
     insert_fields(lines, h);
@@ -259,26 +258,26 @@ bool read_plain_head(std::string_view head, std::size_t header_limit, std::uint6
 } // namespace
 
 template<class Fields>
-bool read_plain_answer(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
-                       http::response_header<Fields>& res, plain_answer& out)
+bool read_plain_answer(std::string_view head, head_limits limits, http::response_header<Fields>& res,
+                       plain_answer& out)
 {
-    return read_plain_head<status_line>(head, header_limit, max_body, res, out);
+    return read_plain_head<status_line>(head, limits, res, out);
 }
 
 template<class Fields>
-bool read_plain_request(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
-                        http::request_header<Fields>& req, plain_request& out)
+bool read_plain_request(std::string_view head, head_limits limits, http::request_header<Fields>& req,
+                        plain_request& out)
 {
-    return read_plain_head<request_line>(head, header_limit, max_body, req, out);
+    return read_plain_head<request_line>(head, limits, req, out);
 }
 
-template bool read_plain_answer(std::string_view, std::size_t, std::uint64_t,
-                                http::response_header<http::fields>&, plain_answer&);
-template bool read_plain_answer(std::string_view, std::size_t, std::uint64_t,
-                                http::response_header<pooled_fields>&, plain_answer&);
-template bool read_plain_request(std::string_view, std::size_t, std::uint64_t,
-                                 http::request_header<http::fields>&, plain_request&);
-template bool read_plain_request(std::string_view, std::size_t, std::uint64_t,
-                                 http::request_header<pooled_fields>&, plain_request&);
+template bool read_plain_answer(std::string_view, head_limits, http::response_header<http::fields>&,
+                                plain_answer&);
+template bool read_plain_answer(std::string_view, head_limits, http::response_header<pooled_fields>&,
+                                plain_answer&);
+template bool read_plain_request(std::string_view, head_limits, http::request_header<http::fields>&,
+                                 plain_request&);
+template bool read_plain_request(std::string_view, head_limits, http::request_header<pooled_fields>&,
+                                 plain_request&);
 
 } // namespace idemgate::gateway

@@ -199,8 +199,8 @@ private:
     {
         const auto scan = scan_head(pending);
         if (scan.end == 0 || scan.folded ||
-            !read_plain_request(pending.substr(0, scan.end), limits.max_header_bytes, limits.max_request_body,
-                                req.base(), facts_))
+            !read_plain_request(pending.substr(0, scan.end),
+                                {limits.max_header_bytes, limits.max_request_body}, req.base(), facts_))
             return false;
         received_.append(pending.data(), scan.end);
         buffer_.consume(scan.end);

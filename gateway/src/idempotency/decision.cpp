@@ -200,14 +200,14 @@ long long retry_after_seconds(long long ms) noexcept
     return (ms + 999) / 1000;
 }
 
-completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent,
-                                        config::unknown_outcome_mode on_unknown,
+completion_action decide_after_upstream(after_upstream what, config::unknown_outcome_mode on_unknown,
                                         const config::status_policy& on_status) noexcept
 {
-    if (!upstream_answered)
-        return request_sent && on_unknown == config::unknown_outcome_mode::hold ? completion_action::hold
-                                                                                : completion_action::release;
-    switch (on_status.action_for(status)) {
+    if (!what.answered)
+        return what.request_sent && on_unknown == config::unknown_outcome_mode::hold
+                   ? completion_action::hold
+                   : completion_action::release;
+    switch (on_status.action_for(what.status)) {
     case config::status_action::record: return completion_action::record;
     case config::status_action::release: return completion_action::release;
     case config::status_action::hold: return completion_action::hold;
@@ -215,11 +215,10 @@ completion_action decide_after_upstream(bool upstream_answered, unsigned status,
     return completion_action::release;
 }
 
-completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent,
-                                        config::unknown_outcome_mode on_unknown) noexcept
+completion_action decide_after_upstream(after_upstream what, config::unknown_outcome_mode on_unknown) noexcept
 {
     static const config::status_policy defaults;
-    return decide_after_upstream(upstream_answered, status, request_sent, on_unknown, defaults);
+    return decide_after_upstream(what, on_unknown, defaults);
 }
 
 key_status status_after_settle(completion_action action, bool store_ok) noexcept

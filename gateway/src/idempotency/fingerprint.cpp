@@ -253,10 +253,12 @@ std::optional<std::string> canonical_json(std::string_view body, const std::vect
 }
 
 template<class Allocator>
-std::string fingerprint(std::string_view method, std::string_view target, std::string_view body,
-                        const config::fingerprint_config& options,
+std::string fingerprint(fingerprint_input request, const config::fingerprint_config& options,
                         const boost::beast::http::basic_fields<Allocator>& fields)
 {
+    const auto method = request.method;
+    const auto target = request.target;
+    const auto body = request.body;
     auto describe = options.describe();
     if (describe.empty())
         return fingerprint(method, target, body);
@@ -281,9 +283,8 @@ std::string fingerprint(std::string_view method, std::string_view target, std::s
     return h.hex();
 }
 
-template std::string fingerprint(std::string_view, std::string_view, std::string_view,
-                                 const config::fingerprint_config&, const boost::beast::http::fields&);
-template std::string fingerprint(std::string_view, std::string_view, std::string_view,
-                                 const config::fingerprint_config&, const pooled_fields&);
+template std::string fingerprint(fingerprint_input, const config::fingerprint_config&,
+                                 const boost::beast::http::fields&);
+template std::string fingerprint(fingerprint_input, const config::fingerprint_config&, const pooled_fields&);
 
 } // namespace idemgate::gateway

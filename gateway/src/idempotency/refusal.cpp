@@ -152,9 +152,11 @@ std::string rfc3339_utc(std::int64_t unix_ms)
     return text;
 }
 
-void render_refusal(handled& h, const refused& r, std::string_view type_base, unsigned version,
-                    unsigned route_status)
+void render_refusal(handled& h, const refused& r, refusal_frame frame)
 {
+    const auto type_base = frame.type_base;
+    const auto version = frame.version;
+    const auto route_status = frame.route_status;
     const auto& row = rule_for(r.reason);
     std::string_view detail = r.detail.empty() ? row.detail : std::string_view(r.detail);
     std::array<problem_member, 2> members;

@@ -25,11 +25,19 @@ struct refused {
 // A Unix time in milliseconds as RFC 3339 in UTC, with milliseconds: "2026-01-31T09:15:02.250Z".
 std::string rfc3339_utc(std::int64_t unix_ms);
 
-// Fills `h` as the row of `r.reason` says: the problem document (its type under `type_base`;
-// status: the problem's, or `route_status` for a row with status_from_route), Retry-After, the
-// outcome, and whether the connection closes; with a location, the problem's "location" member
-// and the Link header; with an original status and time, those members.
-void render_refusal(handled& h, const refused& r, std::string_view type_base, unsigned version,
-                    unsigned route_status);
+// What a refusal is rendered for: the problem types' base (problems.type_base), the request's
+// HTTP version, and the route's status for a row with status_from_route (0: none).
+struct refusal_frame {
+    std::string_view type_base;
+    unsigned version = 11;
+    unsigned route_status = 0;
+};
+
+// Fills `h` as the row of `r.reason` says: the problem document (its type under
+// `frame.type_base`; status: the problem's, or `frame.route_status` for a row with
+// status_from_route), Retry-After, the outcome, and whether the connection closes; with a
+// location, the problem's "location" member and the Link header; with an original status and
+// time, those members.
+void render_refusal(handled& h, const refused& r, refusal_frame frame);
 
 } // namespace idemgate::gateway::detail

@@ -63,12 +63,15 @@ boost::system::error_code request_phases::account(store_op op, clock_type::time_
     detail::account(ctx_.stats, op, started, ec);
     if (trace_ && trace_->sampled) {
         std::string_view operation = boost::describe::enum_to_string(op, "");
-        std::vector<tracing::attribute> attributes{{"db.system", std::string(ctx_.backend->kind())},
-                                                   {"idemgate.store.operation", std::string(operation)}};
+        tracing::span child;
+        child.name = "idemgate.store " + std::string(operation);
+        child.kind = tracing::span_kind::client;
+        child.error = static_cast<bool>(ec);
+        child.attributes = {{"db.system", std::string(ctx_.backend->kind())},
+                            {"idemgate.store.operation", std::string(operation)}};
         if (ec)
-            attributes.push_back({"error.type", ec.message()});
-        trace_->add_child("idemgate.store " + std::string(operation), tracing::span_kind::client, started,
-                          static_cast<bool>(ec), std::move(attributes));
+            child.attributes.push_back({"error.type", ec.message()});
+        trace_->add_child(std::move(child), started);
     }
     return ec;
 }
@@ -151,7 +154,7 @@ phase_result request_phases::scope()
     if (!body)
         return refuse({refusal::decoded_body_too_large});
     in_flight_.fingerprint =
-        fingerprint(req_.method_string(), normal_target_, *body, policy().fingerprint, req_);
+        fingerprint({req_.method_string(), normal_target_, *body}, policy().fingerprint, req_);
     return phase_result::next;
 }
 
@@ -276,7 +279,7 @@ phase_result request_phases::replay(store::record&& existing)
         auto now = clock_type::now();
         auto left = std::chrono::milliseconds(existing.created_unix_ms + tenant_.record_ttl.count() -
                                               log::now_unix_ms());
-        tier_->insert(std::move(record_id_), std::move(existing.fingerprint), h_.response, now + left, now);
+        tier_->insert({std::move(record_id_), std::move(existing.fingerprint), now + left}, h_.response, now);
     }
     return phase_result::respond;
 }
@@ -334,8 +337,8 @@ void request_phases::announce_big_answer()
     if (!route_ || !tells_key_status())
         return;
     if (h_.result == outcome::executed) {
-        auto completion = decide_after_upstream(true, h_.big->head.status, true, policy().on_unknown_outcome,
-                                                policy().on_status);
+        auto completion = decide_after_upstream({true, h_.big->head.status, true},
+                                                policy().on_unknown_outcome, policy().on_status);
         h_.key_state = status_after_settle(completion, true);
     }
     if (h_.key_state != key_status::none)
@@ -352,8 +355,8 @@ std::unique_ptr<lock_keeper> request_phases::keep_lock()
 void request_phases::finish_answer()
 {
     if (refusal_)
-        render_refusal(h_, *refusal_, env_.cfg().problems.type_base(), version_,
-                       route_ ? policy().mismatch_status : 0);
+        render_refusal(h_, *refusal_,
+                       {env_.cfg().problems.type_base(), version_, route_ ? policy().mismatch_status : 0u});
     else if (shadow_)
         h_.key_state = key_status::ignored; // shadow mode changes nothing the client sees
     if (route_ && tells_key_status() && h_.key_state != key_status::none)

@@ -125,7 +125,7 @@ asio::awaitable<void> request_phases::settle(bool answered)
     // request, even when its body broke off later.
     const auto* big = h_.big.get();
     const unsigned status = big ? big->head.status : h_.response.result_int();
-    auto completion = decide_after_upstream(answered, status, h_.request_sent, policy().on_unknown_outcome,
+    auto completion = decide_after_upstream({answered, status, h_.request_sent}, policy().on_unknown_outcome,
                                             policy().on_status);
     if (answered)
         ctx_.stats.upstream_outcomes[upstream_outcome_index(completion, status)].fetch_add(
@@ -187,10 +187,10 @@ asio::awaitable<void> request_phases::settle(bool answered)
             // A copy: the body goes back to the client's answer. The store's TTL starts a moment
             // after this: the copy expires first.
             auto now = clock_type::now();
-            tier_->insert(std::move(record_id_), std::move(done.fingerprint),
+            tier_->insert({std::move(record_id_), std::move(done.fingerprint), now + record_ttl},
                           replay_response(store::stored_response(done.response), version_,
                                           policy().replay_drop_headers),
-                          now + record_ttl, now);
+                          now);
         }
         if (!big)
             h_.response.body() = std::move(done.response.body);

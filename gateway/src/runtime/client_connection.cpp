@@ -49,8 +49,8 @@ asio::awaitable<bool> proxy_header_read(gateway_context& ctx, worker& w, tcp::so
     const auto timeout = w.current(ctx)->cfg().timeouts.header_read;
     // Counted while it waits, as the codecs count it (limits.max_connections).
     ctx.stats.connections_active.fetch_add(1);
-    const bool ok =
-        co_await read_proxy_header(socket, client, ctx.boot.listen_proxy.trusted_proxies, timeout, ctx.stats);
+    const proxy_header_rules rules{ctx.boot.listen_proxy.trusted_proxies, timeout, ctx.stats};
+    const bool ok = co_await read_proxy_header(socket, client, rules);
     ctx.stats.connections_active.fetch_sub(1);
     if (!ok) {
         error_code ignored;

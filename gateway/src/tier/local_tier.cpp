@@ -66,28 +66,26 @@ std::shared_ptr<const tier_entry> local_tier::find(std::string_view id, clock::t
     return *node;
 }
 
-void local_tier::insert(std::string id, std::string fingerprint, const response_type& response,
-                        clock::time_point expires, clock::time_point now)
+void local_tier::insert(tier_slot slot, const response_type& response, clock::time_point now)
 {
-    insert_with_body(std::move(id), std::move(fingerprint), response, response.body(), expires, now);
+    insert_with_body(std::move(slot), response, response.body(), now);
 }
 
-void local_tier::insert(std::string id, std::string fingerprint, response_type&& response,
-                        clock::time_point expires, clock::time_point now)
+void local_tier::insert(tier_slot slot, response_type&& response, clock::time_point now)
 {
     std::string body = std::move(response.body());
-    insert_with_body(std::move(id), std::move(fingerprint), response, std::move(body), expires, now);
+    insert_with_body(std::move(slot), response, std::move(body), now);
 }
 
-void local_tier::insert_with_body(std::string id, std::string fingerprint, const response_type& response,
-                                  std::string body, clock::time_point expires, clock::time_point now)
+void local_tier::insert_with_body(tier_slot slot, const response_type& response, std::string body,
+                                  clock::time_point now)
 {
-    expires = std::min(expires, now + max_age_);
+    const auto expires = std::min(slot.expires, now + max_age_);
     if (expires <= now)
         return;
     auto entry = std::make_shared<tier_entry>();
-    entry->id = std::move(id);
-    entry->fingerprint = std::move(fingerprint);
+    entry->id = std::move(slot.id);
+    entry->fingerprint = std::move(slot.fingerprint);
     entry->expires = expires;
     auto& record = entry->record;
     record.status = response.result_int();

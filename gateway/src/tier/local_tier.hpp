@@ -72,6 +72,14 @@ struct tier_entry {
     std::size_t bytes() const noexcept;
 };
 
+// What a copy is kept under: the record's ID, its fingerprint (the copy answers only the same
+// request) and when it expires.
+struct tier_slot {
+    std::string id;
+    std::string fingerprint;
+    std::chrono::steady_clock::time_point expires;
+};
+
 class local_tier {
 public:
     using clock = std::chrono::steady_clock;
@@ -81,13 +89,11 @@ public:
     // The copy of `id` if there is a fresh one (an expired one is dropped); counts a hit or miss.
     std::shared_ptr<const tier_entry> find(std::string_view id, clock::time_point now);
 
-    // Keeps a copy of the replay `response` of record `id` until min(now + max_age, expires).
-    // A copy larger than the whole tier is not kept.
-    void insert(std::string id, std::string fingerprint, const response_type& response,
-                clock::time_point expires, clock::time_point now);
+    // Keeps a copy of the replay `response` of record `slot.id` until min(now + max_age,
+    // slot.expires). A copy larger than the whole tier is not kept.
+    void insert(tier_slot slot, const response_type& response, clock::time_point now);
     // The same, taking the body instead of copying it (a response made only for the tier).
-    void insert(std::string id, std::string fingerprint, response_type&& response, clock::time_point expires,
-                clock::time_point now);
+    void insert(tier_slot slot, response_type&& response, clock::time_point now);
 
     void erase(std::string_view id);
     void clear();
@@ -97,8 +103,8 @@ public:
 private:
     using list_type = std::list<std::shared_ptr<const tier_entry>>;
     void drop(list_type::iterator it);
-    void insert_with_body(std::string id, std::string fingerprint, const response_type& response,
-                          std::string body, clock::time_point expires, clock::time_point now);
+    void insert_with_body(tier_slot slot, const response_type& response, std::string body,
+                          clock::time_point now);
 
     std::size_t max_bytes_;
     std::chrono::milliseconds max_age_;

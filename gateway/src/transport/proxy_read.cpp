@@ -50,13 +50,12 @@ bool is_trusted(const std::vector<config::cidr>& trusted, std::string_view addre
     return bytes && config::contains_address(trusted, *bytes);
 }
 
-asio::awaitable<bool> read_proxy_header(tcp::socket& socket, client_info& client,
-                                        const std::vector<config::cidr>& trusted,
-                                        std::chrono::milliseconds timeout, metrics& stats)
+asio::awaitable<bool> read_proxy_header(tcp::socket& socket, client_info& client, proxy_header_rules rules)
 {
-    const bool trusted_peer = is_trusted(trusted, client.peer);
+    auto& stats = rules.stats;
+    const bool trusted_peer = is_trusted(rules.trusted, client.peer);
     deadline limit(socket.get_executor());
-    limit.arm(socket, timeout);
+    limit.arm(socket, rules.timeout);
     asio::steady_timer pause(socket.get_executor());
     // Peeked at, not read: the header's bytes are taken once it is whole, and nothing after it.
     std::vector<unsigned char> bytes(proxy_v1_max);
@@ -115,7 +114,7 @@ asio::awaitable<bool> read_proxy_header(tcp::socket& socket, client_info& client
     }
     if (!header.local) {
         client.ip = std::move(header.source);
-        client.trusted = is_trusted(trusted, client.ip);
+        client.trusted = is_trusted(rules.trusted, client.ip);
     }
     co_return true;
 }

@@ -12,15 +12,22 @@
 
 namespace idemgate::gateway::detail {
 
-// Reads the header under `timeout` (timeouts.header_read), taking exactly its bytes from the
-// socket (it is peeked at first), so what follows is read by HTTP or TLS as if it came first.
-// True with `client` naming the header's source (a LOCAL or UNKNOWN header keeps the peer);
-// false when the connection must close: its peer is outside `trusted`, no valid header came in
-// time. Every refusal is counted (idemgate_proxy_protocol_refused_total) and logged, at most a
-// few lines a second.
+// Whom a PROXY header is taken from (listen_proxy.trusted_proxies), how long it may take
+// (timeouts.header_read), and where refusals are counted.
+struct proxy_header_rules {
+    const std::vector<config::cidr>& trusted;
+    std::chrono::milliseconds timeout;
+    metrics& stats;
+};
+
+// Reads the header under `rules.timeout`, taking exactly its bytes from the socket (it is peeked
+// at first), so what follows is read by HTTP or TLS as if it came first. True with `client`
+// naming the header's source (a LOCAL or UNKNOWN header keeps the peer); false when the
+// connection must close: its peer is outside `rules.trusted`, no valid header came in time. Every
+// refusal is counted (idemgate_proxy_protocol_refused_total) and logged, at most a few lines a
+// second.
 boost::asio::awaitable<bool> read_proxy_header(boost::asio::ip::tcp::socket& socket, client_info& client,
-                                               const std::vector<config::cidr>& trusted,
-                                               std::chrono::milliseconds timeout, metrics& stats);
+                                               proxy_header_rules rules);
 
 // Whether `address` (text) is inside `trusted`.
 bool is_trusted(const std::vector<config::cidr>& trusted, std::string_view address);

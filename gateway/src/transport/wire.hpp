@@ -71,10 +71,6 @@ write_rest(Stream& stream, std::array<boost::asio::const_buffer, N> buffers, std
 template<bool isRequest, class Fields>
 void render_head(const http::header<isRequest, Fields>& h, std::string& out);
 
-// Writes head and body with a deadline. The message must already be framed (Content-Length
-// set, or no body). `scratch` is reused between calls to avoid an allocation per message.
-// Stream is beast::tcp_stream or a stream layered over one (TLS): the deadline is set on the
-// lowest layer.
 // The buffers of a message: head rendered into `scratch`, then the body.
 template<bool isRequest, class Fields>
 std::array<boost::asio::const_buffer, 2>
@@ -87,12 +83,16 @@ message_buffers(const http::message<isRequest, http::string_body, Fields>& msg, 
             boost::asio::buffer(msg.body().data(), send_body ? msg.body().size() : 0)};
 }
 
+// Writes head and body with a deadline. The message must already be framed (Content-Length
+// set, or no body). `scratch` is reused between calls to avoid an allocation per message.
+// Stream is beast::tcp_stream or a stream layered over one (TLS): the deadline is set on the
+// lowest layer.
 template<class Stream, bool isRequest, class Fields>
 boost::asio::awaitable<boost::system::error_code>
 write_message(Stream& stream, const http::message<isRequest, http::string_body, Fields>& msg,
-              std::string& scratch, std::chrono::milliseconds timeout, bool send_body = true)
+              std::string& scratch, std::chrono::milliseconds timeout)
 {
-    auto buffers = message_buffers(msg, scratch, send_body);
+    auto buffers = message_buffers(msg, scratch);
     boost::beast::get_lowest_layer(stream).expires_after(timeout);
     auto [ec, n] = co_await boost::asio::async_write(stream, buffers, await_tuple<Stream>);
     co_return ec;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "upstream/answer_read.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <idemgate/gateway/head_facts.hpp>
 #include <idemgate/gateway/plain_head.hpp>
@@ -37,29 +38,32 @@ response_violation vet_head(beast::flat_buffer& buffer, head_scan& scan)
     return response_violation::none;
 }
 
-bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end, std::size_t header_limit,
-                       std::uint64_t max_body, http::response<http::string_body, pooled_fields>& res,
-                       head_facts& facts)
+bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end,
+                       http::response<http::string_body, pooled_fields>& res, answer_read& out)
 {
     if (head_end == 0 || res.begin() != res.end())
         return false;
     const auto* bytes = static_cast<const char*>(buffer.data().data());
-    if (!read_plain_answer(std::string_view(bytes, head_end), header_limit, max_body, res.base(), facts))
+    const auto& limits = *out.limits;
+    const head_limits plain{limits.max_response_header_bytes,
+                            std::min(limits.max_record_body, limits.max_response_body)};
+    if (!read_plain_answer(std::string_view(bytes, head_end), plain, res.base(), out.facts))
         return false;
     buffer.consume(head_end);
     return true;
 }
 
-parsed_head take_parsed_answer(beast::flat_buffer& buffer, std::size_t header_limit, bool head_request,
-                               bool last_interim, const config::limits_config& limits,
-                               upstream_result& result, answer_read& out)
+parsed_head take_parsed_answer(beast::flat_buffer& buffer, bool last_interim, upstream_result& result,
+                               answer_read& out)
 {
+    const auto& limits = *out.limits;
+    const bool head_request = out.head_request;
     out.seen_status =
         arrived_final_status(std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()));
     out.parser = make_recycled<parser_type>();
     auto& p = *out.parser;
     p.body_limit(boost::none); // the sizes are checked here, with the answer's head at hand
-    p.header_limit(header_limit);
+    p.header_limit(limits.max_response_header_bytes);
     if (head_request)
         p.skip(true);
     // The whole head is buffered (or more than the limit, which the parser refuses).

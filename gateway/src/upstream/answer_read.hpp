@@ -66,6 +66,11 @@ using parser_type = http::response_parser<http::string_body, field_allocator<cha
 // answer in full in `result.response`, or its head in Beast's parser to be read piece by piece
 // (or `ec`, `refused`).
 struct answer_read {
+    // What the caller asks: the request was HEAD (no body follows its answer), and the limits on
+    // the answer's head and body. Set before read_answer.
+    bool head_request = false;
+    const config::limits_config* limits = nullptr;
+
     error_code ec;
     response_violation refused = response_violation::none;
     // Beast's parser, in a block this thread reuses, not in a coroutine frame (a frame that large
@@ -104,10 +109,9 @@ struct answer_read {
 };
 
 // A head of the common shape read without Beast's parser (plain_head.hpp) into `res`, which must be
-// new, and consumed from `buffer`; false, nothing done, for any other.
-bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end, std::size_t header_limit,
-                       std::uint64_t max_body, http::response<http::string_body, pooled_fields>& res,
-                       head_facts& facts);
+// new, its facts into `out.facts`, and consumed from `buffer`; false, nothing done, for any other.
+bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end,
+                       http::response<http::string_body, pooled_fields>& res, answer_read& out);
 
 // What take_parsed_answer made of a head.
 enum class parsed_head {
@@ -119,19 +123,17 @@ enum class parsed_head {
 // A head Beast's parser reads from `buffer` (whole, or more than the limit: then refused). Its
 // own function, so that read_answer's frame stays small; `last_interim`: no further interim
 // answer is accepted.
-parsed_head take_parsed_answer(beast::flat_buffer& buffer, std::size_t header_limit, bool head_request,
-                               bool last_interim, const config::limits_config& limits,
-                               upstream_result& result, answer_read& out);
+parsed_head take_parsed_answer(beast::flat_buffer& buffer, bool last_interim, upstream_result& result,
+                               answer_read& out);
 
 // Reads the final answer (past interim 1xx answers: 103 Early Hints, a stray 100 are never
-// forwarded as final, RFC 9110 15.2) into `out`, and into `result.response` when it is read in
-// full here; the caller's deadline covers it all.
+// forwarded as final, RFC 9110 15.2) into `out` (its head_request and limits set), and into
+// `result.response` when it is read in full here; the caller's deadline covers it all.
 template<class Stream>
-asio::awaitable<void> read_answer(Stream& stream, beast::flat_buffer& buffer, bool head_request,
-                                  const config::limits_config& limits, upstream_result& result,
+asio::awaitable<void> read_answer(Stream& stream, beast::flat_buffer& buffer, upstream_result& result,
                                   answer_read& out)
 {
-    const std::size_t header_limit = limits.max_response_header_bytes;
+    const std::size_t header_limit = out.limits->max_response_header_bytes;
     for (int interim = 0; interim < 8; ++interim) {
         out.parser.reset();
         head_scan scan;
@@ -141,11 +143,8 @@ asio::awaitable<void> read_answer(Stream& stream, beast::flat_buffer& buffer, bo
         out.refused = vet_head(buffer, scan);
         if (out.refused != response_violation::none)
             co_return;
-        if (head_request || !take_plain_answer(buffer, scan.end, header_limit,
-                                               std::min(limits.max_record_body, limits.max_response_body),
-                                               result.response, out.facts)) {
-            const auto parsed =
-                take_parsed_answer(buffer, header_limit, head_request, interim == 7, limits, result, out);
+        if (out.head_request || !take_plain_answer(buffer, scan.end, result.response, out)) {
+            const auto parsed = take_parsed_answer(buffer, interim == 7, result, out);
             if (parsed == parsed_head::done)
                 co_return;
             if (parsed == parsed_head::interim)

@@ -42,11 +42,19 @@ inline void drop_trailer_fields(http::response<http::string_body, pooled_fields>
 
 using body_parser = http::response_parser<http::buffer_body, field_allocator<char>>;
 
-// Appends at most `most` more body bytes read through `p` to `out`.
+// What a body is read through: the bytes read past its head so far, and the parser.
+struct body_source {
+    beast::flat_buffer& buffer;
+    body_parser& parser;
+};
+
+// Appends at most `most` more body bytes read from `stream` through `from` to `out`.
 template<class Stream>
-asio::awaitable<error_code> read_body_piece(Stream& stream, beast::flat_buffer& buffer, body_parser& p,
-                                            std::string& out, std::size_t most)
+asio::awaitable<error_code> read_body_piece(Stream& stream, body_source from, std::string& out,
+                                            std::size_t most)
 {
+    auto& buffer = from.buffer;
+    auto& p = from.parser;
     auto old = out.size();
     out.resize(old + most);
     p.get().body().data = out.data() + old;
@@ -84,7 +92,8 @@ public:
             co_return error_code{};
         auto& stream = detail::stream_of(conn_);
         beast::get_lowest_layer(stream).expires_after(timeout);
-        auto ec = co_await read_body_piece(stream, buffer_, *parser_, out, piece_size);
+        const body_source from{buffer_, *parser_};
+        auto ec = co_await read_body_piece(stream, from, out, piece_size);
         done = !ec && parser_->is_done();
         co_return ec;
     }
@@ -139,8 +148,9 @@ asio::awaitable<bool> read_by_piece(answer_wire<Connection, Stream> wire, Answer
     if (result.length)
         body.reserve(std::min<std::size_t>(*result.length, record_limit + 1));
     error_code rec;
+    const body_source from{buffer, *bp};
     while (!announced_too_large && !bp->is_done() && body.size() <= record_limit) {
-        rec = co_await read_body_piece(stream, buffer, *bp, body,
+        rec = co_await read_body_piece(stream, from, body,
                                        std::min<std::size_t>(64 * 1024, record_limit + 1 - body.size()));
         if (rec)
             break;

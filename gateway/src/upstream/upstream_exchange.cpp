@@ -47,36 +47,25 @@ bool is_idempotent(http::verb v)
 
 // Not a coroutine: it hands over the coroutine of the pool's stream type, so a plain exchange
 // costs no extra frame.
-asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
-                                              const request_buffers& buffers, bool head_request,
-                                              resend_policy resend, const config::route_timeouts& timeouts,
-                                              upstream_result& result)
+asio::awaitable<void> upstream_pool::exchange(const upstream_call& call, upstream_result& result)
 {
     if (tls_)
-        return exchange_over<tls_connection_ptr>(req, buffers, head_request, resend, timeouts, result);
-    return exchange_over<plain_connection>(req, buffers, head_request, resend, timeouts, result);
-}
-
-asio::awaitable<void> upstream_pool::exchange(const http::request<http::string_body, pooled_fields>& req,
-                                              bool head_request, resend_policy resend,
-                                              const config::route_timeouts& timeouts, std::string& scratch,
-                                              upstream_result& result)
-{
-    auto buffers = message_buffers(req, scratch);
-    co_await exchange(req, buffers, head_request, resend, timeouts, result);
+        return exchange_over<tls_connection_ptr>(call, result);
+    return exchange_over<plain_connection>(call, result);
 }
 
 template<class Connection>
-asio::awaitable<void>
-upstream_pool::exchange_over(const http::request<http::string_body, pooled_fields>& req,
-                             const request_buffers& buffers, bool head_request, resend_policy resend,
-                             const config::route_timeouts& timeouts, upstream_result& result)
+asio::awaitable<void> upstream_pool::exchange_over(const upstream_call& call, upstream_result& result)
 {
+    const auto& req = call.req;
+    const auto& buffers = call.buffers;
+    const auto& timeouts = call.timeouts;
+    const bool head_request = call.head_request;
     // The route's upstream_response bounds the whole exchange (writing the request and reading
     // the answer), so that lock_ttl > upstream_connect + upstream_response keeps the lock alive to
     // the end. Connecting has its own deadline and is not counted.
     std::optional<std::chrono::steady_clock::time_point> deadline;
-    const bool may_resend = resend == resend_policy::idempotent_methods && is_idempotent(req.method());
+    const bool may_resend = call.resend == resend_policy::idempotent_methods && is_idempotent(req.method());
     for (int attempt = 0; attempt < 2; ++attempt) {
         // Streams live behind unique_ptr: moving a beast::tcp_stream allocates a new impl.
         // A second attempt (the reused connection was dead) takes a new connection.
@@ -135,7 +124,9 @@ upstream_pool::exchange_over(const http::request<http::string_body, pooled_field
         result.sent = true;
         beast::flat_buffer buffer = take_buffer();
         detail::answer_read answer;
-        co_await detail::read_answer(stream, buffer, head_request, config_.limits, result, answer);
+        answer.head_request = head_request;
+        answer.limits = &config_.limits;
+        co_await detail::read_answer(stream, buffer, result, answer);
         auto& rec = answer.ec;
         auto& refused = answer.refused;
         // Past the deadline the watch shut the connection down: whatever the reads ended with,

@@ -250,10 +250,10 @@ asio::awaitable<error_code> upstream_pool::connect(Connection& conn, address_slo
     if constexpr (!std::is_same_v<Connection, plain_connection>) {
         auto& stream = conn->stream;
         SSL* native = stream.native_handle();
-        std::string why;
         error_code hec;
         const std::string& name = tls_->name.empty() ? slot.address->host : tls_->name;
-        if (detail::prepare_client_ssl(native, *tls_, name, slot.session.get(), why)) {
+        std::string why = detail::prepare_client_ssl(native, *tls_, name, slot.session.get());
+        if (why.empty()) {
             auto [handshake_ec] = co_await stream.async_handshake(ssl::stream_base::client, use_tuple);
             hec = handshake_ec;
             if (hec)

@@ -61,11 +61,6 @@ struct upstream_result {
     unsigned began_status = 0;
 };
 
-// Not thread-safe: owned by one I/O thread and used from its executor only. Plain HTTP, or
-// HTTPS when `tls` is set (upstreams.<name>.tls): the same pooling, retries and deadlines; the
-// handshake counts as connecting, and each address's last TLS session is offered again on
-// reconnect. The addresses come from the upstream's fleet (shared by every thread): each
-// request picks one (balance), idle connections are kept per address.
 // A request as written upstream: its head, then its body.
 using request_buffers = std::array<boost::asio::const_buffer, 2>;
 
@@ -75,6 +70,23 @@ using request_buffers = std::array<boost::asio::const_buffer, 2>;
 // (`never`), and they take an idle connection only after its liveness check, as a POST does.
 enum class resend_policy : unsigned char { idempotent_methods, never };
 
+// One request as the pool sends it: the request (its method), its head and body as written
+// (`buffers`; the head made by head_splice.hpp, or rendered by message_buffers), whether it is a
+// HEAD request (no body follows the answer), the resend policy and the route's effective
+// deadlines (`timeouts`: route over upstream over global, resolved at load).
+struct upstream_call {
+    const http::request<http::string_body, pooled_fields>& req;
+    const request_buffers& buffers;
+    bool head_request = false;
+    resend_policy resend = resend_policy::never;
+    const config::route_timeouts& timeouts;
+};
+
+// Not thread-safe: owned by one I/O thread and used from its executor only. Plain HTTP, or
+// HTTPS when `tls` is set (upstreams.<name>.tls): the same pooling, retries and deadlines; the
+// handshake counts as connecting, and each address's last TLS session is offered again on
+// reconnect. The addresses come from the upstream's fleet (shared by every thread): each
+// request picks one (balance), idle connections are kept per address.
 class upstream_pool : public std::enable_shared_from_this<upstream_pool> {
 public:
     upstream_pool(boost::asio::any_io_executor ex, std::shared_ptr<upstream_fleet> fleet,
@@ -111,18 +123,9 @@ public:
     // idemgate_upstream_duration_seconds{upstream}: the caller times the whole exchange.
     void observe_exchange(std::chrono::steady_clock::duration took);
 
-    // `buffers`: the request's head and body as written (the head made by head_splice.hpp);
-    // `req` says its method. They must live until the exchange ends. What came of it goes into
+    // `call` (and what it refers to) must live until the exchange ends. What came of it goes into
     // `result` (default-constructed by the caller, so it is not carried back through the frame).
-    boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
-                                          const request_buffers& buffers, bool head_request,
-                                          resend_policy resend, const config::route_timeouts& timeouts,
-                                          upstream_result& result);
-    // The same for a request written as its parsed fields render (rendered into `scratch`).
-    boost::asio::awaitable<void> exchange(const http::request<http::string_body, pooled_fields>& req,
-                                          bool head_request, resend_policy resend,
-                                          const config::route_timeouts& timeouts, std::string& scratch,
-                                          upstream_result& result);
+    boost::asio::awaitable<void> exchange(const upstream_call& call, upstream_result& result);
 
 private:
     using plain_connection = std::unique_ptr<boost::beast::tcp_stream>;
@@ -171,10 +174,7 @@ private:
     };
 
     template<class Connection>
-    boost::asio::awaitable<void> exchange_over(const http::request<http::string_body, pooled_fields>& req,
-                                               const request_buffers& buffers, bool head_request,
-                                               resend_policy resend, const config::route_timeouts& timeouts,
-                                               upstream_result& result);
+    boost::asio::awaitable<void> exchange_over(const upstream_call& call, upstream_result& result);
     // Whether acquire may hand out an idle connection, and whether it is checked first.
     enum class idle_reuse {
         never,       // a new connection

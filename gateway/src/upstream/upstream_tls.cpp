@@ -35,14 +35,15 @@ std::shared_ptr<upstream_tls> make_upstream_tls(const config::upstream_config& u
     return tls;
 }
 
-bool prepare_client_ssl(SSL* native, const upstream_tls& tls, const std::string& name, SSL_SESSION* resume,
-                        std::string& why)
+std::string prepare_client_ssl(SSL* native, const upstream_tls& tls, const std::string& name,
+                               SSL_SESSION* resume)
 {
+    std::string why;
     if (!set_peer_name(native, name, tls.verify, why))
-        return false;
+        return why.empty() ? std::string("the upstream's name was refused") : why;
     if (resume)
         SSL_set_session(native, resume);
-    return true;
+    return {};
 }
 
 std::string describe_client_failure(SSL* native, const upstream_tls& tls, const std::string& name,

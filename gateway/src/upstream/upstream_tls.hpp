@@ -22,9 +22,9 @@ struct upstream_tls {
 std::shared_ptr<upstream_tls> make_upstream_tls(const config::upstream_config& up);
 
 // Prepares a client SSL object for a server called `name` (SNI, host-name or IP verification)
-// and the session to resume. False (with `why`) when OpenSSL refuses the name.
-bool prepare_client_ssl(SSL* ssl, const upstream_tls& tls, const std::string& name, SSL_SESSION* resume,
-                        std::string& why);
+// and the session to resume. Empty, or why OpenSSL refuses the name.
+std::string prepare_client_ssl(SSL* ssl, const upstream_tls& tls, const std::string& name,
+                               SSL_SESSION* resume);
 
 // A description of a failed client-side handshake for the log ("certificate verify failed:
 // hostname mismatch (verifying \"localhost\")").

@@ -129,17 +129,23 @@ quota_action decide_after_admit(const store::admit_result& result, config::failu
 // Retry-After seconds for a wait of `ms` milliseconds: rounded up, at least 1.
 long long retry_after_seconds(long long ms) noexcept;
 
-// Phase 3: after the upstream call. `upstream_answered` is false for connect/timeout/protocol
-// errors (the gateway's own 502/504); `request_sent` says whether the whole request was written
-// before that happened. An answer's status takes its action from `on_status` (the route's
-// routes[].idempotency.on_status); no answer holds when the request was sent and on_unknown is
-// hold, and releases otherwise.
-completion_action decide_after_upstream(bool upstream_answered, unsigned status, bool request_sent,
-                                        config::unknown_outcome_mode on_unknown,
+// What came of the upstream call: `answered` is false for connect/timeout/protocol errors (the
+// gateway's own 502/504); `request_sent` says whether the whole request was written before that
+// happened.
+struct after_upstream {
+    bool answered = false;
+    unsigned status = 0;
+    bool request_sent = false;
+};
+
+// Phase 3: after the upstream call. An answer's status takes its action from `on_status` (the
+// route's routes[].idempotency.on_status); no answer holds when the request was sent and
+// on_unknown is hold, and releases otherwise.
+completion_action decide_after_upstream(after_upstream what, config::unknown_outcome_mode on_unknown,
                                         const config::status_policy& on_status) noexcept;
 // The same with the default on_status (tests and callers without a route).
 completion_action decide_after_upstream(
-    bool upstream_answered, unsigned status, bool request_sent = false,
+    after_upstream what,
     config::unknown_outcome_mode on_unknown = config::unknown_outcome_mode::release) noexcept;
 
 // What the client is told after a settled forward: executed (recorded), released or held, or

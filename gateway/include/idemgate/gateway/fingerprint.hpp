@@ -20,12 +20,18 @@ std::string fingerprint(std::string_view method, std::string_view target, std::s
 // empty), the body canonicalised as JSON when asked. The options themselves are hashed in, so
 // a record made under other options is a mismatch, never a wrong replay. Default options give
 // exactly fingerprint(method, target, body), so records made before the options existed match.
+// `fields`: the request's, for the listed headers.
 // A body that is not valid JSON under json: canonical is hashed as raw bytes: the upstream
 // decides what a malformed body means.
 // Defined for http::fields and pooled_fields (field_allocator.hpp).
+// What is hashed of the request itself: its method, target (as routes see it) and body.
+struct fingerprint_input {
+    std::string_view method;
+    std::string_view target;
+    std::string_view body;
+};
 template<class Allocator>
-std::string fingerprint(std::string_view method, std::string_view target, std::string_view body,
-                        const config::fingerprint_config& options,
+std::string fingerprint(fingerprint_input request, const config::fingerprint_config& options,
                         const boost::beast::http::basic_fields<Allocator>& fields);
 
 // Canonical JSON (RFC 8785-like: object keys sorted by their bytes, of a duplicate key the last,

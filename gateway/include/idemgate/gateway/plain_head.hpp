@@ -22,26 +22,32 @@ namespace http = boost::beast::http;
 using plain_answer = head_facts;  // content_length always set: the body's length, as announced
 using plain_request = head_facts; // content_length none: the request has no body
 
+// What a plain reader takes: a head shorter than `header_bytes`, a body of at most `body` bytes.
+struct head_limits {
+    std::size_t header_bytes = 0;
+    std::uint64_t body = 0;
+};
+
 // Reads `head` (an answer's head as received: the status line through the empty line, nothing
 // after it) into `res`, which must be new (no fields, no reason). False, `res` untouched, when the
-// head is not of the shape above, is `header_limit` bytes or more, or announces a body over
-// `max_body` bytes: Beast's parser reads it then.
+// head is not of the shape above, is `limits.header_bytes` bytes or more, or announces a body over
+// `limits.body` bytes: Beast's parser reads it then.
 // Shape: HTTP/1.0 or HTTP/1.1, a status 200-599 but 204 and 304 (so the body is read), fields
 // whose names are tokens and whose values hold no control byte but HT, exactly one
 // Content-Length of decimal digits, Connection (or Proxy-Connection) only "close" or
 // "keep-alive", no Transfer-Encoding or Upgrade, no folded line, at most 64 fields.
 // Defined for http::fields and pooled_fields (field_allocator.hpp).
 template<class Fields>
-bool read_plain_answer(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
-                       http::response_header<Fields>& res, plain_answer& out);
+bool read_plain_answer(std::string_view head, head_limits limits, http::response_header<Fields>& res,
+                       plain_answer& out);
 
 // Reads a request's `head` (the request line through the empty line, nothing after it; no empty
 // lines before it) into `req`, which must be new. False, `req` untouched, when the head is not of
-// the common shape, is `header_limit` bytes or more, or announces a body over `max_body` bytes.
+// the common shape, is `limits.header_bytes` bytes or more, or announces a body over `limits.body` bytes.
 // Shape: a method Beast knows (case-sensitive), an origin-form target of visible ASCII, HTTP/1.0 or
 // HTTP/1.1, fields as for an answer (above), at most one Content-Length (none: no body).
 template<class Fields>
-bool read_plain_request(std::string_view head, std::size_t header_limit, std::uint64_t max_body,
-                        http::request_header<Fields>& req, plain_request& out);
+bool read_plain_request(std::string_view head, head_limits limits, http::request_header<Fields>& req,
+                        plain_request& out);
 
 } // namespace idemgate::gateway
