@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # System calls per request of two gateway builds, counted by the kernel's tracepoints, with the
 # reads that found nothing (recvfrom returning EAGAIN) apart: what "no read without readiness"
-# saves. Each path runs for A, then B, ROUNDS times (interleaved), with a fresh gateway (one I/O
+# saves (reads: recvfrom and recvmsg; empty: those returning EAGAIN). Each path runs for A, then B, ROUNDS times (interleaved), with a fresh gateway (one I/O
 # thread) and a fresh redis-server per run, one keep-alive connection from bench-client sending
 # REQUESTS requests one after the other (closed loop: every wait for the next request, for the
 # upstream's answer and for Redis's reply is a real wait, the case where an eager read finds
@@ -63,8 +63,9 @@ run() {
         "${fill[@]}" --prefix m --keys "$REQUESTS" >/dev/null ;;
     *) "${fill[@]}" --prefix w --keys "$WARMUP" >/dev/null ;;
     esac
-    perf stat -x, -o "$work/counts.csv" -e raw_syscalls:sys_enter,syscalls:sys_enter_recvfrom \
-        -e syscalls:sys_exit_recvfrom --filter 'ret == -11' -e syscalls:sys_enter_epoll_wait -p "$pid" &
+    perf stat -x, -o "$work/counts.csv" -e raw_syscalls:sys_enter,syscalls:sys_enter_recvfrom,syscalls:sys_enter_recvmsg \
+        -e syscalls:sys_exit_recvfrom --filter 'ret == -11' -e syscalls:sys_exit_recvmsg --filter 'ret == -11' \
+        -e syscalls:sys_enter_epoll_wait -p "$pid" &
     counter=$!
     sleep 0.3
     "${fill[@]}" --prefix m --keys "$REQUESTS" >"$work/measured.json"
@@ -75,14 +76,15 @@ run() {
     grep -q "\"requests\":$REQUESTS," "$work/measured.json" ||
         { echo "bench-client did not send $REQUESTS requests: $(cat "$work/measured.json")" >&2; exit 1; }
     awk -F, -v n="$REQUESTS" '$1 ~ /^[0-9]+$/ { c[$3] = $1 }
-        END { printf "%.2f %.2f %.2f %.2f\n", c["raw_syscalls:sys_enter"] / n, c["syscalls:sys_enter_recvfrom"] / n,
-              c["syscalls:sys_exit_recvfrom"] / n, c["syscalls:sys_enter_epoll_wait"] / n }' "$work/counts.csv"
+        END { printf "%.2f %.2f %.2f %.2f\n", c["raw_syscalls:sys_enter"] / n,
+              (c["syscalls:sys_enter_recvfrom"] + c["syscalls:sys_enter_recvmsg"]) / n,
+              (c["syscalls:sys_exit_recvfrom"] + c["syscalls:sys_exit_recvmsg"]) / n, c["syscalls:sys_enter_epoll_wait"] / n }' "$work/counts.csv"
 }
 
 echo "System calls per request (kernel tracepoints), REQUESTS=$REQUESTS over one connection, $ROUNDS rounds"
 echo "A: $a_bin   B: $b_bin"
 echo
-echo "| path | round | A all | A recvfrom | A empty reads | A epoll_wait | B all | B recvfrom | B empty reads | B epoll_wait |"
+echo "| path | round | A all | A reads | A empty reads | A epoll_wait | B all | B reads | B empty reads | B epoll_wait |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$ROUNDS"); do
     for path in $PATHS; do

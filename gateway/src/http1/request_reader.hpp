@@ -44,7 +44,7 @@ protected:
             co_return true;
         boost::beast::get_lowest_layer(stream_).expires_never();
         deadline_.arm(socket(), first_request ? cfg.timeouts.header_read : cfg.timeouts.idle);
-        auto [ec, n] = co_await io_object(stream_).async_read_some(buffer_.prepare(16 * 1024), use_tuple);
+        auto [ec, n] = co_await ready_read_some(io_object(stream_), buffer_.prepare(16 * 1024), use_tuple);
         deadline_.disarm();
         if (!ec)
             buffer_.commit(n);
@@ -117,7 +117,7 @@ protected:
                 }
             }
             auto [rec, n] =
-                co_await io_object(stream_).async_read_some(buffer_.prepare(16 * 1024), use_tuple);
+                co_await ready_read_some(io_object(stream_), buffer_.prepare(16 * 1024), use_tuple);
             if (rec) {
                 ec = rec == asio::error::eof
                          ? error_code(parser.got_some() || header_bytes > 0 ? http::error::partial_message

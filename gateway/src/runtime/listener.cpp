@@ -21,6 +21,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <idemgate/common/cpu_quota.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/ready_read.hpp>
 #include <idemgate/common/use_tuple.hpp>
 #include <sstream>
 #include <sys/socket.h>
@@ -108,6 +109,7 @@ asio::awaitable<void> listener::accept_loop(worker& w)
         }
         error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
+        enable_read_hints(socket); // reads know when a request emptied the socket
         client_info client;
         auto remote = socket.remote_endpoint(ignored);
         if (!ignored)

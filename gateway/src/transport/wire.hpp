@@ -20,6 +20,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
+#include <idemgate/common/ready_read.hpp>
 #include <idemgate/common/send_now.hpp>
 #include <string>
 #include <type_traits>
@@ -132,8 +133,9 @@ boost::asio::awaitable<boost::system::error_code>
 read_known_length(Stream& stream, boost::beast::flat_buffer& buffer, std::size_t length)
 {
     while (buffer.size() < length) {
-        auto [ec, n] = co_await io_object(stream).async_read_some(
-            buffer.prepare(std::max<std::size_t>(length - buffer.size(), 16 * 1024)), await_tuple<Stream>);
+        auto [ec, n] = co_await ready_read_some(
+            io_object(stream), buffer.prepare(std::max<std::size_t>(length - buffer.size(), 16 * 1024)),
+            await_tuple<Stream>);
         if (ec)
             co_return ec == boost::asio::error::eof ? boost::system::error_code(http::error::partial_message)
                                                     : ec;

@@ -42,7 +42,7 @@ asio::awaitable<error_code> read_head(Stream& stream, beast::flat_buffer& buffer
         if (scan.end > 0 || bytes.size() > limit || bytes.find("\n\n") != std::string_view::npos)
             co_return error_code{};
         auto [ec, n] =
-            co_await io_object(stream).async_read_some(buffer.prepare(16 * 1024), await_tuple<Stream>);
+            co_await ready_read_some(io_object(stream), buffer.prepare(16 * 1024), await_tuple<Stream>);
         if (ec) {
             bool nothing = ec == asio::error::eof && buffer.size() == 0;
             co_return nothing ? error_code(http::error::end_of_stream) : ec;

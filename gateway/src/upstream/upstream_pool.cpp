@@ -14,6 +14,7 @@
 #include <boost/container/small_vector.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/ready_read.hpp>
 #include <idemgate/common/use_tuple.hpp>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
@@ -246,6 +247,7 @@ asio::awaitable<error_code> upstream_pool::connect(Connection& conn, address_slo
     }
     error_code ignored;
     tcp_layer.socket().set_option(tcp::no_delay(true), ignored);
+    enable_read_hints(tcp_layer.socket()); // reads know when the answer emptied the socket
     metrics_.upstream_connections_opened.fetch_add(1, std::memory_order_relaxed);
     if constexpr (!std::is_same_v<Connection, plain_connection>) {
         auto& stream = conn->stream;

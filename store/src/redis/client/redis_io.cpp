@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/common/ready_read.hpp>
 #include <idemgate/common/send_now.hpp>
 #include <tuple>
 
@@ -62,7 +63,7 @@ asio::awaitable<void> redis_connection::read_loop(std::shared_ptr<redis_connecti
         error_code ec;
         std::size_t n = 0;
         if (auto* plain = transport_.plain_socket())
-            std::tie(ec, n) = co_await plain->async_read_some(asio::buffer(buf), as_tuple(asio::deferred));
+            std::tie(ec, n) = co_await ready_read_some(*plain, asio::buffer(buf), as_tuple(asio::deferred));
         else
             std::tie(ec, n) = co_await transport_.async_read_some(asio::buffer(buf));
         if (gen != generation_ || !connected_)

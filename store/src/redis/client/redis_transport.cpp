@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 #include <idemgate/common/client_tls.hpp>
 #include <idemgate/common/openssl_error.hpp>
+#include <idemgate/common/ready_read.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -103,6 +104,7 @@ asio::awaitable<error_code> redis_transport::connect(const std::string& host, st
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
 
     if (!tls_) {
+        enable_read_hints(socket); // reads know when a reply emptied the socket
         socket_ = std::move(socket);
         co_return error_code{};
     }
