@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <array>
+#include <idemgate/common/text.hpp>
 #include <idemgate/gateway/problem_pages.hpp>
 
 namespace idemgate::gateway {
@@ -101,19 +102,6 @@ constexpr std::array docs{
                                    "answers."},
 };
 
-void append_escaped(std::string& out, std::string_view text)
-{
-    for (char c : text) {
-        switch (c) {
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '&': out += "&amp;"; break;
-        case '"': out += "&quot;"; break;
-        default: out.push_back(c);
-        }
-    }
-}
-
 } // namespace
 
 std::span<const problem_doc> problem_docs() noexcept
@@ -135,14 +123,14 @@ std::optional<std::string> problem_page(std::string_view slug)
     if (!doc)
         return std::nullopt;
     std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>";
-    append_escaped(out, doc->type->title);
+    append_html_escaped(out, doc->type->title);
     out += "</title></head>\n<body>\n<h1>";
-    append_escaped(out, doc->type->title);
+    append_html_escaped(out, doc->type->title);
     out += "</h1>\n<p>Problem type <code>";
-    append_escaped(out, doc->type->slug);
+    append_html_escaped(out, doc->type->slug);
     out += "</code>, HTTP status " + std::to_string(static_cast<unsigned>(doc->type->status)) +
            " (a reused key may be answered 422 where the route says so).</p>\n<h2>What to do</h2>\n<p>";
-    append_escaped(out, doc->advice);
+    append_html_escaped(out, doc->advice);
     out += "</p>\n<p>The gateway's idempotency contract: <a href=\"/.well-known/idempotency\">"
            "/.well-known/idempotency</a>.</p>\n</body></html>\n";
     return out;

@@ -6,6 +6,7 @@
 // their own words and add their own rules around it.
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
+#include <idemgate/common/text.hpp>
 #include <string_view>
 
 namespace idemgate::gateway::detail {
@@ -40,16 +41,6 @@ struct body_framing_lines {
         return false;
     }
 };
-
-// A field value without the optional whitespace around it (RFC 9110 5.6.3: SP and HTAB).
-inline std::string_view trim_ows(std::string_view s) noexcept
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
 
 // In this order: both lines, a Transfer-Encoding other than one "chunked", several lengths.
 // Inline: every request's framing check runs it.

@@ -48,11 +48,6 @@ std::string_view describe(framing_violation v) noexcept
 
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    return detail::trim_ows(s);
-}
-
 // Calls `on_token` for every token of every Connection line (lines need not be adjacent).
 template<class Allocator, class F>
 void for_each_connection_token(const http::basic_fields<Allocator>& fields, F&& on_token)
@@ -63,7 +58,7 @@ void for_each_connection_token(const http::basic_fields<Allocator>& fields, F&& 
         std::string_view list = f.value();
         while (!list.empty()) {
             auto comma = list.find(',');
-            auto token = trim(list.substr(0, comma));
+            auto token = trim_ows(list.substr(0, comma));
             if (!token.empty())
                 on_token(token);
             list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
@@ -256,13 +251,13 @@ framing_violation check_request_framing(const http::basic_fields<Allocator>& fie
         return framing_violation::transfer_encoding_in_http10;
     if (version >= 11 && host_lines != 1)
         return framing_violation::missing_host;
-    if (host_lines > 1 || !is_valid_host(trim(host)))
+    if (host_lines > 1 || !is_valid_host(trim_ows(host)))
         return framing_violation::bad_host;
     auto parsed = parse_request_target(target, method);
     if (parsed.violation != framing_violation::none)
         return parsed.violation;
     if (parsed.form == target_form::absolute && host_lines == 1 &&
-        !beast::iequals(normal_authority(trim(host), parsed.https),
+        !beast::iequals(normal_authority(trim_ows(host), parsed.https),
                         normal_authority(parsed.authority, parsed.https)))
         return framing_violation::host_mismatch;
     if (is_non_canonical_method(method))

@@ -2,6 +2,7 @@
 #pragma once
 // Small pieces of text handling shared by the header readers, the configuration and the
 // exposition: one spelling each.
+#include <string>
 #include <string_view>
 
 namespace idemgate {
@@ -15,6 +16,22 @@ inline std::string_view trim_ows(std::string_view s) noexcept
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
         s.remove_suffix(1);
     return s;
+}
+
+// Appends `text` for an HTML document, as text or inside a quoted attribute value: & < > " '
+// escaped. The one escaper of the pages the gateway and the load tester write.
+inline void append_html_escaped(std::string& out, std::string_view text)
+{
+    for (char c : text) {
+        switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        case '\'': out += "&#39;"; break;
+        default: out.push_back(c);
+        }
+    }
 }
 
 } // namespace idemgate
