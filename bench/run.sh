@@ -336,11 +336,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 # ---------------------------------------------------------------- system calls per request
-# A separate short run per row, counted by the kernel's tracepoints (perf) or else under strace
-# (bench/lib/measure.sh); SYSCALLS=0 skips them.
+# A separate short run per row, counted by the kernel's tracepoints (perf; the reads that found
+# nothing apart) (bench/lib/measure.sh); SYSCALLS=0 skips them. strace slows the target and
+# under-counts those reads, so it counts only when SYSCALLS=strace asks for it.
 [[ ${SYSCALLS:-1} = 0 ]] || pick_syscall_method
 if [[ ${SYSCALLS:-1} != 0 && -z $syscall_method ]]; then
-    say "WARNING: neither perf (as root) nor strace (SKIP_INSTALL=1?): no system calls per request table"
+    say "WARNING: no system calls per request table: perf's tracepoints are not usable (run as root," \
+        "with linux-perf), and SYSCALLS=strace was not given"
 fi
 if [[ -n $syscall_method ]]; then
     sys_plan=(bare-beast:static:replay_one nginx-cache:replay_one:replay_one nginx-proxy:proxy:first_execution)

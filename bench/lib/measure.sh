@@ -137,7 +137,7 @@ timed_run() {
 #   target \t scenario \t requests \t calls \t calls per request \t top calls
 syscall_rows=()
 measure_syscalls() {
-    local entry target scenario script trace args p counter_pid out reqs calls top per
+    local entry target scenario script trace args p counter_pid out reqs calls top per empty=""
     for entry in "$@"; do
         IFS=: read -r target scenario script <<<"$entry"
         trace=$work/syscalls-$target-$scenario.txt
@@ -145,7 +145,7 @@ measure_syscalls() {
         if [[ $syscall_method = perf ]]; then
             local pids=""
             for p in $(server_pids "$target"); do pids+=${pids:+,}$p; done
-            perf stat -x, -o "$trace" -e "$syscall_events" -p "$pids" 2>"$trace.log" &
+            perf stat -x, -o "$trace" "${syscall_perf_args[@]}" -p "$pids" 2>"$trace.log" &
         else
             for p in $(server_pids "$target"); do args+=(-p "$p"); done
             strace -f -c -o "$trace" "${args[@]}" 2>"$trace.log" &
@@ -162,13 +162,17 @@ measure_syscalls() {
         if [[ $syscall_method = perf ]]; then
             by_call=$(perf_syscall_counts "$trace")
             calls=$(awk '$2 == "all" { print $1 }' <<<"$by_call")
-            by_call=$(awk '$2 != "all"' <<<"$by_call")
+            empty=$(awk '$2 == "empty" { print $1 }' <<<"$by_call")
+            by_call=$(awk '$2 != "all" && $2 != "empty"' <<<"$by_call")
         else
             calls=$(awk '$NF == "total" { print $4 }' "$trace" 2>/dev/null || true)
             by_call=$(awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { print $4, $NF }' "$trace" 2>/dev/null || true)
         fi
         top=$(sort -rn <<<"$by_call" | head -4 |
             awk -v r="${reqs:-0}" 'NF == 2 { printf "%s%s %.2f", sep, $2, r ? $1 / r : 0; sep = ", " }')
+        # The reads that found nothing (perf only): what waiting for readiness would save.
+        [[ -n $empty && ${reqs:-0} -gt 0 ]] &&
+            top+=$(awk -v e="$empty" -v r="$reqs" 'BEGIN { printf "; empty reads %.2f", e / r }')
         if [[ -n $reqs && $reqs -gt 0 && -n $calls ]]; then
             per=$(awk -v c="$calls" -v r="$reqs" 'BEGIN { printf "%.2f", c / r }')
             syscall_rows+=("$target"$'\t'"$scenario"$'\t'"$reqs"$'\t'"$calls"$'\t'"$per"$'\t'"$top")

@@ -51,7 +51,7 @@ run() {
     done
     local counter=""
     if [[ -n ${SYSCALLS:-} ]]; then
-        perf stat -x, -o "$work/syscalls.csv" -e "$syscall_events" -p "$pid" & counter=$!
+        perf stat -x, -o "$work/syscalls.csv" "${syscall_perf_args[@]}" -p "$pid" & counter=$!
         sleep 0.2
     fi
     before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
