@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "admin/admin.hpp"
 
+#include "admin/console.hpp"
 #include "core/http_date.hpp"
 #include "core/problem.hpp"
 #include "transport/wire.hpp"
@@ -213,6 +214,10 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     if (ctx_.boot.admin.token.empty() || !store_)
         co_return make_problem(base, {problems::no_route, "the admin API is off (set admin.token_env)"},
                                version, true);
+    auto path = req.target().substr(0, req.target().find('?'));
+    // The console's page, script and style need no token: they carry no data.
+    if (auto file = answer_console_file(path, req.method(), version, base))
+        co_return std::move(*file);
     auto auth = req[http::field::authorization];
     constexpr std::string_view bearer = "Bearer ";
     if (auth.size() <= bearer.size() || !beast::iequals(auth.substr(0, bearer.size()), bearer) ||
@@ -222,7 +227,8 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         res.set(http::field::www_authenticate, "Bearer realm=\"idemgate-admin\"");
         co_return res;
     }
-    auto path = req.target().substr(0, req.target().find('?'));
+    if (auto data = answer_console_data(ctx_, path, req.method(), version, base))
+        co_return std::move(*data);
     if (path == "/admin/v1/reload") {
         if (req.method() != http::verb::post) {
             auto res = make_problem(base, {problems::method_not_allowed, "/admin/v1/reload answers POST"},
