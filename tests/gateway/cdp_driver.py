@@ -144,7 +144,7 @@ class browser:
             elif e.get('method') == 'Log.entryAdded':
                 entry = p.get('entry', {})
                 out.append({'kind': 'log.' + entry.get('level', ''), 'source': entry.get('source'),
-                            'text': entry.get('text')})
+                            'text': entry.get('text'), 'url': entry.get('url', '')})
         return out
 
     def close(self):

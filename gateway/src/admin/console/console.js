@@ -175,9 +175,12 @@
     const note = text('span', '', 'note');
     box.append(reason, status, executed, not_executed, note);
     const resolve = async (resolution) => {
-      const body = {tenant: entry.tenant || '', key: raw_key ? raw_key.value : entry.key,
-                    route: entry.route, resolution, reason: reason.value.trim()};
-      if (entry.principal) body.principal = entry.principal;
+      // The scope as the list gave it: the tenant, the route (with its own key space), the
+      // principal of a credential-scoped route; a field the list left null is left out.
+      const body = {key: raw_key ? raw_key.value : entry.key, resolution, reason: reason.value.trim()};
+      if (typeof entry.tenant === 'string') body.tenant = entry.tenant;
+      if (typeof entry.route === 'string') body.route = entry.route;
+      if (typeof entry.principal === 'string') body.principal = entry.principal;
       if (!body.reason) {
         note.textContent = 'a reason is required';
         reason.focus();
