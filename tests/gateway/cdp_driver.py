@@ -24,7 +24,7 @@ import json
 import os
 import select
 import shutil
-import subprocess
+import signal
 import sys
 import tempfile
 import time
@@ -36,8 +36,7 @@ class cdp_error(Exception):
 
 class browser:
     def __init__(self, chromium, profile):
-        # The pipes' ends move to fds 5-9 (the shell takes single-digit fds), so its 3<& and 4>&
-        # never overwrite one another.
+        # Both ends move above fd 9 first, so dup2 onto 3 and 4 never overwrites one another.
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         to_r = self._high(to_r)
@@ -50,10 +49,13 @@ class browser:
             '--user-data-dir=' + os.path.join(profile, 'profile'), '--remote-debugging-pipe',
             '--window-size=1280,1000', 'about:blank',
         ]
-        with open(self.log_path, 'wb') as log:
-            self.proc = subprocess.Popen(
-                ['/bin/sh', '-c', 'exec "$0" "$@" 3<&%d 4>&%d %d<&- %d>&-' % (to_r, from_w, to_r, from_w)] + args,
-                pass_fds=(to_r, from_w), stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        self.pid = os.posix_spawn(chromium, args, os.environ, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+            (os.POSIX_SPAWN_DUP2, to_r, 3),
+            (os.POSIX_SPAWN_DUP2, from_w, 4),
+        ])
         os.close(to_r)
         os.close(from_w)
         self.out = to_w
@@ -65,9 +67,7 @@ class browser:
 
     @staticmethod
     def _high(fd):
-        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 5)
-        if high > 9:
-            raise cdp_error('no free file descriptor below 10')
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
         os.close(fd)
         return high
 
@@ -152,11 +152,13 @@ class browser:
             self.send('Browser.close', session=False, timeout=5.0)
         except (cdp_error, OSError):
             pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        deadline = time.monotonic() + 10
+        while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                break
+            time.sleep(0.05)  # waiting for chromium to exit after Browser.close
         os.close(self.out)
         os.close(self.inp)
 
