@@ -35,6 +35,8 @@ std::vector<std::string> missing_capabilities(const config::config& cfg, unsigne
             ask(capability::tombstones, at + "tombstone_ttl", "does not keep tombstones");
         if (!p.attempt_header.empty())
             ask(capability::attempts, at + "attempt_header", "does not count executions");
+        if (p.mode == config::route_mode::shadow)
+            ask(capability::shadow_report, at + "mode", "does not keep a shadow report");
         if (p.reconcile.enabled())
             ask(capability::probes, at + "reconcile.path", "does not keep a schedule of probes");
     }

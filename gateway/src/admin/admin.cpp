@@ -2,6 +2,7 @@
 #include "admin/admin.hpp"
 
 #include "admin/console.hpp"
+#include "admin/shadow_api.hpp"
 #include "core/http_date.hpp"
 #include "core/problem.hpp"
 #include "transport/wire.hpp"
@@ -261,10 +262,13 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         res.body() = boost::json::serialize(body);
         co_return res;
     }
+    if (path == "/admin/v1/shadow")
+        co_return co_await answer_shadow(ctx_, *store_, req);
     if (path != "/admin/v1/records")
-        co_return make_problem(base,
-                               {problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload"},
-                               version, true);
+        co_return make_problem(
+            base,
+            {problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload, /admin/v1/shadow"},
+            version, true);
     if (req.method() != http::verb::get && req.method() != http::verb::delete_) {
         auto res = make_problem(
             base, {problems::method_not_allowed, "/admin/v1/records answers GET and DELETE"}, version, true);

@@ -5,6 +5,7 @@
 #include "map/map_backend.hpp"
 
 #include "settle_notifier.hpp"
+#include "shadow_book.hpp"
 
 #include <chrono>
 #include <idemgate/common/error.hpp>
@@ -47,6 +48,7 @@ public:
     std::unique_ptr<session> open_session(boost::asio::any_io_executor ex) override;
     bool ready() const override { return true; }
     std::string_view kind() const noexcept override { return "map"; }
+    shadow_book shadows; // the shadow report, in process (thread-safe on its own)
 
     reserve_result reserve(scope s, const record& in_flight, duration ttl)
     {
@@ -208,7 +210,8 @@ class map_session final : public session,
                           public settle_wait,
                           public tombstone_keeper,
                           public attempt_counter,
-                          public probe_schedule {
+                          public probe_schedule,
+                          public shadow_tally {
 public:
     explicit map_session(std::shared_ptr<map_backend> b) : backend_(std::move(b)) {}
 
@@ -284,6 +287,21 @@ public:
     tombstone_keeper* tombstones() noexcept override { return this; }
     attempt_counter* attempts() noexcept override { return this; }
     probe_schedule* probes() noexcept override { return this; }
+    shadow_tally* shadows() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> add_shadow_counts(std::string_view route,
+                                                                        shadow_counts& since_start,
+                                                                        shadow_counts& window,
+                                                                        std::int64_t now_unix_ms) override
+    {
+        backend_->shadows.add(route, since_start, window, now_unix_ms);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
+                                                             std::int64_t now_unix_ms) override
+    {
+        co_return backend_->shadows.read(route, now_unix_ms);
+    }
 
 private:
     std::shared_ptr<map_backend> backend_;

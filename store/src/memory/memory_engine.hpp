@@ -8,6 +8,7 @@
 #include "memory/record_shards.hpp"
 #include "memory/tenant_quotas.hpp"
 #include "settle_notifier.hpp"
+#include "shadow_book.hpp"
 
 #include <algorithm>
 #include <idemgate/common/error.hpp>
@@ -42,6 +43,7 @@ public:
     bool ready() const override { return true; }
     std::string_view kind() const noexcept override { return "memory"; }
     detail::probe_book probes;
+    detail::shadow_book shadows; // the shadow report, in process
     void render_metrics(std::string& out) const override { detail::render_memory_metrics(stats(), out); }
 
     reserve_result reserve(scope s, const record& in_flight, duration ttl)

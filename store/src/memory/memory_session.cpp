@@ -11,7 +11,8 @@ class memory_session final : public session,
                              public tombstone_keeper,
                              public attempt_counter,
                              public probe_schedule,
-                             public quota_keeper {
+                             public quota_keeper,
+                             public shadow_tally {
 public:
     explicit memory_session(std::shared_ptr<memory_backend> b) : backend_(std::move(b)) {}
 
@@ -44,6 +45,21 @@ public:
     attempt_counter* attempts() noexcept override { return this; }
     probe_schedule* probes() noexcept override { return this; }
     quota_keeper* quotas() noexcept override { return this; }
+    shadow_tally* shadows() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> add_shadow_counts(std::string_view route,
+                                                                        shadow_counts& since_start,
+                                                                        shadow_counts& window,
+                                                                        std::int64_t now_unix_ms) override
+    {
+        backend_->shadows.add(route, since_start, window, now_unix_ms);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
+                                                             std::int64_t now_unix_ms) override
+    {
+        co_return backend_->shadows.read(route, now_unix_ms);
+    }
 
 private:
     std::shared_ptr<memory_backend> backend_;

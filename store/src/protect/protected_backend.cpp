@@ -162,6 +162,8 @@ public:
     attempt_counter* attempts() noexcept override { return attempts_ ? this : nullptr; }
     probe_schedule* probes() noexcept override { return probes_ ? this : nullptr; }
     quota_keeper* quotas() noexcept override { return quotas_ ? this : nullptr; }
+    // A route's path_prefix is configuration, not a client's key: the report passes through.
+    shadow_tally* shadows() noexcept override { return inner_->shadows(); }
 
     asio::awaitable<wait_result> wait_settled(scope s, duration timeout) override
     {

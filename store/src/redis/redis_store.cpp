@@ -12,6 +12,7 @@
 #include "redis/redis_probes.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/redis_session.hpp"
+#include "redis/redis_shadow.hpp"
 #include "redis/redis_side_keys.hpp"
 
 #include <array>
@@ -44,7 +45,8 @@ class redis_session final : public session,
                             public tombstone_keeper,
                             public attempt_counter,
                             public probe_schedule,
-                            public quota_keeper {
+                            public quota_keeper,
+                            public shadow_tally {
 public:
     // The first session also owns the process-wide helpers it runs on its thread (cluster
     // refresher, wait-mode subscriber, sentinel monitor, health monitor) and stops them while that
@@ -255,6 +257,18 @@ public:
     attempt_counter* attempts() noexcept override { return this; }
     probe_schedule* probes() noexcept override { return this; }
     quota_keeper* quotas() noexcept override { return this; }
+    shadow_tally* shadows() noexcept override { return this; }
+
+    asio::awaitable<error_code> add_shadow_counts(std::string_view route, shadow_counts& since_start,
+                                                  shadow_counts& window, std::int64_t now_unix_ms) override
+    {
+        return detail::add_shadow_counts(*router_, *shared_, route, since_start, window, now_unix_ms);
+    }
+    asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
+                                                      std::int64_t now_unix_ms) override
+    {
+        return detail::read_shadow_counts(*router_, *shared_, route, now_unix_ms);
+    }
 
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
     asio::awaitable<lookup_result> lookup(scope s) override
