@@ -25,6 +25,7 @@ cfg::config asking_everything()
     cfg::config c;
     c.routes.resize(2);
     c.routes[0].idempotency.enabled = true;
+    c.routes[0].idempotency.on_unknown_outcome = cfg::unknown_outcome_mode::release;
     auto& p = c.routes[1].idempotency;
     p.enabled = true;
     p.on_in_flight = cfg::in_flight_mode::wait;
@@ -61,7 +62,9 @@ TEST_CASE("each missing capability is refused at the key that asks for it")
           v{"routes[1].idempotency.reconcile.path: store.type map does not keep a schedule of probes"});
     CHECK(store::missing_capabilities(c, without(store::capability::quotas), "map") ==
           v{"tenants.acme.max_in_flight: store.type map does not keep tenant quotas"});
-    CHECK(store::missing_capabilities(c, 0, "map").size() == 5);
+    CHECK(store::missing_capabilities(c, without(store::capability::held), "map") ==
+          v{"routes[1].idempotency.on_unknown_outcome: store.type map does not keep an index of held keys"});
+    CHECK(store::missing_capabilities(c, 0, "map").size() == 6);
 }
 
 TEST_CASE("a route without an idempotency block and an unlimited tenant ask for nothing")
@@ -89,6 +92,7 @@ unsigned answered(store::session& s)
     bit(s.attempts() != nullptr, store::capability::attempts);
     bit(s.probes() != nullptr, store::capability::probes);
     bit(s.quotas() != nullptr, store::capability::quotas);
+    bit(s.held() != nullptr, store::capability::held);
     return out;
 }
 

@@ -154,9 +154,10 @@ enum class capability : unsigned {
     attempts = 1u << 2,   // attempt_counter: routes[].idempotency.attempt_header
     probes = 1u << 3,     // probe_schedule: routes[].idempotency.reconcile
     quotas = 1u << 4,     // quota_keeper: tenants with max_in_flight or new_keys_per_second
+    held = 1u << 5,       // held_index: routes that hold keys (on_unknown_outcome or on_status hold)
 };
 // Its names and number: a new capability goes in both lists (its bit the next one).
-BOOST_DESCRIBE_ENUM(capability, wait, tombstones, attempts, probes, quotas)
+BOOST_DESCRIBE_ENUM(capability, wait, tombstones, attempts, probes, quotas, held)
 inline constexpr std::size_t capability_count = enum_count<capability>;
 // Every capability's bit, for a backend that offers them all.
 inline constexpr unsigned all_capabilities = (1u << capability_count) - 1;
@@ -233,6 +234,9 @@ protected:
     ~quota_keeper() = default;
 };
 
+// Held keys (session::held): held_index.hpp.
+class held_index;
+
 // One thread's handle on the store. Not thread-safe: use it from its executor only.
 //
 // The core every backend implements, and one accessor per capability: the session's part that
@@ -274,6 +278,7 @@ public:
     virtual attempt_counter* attempts() noexcept { return nullptr; }
     virtual probe_schedule* probes() noexcept { return nullptr; }
     virtual quota_keeper* quotas() noexcept { return nullptr; }
+    virtual held_index* held() noexcept { return nullptr; }
 };
 
 // What keeps a store from serving besides being unreachable (backend::ready), one bit each:
