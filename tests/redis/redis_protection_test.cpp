@@ -309,7 +309,9 @@ std::string protected_yaml(const redis_server& redis, const test_upstream_proces
             "    upstream: orders\n"
             "    idempotency:\n"
             "      tenant_header: X-Tenant-ID\n"
-            "      record_ttl: 1h\n" +
+            "      record_ttl: 1h\n"
+            "      on_status:\n"
+            "        \"500\": hold\n" +
             o.idempotency_extra;
     return yaml;
 }
@@ -499,8 +501,8 @@ TEST_SUITE("redis protection: gateway")
         test_upstream_process upstream;
         // docs/operations/redis.md, "Redis: encryption, hashed keys, ACL user": the commands the store sends.
         REQUIRE(redis.command({"ACL", "SETUSER", "idemgate", "on", ">gw-password", "~gw:*", "resetchannels",
-                               "-@all", "+get", "+set", "+del", "+pttl", "+evalsha", "+eval", "+ping"}) ==
-                "+OK\r\n");
+                               "-@all", "+get", "+set", "+del", "+pttl", "+evalsha", "+eval", "+ping",
+                               "+zadd", "+zrem", "+zrangebylex"}) == "+OK\r\n");
         REQUIRE(redis.command({"ACL", "SETUSER", "default", "off"}) == "+OK\r\n");
         protected_gateway_options o;
         o.redis_extra = "    username: idemgate\n    password_env: IDEMGATE_TEST_REDIS_PASSWORD\n";
@@ -518,6 +520,28 @@ TEST_SUITE("redis protection: gateway")
             CHECK(http_request(gw->admin_port(), "DELETE", target, admin_headers, {}, 2s).status == 204);
             CHECK(order(*gw, "acme", key).status == 201); // deleted: runs again
             CHECK(upstream.executions() == 2);
+            // A held key: listed on the index of held keys, resolved, and off the index again.
+            auto held_key = fresh_key("acl-held");
+            auto crashed = http_request(gw->port(), "POST", "/api/orders",
+                                        {{"Idempotency-Key", held_key},
+                                         {"X-Tenant-ID", "acme"},
+                                         {"X-Test-Status", "500"},
+                                         {"Content-Type", "application/json"}},
+                                        "{}", 5s);
+            REQUIRE(crashed.header("idempotency-status") == "held");
+            auto listed =
+                http_request(gw->admin_port(), "GET", "/admin/v1/held?tenant=acme", admin_headers, {}, 2s);
+            CHECK(listed.status == 200);
+            CHECK(listed.body.find("\"record_id\"") != std::string::npos);
+            auto resolved = http_request(gw->admin_port(), "POST", "/admin/v1/records/resolve", admin_headers,
+                                         R"({"tenant":"acme","key":")" + held_key +
+                                             R"(","resolution":"executed","status":201,"reason":"acl"})",
+                                         2s);
+            CHECK(resolved.status == 200);
+            listed =
+                http_request(gw->admin_port(), "GET", "/admin/v1/held?tenant=acme", admin_headers, {}, 2s);
+            CHECK(listed.body.find("\"held\":[]") != std::string::npos);
+            CHECK(upstream.executions() == 3);
             // CONFIG is not granted: the eviction check says so and the gateway keeps serving.
             CHECK(gw->process().wait_for_line(
                 [](const std::string& line) {
@@ -535,7 +559,7 @@ TEST_SUITE("redis protection: gateway")
         CHECK(why->find("nope") == std::string::npos);
         CHECK(readyz_status(*refused) == 503);
         CHECK(order(*refused, "acme", fresh_key("refused")).status == 503);
-        CHECK(upstream.executions() == 2);
+        CHECK(upstream.executions() == 3);
     }
 
     TEST_CASE("a shadow route's report needs HINCRBY, PEXPIRE and HGETALL; refused, no answer changes")

@@ -25,6 +25,7 @@ cfg::config asking_everything()
     cfg::config c;
     c.routes.resize(2);
     c.routes[0].idempotency.enabled = true;
+    c.routes[0].idempotency.on_unknown_outcome = cfg::unknown_outcome_mode::release;
     auto& p = c.routes[1].idempotency;
     p.enabled = true;
     p.on_in_flight = cfg::in_flight_mode::wait;
@@ -64,6 +65,8 @@ TEST_CASE("each missing capability is refused at the key that asks for it")
           v{"tenants.acme.max_in_flight: store.type map does not keep tenant quotas"});
     CHECK(store::missing_capabilities(c, without(store::capability::shadow_report), "map") ==
           v{"routes[1].idempotency.mode: store.type map does not keep a shadow report"});
+    CHECK(store::missing_capabilities(c, without(store::capability::held), "map") ==
+          v{"routes[1].idempotency.on_unknown_outcome: store.type map does not keep an index of held keys"});
     CHECK(store::missing_capabilities(c, 0, "map").size() == 6);
 }
 
@@ -93,6 +96,7 @@ unsigned answered(store::session& s)
     bit(s.probes() != nullptr, store::capability::probes);
     bit(s.quotas() != nullptr, store::capability::quotas);
     bit(s.shadows() != nullptr, store::capability::shadow_report);
+    bit(s.held() != nullptr, store::capability::held);
     return out;
 }
 

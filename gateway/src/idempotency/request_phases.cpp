@@ -334,6 +334,7 @@ asio::awaitable<void> request_phases::number_attempt()
         co_return;
     }
     req_.set(header, std::to_string(counted.count));
+    attempt_ = counted.count;
 }
 
 void request_phases::announce_big_answer()

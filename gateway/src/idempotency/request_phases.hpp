@@ -119,6 +119,9 @@ private:
     boost::asio::awaitable<void> shadow_look_back();
     // A key just held on a route that reconciles: its probe goes on the store's schedule.
     boost::asio::awaitable<void> schedule_probe(std::chrono::milliseconds record_ttl);
+    // A key just held: it goes on the store's index of held keys (the admin API lists it), and on
+    // a route that reconciles its probe goes on the schedule (schedule_probe).
+    boost::asio::awaitable<void> list_held(std::chrono::milliseconds record_ttl);
 
     gateway_context& ctx_;
     worker& w_;
@@ -148,8 +151,9 @@ private:
     local_tier* tier_ = nullptr;
     std::string record_id_; // the local tier's name of the record (tier on)
     tenant_policy tenant_;
-    bool admitted_ = false;  // admit counted the key in its tenant's quota: settle leaves it
-    bool read_only_ = false; // the store refused writes: reserve only read the key
+    bool admitted_ = false;     // admit counted the key in its tenant's quota: settle leaves it
+    bool read_only_ = false;    // the store refused writes: reserve only read the key
+    std::uint64_t attempt_ = 0; // the execution's number when the route counts them (attempt_header)
 };
 
 // A recorded answer as a replay: its status, reason and fields but Date and those matching

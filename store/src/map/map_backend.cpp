@@ -4,6 +4,7 @@
 // keeps the interface's promises, not only for the two the gateway ships.
 #include "map/map_backend.hpp"
 
+#include "held_book.hpp"
 #include "settle_notifier.hpp"
 #include "shadow_book.hpp"
 
@@ -186,7 +187,26 @@ public:
         probes_.erase(std::string(entry_text));
     }
 
+    boost::system::error_code resolve_held(scope s, std::string_view owner_token, const record* resolved,
+                                           duration ttl)
+    {
+        auto k = key_of(s);
+        {
+            std::lock_guard lock(mutex_);
+            auto* e = live(k, owner_token);
+            if (!e || e->rec.state != record_state::outcome_unknown)
+                return make_error_code(error::not_owner);
+            if (resolved)
+                *e = entry{*resolved, clock::now() + ttl};
+            else
+                records_.erase(k);
+        }
+        notifier_.notify(k);
+        return {};
+    }
+
     settle_notifier& notifier() noexcept { return notifier_; }
+    held_book held; // the index of held keys, beside the records
 
 private:
     // The live entry under `k` that `owner_token` owns, else nullptr. Under mutex_.
@@ -211,7 +231,8 @@ class map_session final : public session,
                           public tombstone_keeper,
                           public attempt_counter,
                           public probe_schedule,
-                          public shadow_tally {
+                          public shadow_tally,
+                          public held_index {
 public:
     explicit map_session(std::shared_ptr<map_backend> b) : backend_(std::move(b)) {}
 
@@ -301,6 +322,40 @@ public:
                                                              std::int64_t now_unix_ms) override
     {
         co_return backend_->shadows.read(route, now_unix_ms);
+    }
+    held_index* held() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> list_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view note, duration) override
+    {
+        backend_->held.list(label, s, owner_token, note);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> note_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view seen, duration) override
+    {
+        backend_->held.note(label, s, owner_token, seen);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> unlist_held(scope s, std::string_view label) override
+    {
+        backend_->held.unlist(label, s);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<held_page> held_keys(std::string_view label, bool by_label, std::string_view after,
+                                                std::size_t limit) override
+    {
+        auto& b = *backend_;
+        co_return b.held.page(
+            label, by_label, after, limit, [&](scope s) { return b.lookup(s); },
+            [&](scope s) { return b.record_id(s); });
+    }
+    boost::asio::awaitable<boost::system::error_code>
+    resolve_held(scope s, std::string_view owner_token, const record* resolved, duration ttl) override
+    {
+        co_return backend_->resolve_held(s, owner_token, resolved, ttl);
     }
 
 private:

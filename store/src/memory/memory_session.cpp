@@ -12,7 +12,8 @@ class memory_session final : public session,
                              public attempt_counter,
                              public probe_schedule,
                              public quota_keeper,
-                             public shadow_tally {
+                             public shadow_tally,
+                             public held_index {
 public:
     explicit memory_session(std::shared_ptr<memory_backend> b) : backend_(std::move(b)) {}
 
@@ -59,6 +60,40 @@ public:
                                                              std::int64_t now_unix_ms) override
     {
         co_return backend_->shadows.read(route, now_unix_ms);
+    }
+    held_index* held() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> list_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view note, duration) override
+    {
+        backend_->held.list(label, s, owner_token, note);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> note_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view seen, duration) override
+    {
+        backend_->held.note(label, s, owner_token, seen);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> unlist_held(scope s, std::string_view label) override
+    {
+        backend_->held.unlist(label, s);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<held_page> held_keys(std::string_view label, bool by_label, std::string_view after,
+                                                std::size_t limit) override
+    {
+        auto& b = *backend_;
+        co_return b.held.page(
+            label, by_label, after, limit, [&](scope s) { return b.lookup(s); },
+            [&](scope s) { return b.record_id(s); });
+    }
+    boost::asio::awaitable<boost::system::error_code>
+    resolve_held(scope s, std::string_view owner_token, const record* resolved, duration ttl) override
+    {
+        co_return backend_->resolve_held(s, owner_token, resolved, ttl);
     }
 
 private:

@@ -8,6 +8,7 @@
 #include "redis/complete_resend.hpp"
 #include "redis/health_monitor.hpp"
 #include "redis/redis_backend.hpp"
+#include "redis/redis_held.hpp"
 #include "redis/redis_keys.hpp"
 #include "redis/redis_probes.hpp"
 #include "redis/redis_scripts.hpp"
@@ -63,7 +64,7 @@ public:
         : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
           shard_subscriber_(std::move(shard_subscriber)), refresher_(std::move(refresher)),
           monitor_(std::move(monitor)), waiter_(std::move(waiter)), resender_(std::move(resender)),
-          health_(std::move(health))
+          health_(std::move(health)), held_(router_, shared_)
     {
     }
 
@@ -269,6 +270,7 @@ public:
     {
         return detail::read_shadow_counts(*router_, *shared_, route, now_unix_ms);
     }
+    held_index* held() noexcept override { return &held_; }
 
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
     asio::awaitable<lookup_result> lookup(scope s) override
@@ -394,6 +396,7 @@ private:
     std::shared_ptr<detail::replica_waiter> waiter_;             // consistency strict
     std::shared_ptr<detail::complete_resender> resender_;        // consistency strict
     std::shared_ptr<detail::health_monitor> health_;             // health_checks: the first session runs it
+    detail::redis_held held_;                                    // the index of held keys
 };
 
 } // namespace

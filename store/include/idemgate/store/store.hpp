@@ -156,9 +156,10 @@ enum class capability : unsigned {
     probes = 1u << 3,        // probe_schedule: routes[].idempotency.reconcile
     quotas = 1u << 4,        // quota_keeper: tenants with max_in_flight or new_keys_per_second
     shadow_report = 1u << 5, // shadow_tally: routes[].idempotency.mode shadow
+    held = 1u << 6,          // held_index: routes that hold keys (on_unknown_outcome or on_status hold)
 };
 // Its names and number: a new capability goes in both lists (its bit the next one).
-BOOST_DESCRIBE_ENUM(capability, wait, tombstones, attempts, probes, quotas, shadow_report)
+BOOST_DESCRIBE_ENUM(capability, wait, tombstones, attempts, probes, quotas, shadow_report, held)
 inline constexpr std::size_t capability_count = enum_count<capability>;
 // Every capability's bit, for a backend that offers them all.
 inline constexpr unsigned all_capabilities = (1u << capability_count) - 1;
@@ -235,6 +236,9 @@ protected:
     ~quota_keeper() = default;
 };
 
+// Held keys (session::held): held_index.hpp.
+class held_index;
+
 // One thread's handle on the store. Not thread-safe: use it from its executor only.
 //
 // The core every backend implements, and one accessor per capability: the session's part that
@@ -277,6 +281,7 @@ public:
     virtual probe_schedule* probes() noexcept { return nullptr; }
     virtual quota_keeper* quotas() noexcept { return nullptr; }
     virtual shadow_tally* shadows() noexcept { return nullptr; }
+    virtual held_index* held() noexcept { return nullptr; }
 };
 
 // What keeps a store from serving besides being unreachable (backend::ready), one bit each:
