@@ -181,7 +181,9 @@ def run_step(b, step):
     if op == 'wait':
         deadline = time.monotonic() + step.get('timeout_ms', 10000) / 1000.0
         while True:
-            value = b.evaluate('(() => { try { return (%s); } catch (e) { return null; } })()' % step['js'])
+            # An element found counts as true (by value it would be an empty object).
+            value = b.evaluate('(() => { try { const v = (%s); return v instanceof Node ? true : v; }'
+                               ' catch (e) { return null; } })()' % step['js'])
             if value:
                 return value
             if time.monotonic() > deadline:

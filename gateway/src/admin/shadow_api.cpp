@@ -34,7 +34,7 @@ boost::json::object figures(const store::shadow_counts& counts, bool tombstones)
 } // namespace
 
 asio::awaitable<response_type> answer_shadow(gateway_context& ctx, store::session& session,
-                                             const http::request<http::empty_body>& req)
+                                             const http::request<http::string_body>& req)
 {
     const unsigned version = req.version();
     auto live = ctx.live();

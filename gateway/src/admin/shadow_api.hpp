@@ -6,13 +6,13 @@
 #include "state/process.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 namespace idemgate::gateway::detail {
 
 // Flushes this process's counts first (so its own requests are in), then reads the store's.
 // `session` is the admin's own, on the control thread.
 boost::asio::awaitable<response_type> answer_shadow(gateway_context& ctx, store::session& session,
-                                                    const http::request<http::empty_body>& req);
+                                                    const http::request<http::string_body>& req);
 
 } // namespace idemgate::gateway::detail
