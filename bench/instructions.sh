@@ -19,6 +19,8 @@
 #   memory_first_json  the same with the key read from the JSON body (key_from: json,
 #                 key_json_pointer: /client_ref; bench-client --key-in body), beside memory_first
 #   redis_first   first executions over Redis (gateway-redis.yaml)
+#   memory_first_shadow, redis_first_shadow  the same on a route in mode: shadow (the shadow
+#                 report counted), beside memory_first and redis_first
 #   proxy         the gateway as a plain proxy, no idempotency on the route (gateway-proxy.yaml)
 #   nginx_proxy   nginx's plain proxy (nginx-proxy.conf, one process, no master) under callgrind the
 #                 same way, beside proxy: its "gateway" figures are nginx's
@@ -312,10 +314,10 @@ run_path() {
     local path=$1 round=$2 template store dir redis_port=0 redis_pid="" gw_pid line port admin check=ok
     case $path in
     tier_replay) template=gateway-redis-tier.yaml store=redis ;;
-    redis_replay | redis_first) template=gateway-redis.yaml store=redis ;;
-    memory_first | memory_first_json) template=gateway-memory.yaml store=memory ;;
+    redis_replay | redis_first | redis_first_shadow) template=gateway-redis.yaml store=redis ;;
+    memory_first | memory_first_json | memory_first_shadow) template=gateway-memory.yaml store=memory ;;
     proxy) template=gateway-proxy.yaml store=redis ;;
-    *) die "unknown path $path (PATHS: tier_replay redis_replay memory_first memory_first_json redis_first proxy nginx_proxy)" ;;
+    *) die "unknown path $path (PATHS: tier_replay redis_replay memory_first memory_first_json memory_first_shadow redis_first redis_first_shadow proxy nginx_proxy)" ;;
     esac
     key_in=header
     [[ $path = *_json ]] && key_in=body
@@ -349,6 +351,10 @@ run_path() {
         sed -i -E 's/^( *)key_header: Idempotency-Key$/\1key_from: json\n\1key_json_pointer: "\/client_ref"/' "$dir/gateway.yaml"
         grep -q 'key_from: json' "$dir/gateway.yaml" || die "could not set key_from: json in $dir/gateway.yaml"
     fi
+    if [[ $path = *_shadow ]]; then
+        sed -i -E 's/^( *)key_header: Idempotency-Key$/\1key_header: Idempotency-Key\n\1mode: shadow/' "$dir/gateway.yaml"
+        grep -q 'mode: shadow' "$dir/gateway.yaml" || die "could not set mode: shadow in $dir/gateway.yaml"
+    fi
     "$bin/idemgate" --config "$dir/gateway.yaml" --check >"$dir/check.log" 2>&1 ||
         { cat "$dir/check.log" >&2; die "$path: config rejected"; }
     start "$path-$round-gateway" "${pin[@]}" valgrind --tool=callgrind --instr-atstart=no "${callgrind_args[@]}" \
@@ -379,7 +385,7 @@ run_path() {
         expect_replayed=$REQUESTS
         [[ $path = tier_replay ]] && expect_tier=$REQUESTS
         ;;
-    memory_first | memory_first_json | redis_first)
+    memory_first | memory_first_json | memory_first_shadow | redis_first | redis_first_shadow)
         fill "$port" w "$WARMUP" >"$dir/warmup.json"
         expect_executed=$REQUESTS
         ;;

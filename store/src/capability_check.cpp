@@ -35,8 +35,18 @@ std::vector<std::string> missing_capabilities(const config::config& cfg, unsigne
             ask(capability::tombstones, at + "tombstone_ttl", "does not keep tombstones");
         if (!p.attempt_header.empty())
             ask(capability::attempts, at + "attempt_header", "does not count executions");
+        if (p.mode == config::route_mode::shadow)
+            ask(capability::shadow_report, at + "mode", "does not keep a shadow report");
         if (p.reconcile.enabled())
             ask(capability::probes, at + "reconcile.path", "does not keep a schedule of probes");
+        // A held key goes on the index of held keys, which the admin API lists.
+        bool holds_status = false;
+        for (unsigned status = 100; status < 600 && !holds_status; ++status)
+            holds_status = p.on_status.action_for(status) == config::status_action::hold;
+        if (p.on_unknown_outcome == config::unknown_outcome_mode::hold)
+            ask(capability::held, at + "on_unknown_outcome", "does not keep an index of held keys");
+        else if (holds_status)
+            ask(capability::held, at + "on_status", "does not keep an index of held keys");
     }
     for (const auto& [name, tenant] : cfg.tenants) {
         const char* key = tenant.max_in_flight > 0 ? ".max_in_flight" : ".new_keys_per_second";

@@ -273,6 +273,7 @@ struct protected_gateway_options {
     std::string store_extra; // lines under store (2-space indent)
     std::string redis_extra; // lines under store.redis (4-space indent)
     std::string on_failure = "reject";
+    std::string idempotency_extra; // lines under the route's idempotency (6-space indent)
 };
 
 std::string protected_yaml(const redis_server& redis, const test_upstream_process& upstream,
@@ -308,7 +309,10 @@ std::string protected_yaml(const redis_server& redis, const test_upstream_proces
             "    upstream: orders\n"
             "    idempotency:\n"
             "      tenant_header: X-Tenant-ID\n"
-            "      record_ttl: 1h\n";
+            "      record_ttl: 1h\n"
+            "      on_status:\n"
+            "        \"500\": hold\n" +
+            o.idempotency_extra;
     return yaml;
 }
 
@@ -497,8 +501,8 @@ TEST_SUITE("redis protection: gateway")
         test_upstream_process upstream;
         // docs/operations/redis.md, "Redis: encryption, hashed keys, ACL user": the commands the store sends.
         REQUIRE(redis.command({"ACL", "SETUSER", "idemgate", "on", ">gw-password", "~gw:*", "resetchannels",
-                               "-@all", "+get", "+set", "+del", "+pttl", "+evalsha", "+eval", "+ping"}) ==
-                "+OK\r\n");
+                               "-@all", "+get", "+set", "+del", "+pttl", "+evalsha", "+eval", "+ping",
+                               "+zadd", "+zrem", "+zrangebylex"}) == "+OK\r\n");
         REQUIRE(redis.command({"ACL", "SETUSER", "default", "off"}) == "+OK\r\n");
         protected_gateway_options o;
         o.redis_extra = "    username: idemgate\n    password_env: IDEMGATE_TEST_REDIS_PASSWORD\n";
@@ -516,6 +520,28 @@ TEST_SUITE("redis protection: gateway")
             CHECK(http_request(gw->admin_port(), "DELETE", target, admin_headers, {}, 2s).status == 204);
             CHECK(order(*gw, "acme", key).status == 201); // deleted: runs again
             CHECK(upstream.executions() == 2);
+            // A held key: listed on the index of held keys, resolved, and off the index again.
+            auto held_key = fresh_key("acl-held");
+            auto crashed = http_request(gw->port(), "POST", "/api/orders",
+                                        {{"Idempotency-Key", held_key},
+                                         {"X-Tenant-ID", "acme"},
+                                         {"X-Test-Status", "500"},
+                                         {"Content-Type", "application/json"}},
+                                        "{}", 5s);
+            REQUIRE(crashed.header("idempotency-status") == "held");
+            auto listed =
+                http_request(gw->admin_port(), "GET", "/admin/v1/held?tenant=acme", admin_headers, {}, 2s);
+            CHECK(listed.status == 200);
+            CHECK(listed.body.find("\"record_id\"") != std::string::npos);
+            auto resolved = http_request(gw->admin_port(), "POST", "/admin/v1/records/resolve", admin_headers,
+                                         R"({"tenant":"acme","key":")" + held_key +
+                                             R"(","resolution":"executed","status":201,"reason":"acl"})",
+                                         2s);
+            CHECK(resolved.status == 200);
+            listed =
+                http_request(gw->admin_port(), "GET", "/admin/v1/held?tenant=acme", admin_headers, {}, 2s);
+            CHECK(listed.body.find("\"held\":[]") != std::string::npos);
+            CHECK(upstream.executions() == 3);
             // CONFIG is not granted: the eviction check says so and the gateway keeps serving.
             CHECK(gw->process().wait_for_line(
                 [](const std::string& line) {
@@ -533,7 +559,41 @@ TEST_SUITE("redis protection: gateway")
         CHECK(why->find("nope") == std::string::npos);
         CHECK(readyz_status(*refused) == 503);
         CHECK(order(*refused, "acme", fresh_key("refused")).status == 503);
-        CHECK(upstream.executions() == 2);
+        CHECK(upstream.executions() == 3);
+    }
+
+    TEST_CASE("a shadow route's report needs HINCRBY, PEXPIRE and HGETALL; refused, no answer changes")
+    {
+        redis_server redis;
+        test_upstream_process upstream;
+        // docs/operations/redis.md: the smallest ACL plus what a shadow route adds.
+        REQUIRE(redis.command({"ACL", "SETUSER", "idemgate", "on", ">gw-password", "~gw:*", "resetchannels",
+                               "-@all", "+get", "+set", "+del", "+pttl", "+evalsha", "+eval", "+ping",
+                               "+hincrby", "+pexpire", "+hgetall"}) == "+OK\r\n");
+        REQUIRE(redis.command({"ACL", "SETUSER", "default", "off"}) == "+OK\r\n");
+        protected_gateway_options o;
+        o.redis_extra = "    username: idemgate\n    password_env: IDEMGATE_TEST_REDIS_PASSWORD\n";
+        o.idempotency_extra = "      mode: shadow\n";
+        auto gw = ready_gateway(protected_yaml(redis, upstream, o),
+                                gateway_env({{"IDEMGATE_TEST_REDIS_PASSWORD", "gw-password"}}));
+        auto key = fresh_key("shadow");
+        CHECK(order(*gw, "acme", key).status == 201);
+        CHECK(order(*gw, "acme", key).status == 201); // shadow mode: executed again
+        const std::vector<std::pair<std::string, std::string>> admin_headers{
+            {"Authorization", "Bearer admin-token-0123456789"}};
+        auto report = http_request(gw->admin_port(), "GET", "/admin/v1/shadow", admin_headers, {}, 2s);
+        REQUIRE(report.status == 200);
+        CHECK(report.body.find(R"("since_start":{"keyed":2,"duplicates_executed":1,)") != std::string::npos);
+        // Without HINCRBY the counts stay in the process and the client sees nothing of it.
+        REQUIRE(redis.command({"ACL", "SETUSER", "idemgate", "-hincrby"}) == "+OK\r\n");
+        CHECK(order(*gw, "acme", key).status == 201);
+        CHECK(http_request(gw->admin_port(), "GET", "/admin/v1/shadow", admin_headers, {}, 2s).status == 200);
+        CHECK(gw->process().wait_for_line(
+            [](const std::string& line) {
+                return line.find("store could not add to the shadow report") != std::string::npos;
+            },
+            5s));
+        CHECK(upstream.executions() == 3);
     }
 
 } // TEST_SUITE

@@ -8,7 +8,7 @@
 #  2. the libraries under the gateway (common, config, store) never include the gateway;
 #  3. no product source file is longer than the limit (a file that grows past it is split by
 #     role, not by line count);
-#  4. every source file (C++, shell, Python, CMake, Lua, JavaScript; configuration files are not checked) names its license with an
+#  4. every source file (C++, shell, Python, CMake, Lua, JavaScript, CSS, HTML; configuration files are not checked) names its license with an
 #     SPDX line near its top.
 # Prints every breach and exits 1 if there is one. Run by ctest (test "structure").
 set -euo pipefail
@@ -105,7 +105,7 @@ while IFS= read -r file; do
     breach "$file: no SPDX-License-Identifier line in its first three lines"
 done < <(
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git ls-files -- '*.cpp' '*.hpp' '*.sh' '*.py' '*.lua' '*.js' '*.cmake' '*CMakeLists.txt' .ci/run
+    git ls-files -- '*.cpp' '*.hpp' '*.sh' '*.py' '*.lua' '*.js' '*.css' '*.html' '*.cmake' '*CMakeLists.txt' .ci/run
   else
     find . -path ./build -prune -o \( -name '*.[ch]pp' -o -name '*.sh' -o -name '*.py' -o -name CMakeLists.txt \) -print | sed 's|^\./||'
   fi

@@ -25,12 +25,14 @@ cfg::config asking_everything()
     cfg::config c;
     c.routes.resize(2);
     c.routes[0].idempotency.enabled = true;
+    c.routes[0].idempotency.on_unknown_outcome = cfg::unknown_outcome_mode::release;
     auto& p = c.routes[1].idempotency;
     p.enabled = true;
     p.on_in_flight = cfg::in_flight_mode::wait;
     p.tombstone_ttl = cfg::duration(60000);
     p.attempt_header = "Idempotency-Attempt";
     p.reconcile.path = "/orders/{key}";
+    p.mode = cfg::route_mode::shadow;
     c.tenants["acme"].max_in_flight = 10;
     return c;
 }
@@ -61,7 +63,11 @@ TEST_CASE("each missing capability is refused at the key that asks for it")
           v{"routes[1].idempotency.reconcile.path: store.type map does not keep a schedule of probes"});
     CHECK(store::missing_capabilities(c, without(store::capability::quotas), "map") ==
           v{"tenants.acme.max_in_flight: store.type map does not keep tenant quotas"});
-    CHECK(store::missing_capabilities(c, 0, "map").size() == 5);
+    CHECK(store::missing_capabilities(c, without(store::capability::shadow_report), "map") ==
+          v{"routes[1].idempotency.mode: store.type map does not keep a shadow report"});
+    CHECK(store::missing_capabilities(c, without(store::capability::held), "map") ==
+          v{"routes[1].idempotency.on_unknown_outcome: store.type map does not keep an index of held keys"});
+    CHECK(store::missing_capabilities(c, 0, "map").size() == 6);
 }
 
 TEST_CASE("a route without an idempotency block and an unlimited tenant ask for nothing")
@@ -89,6 +95,8 @@ unsigned answered(store::session& s)
     bit(s.attempts() != nullptr, store::capability::attempts);
     bit(s.probes() != nullptr, store::capability::probes);
     bit(s.quotas() != nullptr, store::capability::quotas);
+    bit(s.shadows() != nullptr, store::capability::shadow_report);
+    bit(s.held() != nullptr, store::capability::held);
     return out;
 }
 

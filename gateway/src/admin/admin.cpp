@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "admin/admin.hpp"
 
+#include "admin/console.hpp"
+#include "admin/shadow_api.hpp"
+#include "admin/held_api.hpp"
 #include "core/http_date.hpp"
 #include "core/problem.hpp"
+#include "transport/lingering_close.hpp"
 #include "transport/wire.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,9 +17,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
@@ -81,7 +86,7 @@ asio::awaitable<void> admin::accept_loop()
     }
 }
 
-response_type admin::answer(const http::request<http::empty_body>& req)
+response_type admin::answer(const admin_request& req)
 {
     response_type res{http::status::ok, req.version()};
     auto generation = ctx_.live();
@@ -128,20 +133,37 @@ response_type admin::answer(const http::request<http::empty_body>& req)
 
 asio::awaitable<void> admin::session(tcp::socket socket)
 {
+    error_code peer_ec;
+    auto peer = socket.remote_endpoint(peer_ec);
+    const std::string client = peer_ec ? std::string("unknown") : peer.address().to_string();
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     std::string scratch;
     for (;;) {
-        http::request_parser<http::empty_body> parser;
+        http::request_parser<http::string_body> parser;
         parser.header_limit(8 * 1024);
+        parser.body_limit(admin_body_limit);
         stream.expires_after(std::chrono::seconds(10));
         auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_tuple);
+        if (ec == http::error::body_limit) {
+            // The rest of the body is never read: answered, then closed.
+            auto generation = ctx_.live();
+            auto base = generation ? generation->cfg.problems.type_base() : config::default_problem_base;
+            auto res =
+                make_problem(base, {problems::body_too_large, "an admin request's body is at most 16 KiB"},
+                             parser.get().version(), false);
+            res.set(http::field::date, http_date_now());
+            res.prepare_payload();
+            co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000), true);
+            co_await lingering_close(stream);
+            co_return;
+        }
         if (ec)
             break;
         const auto& req = parser.get();
         response_type res;
         if (req.target().starts_with("/admin/"))
-            res = co_await answer_api(req);
+            res = co_await answer_api(req, client);
         else
             res = answer(req);
         res.keep_alive(req.keep_alive());
@@ -156,8 +178,6 @@ asio::awaitable<void> admin::session(tcp::socket socket)
     error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
 }
-
-namespace {
 
 // application/x-www-form-urlencoded query parameters, in order (names may repeat).
 std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std::string_view target)
@@ -183,6 +203,8 @@ std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std
     return out;
 }
 
+namespace {
+
 // Constant-time comparison of a presented bearer token with the configured one: both are
 // hashed first, so neither the content nor the length leaks through timing.
 bool token_matches(std::string_view presented, const std::string& expected)
@@ -191,6 +213,8 @@ bool token_matches(std::string_view presented, const std::string& expected)
     auto b = sha256(expected);
     return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
+
+} // namespace
 
 std::string_view state_name(store::record_state s)
 {
@@ -204,9 +228,7 @@ std::string_view state_name(store::record_state s)
     return "unknown";
 }
 
-} // namespace
-
-asio::awaitable<response_type> admin::answer_api(const http::request<http::empty_body>& req)
+asio::awaitable<response_type> admin::answer_api(const admin_request& req, const std::string& client)
 {
     unsigned version = req.version();
     auto generation = ctx_.live();
@@ -214,6 +236,10 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
     if (ctx_.boot.admin.token.empty() || !store_)
         co_return make_problem(base, {problems::no_route, "the admin API is off (set admin.token_env)"},
                                version, true);
+    auto path = req.target().substr(0, req.target().find('?'));
+    // The console's page, script and style need no token: they carry no data.
+    if (auto file = answer_console_file(path, req.method(), version, base))
+        co_return std::move(*file);
     auto auth = req[http::field::authorization];
     constexpr std::string_view bearer = "Bearer ";
     if (auth.size() <= bearer.size() || !beast::iequals(auth.substr(0, bearer.size()), bearer) ||
@@ -223,7 +249,8 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         res.set(http::field::www_authenticate, "Bearer realm=\"idemgate-admin\"");
         co_return res;
     }
-    auto path = req.target().substr(0, req.target().find('?'));
+    if (auto data = answer_console_data(ctx_, path, req.method(), version, base))
+        co_return std::move(*data);
     if (path == "/admin/v1/reload") {
         if (req.method() != http::verb::post) {
             auto res = make_problem(base, {problems::method_not_allowed, "/admin/v1/reload answers POST"},
@@ -256,10 +283,17 @@ asio::awaitable<response_type> admin::answer_api(const http::request<http::empty
         res.body() = boost::json::serialize(body);
         co_return res;
     }
+    if (path == "/admin/v1/shadow")
+        co_return co_await answer_shadow(ctx_, *store_, req);
+    if (path == "/admin/v1/held")
+        co_return co_await answer_held(ctx_, *store_, req, std::string(base));
+    if (path == "/admin/v1/records/resolve")
+        co_return co_await answer_resolve(ctx_, *store_, req, std::string(base), client);
     if (path != "/admin/v1/records")
-        co_return make_problem(base,
-                               {problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload"},
-                               version, true);
+        co_return make_problem(
+            base,
+            {problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload, /admin/v1/shadow"},
+            version, true);
     if (req.method() != http::verb::get && req.method() != http::verb::delete_) {
         auto res = make_problem(
             base, {problems::method_not_allowed, "/admin/v1/records answers GET and DELETE"}, version, true);

@@ -7,13 +7,23 @@
 #include "transport/listen_socket.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace idemgate::gateway::detail {
+
+// A request to the admin listener: its body read whole, up to admin_body_limit (413 beyond).
+using admin_request = http::request<http::string_body>;
+inline constexpr std::size_t admin_body_limit = 16 * 1024;
+
+// application/x-www-form-urlencoded query parameters of `target`, in order (names may repeat);
+// nullopt when one is not valid percent-encoding.
+std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std::string_view target);
+// A record state as the admin API names it ("in_flight", "completed", "outcome_unknown", ...).
+std::string_view state_name(store::record_state s);
 
 // GET /readyz: 200 "ready" or 503 ("draining", or "not ready"), then one line per store
 // condition ("store redis refusing writes: ..."; under readiness.store: ignore the answer stays
@@ -49,9 +59,10 @@ private:
     boost::asio::awaitable<void> accept_loop();
     boost::asio::awaitable<void> session(tcp::socket socket);
     boost::asio::awaitable<void> watch_store();
-    response_type answer(const http::request<http::empty_body>& req);
-    // The admin API (/admin/v1/...): bearer token, then records lookup/delete.
-    boost::asio::awaitable<response_type> answer_api(const http::request<http::empty_body>& req);
+    response_type answer(const admin_request& req);
+    // The admin API (/admin/v1/...): bearer token, then records lookup/delete. `client`: the
+    // admin client's address, for the log of what it changed.
+    boost::asio::awaitable<response_type> answer_api(const admin_request& req, const std::string& client);
 
     gateway_context& ctx_;
     boost::asio::io_context& control_;

@@ -37,6 +37,10 @@ constexpr std::array docs{
                 "The tenant was malformed or given twice. Send it once, as visible ASCII."},
     problem_doc{&p::unauthorized, "The operator's admin API needs its bearer token."},
     problem_doc{&p::record_not_found, "No record exists for this scope and key."},
+    problem_doc{&p::record_not_held,
+                "Only a held key (state outcome_unknown) is resolved, and this key holds something else, "
+                "or its record changed while it was being resolved (a probe or a retry settled it). Look "
+                "it up again before deciding."},
     problem_doc{&p::no_route, "No route of the gateway covers this path. Check the URL."},
     problem_doc{&p::method_not_allowed,
                 "The path exists but not for this method; the Allow field lists the methods it answers."},
@@ -71,8 +75,9 @@ constexpr std::array docs{
                 "for another operation is a client bug: use a new key for a new operation. The first "
                 "answer's Location, if any, is in the problem's location member and a Link rel=original."},
     problem_doc{&p::answer_not_replayable,
-                "The first request with this key ran, but its answer was too large to record, so it cannot "
-                "be sent again. Its status and time are in original_status and original_time; fetch the "
+                "The first request with this key ran, but its answer was too large to record (or an operator "
+                "confirmed that it ran), so it cannot be sent again. Its status and time are in "
+                "original_status and original_time; fetch the "
                 "resource it made instead of retrying. Nothing was executed this time."},
     problem_doc{&p::record_expired,
                 "The first request with this key ran, and its record has expired (the route keeps a "

@@ -106,6 +106,8 @@ boost::asio::awaitable<void> handle_request(gateway_context& ctx, worker& w, req
             co_await phases.settle(answered);
         if (h.big && h.big->tail_pending)
             co_await finish_pass_on(*ex.sink, h);
+        if (!owner && phases.compares_answer())
+            phases.shadow_answered(answered);
     }
     if (phases.routed()) {
         phases.answer().route = &phases.route().path_prefix;

@@ -78,8 +78,8 @@ constexpr std::array<refusal_rule, refusal_count> rules{{
      "the tenant's new_keys_per_second is exhausted", false},
     {not_replayable, problems::answer_not_replayable, outcome::not_replayable, key_status::not_replayable,
      none, false,
-     "the first request with this key ran and its answer was passed on as it arrived, too large to "
-     "record (limits.max_record_body); it is not run again",
+     "the first request with this key ran and its answer is not recorded (passed on as it arrived, too "
+     "large to record under limits.max_record_body, or confirmed by an operator); it is not run again",
      false},
     {record_expired, problems::record_expired, outcome::expired, key_status::expired, none, false,
      "the first request with this key ran; its answer is no longer kept (record_ttl), and it is not run "

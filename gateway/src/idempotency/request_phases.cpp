@@ -123,6 +123,8 @@ phase_result request_phases::classify()
     if (!route_)
         return refuse({refusal::no_route});
     shadow_ = policy().mode == config::route_mode::shadow;
+    if (shadow_)
+        shadow_stats_ = &env_.live->route_stats_of(route_ - env_.cfg().routes.data());
     if (auto rejection = classify_request(*route_, req_, client_, cls_)) {
         // Shadow mode changes nothing the client sees: a request enforcement would refuse for its
         // key or tenant is forwarded, and the refusal is only counted.
@@ -180,6 +182,8 @@ asio::awaitable<phase_result> request_phases::reserve()
     in_flight_.owner_token = w_.new_owner_token();
     in_flight_.created_unix_ms = log::now_unix_ms();
     tenant_ = resolve_tenant_policy(env_.cfg(), policy(), h_.tenant);
+    if (shadow_)
+        shadow_stats_->count_shadow(store::shadow_figure::keyed);
     auto t0 = clock_type::now();
     store::reserve_result reserved = co_await reserve_or_read();
     if (account(store_op::reserve, t0, reserved.ec))
@@ -197,9 +201,12 @@ asio::awaitable<phase_result> request_phases::reserve()
             ctx_.stats.shadow[static_cast<int>(h_.shadow)].fetch_add(1, std::memory_order_relaxed);
         if (reserved.ec)
             ctx_.stats.store_bypassed.fetch_add(1, std::memory_order_relaxed);
+        observe_shadow(reserved);
         h_.key_state = key_status::ignored;
         co_return phase_result::pass_through;
     }
+    if (shadow_ && policy().tombstone_ttl.count() > 0) // the key was free: was it retried too late?
+        co_await shadow_look_back();
     if (action == reserve_action::wait_for_first) {
         auto waited = co_await wait_for_first(reserved.existing);
         if (!waited)
@@ -330,6 +337,7 @@ asio::awaitable<void> request_phases::number_attempt()
         co_return;
     }
     req_.set(header, std::to_string(counted.count));
+    attempt_ = counted.count;
 }
 
 void request_phases::announce_big_answer()

@@ -70,6 +70,11 @@ public:
     // request about to be forwarded as the key's owner.
     bool numbers_attempts() const noexcept { return !policy().attempt_header.empty(); }
     boost::asio::awaitable<void> number_attempt();
+    // A shadow route's duplicate of a finished (or held) first request was forwarded: what its
+    // answer says next to the first one's, for the shadow report (`answered`: the upstream
+    // answered). The rest of the report is counted by reserve (shadow_report.cpp).
+    bool compares_answer() const noexcept { return shadow_first_ != nullptr; }
+    void shadow_answered(bool answered);
     // Before a big answer's head is written (h.big): what its status header will say.
     void announce_big_answer();
     // While a big answer is passed on by the key's owner: its lock kept past lock_ttl.
@@ -107,8 +112,16 @@ private:
     store::record completed_record();
     // After `done` was recorded: its tombstone (routes[].idempotency.tombstone_ttl).
     boost::asio::awaitable<void> bury(const store::record& done, std::chrono::milliseconds record_ttl);
+    // Shadow mode: what reserve found, counted for the shadow report; a duplicate of a finished
+    // first request keeps that record for shadow_answered. Plain, so reserve's frame stays small.
+    void observe_shadow(store::reserve_result& reserved);
+    // Shadow mode with tombstone_ttl: a new key's tombstone says it was retried after record_ttl.
+    boost::asio::awaitable<void> shadow_look_back();
     // A key just held on a route that reconciles: its probe goes on the store's schedule.
     boost::asio::awaitable<void> schedule_probe(std::chrono::milliseconds record_ttl);
+    // A key just held: it goes on the store's index of held keys (the admin API lists it), and on
+    // a route that reconciles its probe goes on the schedule (schedule_probe).
+    boost::asio::awaitable<void> list_held(std::chrono::milliseconds record_ttl);
 
     gateway_context& ctx_;
     worker& w_;
@@ -125,7 +138,9 @@ private:
     std::string_view normal_target_;
     std::string target_storage_;
     bool shadow_ = false;
-    classification cls_; // what classify found: facts, verdict, the key's storage
+    route_counters* shadow_stats_ = nullptr;      // shadow routes: the route's counters
+    std::unique_ptr<store::record> shadow_first_; // shadow duplicates: the first request's record
+    classification cls_;                          // what classify found: facts, verdict, the key's storage
     bool lookup_ = false;
     handled& h_;
     std::optional<refused> refusal_;
@@ -136,8 +151,9 @@ private:
     local_tier* tier_ = nullptr;
     std::string record_id_; // the local tier's name of the record (tier on)
     tenant_policy tenant_;
-    bool admitted_ = false;  // admit counted the key in its tenant's quota: settle leaves it
-    bool read_only_ = false; // the store refused writes: reserve only read the key
+    bool admitted_ = false;     // admit counted the key in its tenant's quota: settle leaves it
+    bool read_only_ = false;    // the store refused writes: reserve only read the key
+    std::uint64_t attempt_ = 0; // the execution's number when the route counts them (attempt_header)
 };
 
 // A recorded answer as a replay: its status, reason and fields but Date and those matching

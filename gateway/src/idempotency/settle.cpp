@@ -4,6 +4,7 @@
 #include "core/http_date.hpp"
 #include "forward/big_answer.hpp"
 #include "forward/proxy.hpp"
+#include "idempotency/held_note.hpp"
 #include "idempotency/probe_entry.hpp"
 #include "idempotency/request_phases.hpp"
 #include "tier/local_tier.hpp"
@@ -13,6 +14,7 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/store/held_index.hpp>
 
 namespace idemgate::gateway::detail {
 
@@ -101,6 +103,24 @@ asio::awaitable<void> request_phases::schedule_probe(std::chrono::milliseconds r
                        ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
 }
 
+asio::awaitable<void> request_phases::list_held(std::chrono::milliseconds record_ttl)
+{
+    held_note note{route_->path_prefix, log::now_unix_ms(), attempt_, h_.principal,
+                   policy().key_space == config::key_space_mode::route};
+    // A route that holds keys has a store with the index (the configuration check matched them).
+    auto* index = w_.store->held();
+    boost::system::error_code ec = make_error_code(error::store_unavailable);
+    if (index)
+        ec = co_await index->list_held(scope_, held_label(scope_tenant_), in_flight_.owner_token,
+                                       encode_held_note(note), record_ttl);
+    if (ec)
+        log::coalesced(log::level::warn,
+                       "store could not list a held key; the admin API's list of held keys misses it",
+                       ec.message(), {{"error", ec.message()}, {"tenant", h_.tenant}, {"key", h_.key}}, 1000);
+    if (policy().reconcile.enabled())
+        co_await schedule_probe(record_ttl);
+}
+
 // Its own coroutine: the tombstone would otherwise sit in settle's frame on every request.
 asio::awaitable<void> request_phases::bury(const store::record& done, std::chrono::milliseconds record_ttl)
 {
@@ -141,8 +161,8 @@ asio::awaitable<void> request_phases::settle(bool answered)
         auto ec = co_await w_.store->complete(scope_, in_flight_, record_ttl);
         account(store_op::complete, t1, ec);
         store_ok = !ec;
-        if (!ec && policy().reconcile.enabled())
-            co_await schedule_probe(record_ttl);
+        if (!ec)
+            co_await list_held(record_ttl);
         if (ec) {
             log::coalesced(log::level::warn,
                            "store could not hold a key whose outcome is unknown; it is released by lock_ttl",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "observability/route_metrics.hpp"
 
+#include <boost/describe/enum_to_string.hpp>
 #include <idemgate/common/prometheus.hpp>
 
 namespace idemgate::gateway::detail {
@@ -44,9 +45,34 @@ route_counters& route_registry::counters(const std::string& route)
     return *slot;
 }
 
+std::vector<std::pair<std::string, route_counters*>> route_registry::all() const
+{
+    std::lock_guard lock(mutex_);
+    std::vector<std::pair<std::string, route_counters*>> out;
+    out.reserve(counters_.size());
+    for (const auto& [route, c] : counters_)
+        out.emplace_back(route, c.get());
+    return out;
+}
+
 void route_registry::render(std::string& out, bool exemplars) const
 {
     std::lock_guard lock(mutex_);
+    prometheus::header(out, "idemgate_shadow_figures_total", "counter",
+                       "What shadow routes saw, by route and figure, counted by this process (the "
+                       "store-wide report: GET /admin/v1/shadow). Series appear at a route's first "
+                       "keyed request.");
+    for (const auto& [route, c] : counters_) {
+        if (c->shadow[0].load(std::memory_order_relaxed) == 0)
+            continue; // keyed: every other figure is a keyed request too
+        for (std::size_t f = 0; f < store::shadow_figure_count; ++f) {
+            std::string labels = "route=\"" + prometheus::label_value(route) + "\",figure=\"";
+            labels += boost::describe::enum_to_string(static_cast<store::shadow_figure>(f), "");
+            labels += '"';
+            prometheus::sample(out, "idemgate_shadow_figures_total", labels,
+                               static_cast<double>(c->shadow[f].load(std::memory_order_relaxed)));
+        }
+    }
     prometheus::header(out, "idemgate_route_requests_total", "counter",
                        "Requests answered, by route (its path_prefix; none when no route matched), "
                        "method and status class. Series appear at their first request.");

@@ -9,10 +9,13 @@
 #include <boost/beast/http/verb.hpp>
 #include <cstdint>
 #include <idemgate/common/histogram.hpp>
+#include <idemgate/store/store.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace idemgate::gateway::detail {
 
@@ -25,6 +28,18 @@ struct route_counters {
     std::array<std::atomic<std::uint64_t>, route_method_count * route_code_count> requests{};
     latency_histogram duration; // handled requests, header to answer sent (as request_duration)
     void count(boost::beast::http::verb method, unsigned status) noexcept;
+
+    // A shadow route's figures (store::shadow_figure), counted by this process
+    // (idemgate_shadow_figures_total), and how many of them the store has in the route's totals
+    // and in its window: the rest is sent by the next flush (idempotency/shadow_report.hpp).
+    using shadow_array = std::array<std::atomic<std::uint64_t>, store::shadow_figure_count>;
+    shadow_array shadow{};
+    shadow_array shadow_totalled{};
+    shadow_array shadow_windowed{};
+    void count_shadow(store::shadow_figure f) noexcept
+    {
+        shadow[static_cast<std::size_t>(f)].fetch_add(1, std::memory_order_relaxed);
+    }
 };
 
 // The process's route_counters by route label (the map only grows; lookups when a generation is
@@ -32,6 +47,8 @@ struct route_counters {
 class route_registry {
 public:
     route_counters& counters(const std::string& route);
+    // Every route's counters, by label (they live as long as the registry).
+    std::vector<std::pair<std::string, route_counters*>> all() const;
     // `exemplars`: the latency buckets' exemplars too (OpenMetrics).
     void render(std::string& out, bool exemplars = false) const;
 

@@ -5,6 +5,7 @@
 #include "reconcile/reconcile_loop.hpp"
 
 #include "forward/proxy.hpp"
+#include "idempotency/held_note.hpp"
 #include "idempotency/probe_entry.hpp"
 #include "upstream/upstream_pool.hpp"
 
@@ -16,6 +17,7 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/store/held_index.hpp>
 
 namespace idemgate::gateway::detail {
 
@@ -67,6 +69,28 @@ boost::json::object fields_of(const probe_entry& p)
     return {{"route", p.route}, {"tenant", p.tenant}, {"key", p.key}, {"target", p.target}};
 }
 
+// What the probe saw, kept beside the held key for the admin API's list of held keys (until the
+// record's TTL ends). A failure only leaves the list without it.
+asio::awaitable<void> note_seen(worker& w, const probe_entry& p, std::string seen)
+{
+    auto* index = w.store->held();
+    if (!index)
+        co_return;
+    const auto now = log::now_unix_ms();
+    store::scope s{p.scope_tenant, p.key};
+    auto text = encode_held_seen({now, std::move(seen)});
+    milliseconds left{std::max<std::int64_t>(1, p.held_unix_ms + p.record_ttl_ms - now)};
+    co_await index->note_held(s, held_label(p.scope_tenant), p.owner_token, text, left);
+}
+
+// The probe settled the key (completed or released it): off the index of held keys.
+asio::awaitable<void> unlist_probed(worker& w, const probe_entry& p)
+{
+    store::scope s{p.scope_tenant, p.key};
+    if (auto* index = w.store->held())
+        co_await index->unlist_held(s, held_label(p.scope_tenant));
+}
+
 // The store could not settle a probed key: logged with the store's error, and the probe is due
 // again at `next_due`.
 asio::awaitable<probe_result> ask_again(store::probe_schedule& schedule, const std::string& text,
@@ -89,6 +113,7 @@ asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, 
     if (!rc || !rc->enabled() || now - p.held_unix_ms >= rc->give_up_after.count()) {
         co_await schedule.unschedule_probe(text);
         log::warn("reconcile: gave up on a held key; it stays held until record_ttl", fields_of(p));
+        co_await note_seen(w, p, "gave up (give_up_after): no more probes; held until record_ttl");
         co_return probe_result::gave_up;
     }
     const auto& policy = route->idempotency;
@@ -105,8 +130,11 @@ asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, 
     if (result.ec || result.rest || result.head_only) {
         auto fields = fields_of(p);
         fields["error"] = result.ec ? result.ec.message() : std::string("answer too large to record");
+        std::string seen = "no usable answer: ";
+        seen += std::string_view(fields["error"].as_string());
         log::info("reconcile: the probe got no usable answer; asked again later", std::move(fields));
         co_await schedule.schedule_probe(text, next_due);
+        co_await note_seen(w, p, std::move(seen));
         co_return probe_result::error;
     }
     auto& res = result.response;
@@ -131,6 +159,8 @@ asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, 
                 schedule, text, next_due, ec, std::move(fields),
                 "reconcile: the store could not complete a found key; asked again later");
         co_await schedule.unschedule_probe(text);
+        if (!ec) // not_owner: the key holds another record now, perhaps held again: its entry stays
+            co_await unlist_probed(w, p);
         log::info(ec ? "reconcile: found, but the key no longer holds this record (removed or expired)"
                      : "reconcile: found upstream; the key completes with the probe's answer",
                   std::move(fields));
@@ -143,12 +173,15 @@ asio::awaitable<probe_result> probe(worker& w, store::probe_schedule& schedule, 
                 schedule, text, next_due, ec, std::move(fields),
                 "reconcile: the store could not release a key not found; asked again later");
         co_await schedule.unschedule_probe(text);
+        if (!ec)
+            co_await unlist_probed(w, p);
         log::info("reconcile: not found upstream; the key is released (a retry executes)", std::move(fields));
         co_return probe_result::not_found;
     }
     log::info("reconcile: the probe's answer is neither found nor not_found; asked again later",
               std::move(fields));
     co_await schedule.schedule_probe(text, next_due);
+    co_await note_seen(w, p, "status " + std::to_string(status) + ": neither found nor not_found");
     co_return probe_result::retry;
 }
 

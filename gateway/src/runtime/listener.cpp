@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/listener.hpp"
 
+#include "idempotency/shadow_report.hpp"
 #include "reconcile/reconcile_loop.hpp"
 #include "runtime/client_connection.hpp"
 #include "runtime/service_notify.hpp"
@@ -229,6 +230,9 @@ void listener::run(const std::function<void()>& on_started, std::function<void()
     // Held keys' probes (reconcile) go out from one thread; it idles while no route reconciles.
     if (!workers_.empty())
         asio::co_spawn(workers_.front()->ioc, reconcile_loop(ctx_, *workers_.front()), asio::detached);
+    // Shadow routes' counts go to the store from one thread too (nothing to send: nothing sent).
+    if (!workers_.empty())
+        asio::co_spawn(workers_.front()->ioc, shadow_flush_loop(ctx_, *workers_.front()), asio::detached);
     for (const auto& f : ctx_.live()->fleets)
         f->start(control_); // re-resolution (resolve_every), once per process
     signals_ = std::make_unique<asio::signal_set>(control_, SIGINT, SIGTERM, SIGHUP);

@@ -178,6 +178,8 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
                    {{"trigger", trigger}, {"file", ctx_.config_path}, {"problems", problems.size()}});
         for (const auto& p : problems)
             log::error("configuration reload: problem", {{"problem", p}});
+        ctx_.reloads.record({std::chrono::system_clock::now(), false, std::string(trigger), problems,
+                             text.empty() ? std::string() : sha256_hex(text), ctx_.live()->generation});
         return false;
     }
     // What a running process cannot change: its sockets, threads, store and admin API.
@@ -235,6 +237,7 @@ bool reloader::reload(std::string_view trigger, std::vector<std::string>& proble
     }
     ctx_.stats.config_reloads[0].fetch_add(1, std::memory_order_relaxed);
     loaded(true);
+    ctx_.reloads.record({std::chrono::system_clock::now(), true, std::string(trigger), {}, sha, generation});
     log::lifecycle("configuration reloaded", {{"trigger", trigger},
                                               {"generation", static_cast<std::int64_t>(generation)},
                                               {"sha256", sha},

@@ -4,6 +4,7 @@
 // backend, the metrics, the drain flag and the live configuration generation.
 #include "observability/span_exporter.hpp"
 #include "state/generation.hpp"
+#include "state/reload_history.hpp"
 
 #include <atomic>
 #include <idemgate/config/config.hpp>
@@ -62,6 +63,7 @@ struct gateway_context {
     route_registry route_stats; // per route: requests by method and status class
     std::atomic<bool> draining{false};
     std::string config_path; // the file reloads read
+    reload_history reloads;  // the last reloads (GET /admin/v1/reloads)
     // Always made (its thread idles while nothing is logged): a reload may turn access_log on
     // and changes its batching (access_log_writer::apply).
     std::unique_ptr<access_log_writer> access_log;

@@ -126,6 +126,7 @@ void upstream_fleet::connect_failed(upstream_address& a)
                               std::chrono::duration_cast<std::chrono::nanoseconds>(config_.eject_for).count(),
                           std::memory_order_relaxed);
     counters_.ejections.fetch_add(1, std::memory_order_relaxed);
+    a.ejections.fetch_add(1, std::memory_order_relaxed);
     log::warn("upstream address ejected",
               {{"upstream", name()},
                {"address", a.label},

@@ -35,6 +35,7 @@ struct upstream_address {
     std::atomic<std::uint32_t> failures{0}; // consecutive connect failures
     std::atomic<std::int64_t> ejected_until{0}; // steady_clock ticks (ns); skipped until then
     std::atomic<std::int64_t> ejected_at{0};    // when the last ejection began
+    std::atomic<std::uint32_t> ejections{0};    // ejections while in this fleet (the admin API)
 
     bool healthy(std::int64_t now) const noexcept
     {

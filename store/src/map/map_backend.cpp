@@ -4,7 +4,9 @@
 // keeps the interface's promises, not only for the two the gateway ships.
 #include "map/map_backend.hpp"
 
+#include "held_book.hpp"
 #include "settle_notifier.hpp"
+#include "shadow_book.hpp"
 
 #include <chrono>
 #include <idemgate/common/error.hpp>
@@ -47,6 +49,7 @@ public:
     std::unique_ptr<session> open_session(boost::asio::any_io_executor ex) override;
     bool ready() const override { return true; }
     std::string_view kind() const noexcept override { return "map"; }
+    shadow_book shadows; // the shadow report, in process (thread-safe on its own)
 
     reserve_result reserve(scope s, const record& in_flight, duration ttl)
     {
@@ -184,7 +187,26 @@ public:
         probes_.erase(std::string(entry_text));
     }
 
+    boost::system::error_code resolve_held(scope s, std::string_view owner_token, const record* resolved,
+                                           duration ttl)
+    {
+        auto k = key_of(s);
+        {
+            std::lock_guard lock(mutex_);
+            auto* e = live(k, owner_token);
+            if (!e || e->rec.state != record_state::outcome_unknown)
+                return make_error_code(error::not_owner);
+            if (resolved)
+                *e = entry{*resolved, clock::now() + ttl};
+            else
+                records_.erase(k);
+        }
+        notifier_.notify(k);
+        return {};
+    }
+
     settle_notifier& notifier() noexcept { return notifier_; }
+    held_book held; // the index of held keys, beside the records
 
 private:
     // The live entry under `k` that `owner_token` owns, else nullptr. Under mutex_.
@@ -208,7 +230,9 @@ class map_session final : public session,
                           public settle_wait,
                           public tombstone_keeper,
                           public attempt_counter,
-                          public probe_schedule {
+                          public probe_schedule,
+                          public shadow_tally,
+                          public held_index {
 public:
     explicit map_session(std::shared_ptr<map_backend> b) : backend_(std::move(b)) {}
 
@@ -284,6 +308,55 @@ public:
     tombstone_keeper* tombstones() noexcept override { return this; }
     attempt_counter* attempts() noexcept override { return this; }
     probe_schedule* probes() noexcept override { return this; }
+    shadow_tally* shadows() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> add_shadow_counts(std::string_view route,
+                                                                        shadow_counts& since_start,
+                                                                        shadow_counts& window,
+                                                                        std::int64_t now_unix_ms) override
+    {
+        backend_->shadows.add(route, since_start, window, now_unix_ms);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
+                                                             std::int64_t now_unix_ms) override
+    {
+        co_return backend_->shadows.read(route, now_unix_ms);
+    }
+    held_index* held() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> list_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view note, duration) override
+    {
+        backend_->held.list(label, s, owner_token, note);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> note_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view seen, duration) override
+    {
+        backend_->held.note(label, s, owner_token, seen);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> unlist_held(scope s, std::string_view label) override
+    {
+        backend_->held.unlist(label, s);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<held_page> held_keys(std::string_view label, bool by_label, std::string_view after,
+                                                std::size_t limit) override
+    {
+        auto& b = *backend_;
+        co_return b.held.page(
+            label, by_label, after, limit, [&](scope s) { return b.lookup(s); },
+            [&](scope s) { return b.record_id(s); });
+    }
+    boost::asio::awaitable<boost::system::error_code>
+    resolve_held(scope s, std::string_view owner_token, const record* resolved, duration ttl) override
+    {
+        co_return backend_->resolve_held(s, owner_token, resolved, ttl);
+    }
 
 private:
     std::shared_ptr<map_backend> backend_;

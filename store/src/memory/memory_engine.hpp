@@ -3,11 +3,13 @@
 // The memory store's engine: one backend shared by every I/O thread, its records in
 // record_shards, the settlement notifier for waiting duplicates, tenant quotas and the probe
 // schedule. memory_store.cpp makes it; memory_session.cpp is each thread's session over it.
+#include "held_book.hpp"
 #include "memory/memory_backend.hpp"
 #include "memory/probe_book.hpp"
 #include "memory/record_shards.hpp"
 #include "memory/tenant_quotas.hpp"
 #include "settle_notifier.hpp"
+#include "shadow_book.hpp"
 
 #include <algorithm>
 #include <idemgate/common/error.hpp>
@@ -42,6 +44,8 @@ public:
     bool ready() const override { return true; }
     std::string_view kind() const noexcept override { return "memory"; }
     detail::probe_book probes;
+    detail::shadow_book shadows; // the shadow report, in process
+    detail::held_book held;
     void render_metrics(std::string& out) const override { detail::render_memory_metrics(stats(), out); }
 
     reserve_result reserve(scope s, const record& in_flight, duration ttl)
@@ -109,6 +113,33 @@ public:
         if (!ec)
             notifier_.notify(k);
         return ec;
+    }
+
+    // The key holds owner_token's outcome_unknown record: `resolved` replaces it (for `ttl`), or
+    // with none it goes.
+    boost::system::error_code resolve_held(scope s, std::string_view owner_token, const record* resolved,
+                                           duration ttl)
+    {
+        auto now = options_.now();
+        auto k = scope_map_key(s);
+        {
+            auto& sh = shards_[shard_of(k)];
+            std::lock_guard lock(sh.mutex);
+            auto it = sh.entries.find(k);
+            if (it == sh.entries.end() || it->second.expires <= now ||
+                it->second.rec.owner_token != owner_token ||
+                it->second.rec.state != record_state::outcome_unknown)
+                return make_error_code(error::not_owner);
+            if (resolved) {
+                it->second.rec = *resolved;
+                shards_.recharge(it->second, charged_bytes(it->first, *resolved));
+                shards_.set_expiry(sh, it->second, now + ttl);
+            } else {
+                shards_.erase(sh, it);
+            }
+        }
+        notifier_.notify(k);
+        return {};
     }
 
     detail::settle_notifier& notifier() noexcept { return notifier_; }

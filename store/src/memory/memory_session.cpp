@@ -11,7 +11,9 @@ class memory_session final : public session,
                              public tombstone_keeper,
                              public attempt_counter,
                              public probe_schedule,
-                             public quota_keeper {
+                             public quota_keeper,
+                             public shadow_tally,
+                             public held_index {
 public:
     explicit memory_session(std::shared_ptr<memory_backend> b) : backend_(std::move(b)) {}
 
@@ -44,6 +46,55 @@ public:
     attempt_counter* attempts() noexcept override { return this; }
     probe_schedule* probes() noexcept override { return this; }
     quota_keeper* quotas() noexcept override { return this; }
+    shadow_tally* shadows() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> add_shadow_counts(std::string_view route,
+                                                                        shadow_counts& since_start,
+                                                                        shadow_counts& window,
+                                                                        std::int64_t now_unix_ms) override
+    {
+        backend_->shadows.add(route, since_start, window, now_unix_ms);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
+                                                             std::int64_t now_unix_ms) override
+    {
+        co_return backend_->shadows.read(route, now_unix_ms);
+    }
+    held_index* held() noexcept override { return this; }
+
+    boost::asio::awaitable<boost::system::error_code> list_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view note, duration) override
+    {
+        backend_->held.list(label, s, owner_token, note);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> note_held(scope s, std::string_view label,
+                                                                std::string_view owner_token,
+                                                                std::string_view seen, duration) override
+    {
+        backend_->held.note(label, s, owner_token, seen);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<boost::system::error_code> unlist_held(scope s, std::string_view label) override
+    {
+        backend_->held.unlist(label, s);
+        co_return boost::system::error_code{};
+    }
+    boost::asio::awaitable<held_page> held_keys(std::string_view label, bool by_label, std::string_view after,
+                                                std::size_t limit) override
+    {
+        auto& b = *backend_;
+        co_return b.held.page(
+            label, by_label, after, limit, [&](scope s) { return b.lookup(s); },
+            [&](scope s) { return b.record_id(s); });
+    }
+    boost::asio::awaitable<boost::system::error_code>
+    resolve_held(scope s, std::string_view owner_token, const record* resolved, duration ttl) override
+    {
+        co_return backend_->resolve_held(s, owner_token, resolved, ttl);
+    }
 
 private:
     std::shared_ptr<memory_backend> backend_;

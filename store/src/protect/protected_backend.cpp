@@ -4,6 +4,7 @@
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
+#include <idemgate/store/held_index.hpp>
 #include <idemgate/store/protected_backend.hpp>
 #include <idemgate/store/record_codec.hpp>
 
@@ -98,12 +99,13 @@ class protected_session final : public session,
                                 public tombstone_keeper,
                                 public attempt_counter,
                                 public probe_schedule,
-                                public quota_keeper {
+                                public quota_keeper,
+                                public held_index {
 public:
     protected_session(std::unique_ptr<session> inner, std::shared_ptr<const protection_state> state)
         : inner_(std::move(inner)), state_(std::move(state)), waits_(inner_->waits()),
           tombstones_(inner_->tombstones()), attempts_(inner_->attempts()), probes_(inner_->probes()),
-          quotas_(inner_->quotas())
+          quotas_(inner_->quotas()), held_(inner_->held())
     {
     }
 
@@ -162,6 +164,9 @@ public:
     attempt_counter* attempts() noexcept override { return attempts_ ? this : nullptr; }
     probe_schedule* probes() noexcept override { return probes_ ? this : nullptr; }
     quota_keeper* quotas() noexcept override { return quotas_ ? this : nullptr; }
+    // A route's path_prefix is configuration, not a client's key: the report passes through.
+    shadow_tally* shadows() noexcept override { return inner_->shadows(); }
+    held_index* held() noexcept override { return held_ ? this : nullptr; }
 
     asio::awaitable<wait_result> wait_settled(scope s, duration timeout) override
     {
@@ -227,6 +232,51 @@ public:
         co_return co_await quotas_->leave(tag, owner_token);
     }
 
+    // Held keys: the scope hashed as for its record, the label (a tenant) as a quota's tenant is;
+    // the gateway's texts pass as they are (with hash_keys it leaves the key and tenant out).
+    asio::awaitable<error_code> list_held(scope s, std::string_view label, std::string_view owner_token,
+                                          std::string_view note, duration ttl) override
+    {
+        auto digest = state_->digest(s);
+        auto tag = state_->tenant(label);
+        co_return co_await held_->list_held(protection_state::inner_scope(s, digest), tag, owner_token, note,
+                                            ttl);
+    }
+    asio::awaitable<error_code> note_held(scope s, std::string_view label, std::string_view owner_token,
+                                          std::string_view seen, duration ttl) override
+    {
+        auto digest = state_->digest(s);
+        auto tag = state_->tenant(label);
+        co_return co_await held_->note_held(protection_state::inner_scope(s, digest), tag, owner_token, seen,
+                                            ttl);
+    }
+    asio::awaitable<error_code> unlist_held(scope s, std::string_view label) override
+    {
+        auto digest = state_->digest(s);
+        auto tag = state_->tenant(label);
+        co_return co_await held_->unlist_held(protection_state::inner_scope(s, digest), tag);
+    }
+    // The keys come back as the inner backend keeps them (hashed with hash_keys); a held record
+    // has no response part to open.
+    asio::awaitable<held_page> held_keys(std::string_view label, bool by_label, std::string_view after,
+                                         std::size_t limit) override
+    {
+        auto tag = state_->tenant(label);
+        co_return co_await held_->held_keys(tag, by_label, after, limit);
+    }
+    asio::awaitable<error_code> resolve_held(scope s, std::string_view owner_token, const record* resolved,
+                                             duration ttl) override
+    {
+        auto digest = state_->digest(s);
+        auto in = protection_state::inner_scope(s, digest);
+        if (!resolved || !state_->protection.cipher.seals())
+            co_return co_await held_->resolve_held(in, owner_token, resolved, ttl);
+        record sealed;
+        if (auto ec = state_->seal(in, *resolved, false, sealed))
+            co_return ec;
+        co_return co_await held_->resolve_held(in, owner_token, &sealed, ttl);
+    }
+
 private:
     std::unique_ptr<session> inner_;
     std::shared_ptr<const protection_state> state_;
@@ -236,6 +286,7 @@ private:
     attempt_counter* attempts_;
     probe_schedule* probes_;
     quota_keeper* quotas_;
+    held_index* held_;
 };
 
 // The backend: everything but the sessions and record_id passes to the inner one; its refusing()

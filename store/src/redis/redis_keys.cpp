@@ -76,6 +76,16 @@ std::string redis_tenant_tag(std::string_view tenant, std::string_view secret)
 
 namespace detail {
 
+std::string shadow_key(std::string_view key_prefix, std::string_view route, std::string_view part)
+{
+    std::string out(key_prefix);
+    out.append(":s:{");
+    append_escaped(out, route, true);
+    out.append("}:");
+    out.append(part);
+    return out;
+}
+
 std::string redis_key_of(const redis_shared& shared, scope s)
 {
     if (!s.hashed)

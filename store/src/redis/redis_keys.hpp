@@ -22,6 +22,12 @@ inline std::string removal_channel(std::string_view key_prefix)
 // from the protection decorator: hashed_redis_key's spelling), else redis_key.
 std::string redis_key_of(const redis_shared& shared, scope s);
 
+// A shadow route's hashes: <prefix>:s:{<route>}:<part>, the route its path_prefix (escaped, with
+// its braces), the part "all" (the since-start totals) or a window bucket's number. Never a
+// record key (whose escaped parts leave it two ':' after the prefix, or one before a '{'), and
+// a route's keys share one Redis Cluster slot.
+std::string shadow_key(std::string_view key_prefix, std::string_view route, std::string_view part);
+
 // The keys kept beside a record key: its tombstone (":t") and its execution count (":n"). A
 // record key never ends so: its key part has ':' percent-encoded, and a hashed key ends in '}'.
 inline std::string tombstone_key(std::string_view record_key)

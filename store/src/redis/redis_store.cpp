@@ -8,10 +8,12 @@
 #include "redis/complete_resend.hpp"
 #include "redis/health_monitor.hpp"
 #include "redis/redis_backend.hpp"
+#include "redis/redis_held.hpp"
 #include "redis/redis_keys.hpp"
 #include "redis/redis_probes.hpp"
 #include "redis/redis_scripts.hpp"
 #include "redis/redis_session.hpp"
+#include "redis/redis_shadow.hpp"
 #include "redis/redis_side_keys.hpp"
 
 #include <array>
@@ -44,7 +46,8 @@ class redis_session final : public session,
                             public tombstone_keeper,
                             public attempt_counter,
                             public probe_schedule,
-                            public quota_keeper {
+                            public quota_keeper,
+                            public shadow_tally {
 public:
     // The first session also owns the process-wide helpers it runs on its thread (cluster
     // refresher, wait-mode subscriber, sentinel monitor, health monitor) and stops them while that
@@ -61,7 +64,7 @@ public:
         : router_(std::move(router)), shared_(std::move(shared)), subscriber_(std::move(subscriber)),
           shard_subscriber_(std::move(shard_subscriber)), refresher_(std::move(refresher)),
           monitor_(std::move(monitor)), waiter_(std::move(waiter)), resender_(std::move(resender)),
-          health_(std::move(health))
+          health_(std::move(health)), held_(router_, shared_)
     {
     }
 
@@ -255,6 +258,19 @@ public:
     attempt_counter* attempts() noexcept override { return this; }
     probe_schedule* probes() noexcept override { return this; }
     quota_keeper* quotas() noexcept override { return this; }
+    shadow_tally* shadows() noexcept override { return this; }
+
+    asio::awaitable<error_code> add_shadow_counts(std::string_view route, shadow_counts& since_start,
+                                                  shadow_counts& window, std::int64_t now_unix_ms) override
+    {
+        return detail::add_shadow_counts(*router_, *shared_, route, since_start, window, now_unix_ms);
+    }
+    asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
+                                                      std::int64_t now_unix_ms) override
+    {
+        return detail::read_shadow_counts(*router_, *shared_, route, now_unix_ms);
+    }
+    held_index* held() noexcept override { return &held_; }
 
     // Admin operations: GET then PTTL (two round trips; off the request path), and DEL.
     asio::awaitable<lookup_result> lookup(scope s) override
@@ -380,6 +396,7 @@ private:
     std::shared_ptr<detail::replica_waiter> waiter_;             // consistency strict
     std::shared_ptr<detail::complete_resender> resender_;        // consistency strict
     std::shared_ptr<detail::health_monitor> health_;             // health_checks: the first session runs it
+    detail::redis_held held_;                                    // the index of held keys
 };
 
 } // namespace

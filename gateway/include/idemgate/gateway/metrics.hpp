@@ -94,6 +94,9 @@ std::string outcome_label(std::size_t index); // outcome="<to_string(outcome)>"
 inline constexpr auto reconcile_result_labels =
     std::to_array<std::string_view>({"result=\"found\"", "result=\"not_found\"", "result=\"retry\"",
                                      "result=\"error\"", "result=\"gave_up\""});
+// Index 0 executed, 1 not_executed: how an operator resolved a held key.
+inline constexpr auto held_resolution_labels =
+    std::to_array<std::string_view>({"resolution=\"executed\"", "resolution=\"not_executed\""});
 // By upstream_outcome_index: action="record|release|hold",code="1xx|...|5xx".
 std::string upstream_outcome_label(std::size_t index);
 std::string shadow_label(std::size_t index); // would="replay" ...; none is left out
@@ -118,6 +121,10 @@ inline constexpr std::size_t h2_limit_count = metric::h2_limit_labels.size();
            "Probes of held keys (reconcile) by result; gave_up: given up after give_up_after.")             \
     MEMBER(metric::counters<metric::reconcile_result_labels.size()>,                                        \
            reconcile_probes, metric::reconcile_result_labels)                                               \
+    FAMILY("idemgate_held_resolutions_total", "counter",                                                    \
+           "Held keys an operator resolved (POST /admin/v1/records/resolve), by resolution.")              \
+    MEMBER(metric::counters<metric::held_resolution_labels.size()>,                                         \
+           held_resolutions, metric::held_resolution_labels)                                                \
     FAMILY("idemgate_request_duration_seconds", "histogram", "Time from request header to response sent.")  \
     MEMBER(metric::histograms<outcome_count>, request_latency, metric::outcome_label)                                                          \
     FAMILY("idemgate_store_duration_seconds", "histogram", "Store operation latency.")                      \

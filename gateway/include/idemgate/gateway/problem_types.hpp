@@ -36,6 +36,7 @@ inline constexpr problem missing_client_certificate{http::status::forbidden, "cl
 inline constexpr problem invalid_tenant{http::status::bad_request, "invalid-tenant", "Invalid tenant header"};
 inline constexpr problem unauthorized{http::status::unauthorized, "unauthorized", "Admin token required"};
 inline constexpr problem record_not_found{http::status::not_found, "record-not-found", "No such record"};
+inline constexpr problem record_not_held{http::status::conflict, "record-not-held", "The key is not held"};
 inline constexpr problem no_route{http::status::not_found, "no-route", "No route for this path"};
 inline constexpr problem method_not_allowed{http::status::method_not_allowed, "method-not-allowed",
                                             "This path does not answer this method"};

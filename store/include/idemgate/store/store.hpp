@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <idemgate/common/enum_count.hpp>
+#include <idemgate/store/shadow_report.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -149,14 +150,16 @@ struct wait_result {
 // for one (check_store_capabilities, backend_factory.hpp) is refused by the configuration check
 // when the configured backend lacks it, so a session is never asked for what it has not.
 enum class capability : unsigned {
-    wait = 1u << 0,       // settle_wait: routes[].idempotency.on_in_flight wait
-    tombstones = 1u << 1, // tombstone_keeper: routes[].idempotency.tombstone_ttl > 0
-    attempts = 1u << 2,   // attempt_counter: routes[].idempotency.attempt_header
-    probes = 1u << 3,     // probe_schedule: routes[].idempotency.reconcile
-    quotas = 1u << 4,     // quota_keeper: tenants with max_in_flight or new_keys_per_second
+    wait = 1u << 0,          // settle_wait: routes[].idempotency.on_in_flight wait
+    tombstones = 1u << 1,    // tombstone_keeper: routes[].idempotency.tombstone_ttl > 0
+    attempts = 1u << 2,      // attempt_counter: routes[].idempotency.attempt_header
+    probes = 1u << 3,        // probe_schedule: routes[].idempotency.reconcile
+    quotas = 1u << 4,        // quota_keeper: tenants with max_in_flight or new_keys_per_second
+    shadow_report = 1u << 5, // shadow_tally: routes[].idempotency.mode shadow
+    held = 1u << 6,          // held_index: routes that hold keys (on_unknown_outcome or on_status hold)
 };
 // Its names and number: a new capability goes in both lists (its bit the next one).
-BOOST_DESCRIBE_ENUM(capability, wait, tombstones, attempts, probes, quotas)
+BOOST_DESCRIBE_ENUM(capability, wait, tombstones, attempts, probes, quotas, shadow_report, held)
 inline constexpr std::size_t capability_count = enum_count<capability>;
 // Every capability's bit, for a backend that offers them all.
 inline constexpr unsigned all_capabilities = (1u << capability_count) - 1;
@@ -233,6 +236,9 @@ protected:
     ~quota_keeper() = default;
 };
 
+// Held keys (session::held): held_index.hpp.
+class held_index;
+
 // One thread's handle on the store. Not thread-safe: use it from its executor only.
 //
 // The core every backend implements, and one accessor per capability: the session's part that
@@ -274,6 +280,8 @@ public:
     virtual attempt_counter* attempts() noexcept { return nullptr; }
     virtual probe_schedule* probes() noexcept { return nullptr; }
     virtual quota_keeper* quotas() noexcept { return nullptr; }
+    virtual shadow_tally* shadows() noexcept { return nullptr; }
+    virtual held_index* held() noexcept { return nullptr; }
 };
 
 // What keeps a store from serving besides being unreachable (backend::ready), one bit each:

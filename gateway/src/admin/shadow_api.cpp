@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "admin/shadow_api.hpp"
+
+#include "core/problem.hpp"
+#include "idempotency/shadow_report.hpp"
+
+#include <boost/describe/enum_to_string.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <idemgate/common/log.hpp>
+
+namespace idemgate::gateway::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// FIGURES: every figure by name; after_ttl "not_measured" on a route without tombstones (no
+// tombstone outlives its records, so a late retry cannot be told from a new key).
+boost::json::object figures(const store::shadow_counts& counts, bool tombstones)
+{
+    boost::json::object out;
+    for (std::size_t f = 0; f < store::shadow_figure_count; ++f) {
+        auto name = boost::describe::enum_to_string(static_cast<store::shadow_figure>(f), "");
+        if (static_cast<store::shadow_figure>(f) == store::shadow_figure::after_ttl && !tombstones)
+            out[name] = "not_measured";
+        else
+            out[name] = counts[f];
+    }
+    return out;
+}
+
+} // namespace
+
+asio::awaitable<response_type> answer_shadow(gateway_context& ctx, store::session& session,
+                                             const http::request<http::string_body>& req)
+{
+    const unsigned version = req.version();
+    auto live = ctx.live();
+    auto base = live ? live->cfg.problems.type_base() : config::default_problem_base;
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+        auto res =
+            make_problem(base, {problems::method_not_allowed, "/admin/v1/shadow answers GET"}, version, true);
+        res.set(http::field::allow, "GET, HEAD");
+        co_return res;
+    }
+    auto* tally = session.shadows();
+    boost::json::array routes;
+    if (live && tally) {
+        co_await flush_shadow_counts(ctx, session);
+        const auto now = log::now_unix_ms();
+        for (const auto& route : live->cfg.routes) {
+            const auto& policy = route.idempotency;
+            if (!policy.enabled || policy.mode != config::route_mode::shadow)
+                continue;
+            auto totals = co_await tally->read_shadow_counts(route.path_prefix, now);
+            if (totals.ec)
+                co_return make_problem(
+                    base, {problems::store_unavailable, "the store failed: " + totals.ec.message()}, version,
+                    true);
+            const bool tombstones = policy.tombstone_ttl.count() > 0;
+            routes.push_back(boost::json::object{{"route", route.path_prefix},
+                                                 {"upstream", route.upstream},
+                                                 {"since_start", figures(totals.since_start, tombstones)},
+                                                 {"window", figures(totals.window, tombstones)}});
+        }
+    }
+    boost::json::object body;
+    body["window_seconds"] = std::chrono::seconds(store::shadow_bucket).count() * store::shadow_buckets;
+    body["scope"] = "store";
+    body["store"] = ctx.backend->kind();
+    body["routes"] = std::move(routes);
+    response_type res{http::status::ok, version};
+    res.set(http::field::content_type, "application/json");
+    res.set(http::field::cache_control, "no-store");
+    res.body() = boost::json::serialize(body);
+    co_return res;
+}
+
+} // namespace idemgate::gateway::detail
