@@ -139,7 +139,7 @@ asio::awaitable<held_page> redis_held::held_keys(std::string_view label, bool by
             continue;
         }
         auto record_key = redis_key_of(*shared_, parts->where);
-        const auto& token = found.existing->owner_token;
+        const std::string token = found.existing->owner_token; // the record moves into k
         held_key k{std::string(parts->label),
                    std::string(parts->where.tenant),
                    std::string(parts->where.key),
