@@ -154,7 +154,7 @@ asio::awaitable<void> admin::session(tcp::socket socket)
                              parser.get().version(), false);
             res.set(http::field::date, http_date_now());
             res.prepare_payload();
-            co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000), true);
+            co_await write_message(stream, res, scratch, std::chrono::milliseconds(10000));
             co_await lingering_close(stream);
             co_return;
         }
