@@ -67,7 +67,7 @@ TEST_CASE("each missing capability is refused at the key that asks for it")
           v{"routes[1].idempotency.mode: store.type map does not keep a shadow report"});
     CHECK(store::missing_capabilities(c, without(store::capability::held), "map") ==
           v{"routes[1].idempotency.on_unknown_outcome: store.type map does not keep an index of held keys"});
-    CHECK(store::missing_capabilities(c, 0, "map").size() == 6);
+    CHECK(store::missing_capabilities(c, 0, "map").size() == 7);
 }
 
 TEST_CASE("a route without an idempotency block and an unlimited tenant ask for nothing")
