@@ -2,8 +2,8 @@
 #include "admin/admin.hpp"
 
 #include "admin/console.hpp"
-#include "admin/shadow_api.hpp"
 #include "admin/held_api.hpp"
+#include "admin/shadow_api.hpp"
 #include "core/http_date.hpp"
 #include "core/problem.hpp"
 #include "transport/lingering_close.hpp"

@@ -15,8 +15,7 @@ namespace idemgate::store::detail {
 inline constexpr unsigned map_capabilities =
     static_cast<unsigned>(capability::wait) | static_cast<unsigned>(capability::tombstones) |
     static_cast<unsigned>(capability::attempts) | static_cast<unsigned>(capability::probes) |
-    static_cast<unsigned>(capability::shadow_report) |
-    static_cast<unsigned>(capability::held);
+    static_cast<unsigned>(capability::shadow_report) | static_cast<unsigned>(capability::held);
 
 // store.type: map. It has no section of its own; hash_keys and encryption are the protection
 // decorator's (protected_backend.hpp), as for every backend.
