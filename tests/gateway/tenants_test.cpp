@@ -13,7 +13,7 @@ using namespace idemgate::test;
 
 namespace {
 
-double metric(gateway_fixture& f, const std::string& series)
+double tenant_metric(gateway_fixture& f, const std::string& series)
 {
     return idemgate::test::metric(f.gateway->admin_port(), series);
 }
@@ -94,8 +94,8 @@ TEST_CASE("max_in_flight: the tenant's extra new key gets 429 with Retry-After; 
     // The refused key was released, and the slots are free again: its retry runs now.
     auto retried = post_as(f.port(), "acme", unique_key("after"));
     CHECK(retried.status == 201);
-    CHECK(metric(f, "idemgate_tenant_throttled_total{limit=\"max_in_flight\"}") == 1);
-    CHECK(metric(f, "idemgate_requests_total{outcome=\"throttled\"}") == 1);
+    CHECK(tenant_metric(f, "idemgate_tenant_throttled_total{limit=\"max_in_flight\"}") == 1);
+    CHECK(tenant_metric(f, "idemgate_requests_total{outcome=\"throttled\"}") == 1);
 }
 
 TEST_CASE("a refused key is released: the same key's retry runs once the quota allows")
@@ -138,7 +138,7 @@ TEST_CASE("new_keys_per_second: a burst beyond the rate gets 429; \"default\" ap
     // vip has its own entry without limits: never throttled.
     for (int i = 0; i < 6; ++i)
         CHECK(post_as(f.port(), "vip", unique_key("vip")).status == 201);
-    CHECK(metric(f, "idemgate_tenant_throttled_total{limit=\"new_keys_per_second\"}") == throttled);
+    CHECK(tenant_metric(f, "idemgate_tenant_throttled_total{limit=\"new_keys_per_second\"}") == throttled);
 }
 
 // The memory store is one process's: sharing it needs a Redis store.
@@ -229,8 +229,8 @@ TEST_CASE("64 duplicates of a 1 s request: one execution, 64 identical answers, 
     }
     CHECK(replayed == 64);
     CHECK(f.executions() == 1);
-    CHECK(metric(f, "idemgate_waits_total{result=\"settled\"}") == 64);
-    CHECK(metric(f, "idemgate_waiting") == 0);
+    CHECK(tenant_metric(f, "idemgate_waits_total{result=\"settled\"}") == 64);
+    CHECK(tenant_metric(f, "idemgate_waiting") == 0);
 }
 
 TEST_CASE("a duplicate that waits past wait_timeout gets 409 as in reject mode")
@@ -247,7 +247,7 @@ TEST_CASE("a duplicate that waits past wait_timeout gets 409 as in reject mode")
     CHECK(parse_object(dup.body)["type"] == "/.well-known/idempotency/problems/request-in-flight");
     CHECK(waited >= 150ms); // it did wait (a reject-mode 409 comes at once)
     CHECK(f.executions() == 1);
-    CHECK(metric(f, "idemgate_waits_total{result=\"timed_out\"}") == 1);
+    CHECK(tenant_metric(f, "idemgate_waits_total{result=\"timed_out\"}") == 1);
 }
 
 TEST_CASE("a waiter whose first request fails (5xx, released) gets 409 released; its retry runs")
@@ -297,7 +297,7 @@ TEST_CASE("limits.max_waiting: duplicates beyond it get 503 too-many-waiting at 
     CHECK(is_problem(dup, 503));
     CHECK(parse_object(dup.body)["type"] == "/.well-known/idempotency/problems/too-many-waiting");
     CHECK(dup.header("retry-after") == "1");
-    CHECK(metric(f, "idemgate_waits_total{result=\"refused\"}") == 1);
+    CHECK(tenant_metric(f, "idemgate_waits_total{result=\"refused\"}") == 1);
 }
 
 TEST_CASE("wait mode across two gateway instances: the waiter on the other instance is woken" *

@@ -7,6 +7,7 @@
 // only stand-in is a hosts file (upstreams.<name>.hosts_file), since a test cannot change DNS.
 // Runs over every store.
 #include "gateway_fixture.hpp"
+#include "reload_support.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -123,12 +124,6 @@ int established_to(int last_octet, std::uint16_t port)
             ++n;
     }
     return n;
-}
-
-void write_text(const std::string& path, const std::string& text)
-{
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
 }
 
 } // namespace

@@ -110,9 +110,12 @@ asio::awaitable<void> request_phases::list_held(std::chrono::milliseconds record
     // A route that holds keys has a store with the index (the configuration check matched them).
     auto* index = w_.store->held();
     boost::system::error_code ec = make_error_code(error::store_unavailable);
-    if (index)
-        ec = co_await index->list_held(scope_, held_label(scope_tenant_), in_flight_.owner_token,
-                                       encode_held_note(note), record_ttl);
+    if (index) {
+        const auto label = held_label(scope_tenant_);
+        const auto text = encode_held_note(note);
+        const store::held_text entry{label, in_flight_.owner_token, text, record_ttl};
+        ec = co_await index->list_held(scope_, entry);
+    }
     if (ec)
         log::coalesced(log::level::warn,
                        "store could not list a held key; the admin API's list of held keys misses it",

@@ -80,7 +80,9 @@ asio::awaitable<void> note_seen(worker& w, const probe_entry& p, std::string see
     store::scope s{p.scope_tenant, p.key};
     auto text = encode_held_seen({now, std::move(seen)});
     milliseconds left{std::max<std::int64_t>(1, p.held_unix_ms + p.record_ttl_ms - now)};
-    co_await index->note_held(s, held_label(p.scope_tenant), p.owner_token, text, left);
+    const auto label = held_label(p.scope_tenant);
+    const store::held_text held_seen{label, p.owner_token, text, left};
+    co_await index->note_held(s, held_seen);
 }
 
 // The probe settled the key (completed or released it): off the index of held keys.

@@ -325,18 +325,14 @@ public:
     }
     held_index* held() noexcept override { return this; }
 
-    boost::asio::awaitable<boost::system::error_code> list_held(scope s, std::string_view label,
-                                                                std::string_view owner_token,
-                                                                std::string_view note, duration) override
+    boost::asio::awaitable<boost::system::error_code> list_held(scope s, const held_text& entry) override
     {
-        backend_->held.list(label, s, owner_token, note);
+        backend_->held.list(entry.label, s, entry.owner_token, entry.text);
         co_return boost::system::error_code{};
     }
-    boost::asio::awaitable<boost::system::error_code> note_held(scope s, std::string_view label,
-                                                                std::string_view owner_token,
-                                                                std::string_view seen, duration) override
+    boost::asio::awaitable<boost::system::error_code> note_held(scope s, const held_text& seen) override
     {
-        backend_->held.note(label, s, owner_token, seen);
+        backend_->held.note(seen.label, s, seen.owner_token, seen.text);
         co_return boost::system::error_code{};
     }
     boost::asio::awaitable<boost::system::error_code> unlist_held(scope s, std::string_view label) override

@@ -234,21 +234,21 @@ public:
 
     // Held keys: the scope hashed as for its record, the label (a tenant) as a quota's tenant is;
     // the gateway's texts pass as they are (with hash_keys it leaves the key and tenant out).
-    asio::awaitable<error_code> list_held(scope s, std::string_view label, std::string_view owner_token,
-                                          std::string_view note, duration ttl) override
+    asio::awaitable<error_code> list_held(scope s, const held_text& entry) override
     {
         auto digest = state_->digest(s);
-        auto tag = state_->tenant(label);
-        co_return co_await held_->list_held(protection_state::inner_scope(s, digest), tag, owner_token, note,
-                                            ttl);
+        auto tag = state_->tenant(entry.label);
+        held_text inner = entry;
+        inner.label = tag;
+        co_return co_await held_->list_held(protection_state::inner_scope(s, digest), inner);
     }
-    asio::awaitable<error_code> note_held(scope s, std::string_view label, std::string_view owner_token,
-                                          std::string_view seen, duration ttl) override
+    asio::awaitable<error_code> note_held(scope s, const held_text& seen) override
     {
         auto digest = state_->digest(s);
-        auto tag = state_->tenant(label);
-        co_return co_await held_->note_held(protection_state::inner_scope(s, digest), tag, owner_token, seen,
-                                            ttl);
+        auto tag = state_->tenant(seen.label);
+        held_text inner = seen;
+        inner.label = tag;
+        co_return co_await held_->note_held(protection_state::inner_scope(s, digest), inner);
     }
     asio::awaitable<error_code> unlist_held(scope s, std::string_view label) override
     {

@@ -55,30 +55,27 @@ asio::awaitable<command_result> redis_held::run(std::string_view operation, std:
     co_return r;
 }
 
-asio::awaitable<error_code> redis_held::list_held(scope s, std::string_view label,
-                                                  std::string_view owner_token, std::string_view note,
-                                                  duration ttl)
+asio::awaitable<error_code> redis_held::list_held(scope s, const held_text& entry)
 {
     auto note_key = held_side_key(redis_key_of(*shared_, s), ":h");
-    auto value = held_tagged(owner_token, note);
-    auto px = ttl_ms(ttl);
+    auto value = held_tagged(entry.owner_token, entry.text);
+    auto px = ttl_ms(entry.ttl);
     std::array<std::string_view, 5> set{"SET", note_key, value, "PX", px};
     auto r = co_await run("list_held", note_key, set);
     if (r.ec)
         co_return r.ec;
     auto index = held_index_key(shared_->cfg.key_prefix);
-    auto name = held_entry_name(label, s);
+    auto name = held_entry_name(entry.label, s);
     std::array<std::string_view, 4> zadd{"ZADD", index, "0", name};
     auto added = co_await run("list_held", index, zadd);
     co_return added.ec;
 }
 
-asio::awaitable<error_code> redis_held::note_held(scope s, std::string_view, std::string_view owner_token,
-                                                  std::string_view seen, duration ttl)
+asio::awaitable<error_code> redis_held::note_held(scope s, const held_text& seen)
 {
     auto seen_key = held_side_key(redis_key_of(*shared_, s), ":s");
-    auto value = held_tagged(owner_token, seen);
-    auto px = ttl_ms(ttl);
+    auto value = held_tagged(seen.owner_token, seen.text);
+    auto px = ttl_ms(seen.ttl);
     std::array<std::string_view, 5> set{"SET", seen_key, value, "PX", px};
     auto r = co_await run("note_held", seen_key, set);
     co_return r.ec;

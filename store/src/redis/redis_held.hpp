@@ -25,13 +25,9 @@ public:
     }
 
     // SET <record key>:h (PX ttl), then ZADD the entry.
-    boost::asio::awaitable<boost::system::error_code> list_held(scope s, std::string_view label,
-                                                                std::string_view owner_token,
-                                                                std::string_view note, duration ttl) override;
+    boost::asio::awaitable<boost::system::error_code> list_held(scope s, const held_text& entry) override;
     // SET <record key>:s (PX ttl).
-    boost::asio::awaitable<boost::system::error_code> note_held(scope s, std::string_view label,
-                                                                std::string_view owner_token,
-                                                                std::string_view seen, duration ttl) override;
+    boost::asio::awaitable<boost::system::error_code> note_held(scope s, const held_text& seen) override;
     // ZREM the entry (the side keys expire with the record).
     boost::asio::awaitable<boost::system::error_code> unlist_held(scope s, std::string_view label) override;
     // ZRANGEBYLEX, then per entry GET and PTTL of the record and GET of its side keys; ZREM of an

@@ -25,6 +25,16 @@ struct held_page {
     std::string next; // where the next page starts (its `after`); "" = the index ends here
 };
 
+// What the index keeps beside a held key: the label it is listed under (the tenant), the holder's
+// owner token (the text is kept only while it holds the key), the text itself (the gateway's note
+// when the key is held, what the probe saw since), and how long it is kept.
+struct held_text {
+    std::string_view label;
+    std::string_view owner_token;
+    std::string_view text;
+    duration ttl{0};
+};
+
 // Held keys (record state outcome_unknown): an index written when a key is held, so an operator
 // can list them and settle each (the admin API), without scanning the store. An entry names its
 // key's scope under a label (the tenant, which a listing may be filtered by) and carries the
@@ -32,16 +42,12 @@ struct held_page {
 // dropped when a listing meets it.
 class held_index {
 public:
-    // Lists `s`, just held by owner_token for `ttl`, under `label`, with `note`.
-    virtual boost::asio::awaitable<boost::system::error_code> list_held(scope s, std::string_view label,
-                                                                        std::string_view owner_token,
-                                                                        std::string_view note,
-                                                                        duration ttl) = 0;
-    // Keeps `seen` beside the key while owner_token holds it (at most `ttl`), replacing what was.
-    virtual boost::asio::awaitable<boost::system::error_code> note_held(scope s, std::string_view label,
-                                                                        std::string_view owner_token,
-                                                                        std::string_view seen,
-                                                                        duration ttl) = 0;
+    // Lists `s`, just held by entry.owner_token for entry.ttl, under entry.label, with the
+    // gateway's note (entry.text).
+    virtual boost::asio::awaitable<boost::system::error_code> list_held(scope s, const held_text& entry) = 0;
+    // Keeps what the probe saw (seen.text) beside the key while seen.owner_token holds it (at most
+    // seen.ttl), replacing what was.
+    virtual boost::asio::awaitable<boost::system::error_code> note_held(scope s, const held_text& seen) = 0;
     // Takes `s` off the index (settled).
     virtual boost::asio::awaitable<boost::system::error_code> unlist_held(scope s,
                                                                           std::string_view label) = 0;
