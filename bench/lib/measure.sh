@@ -40,7 +40,10 @@ clk_tck=$(getconf CLK_TCK)
 # cstime summed over /proc before and after, less those four: the cutime of a live parent holds
 # what its children that ended meanwhile spent), irq+softirq, idle (idle+iowait) and steal from
 # /proc/stat. The processes' own figures and /proc/stat's are kept apart, so the sum of the
-# parts checks them: it closes when it is within CPU_ACCOUNT_TOLERANCE (5) % of 100.
+# parts checks them: it closes when it is within CPU_ACCOUNT_TOLERANCE (5) % of 100. A process
+# that ends while /proc is read, or whose parent never waits for it, escapes the sums: on a
+# machine where other processes come and go during the row (a build) the sum falls short, and
+# the flag says the machine was not quiet.
 # This kernel samples irq and softirq time by tick (no IRQ_TIME_ACCOUNTING): a softirq served in a
 # process's context also counts in that process's stime, so the sum can exceed 100 % by up to
 # the softirq share, which the JSON keeps (irq_softirq_pct).
