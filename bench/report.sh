@@ -135,8 +135,12 @@ md=$out_dir/latest.md
     echo "Load average (1, 5, 15 min) before the runs: $load_start; at the end: $load_end. The bench itself keeps"
     echo "about 2-3 runnable; more means other work shared the cores during the runs."
     echo "Steal time from /proc/stat over the run: ${steal:-not recorded in this results file}."
-    echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON;"
-    echo "\`_1k\` rows send $(field '.request_bytes_large // 1024')-byte request bodies to a path it answers with $(field '.answer_bytes_large // 2048') bytes)."
+    if [[ $(field 'has("request_bytes_large")') = true ]]; then
+        echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON;"
+        echo "\`_1k\` rows send $(field .request_bytes_large)-byte request bodies to a path it answers with $(field .answer_bytes_large) bytes)."
+    else
+        echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
+    fi
     echo "The machine is shared: other processes (builds) running at the same time lower every figure; compare ratios."
     echo
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | of it in the kernel | redis CPU µs/req | check |"
@@ -164,6 +168,9 @@ md=$out_dir/latest.md
             [.target, .scenario, $a.client_pct, $a.server_pct, $a.upstream_pct, $a.redis_pct, $a.other_pct, $a.idle_pct,
              $a.sum_pct, (if $a.closes then "yes" else "**NO**" end), $a.client_cpu_us_per_req, $a.upstream_cpu_us_per_req] | @tsv' "$json" |
             awk -F'\t' '{ printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %.2f | %.2f |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }'
+    else
+        echo
+        echo "CPU account per row (client, server, upstream, Redis, other, idle): not recorded in this results file."
     fi
     if ((storm_count)); then
         echo
