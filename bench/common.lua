@@ -4,6 +4,12 @@
 bench = {}
 bench.path = os.getenv("BENCH_PATH") or "/api/orders"
 bench.body = '{"item":"book","qty":1}'
+-- BENCH_BODY_BYTES=N (the _1k rows: 1024): the same object padded to exactly N bytes.
+local body_bytes = tonumber(os.getenv("BENCH_BODY_BYTES") or "0")
+if body_bytes > #bench.body then
+    local open = '{"item":"book","qty":1,"note":"'
+    bench.body = open .. string.rep("x", body_bytes - #open - 2) .. '"}'
+end
 -- BENCH_CONNECTION_CLOSE=1: every request says "Connection: close", so the server closes after its
 -- answer and wrk opens (and, over https, handshakes) a new connection for the next request.
 bench.close = os.getenv("BENCH_CONNECTION_CLOSE") == "1"

@@ -3,6 +3,7 @@
 # bench/report.sh: the tables and the chart of one bench run, from its results JSON alone.
 #
 #   bash bench/report.sh bench/results/<UTC date>.json [OUT_DIR]
+#   bash bench/report.sh FREE.json PINNED.json [OUT_DIR]     # both layouts (run.sh LAYOUTS="free pinned")
 #
 # Writes OUT_DIR/latest.md (the medians, the storm, the system calls, the TLS figures, the ratios
 # and the sanity checks) and, when gnuplot is installed, OUT_DIR/latest.svg (a bar chart of the
@@ -10,18 +11,67 @@
 # the committed latest.md and latest.svg. bench/run.sh calls it at the end of every run; run it by
 # hand to redraw an older run. Needs jq.
 #
+# Several JSON files (one per machine layout, PIN): latest.md holds each run's report in turn under
+# its layout, after a table of the ratios side by side; latest.svg is the first run's chart and
+# latest-<layout>.svg each further one's.
+#
 # A JSON written before run.sh recorded the CPU model, the allocator, the system calls and the
-# sanity checks (up to 2026-12-02) gives a latest.md that says so where those would be.
+# sanity checks (up to 2026-12-02) gives a latest.md that says so where those would be; one
+# written before the layout, the steal time and the CPU account (2026-12-07) says "not recorded".
 set -euo pipefail
 
 say() { printf '[report %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-(($# >= 1 && $# <= 2)) || die "usage: bash bench/report.sh RESULTS.json [OUT_DIR]"
-json=$1
-[[ -r $json ]] || die "$json: no such file"
-out_dir=${2:-$(dirname "$json")}
+usage="usage: bash bench/report.sh RESULTS.json [MORE.json ...] [OUT_DIR]"
+(($# >= 1)) || die "$usage"
+inputs=("$@") out_dir=""
+if (($# >= 2)) && [[ ${inputs[-1]} != *.json ]]; then
+    out_dir=${inputs[-1]}
+    unset 'inputs[-1]'
+fi
 command -v jq >/dev/null || die "jq not found (apt-get install jq)"
+if ((${#inputs[@]} > 1)); then
+    out_dir=${out_dir:-$(dirname "${inputs[0]}")}
+    mkdir -p "$out_dir"
+    merged=$(mktemp -d /tmp/idemgate-report.XXXXXX)
+    trap 'rm -rf "$merged"' EXIT
+    layouts=()
+    for i in "${!inputs[@]}"; do
+        bash "${BASH_SOURCE[0]}" "${inputs[$i]}" "$merged/$i" >/dev/null
+        layouts+=("$(jq -r '.layout // "free"' "${inputs[$i]}")")
+    done
+    {
+        echo "# idemgate bench — layouts ${layouts[*]}"
+        echo
+        echo "One report per machine layout below, from $(printf "\`%s\` " "${inputs[@]##*/}")(\`LAYOUTS=\"${layouts[*]}\" bench/run.sh\`"
+        echo "runs the bench once per layout). First the ratios side by side:"
+        echo
+        printf '| ratio / figure |'; printf ' %s |' "${layouts[@]}"; echo
+        printf '|---|'; printf -- '---:|%.0s' "${layouts[@]}"; echo
+        for i in "${!inputs[@]}"; do
+            jq -r --arg i "$i" '.ratios[] | [$i, .name, .value] | @tsv' "${inputs[$i]}"
+        done | awk -F'\t' -v n="${#inputs[@]}" '
+            !($2 in seen) { seen[$2] = 1; order[++count] = $2 }
+            { value[$2, $1] = $3 }
+            END { for (r = 1; r <= count; r++) { line = "| " order[r] " |"
+                  for (i = 0; i < n; i++) line = line " " (((order[r], i) in value) ? value[order[r], i] : "-") " |"
+                  print line } }'
+        for i in "${!inputs[@]}"; do
+            echo
+            sed -e 's/^# idemgate bench — /## Layout '"${layouts[$i]}"' — /' -e 's/^### /#### /' "$merged/$i/latest.md"
+        done
+    } >"$out_dir/latest.md"
+    for i in "${!inputs[@]}"; do
+        [[ -f $merged/$i/latest.svg ]] || continue
+        if ((i == 0)); then cp "$merged/$i/latest.svg" "$out_dir/latest.svg"; else cp "$merged/$i/latest.svg" "$out_dir/latest-${layouts[$i]}.svg"; fi
+    done
+    say "wrote $out_dir/latest.md (layouts ${layouts[*]})"
+    exit 0
+fi
+json=${inputs[0]}
+[[ -r $json ]] || die "$json: no such file"
+out_dir=${out_dir:-$(dirname "$json")}
 jq -e 'type == "object" and has("medians")' "$json" >/dev/null 2>&1 || die "$json: not a bench results JSON"
 mkdir -p "$out_dir"
 tmp=$(mktemp -d /tmp/idemgate-report.XXXXXX)
@@ -36,6 +86,8 @@ allocator=$(field '.allocator // "allocator: not recorded"')
 duration=$(field .duration_s) rounds=$(field .rounds) wrk_threads=$(field .wrk_threads)
 connections=$(field .connections) server_threads=$(field .server_threads) cores=$(field .cores)
 load_start=$(field .loadavg_start) load_end=$(field .loadavg_end)
+layout=$(field '.layout // ""')
+steal=$(field 'if has("steal_ticks") then "\(.steal_ticks) ticks (\(.steal_pct) % of the \(.run_cpu_ticks) ticks of CPU time)" else "" end')
 # Before these were recorded: the storm's own figures, the memory step's, any gateway row.
 storm_keys=$(field '.storm_keys // .storm[0].client.keys // "?"')
 storm_repeats=$(field '.storm_repeats // .storm[0].client.copies // "?"')
@@ -75,9 +127,20 @@ md=$out_dir/latest.md
     echo "Commit $commit, $cpu_model." "idemgate's $allocator."
     echo "Command: \`${only:+ONLY=$only }bench/run.sh\` (DURATION=${duration}s per run, ROUNDS=$rounds interleaved, wrk -t$wrk_threads -c$connections," \
         "servers with $server_threads threads/workers, $cores cores)."
+    case $layout in
+    pinned) echo "Layout: pinned (\`PIN=1\`): every server under test with 1 thread (nginx, haproxy: 1 worker) on CPU 1; wrk, the upstream and Redis on CPU 0 (\`_redis_cpu1\` rows: Redis on CPU 1 beside the gateway)." ;;
+    free) echo "Layout: free (\`PIN\` unset): every process on every CPU, servers with $server_threads threads/workers." ;;
+    *) echo "Layout: not recorded (runs before 2026-12-07: free, every process on every CPU)." ;;
+    esac
     echo "Load average (1, 5, 15 min) before the runs: $load_start; at the end: $load_end. The bench itself keeps"
     echo "about 2-3 runnable; more means other work shared the cores during the runs."
-    echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
+    echo "Steal time from /proc/stat over the run: ${steal:-not recorded in this results file}."
+    if [[ $(field 'has("request_bytes_large")') = true ]]; then
+        echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON;"
+        echo "\`_1k\` rows send $(field .request_bytes_large)-byte request bodies to a path it answers with $(field .answer_bytes_large) bytes)."
+    else
+        echo "Medians over $rounds rounds. Every target sits in front of the same nginx upstream (201 + 33-byte JSON)."
+    fi
     echo "The machine is shared: other processes (builds) running at the same time lower every figure; compare ratios."
     echo
     echo "| target | scenario | req/s (median) | req/s min–max | p50 µs | p99 µs | server CPU µs/req | of it in the kernel | redis CPU µs/req | check |"
@@ -90,6 +153,25 @@ md=$out_dir/latest.md
             echo "| $t | $s | FAIL | | | | | | | $v |"
         fi
     done <"$summary"
+    if [[ $(field '[.medians[] | select(.cpu_account)] | length') -gt 0 ]]; then
+        echo
+        echo "CPU account per row: where the machine's CPU time went during the row's runs, in % of all of it (every CPU;"
+        echo "median of each part over the rounds). client: wrk; server: the target's processes; upstream: the nginx behind"
+        echo "it; Redis: the redis-server(s) behind a gateway; other: every other process, irq and softirq; idle: idle and"
+        echo "iowait. Each part is measured apart (the processes from /proc/PID/stat, irq, softirq, idle and steal from"
+        echo "/proc/stat), so the sum checks the account: a row closes when every round's sum is within"
+        echo "$(field '.cpu_account_tolerance_pct // 5') % of 100. client and upstream µs/req: their CPU per request, as server CPU above."
+        echo
+        echo "| target | scenario | client % | server % | upstream % | Redis % | other % | idle % | sum % | closes | client µs/req | upstream µs/req |"
+        echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"
+        jq -r '.medians[] | select(.cpu_account and .check == "ok") | .cpu_account as $a |
+            [.target, .scenario, $a.client_pct, $a.server_pct, $a.upstream_pct, $a.redis_pct, $a.other_pct, $a.idle_pct,
+             $a.sum_pct, (if $a.closes then "yes" else "**NO**" end), $a.client_cpu_us_per_req, $a.upstream_cpu_us_per_req] | @tsv' "$json" |
+            awk -F'\t' '{ printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %.2f | %.2f |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }'
+    else
+        echo
+        echo "CPU account per row (client, server, upstream, Redis, other, idle): not recorded in this results file."
+    fi
     if ((storm_count)); then
         echo
         echo "Duplicate storm: $storm_keys new keys x $storm_repeats copies over $connections connections (\`idemgate-loadtest --mode storm\`), against the counting test upstream."

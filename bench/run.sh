@@ -5,12 +5,30 @@
 # run, all measured in one run on this machine (absolute figures drift 10-25 % between runs on a
 # shared box; the ratios are the result).
 #
-# One command, unattended, under 10 minutes: installs wrk, nginx-light, haproxy, strace, jq and
+# One command, unattended, about 15 minutes at the defaults (at ROUNDS=5 about 16 with
+# REDIS_MODES="" TLS_TARGETS=0 IO_URING=0 NODE_PEER=0; it prints its estimate before the timed
+# runs): installs wrk, nginx-light, haproxy, strace, jq and
 # gnuplot-nox if missing, builds (scripts/build.sh into $BUILD_DIR), starts every server on free
 # loopback ports inside a temp dir, runs the scenarios interleaved (A B A B ...) over $ROUNDS
 # rounds, checks correctness, stops everything it started, and writes
 #   bench/results/<UTC date>.json, bench/results/latest.md, bench/results/latest.svg (gnuplot).
 #   (bench/report.sh writes latest.md and latest.svg from the JSON alone.)
+#
+# The machine layout: by default (PIN unset) every process runs free on every CPU and the servers
+# have THREADS threads. PIN=1 is the fair layout: every server under test runs 1 thread (nginx and
+# haproxy 1 worker, the Node cluster 1 worker) pinned to CPU 1, and wrk, the upstream and Redis
+# share CPU 0 (taskset; the same for every target, checked before the runs: sanity "layout"), as
+# bench/tools/latency_sweep.sh's PIN=1 does; one row moves Redis to CPU 1 beside the gateway
+# (first_execution_redis_cpu1). LAYOUTS="free pinned" runs the whole bench once per layout and
+# writes one latest.md with both (the pinned JSON is <UTC date>-pinned.json; bench/report.sh
+# merges several JSON files the same way by hand). The JSON ("layout") and latest.md say which.
+#
+# Every row's CPU account: the machine's CPU time over the row's run split into client (wrk),
+# server, upstream, Redis, other (every other process, irq, softirq) and idle, each measured apart
+# (processes from /proc/PID/stat, the rest from /proc/stat; bench/lib/measure.sh), so the sum of
+# the parts checks it: a row whose sum is more than 5 % from 100 is flagged (latest.md: closes NO).
+# Rows ending in _1k send 1 KiB request bodies to a path the upstream answers with 2 KiB. The
+# load average before and after and the steal time over the run head latest.md.
 #
 # This file is the orchestration: which targets and scenarios, how many rounds, in which order.
 # The servers it starts are in bench/lib/servers.sh, the measurements in bench/lib/measure.sh,
@@ -23,6 +41,9 @@
 #   MEMORY_BODIES="200 2048" (upstream response body sizes, bytes, for the Redis memory figure)
 #   STORM_KEYS=200  STORM_REPEATS=8  KEEP_WORK=0 (1: keep the temp dir with every log)
 #   RESULTS_DIR=bench/results
+#   PIN=1: the pinned layout above (THREADS=1; wrk -t1 unless WRK_THREADS_PINNED says otherwise)
+#   LAYOUTS="free pinned": both layouts, one run each, one report (the full run only, not ONLY=...)
+#   CPU_ACCOUNT_TOLERANCE=5 (% from 100 within which a row's CPU account closes)
 #   REDIS_MODES="cluster tls": extra gateway targets on a 3-primary Redis Cluster and on a
 #   TLS-only redis-server ("" skips them)
 #   TLS_TARGETS=1: TLS termination on the client hop, same certificate (EC P-256) and pinned suite
@@ -46,6 +67,8 @@
 #   with -m H2_STREAMS=32 and -m 1, H2_DURATION=5 s per run, CPU per request; prints its table and
 #   writes bench/results/h2-latest.md (about 4 minutes at the defaults). Needs h2load
 #   (nghttp2-client).
+#   ROWS=<extended regex>: only the timed rows whose plan entry (target:scenario:script...) matches
+#   it, e.g. ROWS='^(nginx-proxy|idemgate-proxy):proxy' for a short trial (default: every row).
 #   NODE_PEER=1: the Node peer rows (bench/lib/node.sh): Express + express-idempotency (Redis
 #   adapter, the same redis-server) + express-http-proxy, one process (express-node) and a
 #   node:cluster of THREADS workers (express-node-cluster), replay_one and first_execution, and its
@@ -88,6 +111,19 @@ if [[ $ONLY = node ]]; then
 elif [[ -n $ONLY ]]; then
     NODE_PEER=0
 fi
+# The machine layout: PIN=1 gives every server under test 1 thread (nginx and haproxy: 1 worker
+# thread or process, Node: 1 worker) on CPU 1, and puts the load generator, the upstream and Redis
+# on CPU 0 (taskset; the same placement for every target). LAYOUTS="free pinned" runs the
+# whole bench once per layout (free: PIN=0, pinned: PIN=1) and reports both in one latest.md.
+PIN=${PIN:-0}
+LAYOUTS=${LAYOUTS:-}
+if [[ $PIN = 1 ]]; then
+    THREADS=1
+    WRK_THREADS=${WRK_THREADS_PINNED:-1} # one client CPU: more wrk threads would only take turns on it
+fi
+# The _1k rows: request bodies of 1 KiB, answered with 2 KiB (bench/conf/upstream.conf).
+LARGE_REQUEST_BYTES=1024
+LARGE_ANSWER_BYTES=2048
 STORM_KEYS=${STORM_KEYS:-200}
 STORM_REPEATS=${STORM_REPEATS:-8}
 WARM_KEYS=10000
@@ -113,6 +149,38 @@ source "$bench_dir/lib/results.sh"  # the results JSON
 source "$bench_dir/lib/h2.sh"       # the HTTP/2 rows (ONLY=h2)
 # shellcheck source=lib/node.sh
 source "$bench_dir/lib/node.sh"     # the Node peer (Express + express-idempotency)
+
+# ---------------------------------------------------------------- both layouts (LAYOUTS)
+# One run of this script per layout, each writing its JSON (the pinned one as <date>-pinned.json),
+# then one latest.md and latest.svg from them all (bench/report.sh with several JSON files).
+if [[ -n $LAYOUTS ]]; then
+    [[ -z $ONLY ]] || die "LAYOUTS runs the full bench only, not ONLY=$ONLY"
+    layout_jsons=() layout_status=0 layout_skip_build=${SKIP_BUILD:-0} layout_skip_install=${SKIP_INSTALL:-0}
+    for layout in $LAYOUTS; do
+        case $layout in
+        free) layout_pin=0 ;;
+        pinned) layout_pin=1 ;;
+        *) die "LAYOUTS takes free and pinned, not '$layout'" ;;
+        esac
+        layout_out=$(mktemp /tmp/idemgate-bench-layout.XXXXXX)
+        say "layout $layout (PIN=$layout_pin)"
+        LAYOUTS="" PIN=$layout_pin BENCH_JSON_OUT=$layout_out BENCH_REPORT=0 SKIP_BUILD=$layout_skip_build \
+            SKIP_INSTALL=$layout_skip_install bash "${BASH_SOURCE[0]}" || layout_status=1
+        [[ -s $layout_out ]] && layout_jsons+=("$(cat "$layout_out")")
+        rm -f "$layout_out"
+        layout_skip_build=1 layout_skip_install=1
+    done
+    ((${#layout_jsons[@]})) || die "no layout produced results"
+    bash "$bench_dir/report.sh" "${layout_jsons[@]}" "$RESULTS_DIR"
+    cat "$RESULTS_DIR/latest.md"
+    say "wrote $RESULTS_DIR/latest.md and ${layout_jsons[*]}"
+    exit "$layout_status"
+fi
+if [[ $PIN = 1 ]]; then
+    (($(nproc) >= 2)) || die "PIN=1 needs 2 CPUs"
+    command -v taskset >/dev/null || die "PIN=1 needs taskset (util-linux)"
+    server_cpu=(taskset -c 1) side_cpu=(taskset -c 0) client_cpu=(taskset -c 0)
+fi
 
 # ---------------------------------------------------------------- install and build
 install_packages() {
@@ -238,10 +306,14 @@ if [[ $ONLY = memory ]]; then
 fi
 
 # ---------------------------------------------------------------- start the targets, check them
-say "work dir $work"
+layout_text="free: every process on every CPU, servers with $THREADS threads/workers"
+[[ $PIN = 1 ]] && layout_text="pinned (PIN=1): servers on CPU 1 with 1 thread/worker; client, upstream and Redis on CPU 0"
+say "work dir $work; layout $layout_text"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+run_stat_start=$(proc_stat_cpu) # steal over the whole run (the results JSON, latest.md's heading)
 start_targets
 start_node_targets
+check_layout
 run_sanity_checks
 run_node_sanity_checks
 warm_prefix="warm-$run_id"
@@ -274,6 +346,12 @@ if ((have_gateway)); then
     plan+=("idemgate-redis-traced:replay_one:replay_one" "idemgate-redis-traced:first_execution:first_execution")
     # Many connections: first executions at 512 connections beside nginx at 512.
     plan+=("idemgate-redis:first_execution_512:first_execution:512" "nginx-proxy:proxy_512:first_execution:512")
+    # Bodies of 1 KiB (request) and 2 KiB (answer) beside the small ones: both proxies, a first
+    # execution and a replay.
+    plan+=("nginx-proxy:proxy_1k:first_execution" "idemgate-proxy:proxy_1k:first_execution"
+        "idemgate-redis:first_execution_1k:first_execution" "idemgate-redis:replay_one_1k:replay_one")
+    # PIN=1: the gateway and its Redis on the one server CPU, beside nginx alone on it.
+    [[ $PIN = 1 ]] && plan+=("idemgate-redis:first_execution_redis_cpu1:first_execution:::1")
 fi
 # The Node replays before its first executions: a request Node still has queued when wrk stops
 # reaches the upstream after the row, and must not land in a replay row's count.
@@ -316,6 +394,11 @@ if [[ $ONLY = node ]]; then # the Node rows and their anchors
     done
     plan=("${kept[@]}")
 fi
+if [[ -n ${ROWS:-} ]]; then # ROWS=<regex>: only the plan entries it matches (a short trial)
+    kept=()
+    for entry in "${plan[@]}"; do [[ ! $entry =~ $ROWS ]] || kept+=("$entry"); done
+    plan=("${kept[@]}")
+fi
 runs=$work/runs.tsv
 tls_runs=$work/tls-runs.tsv # target scenario round requests new_connections resumed (- when not counted)
 : >"$runs"
@@ -323,7 +406,7 @@ tls_runs=$work/tls-runs.tsv # target scenario round requests new_connections res
 total=$((${#plan[@]} * ROUNDS))
 plan_seconds=0
 for entry in "${plan[@]}"; do
-    IFS=: read -r _ _ _ _ secs <<<"$entry"
+    IFS=: read -r _ _ _ _ secs _ <<<"$entry"
     plan_seconds=$((plan_seconds + ${secs:-$DURATION} + 1))
 done
 say "timed runs: ${#plan[@]} target/scenario pairs x $ROUNDS rounds = ~$((plan_seconds * ROUNDS))s"
@@ -367,6 +450,7 @@ fi
 mkdir -p "$RESULTS_DIR"
 stamp=$(date -u +%Y-%m-%dT%H%MZ)
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+run_stat_end=$(proc_stat_cpu)
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [[ -z $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] || commit+="+dirty"
 summary=$work/summary.tsv
@@ -385,7 +469,13 @@ if [[ $ONLY = node ]]; then # beside the full runs: node-<date>.json and node-la
     say "wrote $RESULTS_DIR/node-latest.md and $json"
     exit 0
 fi
+[[ $PIN = 1 ]] && json=$RESULTS_DIR/$stamp-pinned.json
 write_results_json "$json"
+[[ -z ${BENCH_JSON_OUT:-} ]] || echo "$json" >"$BENCH_JSON_OUT" # LAYOUTS: the outer run reports
+if [[ ${BENCH_REPORT:-1} = 0 ]]; then
+    say "wrote $json"
+    exit 0
+fi
 bash "$bench_dir/report.sh" "$json" "$RESULTS_DIR"
 
 cat "$RESULTS_DIR/latest.md"

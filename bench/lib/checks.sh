@@ -9,25 +9,36 @@
 declare -A sanity=() # target -> "ok" or the reason it is not
 declare -A tls_negotiated=() # target -> "TLSv1.3 TLS_AES_128_GCM_SHA256 X25519 ECDSA resumed=no"
 body='{"item":"book","qty":1}'
+# The _1k rows' request (bench/common.lua with BENCH_BODY_BYTES): the same object padded to 1 KiB,
+# sent to /api/orders-1k, which the upstream answers with LARGE_ANSWER_BYTES.
+large_body='{"item":"book","qty":1,"note":"'
+printf -v large_pad '%*s' $((LARGE_REQUEST_BYTES - ${#large_body} - 2)) ''
+large_body+="${large_pad// /x}\"}"
 url_of() { # port -> base URL (https for the TLS targets)
     echo "${scheme_of[$1]:-http}://127.0.0.1:$1"
 }
-post() { # port key -> headers+body of the answer
+post() { # port key [large] -> headers+body of the answer (large: the _1k rows' request and path)
+    local data=$body path=/api/orders
+    [[ ${3:-} = large ]] && data=$large_body path=/api/orders-1k
     curl -s -i --max-time 5 ${tls_dir:+--cacert "$tls_dir/ca.crt"} -X POST -H 'Content-Type: application/json' \
-        -H "Idempotency-Key: $2" --data-binary "$body" "$(url_of "$1")/api/orders" || echo "curl failed with status $?"
+        -H "Idempotency-Key: $2" --data-binary "$data" "$(url_of "$1")$path" || echo "curl failed with status $?"
 }
-check_replay() { # target port replay_header_regex
-    local target=$1 port=$2 marker=$3 first second key="sanity-$run_id"
-    first=$(post "$port" "$key")
-    second=$(post "$port" "$key")
+check_replay() { # target port replay_header_regex [large]: sanity[target] (large: sanity["target 1k"])
+    local target=$1 port=$2 marker=$3 size=${4:-} first second key="sanity-$run_id" entry=$1 answer
+    [[ $size = large ]] && entry="$target 1k" key="sanity-1k-$run_id"
+    first=$(post "$port" "$key" "$size")
+    second=$(post "$port" "$key" "$size")
+    answer=$(sed '1,/^\r$/d' <<<"$first")
     if ! grep -qE '^HTTP/(1.1|2) 201' <<<"$first"; then
-        sanity[$target]="first answer not 201: $(head -1 <<<"$first")"
+        sanity[$entry]="first answer not 201: $(head -1 <<<"$first")"
     elif ! grep -qiE "$marker" <<<"$second"; then
-        sanity[$target]="second answer is not a replay (no $marker)"
-    elif [[ $(sed '1,/^\r$/d' <<<"$first") != $(sed '1,/^\r$/d' <<<"$second") ]]; then
-        sanity[$target]="replayed body differs from the first"
+        sanity[$entry]="second answer is not a replay (no $marker)"
+    elif [[ $answer != $(sed '1,/^\r$/d' <<<"$second") ]]; then
+        sanity[$entry]="replayed body differs from the first"
+    elif [[ $size = large && ${#answer} -ne $LARGE_ANSWER_BYTES ]]; then
+        sanity[$entry]="answer body of ${#answer} bytes, not $LARGE_ANSWER_BYTES"
     else
-        sanity[$target]=ok
+        sanity[$entry]=ok
     fi
 }
 tls_gateway_handshakes() { # "full resumed" TLS handshakes idemgate-https has completed so far
@@ -59,6 +70,8 @@ run_sanity_checks() {
             sanity[idemgate-redis-traced]="no span exported to the collector stand-in"
         fi
         check_replay idemgate-memory "$(port_of idemgate-memory)" '^Idempotent-Replayed: true'
+        # The _1k rows' work: a 1 KiB request recorded with its 2 KiB answer and replayed whole.
+        check_replay idemgate-redis "$(port_of idemgate-redis)" '^Idempotent-Replayed: true' large
     fi
     for g in "${extra_gateways[@]}"; do
         check_replay "$g" "$(port_of "$g")" '^Idempotent-Replayed: true'
@@ -115,8 +128,9 @@ warm_keys() {
         fi
         "$bin/bench-client" fill --port "$(port_of "$t")" --prefix "$warm_prefix" --keys "$WARM_KEYS" \
             --connections 32 >"$work/warm-$t.json" || sanity[$t]="warm-up failed: $(cat "$work/warm-$t.json")"
-        # replay_one's key, warmed once so every timed request is a replay.
+        # replay_one's key, warmed once so every timed request is a replay; replay_one_1k's too.
         post "$(port_of "$t")" bench-replay-one >/dev/null
+        post "$(port_of "$t")" bench-replay-one-1k large >/dev/null
     done
     for t in nginx-cache-https idemgate-https; do # replay_one only (bench-client speaks plain HTTP)
         if [[ -n ${sanity[$t]:-} ]]; then post "$(port_of "$t")" bench-replay-one >/dev/null; fi

@@ -32,6 +32,54 @@ server_pids() { # the target's own processes: nginx master and its workers, or t
 }
 clk_tck=$(getconf CLK_TCK)
 
+# The CPU account of a row: where the machine's CPU time went over the row's measured interval, as
+# shares of the machine's total (the "cpu" line of /proc/stat, every CPU: user nice system idle
+# iowait irq softirq steal). The parts are measured apart: the client (wrk's own user+system time,
+# from the shell's `times` around it), the server under test, the upstream behind it and Redis
+# (utime+stime of their processes), the other processes (every process's utime+stime+cutime+
+# cstime summed over /proc before and after, less those four: the cutime of a live parent holds
+# what its children that ended meanwhile spent), irq+softirq, idle (idle+iowait) and steal from
+# /proc/stat. The processes' own figures and /proc/stat's are kept apart, so the sum of the
+# parts checks them: it closes when it is within CPU_ACCOUNT_TOLERANCE (5) % of 100. A process
+# that ends while /proc is read, or whose parent never waits for it, escapes the sums: on a
+# machine where other processes come and go during the row (a build) the sum falls short, and
+# the flag says the machine was not quiet.
+# This kernel samples irq and softirq time by tick (no IRQ_TIME_ACCOUNTING): a softirq served in a
+# process's context also counts in that process's stime, so the sum can exceed 100 % by up to
+# the softirq share, which the JSON keeps (irq_softirq_pct).
+proc_stat_cpu() { # user nice system idle iowait irq softirq steal, in clock ticks since boot
+    local _ user nice system idle iowait irq softirq steal
+    read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+    echo "$user $nice $system $idle $iowait $irq $softirq $steal"
+}
+all_process_ticks() { # utime+stime+cutime+cstime of every process, in clock ticks
+    # cat goes on past a process that ended between the glob and its read.
+    { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk '{ sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15 } END { printf "%d\n", s }'
+}
+times_child_ticks() { # the output of `times`: its last line (the children's user and system time) in clock ticks
+    awk -v t="$clk_tck" 'NF == 2 && $1 ~ /^[0-9]+m[0-9.]+s$/ { line = $0 }
+        END { split(line, f, " "); split(f[1], a, "m"); split(f[2], b, "m"); printf "%.0f\n", ((a[1] * 60 + a[2]) + (b[1] * 60 + b[2])) * t }'
+}
+CPU_ACCOUNT_TOLERANCE=${CPU_ACCOUNT_TOLERANCE:-5}
+# cpu_account STAT0 STAT1 ALL_TICKS CLIENT SERVER UPSTREAM REDIS REQUESTS: the row's account, shares
+# of the machine's total in %: client server upstream redis other idle steal sum irq_softirq
+# other_processes, then the total in ticks, client and upstream CPU in µs per request, and
+# whether it closes (yes/no).
+cpu_account() {
+    awk -v s0="$1" -v s1="$2" -v all="$3" -v c="$4" -v s="$5" -v u="$6" -v r="$7" -v reqs="$8" -v t="$clk_tck" \
+        -v tol="$CPU_ACCOUNT_TOLERANCE" 'BEGIN {
+        split(s0, a, " "); split(s1, b, " ")
+        for (i = 1; i <= 8; i++) { d[i] = b[i] - a[i]; total += d[i] }
+        if (total <= 0) total = 1
+        irq = d[6] + d[7]; idle = d[4] + d[5]; steal = d[8]; procs = all - c - s - u - r
+        sum = (all + irq + idle + steal) / total * 100
+        printf "%.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %d %.2f %.2f %s\n", c / total * 100, s / total * 100,
+            u / total * 100, r / total * 100, (procs + irq) / total * 100, idle / total * 100, steal / total * 100, sum,
+            irq / total * 100, procs / total * 100, total, reqs ? c / t * 1e6 / reqs : 0, reqs ? u / t * 1e6 / reqs : 0,
+            (sum - 100 <= tol && 100 - sum <= tol) ? "yes" : "no"
+    }'
+}
+
 # New connections a TLS target has accepted so far, and how many of their handshakes resumed a
 # session: idemgate's handshake counters, or nginx's stub_status accepts (no resumption figure;
 # the read itself is a connection, which the caller subtracts).
@@ -44,22 +92,28 @@ tls_connections() {
 }
 
 # timed_run ROUND ENTRY PROGRESS: one wrk run of a plan entry (target:scenario:script[:connections
-# [:seconds]]) with its checks; appends a line to $runs (and to $tls_runs on a TLS target):
+# [:seconds[:redis_cpu]]]) with its checks; appends a line to $runs (and to $tls_runs on a TLS target):
 #   target scenario round rps p50 p99 requests non_2xx socket_errors upstream_requests
 #   server_cpu_us_per_req redis_cpu_us_per_req verdict server_sys_us_per_req (the kernel's part
-#   of server_cpu_us_per_req)
+#   of server_cpu_us_per_req), then the CPU account (cpu_account): client server upstream redis
+#   other idle steal sum irq_softirq other_processes (% of the machine) total_ticks
+#   client_cpu_us_per_req upstream_cpu_us_per_req closes
+# A scenario ending in _1k sends 1 KiB bodies to /api/orders-1k (a 2 KiB answer); redis_cpu (PIN=1
+# only) moves Redis to that CPU for the row.
 timed_run() {
     local round=$1 entry=$2 progress=$3
     local target scenario script conns secs close wrk_env port gw_pid redis_pid tls0 tls1 served0 served1
     local gw0 gw1 sys0 sys1 gw_sys_us rd0 rd1 out result rps p50 p99 reqs status_errors socket_errors upstream_delta gw_cpu_us
-    local rd_cpu_us new_conns resumed c0 r0 c1 r1 verdict
-    IFS=: read -r target scenario script conns secs <<<"$entry"
+    local rd_cpu_us new_conns resumed c0 r0 c1 r1 verdict redis_cpu up_pid up0 up1 stat0 stat1 all0 all1 client account p
+    local -a acct
+    IFS=: read -r target scenario script conns secs redis_cpu <<<"$entry"
     conns=${conns:-$CONNECTIONS}
     secs=${secs:-$DURATION}
     close=0
     [[ $scenario = *_close ]] && close=1
     wrk_env=()
     [[ -n ${scheme_of[$(port_of "$target")]:-} ]] && wrk_env=("OPENSSL_CONF=$tls_dir/pinned.cnf")
+    [[ $scenario = *_1k ]] && wrk_env+=("BENCH_BODY_BYTES=$LARGE_REQUEST_BYTES" BENCH_PATH=/api/orders-1k BENCH_KEY=bench-replay-one-1k)
     port=$(port_of "$target")
     read -ra gw_pid <<<"$(server_pids "$target")"
     redis_pid=()
@@ -69,25 +123,44 @@ timed_run() {
     idemgate-tls) redis_pid=("$(pid_of redis-tls)") ;;
     idemgate-https | express-node*) redis_pid=("$(pid_of redis)") ;;
     esac
+    up_pid=() # the upstream behind the server (none when the upstream is the target itself)
+    [[ $target = upstream ]] || read -ra up_pid <<<"$(server_pids upstream)"
+    if [[ -n $redis_cpu && $PIN = 1 ]]; then
+        for p in "${redis_pid[@]}"; do taskset -a -p -c "$redis_cpu" "$p" >/dev/null; done
+    fi
     tls0="" tls1=""
-    if ((${#wrk_env[@]})); then tls0=$(tls_connections "$target"); fi
+    if [[ -n ${scheme_of[$port]:-} ]]; then tls0=$(tls_connections "$target"); fi
     served0=$(upstream_served)
+    stat0=$(proc_stat_cpu)
+    all0=$(all_process_ticks)
     gw0=$(cpu_ticks "${gw_pid[@]}")
     sys0=$(sys_ticks "${gw_pid[@]}")
     rd0=$(cpu_ticks "${redis_pid[@]}")
-    out=$(env "${wrk_env[@]}" BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" \
-        BENCH_KEYS="$WARM_KEYS" BENCH_CONNECTION_CLOSE=$close wrk -t"$WRK_THREADS" -c"$conns" -d"${secs}s" \
-        --timeout 5s -s "$bench_dir/$script.lua" "$(url_of "$port")/api/orders" 2>&1) || true
+    up0=$(cpu_ticks "${up_pid[@]}")
+    # `times` in the same subshell: wrk's own CPU time (the subshell's children are wrk alone).
+    out=$(
+        "${client_cpu[@]}" env "${wrk_env[@]}" BENCH_PREFIX="$scenario-$run_id-$round" BENCH_WARM_PREFIX="$warm_prefix" \
+            BENCH_KEYS="$WARM_KEYS" BENCH_CONNECTION_CLOSE=$close wrk -t"$WRK_THREADS" -c"$conns" -d"${secs}s" \
+            --timeout 5s -s "$bench_dir/$script.lua" "$(url_of "$port")/api/orders" 2>&1
+        times
+    ) || true
     gw1=$(cpu_ticks "${gw_pid[@]}")
     sys1=$(sys_ticks "${gw_pid[@]}")
     rd1=$(cpu_ticks "${redis_pid[@]}")
+    up1=$(cpu_ticks "${up_pid[@]}")
+    all1=$(all_process_ticks)
+    stat1=$(proc_stat_cpu)
+    client=$(times_child_ticks <<<"$out")
     served1=$(upstream_served)
-    if ((${#wrk_env[@]})); then tls1=$(tls_connections "$target"); fi
+    if [[ -n ${scheme_of[$port]:-} ]]; then tls1=$(tls_connections "$target"); fi
+    if [[ -n $redis_cpu && $PIN = 1 ]]; then
+        for p in "${redis_pid[@]}"; do taskset -a -p -c "${side_cpu[-1]}" "$p" >/dev/null; done
+    fi
     result=$(grep -m1 '^BENCH_RESULT ' <<<"$out" | sed 's/^BENCH_RESULT //' || true)
     if [[ -z $result ]]; then
         say "wrk failed on $target $scenario: $out"
-        printf '%s\t%s\t%d\t0\t0\t0\t0\t0\t0\t0\t0\t0\tFAIL: wrk produced no result\t0\n' \
-            "$target" "$scenario" "$round" >>"$runs"
+        printf '%s\t%s\t%d\t0\t0\t0\t0\t0\t0\t0\t0\t0\tFAIL: wrk produced no result\t0%s\tno\n' \
+            "$target" "$scenario" "$round" "$(printf '\t0%.0s' {1..13})" >>"$runs"
         return 0
     fi
     num() { sed -E "s/.*\"$1\":([0-9.]+).*/\1/" <<<"$result"; }
@@ -98,6 +171,8 @@ timed_run() {
     gw_cpu_us=$(awk -v d=$((gw1 - gw0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
     gw_sys_us=$(awk -v d=$((sys1 - sys0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
     rd_cpu_us=$(awk -v d=$((rd1 - rd0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
+    account=$(cpu_account "$stat0" "$stat1" $((all1 - all0)) "${client:-0}" $((gw1 - gw0)) $((up1 - up0)) $((rd1 - rd0)) "$reqs")
+    read -ra acct <<<"$account"
     new_conns="" resumed=""
     if [[ -n $tls0 && -n $tls1 ]]; then
         read -r c0 r0 <<<"$tls0"
@@ -124,11 +199,14 @@ timed_run() {
     elif [[ -n $resumed && $TLS_RESUMPTION != 1 ]] && ((resumed > 0)); then
         verdict="FAIL: $resumed resumed handshakes with TLS_RESUMPTION=0"
     fi
-    printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$scenario" "$round" "$rps" \
+    printf '%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$scenario" "$round" "$rps" \
         "$p50" "$p99" "$reqs" "$status_errors" "$socket_errors" "$upstream_delta" "$gw_cpu_us" "$rd_cpu_us" \
-        "$verdict" "$gw_sys_us" >>"$runs"
+        "$verdict" "$gw_sys_us" "${account// /$'\t'}" >>"$runs"
     say "$progress round $round $target $scenario: $rps req/s p50 ${p50}us p99 ${p99}us upstream+$upstream_delta" \
         "${new_conns:+new connections $new_conns${resumed:+ (resumed $resumed)} }$verdict"
+    say "    CPU % of the machine: client ${acct[0]} server ${acct[1]} upstream ${acct[2]} redis ${acct[3]}" \
+        "other ${acct[4]} idle ${acct[5]} steal ${acct[6]}: sum ${acct[7]} %$([[ ${acct[13]} = yes ]] ||
+            echo " NOT CLOSED (more than $CPU_ACCOUNT_TOLERANCE % from 100)")"
 }
 
 # measure_syscalls ENTRY...: the target's system calls on a short separate run per entry
@@ -153,7 +231,7 @@ measure_syscalls() {
         counter_pid=$!
         sleep 0.5 # the counter attaches to every thread before the run starts
         out=$(BENCH_PREFIX="sys-$scenario-$run_id" BENCH_WARM_PREFIX="$warm_prefix" BENCH_KEYS=$WARM_KEYS \
-            wrk -t1 -c16 -d2s --timeout 5s -s "$bench_dir/$script.lua" \
+            "${client_cpu[@]}" wrk -t1 -c16 -d2s --timeout 5s -s "$bench_dir/$script.lua" \
             "http://127.0.0.1:$(port_of "$target")/api/orders" 2>&1) || true
         kill -INT "$counter_pid" 2>/dev/null || true
         wait "$counter_pid" 2>/dev/null || true
@@ -185,7 +263,10 @@ measure_syscalls() {
 
 # Medians per target+scenario of $runs into $summary (the middle run of ROUNDS, mean of the middle
 # two when even); any failed round fails the pair:
-#   target scenario rps p50 p99 server_cpu redis_cpu verdict rps_min rps_max server_sys
+#   target scenario rps p50 p99 server_cpu redis_cpu verdict rps_min rps_max server_sys, then the
+#   CPU account's medians (each part apart, so they need not add up to the median sum):
+#   client server upstream redis other idle steal sum irq_softirq other_processes (%)
+#   client_cpu_us upstream_cpu_us, and closes: "no" when any round's account did not close
 summarize_runs() {
     awk -F'\t' '
     function sorted(list, a,   n, i, j, t) {
@@ -205,13 +286,18 @@ summarize_runs() {
         if (!(k in seen)) { seen[k] = 1; order[++count] = k }
         rps[k] = rps[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; cpu[k] = cpu[k] " " $11; rcpu[k] = rcpu[k] " " $12; sys[k] = sys[k] " " ($14 == "" ? 0 : $14)
         if ($13 != "ok" && !(k in verdict)) verdict[k] = $13
+        for (f = 15; f <= 24; f++) part[k, f] = part[k, f] " " $f
+        for (f = 26; f <= 27; f++) part[k, f] = part[k, f] " " $f
+        if ($13 == "ok" && $28 == "no") open[k] = 1
     }
     END {
         for (i = 1; i <= count; i++) {
             k = order[i]
-            printf "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\t%.2f\n", k, median(rps[k]), median(p50[k]), median(p99[k]),
+            printf "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%s\t%.0f\t%.0f\t%.2f", k, median(rps[k]), median(p50[k]), median(p99[k]),
                 median(cpu[k]), median(rcpu[k]), (k in verdict) ? verdict[k] : "ok", lowest(rps[k]), highest(rps[k]),
                 median(sys[k])
+            for (f = 15; f <= 24; f++) printf "\t%.1f", median(part[k, f])
+            printf "\t%.2f\t%.2f\t%s\n", median(part[k, 26]), median(part[k, 27]), (k in open) ? "no" : "yes"
         }
     }' "$runs" >"$summary"
 }

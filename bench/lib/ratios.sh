@@ -105,6 +105,17 @@ compute_ratios() {
         add_ratio "idemgate-redis first execution / nginx proxy, 512 connections" "$r" "(info)" "-"
         add_ratio "idemgate-redis first execution p99 at 512 connections (ms)" "$(p99_ms_of idemgate-redis first_execution_512)" "(info)" "-"
         add_ratio "nginx proxy p99 at 512 connections (ms)" "$(p99_ms_of nginx-proxy proxy_512)" "(info)" "-"
+        # Bodies of 1 KiB (request) and 2 KiB (answer): the proxying and a first execution beside nginx.
+        r=$(cpu_ratio "$(cpu_of idemgate-proxy proxy_1k)" "$(cpu_of nginx-proxy proxy_1k)")
+        add_ratio "idemgate-proxy CPU per request / nginx proxy CPU per request, 1 KiB / 2 KiB bodies" "$r" "(info: lower is cheaper)" "-"
+        r=$(ratio "$(ok_rps idemgate-redis first_execution_1k)" "$(ok_rps nginx-proxy proxy_1k)")
+        add_ratio "idemgate-redis first execution / nginx proxy, 1 KiB / 2 KiB bodies" "$r" "(info)" "-"
+        r=$(ratio "$(ok_rps idemgate-redis replay_one_1k)" "$(ok_rps idemgate-redis replay_one)")
+        add_ratio "idemgate-redis replay, 2 KiB answer / 33-byte answer" "$r" "(info)" "-"
+        if [[ $PIN = 1 ]]; then # Redis beside the gateway on the server CPU, nginx alone on it
+            r=$(ratio "$(ok_rps idemgate-redis first_execution_redis_cpu1)" "$nproxy")
+            add_ratio "idemgate-redis first execution with Redis on the server CPU / nginx proxy" "$r" "(info)" "-"
+        fi
         # Redis modes beside standalone Redis: the same scenarios, as ratios.
         for g in "${extra_gateways[@]}"; do
             r=$(ratio "$(ok_rps "$g" replay_10k)" "$(ok_rps idemgate-redis replay_10k)")

@@ -27,12 +27,40 @@ cleanup() {
     if [[ ${KEEP_WORK:-0} = 1 ]]; then say "logs kept in $work"; else rm -rf "$work"; fi
 }
 
-# Starts "$@" in the background with its output in $work/<name>.log and remembers its PID.
+# The machine layout (PIN=1, set by run.sh): the servers under test on CPU 1, the load generator
+# and what stands behind the servers (upstream, Redis, collector) on CPU 0, each as a taskset
+# prefix; empty without PIN (every process free on every CPU).
+# shellcheck disable=SC2034 # client_cpu: read by measure.sh
+server_cpu=() side_cpu=() client_cpu=()
+started_names=() # every name start was given, in order
+# check_layout: under PIN=1, whether every process start ran sits on its CPU (sanity[layout]).
+check_layout() {
+    [[ $PIN = 1 ]] || return 0
+    local name want have wrong=""
+    for name in "${started_names[@]}"; do
+        if [[ $(placement_of "$name") = side ]]; then want=${side_cpu[-1]}; else want=${server_cpu[-1]}; fi
+        have=$(taskset -pc "$(pid_of "$name")" 2>/dev/null | sed 's/.*: //')
+        [[ $have = "$want" ]] || wrong+="${wrong:+, }$name on CPU ${have:-?} (not $want)"
+    done
+    sanity[layout]=${wrong:-ok}
+}
+# placement_of NAME: "side" for the processes behind the servers under test, "server" for the rest.
+placement_of() {
+    case $1 in
+    upstream | collector | bodies | test-upstream | redis | redis-* | cluster-*) echo side ;;
+    *) echo server ;;
+    esac
+}
+
+# Starts "$@" in the background with its output in $work/<name>.log and remembers its PID; under
+# PIN=1 on its CPU (placement_of: taskset execs the command, so $! is the server's own PID).
 start() {
-    local name=$1
+    local name=$1 cpu=()
     shift
-    "$@" >"$work/$name.log" 2>&1 &
+    if [[ $(placement_of "$name") = side ]]; then cpu=("${side_cpu[@]}"); else cpu=("${server_cpu[@]}"); fi
+    "${cpu[@]}" "$@" >"$work/$name.log" 2>&1 &
     owned_pids+=("$!")
+    started_names+=("$name")
     eval "pid_${name//-/_}=$!"
 }
 pid_of() { local v="pid_${1//-/_}"; echo "${!v}"; }
@@ -114,8 +142,10 @@ start_nginx() {
         listen_ssl=" ssl" tls_include="include $dir/nginx-tls.inc;" scheme=https
         [[ $tls = h2 ]] && listen_ssl=" ssl http2"
     fi
+    # ANSWER_LARGE: the upstream's answer to the _1k rows (upstream.conf; other templates have no such placeholder).
     render "$template" "$dir/nginx.conf" "DIR=$dir" "PORT=$port" "UPSTREAM_PORT=$upstream_port" \
-        "WORKERS=$THREADS" "USER_LINE=$nginx_user_line" "LISTEN_SSL=$listen_ssl" "TLS_INCLUDE=$tls_include"
+        "WORKERS=$THREADS" "USER_LINE=$nginx_user_line" "LISTEN_SSL=$listen_ssl" "TLS_INCLUDE=$tls_include" \
+        "ANSWER_LARGE=$(json_body "$LARGE_ANSWER_BYTES")"
     start "$name" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -g "daemon off; master_process on;"
     wait_for_http "$name" "$port" "$scheme"
 }
