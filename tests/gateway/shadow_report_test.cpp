@@ -113,15 +113,16 @@ TEST_CASE("without tombstones a late retry is not measured")
     auto report = parse_object(quarter.body);
     CHECK(report["window_seconds"] == 900);
     CHECK(boost::json::serialize(report).find(R"("window":{"keyed":1,)") != std::string::npos);
-    for (const auto& [query, detail] : std::vector<std::pair<std::string, std::string>>{
-             {"?window=90s", R"(window \"90s\" must be whole minutes from 1m to 24h)"},
-             {"?window=25h", R"(window \"25h\" must be whole minutes from 1m to 24h)"},
-             {"?span=5m", "unknown parameter span (window)"}}) {
-        INFO(query);
-        auto refused = ask(query);
+    const std::pair<std::string, std::string> refusals[] = {
+        {"?window=90s", R"(window \"90s\" must be whole minutes from 1m to 24h)"},
+        {"?window=25h", R"(window \"25h\" must be whole minutes from 1m to 24h)"},
+        {"?span=5m", "unknown parameter span (window)"}};
+    for (const auto& refusal : refusals) {
+        INFO(refusal.first);
+        auto refused = ask(refusal.first);
         CHECK(refused.status == 400);
         CHECK(refused.header("content-type") == "application/problem+json");
-        CHECK(refused.body.find(detail) != std::string::npos);
+        CHECK(refused.body.find(refusal.second) != std::string::npos);
     }
 }
 

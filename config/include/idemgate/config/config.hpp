@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/config/admin_config.hpp>
 #include <idemgate/config/listen_proxy_config.hpp>
 #include <idemgate/config/reconcile_config.hpp>
 #include <idemgate/config/store_config.hpp>
@@ -230,14 +231,6 @@ struct limits_config {
     std::size_t max_waiting = 10000;     // duplicates waiting at once (wait mode); 503 beyond
 };
 
-struct admin_config {
-    std::string token_env; // env var holding the admin API's bearer token ("" = API off)
-    std::string token;     // resolved from token_env at load time, never from YAML
-    // GET /admin/v1/shadow's sliding window (its `window` parameter overrides it for one call):
-    // whole minutes from 1m to 24h (parse_shadow_window). Reloadable.
-    duration shadow_window{3600 * 1000};
-};
-
 // How the access log is written: per-thread batches, handed to one writer thread
 // through a bounded queue. `access_log:` takes `true`/`false` or a map with `enabled` and these.
 struct access_log_config {
@@ -413,13 +406,6 @@ std::vector<std::string> warnings(const config& cfg);
 
 // "250ms", "30s", "5m", "24h", "7d" -> duration; nullopt if malformed, negative or overflowing.
 std::optional<duration> parse_duration(std::string_view text);
-
-// A shadow report's window (admin.shadow_window, GET /admin/v1/shadow?window=): a duration of
-// whole minutes from 1m to 24h (the store keeps one bucket a minute for 24 h); nullopt for anything
-// else, which a message calls: "<text>" shadow_window_rule.
-std::optional<duration> parse_shadow_window(std::string_view text);
-inline constexpr std::string_view shadow_window_rule = "must be whole minutes from 1m to 24h";
-inline constexpr duration shadow_window_longest{24 * 3600 * 1000};
 
 // "512B", "16KiB", "1MiB", "1GiB", or a plain number of bytes -> bytes; nullopt if malformed.
 std::optional<std::size_t> parse_size(std::string_view text);
