@@ -94,6 +94,21 @@ const section<timeouts_config>& timeouts_keys()
     return keys;
 }
 
+// admin.shadow_window: parse_shadow_window's rule.
+struct a_shadow_window {
+    void read(loader& l, const map_view& m, std::string_view k, duration& out) const
+    {
+        auto text = l.scalar(m, k, "a duration");
+        if (!text)
+            return;
+        if (auto value = parse_shadow_window(*text))
+            out = *value;
+        else
+            l.problem(m.path_of(k), quote(*text) + " " + std::string(shadow_window_rule));
+    }
+    void print(YAML::Emitter& out, duration v) const { out << duration_text(v); }
+};
+
 const section<admin_config>& admin_keys()
 {
     static const section<admin_config> keys{
@@ -114,6 +129,7 @@ const section<admin_config>& admin_keys()
                   else
                       admin.token = value;
               }}},
+        {"shadow_window", &admin_config::shadow_window, a_shadow_window{}, {.when = reload::reloadable}},
     };
     return keys;
 }

@@ -192,6 +192,15 @@ std::optional<duration> parse_duration(std::string_view text)
     return duration{static_cast<duration::rep>(*value * factor)};
 }
 
+std::optional<duration> parse_shadow_window(std::string_view text)
+{
+    constexpr duration minute{60 * 1000};
+    auto value = parse_duration(text);
+    if (!value || *value < minute || *value > shadow_window_longest || value->count() % minute.count() != 0)
+        return std::nullopt;
+    return value;
+}
+
 std::optional<std::size_t> parse_size(std::string_view text)
 {
     auto parts = detail::split_number_unit(text);

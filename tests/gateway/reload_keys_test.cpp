@@ -625,6 +625,21 @@ std::vector<reloadable_row> reloadable_rows()
              CHECK(f.post("/tenant/x", unique_key("reload-tenant-1"), "{}", tenant).status == 201);
              CHECK(is_problem(f.post("/tenant/x", unique_key("reload-tenant-2"), "{}", tenant), 429));
          }});
+    rows.push_back({"admin.shadow_window",
+                    [](auto& o) {
+                        o.top_level = "admin:\n  token_env: IDEMGATE_TEST_ADMIN_TOKEN\n  shadow_window: 1h\n";
+                        o.env.emplace_back("IDEMGATE_TEST_ADMIN_TOKEN", admin_token);
+                    },
+                    text_edit("shadow_window: 1h", "shadow_window: 15m"),
+                    [](auto& f) {
+                        auto res = gateway_request(f.gateway->admin_port(), "GET", "/admin/v1/shadow",
+                                                   {{"Authorization", "Bearer " + admin_token}});
+                        CHECK(res.status == 200);
+                        CHECK(parse_object(res.body)["window_seconds"] == 900);
+                        // Reloadable inside the restart-only admin section: no restart asked for.
+                        for (const auto& l : f.process().lines())
+                            CHECK(l.find("needs a restart") == std::string::npos);
+                    }});
     add_http2_rows(rows);
     add_store_health_rows(rows);
     return rows;

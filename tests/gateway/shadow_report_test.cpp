@@ -102,6 +102,28 @@ TEST_CASE("without tombstones a late retry is not measured")
     CHECK(figure(route, "since_start", "keyed") == 1);
     REQUIRE(route.contains("window"));
     CHECK(route.at("window").as_object().at("after_ttl") == "not_measured");
+    // The window: admin.shadow_window (1h by default), or the call's `window` parameter.
+    auto ask = [&](const std::string& query) {
+        return http_request(f.gateway->admin_port(), "GET", "/admin/v1/shadow" + query,
+                            {{"Authorization", "Bearer " + admin_token}}, {}, io_timeout);
+    };
+    CHECK(parse_object(ask("").body)["window_seconds"] == 3600);
+    auto quarter = ask("?window=15m");
+    REQUIRE(quarter.status == 200);
+    auto report = parse_object(quarter.body);
+    CHECK(report["window_seconds"] == 900);
+    CHECK(boost::json::serialize(report).find(R"("window":{"keyed":1,)") != std::string::npos);
+    const std::pair<std::string, std::string> refusals[] = {
+        {"?window=90s", R"(window \"90s\" must be whole minutes from 1m to 24h)"},
+        {"?window=25h", R"(window \"25h\" must be whole minutes from 1m to 24h)"},
+        {"?span=5m", "unknown parameter span (window)"}};
+    for (const auto& refusal : refusals) {
+        INFO(refusal.first);
+        auto refused = ask(refusal.first);
+        CHECK(refused.status == 400);
+        CHECK(refused.header("content-type") == "application/problem+json");
+        CHECK(refused.body.find(refusal.second) != std::string::npos);
+    }
 }
 
 TEST_CASE("two gateways on one store add up" * needs_store("redis", "cluster"))

@@ -594,6 +594,9 @@ TEST_SUITE("redis protection: gateway")
             },
             5s));
         CHECK(upstream.executions() == 3);
+        // The report is read by a script calling HGETALL, which Redis checks against the user.
+        REQUIRE(redis.command({"ACL", "SETUSER", "idemgate", "-hgetall"}) == "+OK\r\n");
+        CHECK(http_request(gw->admin_port(), "GET", "/admin/v1/shadow", admin_headers, {}, 2s).status == 503);
     }
 
 } // TEST_SUITE

@@ -141,3 +141,28 @@ TEST_CASE("parse_endpoint refuses a missing host or port, bad ports and bare IPv
         CHECK_FALSE(cfg::parse_endpoint(text).has_value());
     }
 }
+
+TEST_CASE("admin.shadow_window: whole minutes from 1m to 24h, reloadable, printed back")
+{
+    CHECK(cfg::parse(minimal, no_env).admin.shadow_window == 1h);
+    auto c = cfg::parse(minimal + "admin:\n  shadow_window: 15m\n", no_env);
+    CHECK(c.admin.shadow_window == 15min);
+    CHECK(cfg::parse(cfg::print_config(c), no_env).admin.shadow_window == 15min);
+    CHECK(cfg::parse(minimal + "admin:\n  shadow_window: 1m\n", no_env).admin.shadow_window == 1min);
+    CHECK(cfg::parse(minimal + "admin:\n  shadow_window: 24h\n", no_env).admin.shadow_window == 24h);
+    CHECK(cfg::parse(minimal + "admin:\n  shadow_window: 120s\n", no_env).admin.shadow_window == 2min);
+    for (const char* text : {"90s", "0m", "30s", "1500ms", "25h", "2d", "soon", "-5m", "\"\""}) {
+        const std::string shown = text;
+        CAPTURE(shown);
+        const std::string quoted = shown == "\"\"" ? "\"\"" : "\"" + shown + "\"";
+        CHECK(joined(problems_of(minimal + "admin:\n  shadow_window: " + shown + "\n")) ==
+              "admin.shadow_window: " + quoted + " must be whole minutes from 1m to 24h");
+    }
+    bool described = false;
+    for (const auto& k : cfg::describe_keys())
+        if (k.path == "admin.shadow_window") {
+            described = true;
+            CHECK_FALSE(k.restart_only);
+        }
+    CHECK(described);
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "admin/shadow_api.hpp"
 
+#include "admin/admin.hpp"
 #include "core/problem.hpp"
 #include "idempotency/shadow_report.hpp"
 
@@ -31,6 +32,35 @@ boost::json::object figures(const store::shadow_counts& counts, bool tombstones)
     return out;
 }
 
+// The window a call asks for: admin.shadow_window, or its `window` parameter; else the problem.
+struct asked_window {
+    config::duration window{0};
+    std::string problem;
+};
+
+asked_window window_asked(std::string_view target, config::duration configured)
+{
+    asked_window out{configured, {}};
+    auto params = query_params(target);
+    if (!params) {
+        out.problem = "the query string is not valid percent-encoding";
+        return out;
+    }
+    for (const auto& [name, value] : *params) {
+        if (name != "window") {
+            out.problem = "unknown parameter " + name + " (window)";
+            return out;
+        }
+        auto window = config::parse_shadow_window(value);
+        if (!window) {
+            out.problem = "window \"" + value + "\" " + std::string(config::shadow_window_rule);
+            return out;
+        }
+        out.window = *window;
+    }
+    return out;
+}
+
 } // namespace
 
 asio::awaitable<response_type> answer_shadow(gateway_context& ctx, store::session& session,
@@ -45,6 +75,12 @@ asio::awaitable<response_type> answer_shadow(gateway_context& ctx, store::sessio
         res.set(http::field::allow, "GET, HEAD");
         co_return res;
     }
+    auto asked = window_asked(req.target(),
+                              live ? live->cfg.admin.shadow_window : config::admin_config{}.shadow_window);
+    if (!asked.problem.empty())
+        co_return make_problem(base, {problems::bad_request, asked.problem}, version, true);
+    const auto window_seconds = std::chrono::duration_cast<std::chrono::seconds>(asked.window).count();
+    const std::int64_t buckets = window_seconds / store::shadow_bucket.count();
     auto* tally = session.shadows();
     boost::json::array routes;
     if (live && tally) {
@@ -54,7 +90,7 @@ asio::awaitable<response_type> answer_shadow(gateway_context& ctx, store::sessio
             const auto& policy = route.idempotency;
             if (!policy.enabled || policy.mode != config::route_mode::shadow)
                 continue;
-            auto totals = co_await tally->read_shadow_counts(route.path_prefix, now);
+            auto totals = co_await tally->read_shadow_counts(route.path_prefix, now, buckets);
             if (totals.ec)
                 co_return make_problem(
                     base, {problems::store_unavailable, "the store failed: " + totals.ec.message()}, version,
@@ -67,7 +103,7 @@ asio::awaitable<response_type> answer_shadow(gateway_context& ctx, store::sessio
         }
     }
     boost::json::object body;
-    body["window_seconds"] = std::chrono::seconds(store::shadow_bucket).count() * store::shadow_buckets;
+    body["window_seconds"] = window_seconds;
     body["scope"] = "store";
     body["store"] = ctx.backend->kind();
     body["routes"] = std::move(routes);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GET /admin/v1/shadow: the shadow report of every shadow route, store-wide (every gateway on the
-// store adds to it), since the store began counting and over the last hour.
+// store adds to it), since the store began counting and over a sliding window (admin.shadow_window,
+// or the call's `window` parameter: whole minutes from 1m to 24h).
 #include "core/exchange.hpp"
 #include "state/process.hpp"
 

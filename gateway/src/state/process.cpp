@@ -63,7 +63,9 @@ void restart_only::keep_in(config::config& next) const
     auto refusal = next.store.refusal; // reloadable
     next.store = store;
     next.store.refusal = refusal;
+    auto shadow_window = next.admin.shadow_window; // reloadable
     next.admin = admin;
+    next.admin.shadow_window = shadow_window;
     next.tracing = tracing;
 }
 

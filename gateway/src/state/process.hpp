@@ -41,7 +41,7 @@ struct restart_only {
     // The top-level keys these settings come from, as config::changed_sections compares them:
     // the ones the key tables mark restart-only (reload::restart in config/src/config_keys.cpp).
     static const std::vector<std::string>& keys();
-    // The parts of those sections a reload applies all the same (store.refusal).
+    // The parts of those sections a reload applies all the same (store.refusal, admin.shadow_window).
     static const std::vector<std::string>& reloadable_parts();
     // `next` with these settings put back to the running values.
     void keep_in(config::config& next) const;

@@ -1,21 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // One I/O thread's session over the memory store: every call runs at once on the shared engine
 // (memory_engine.hpp) and completes without suspending, except waiting for a settlement.
+#include "in_process_session.hpp"
 #include "memory/memory_engine.hpp"
 
 namespace idemgate::store::detail {
 
 // Offers every capability.
-class memory_session final : public session,
+class memory_session final : public in_process_session<memory_backend>,
                              public settle_wait,
                              public tombstone_keeper,
                              public attempt_counter,
                              public probe_schedule,
-                             public quota_keeper,
-                             public shadow_tally,
-                             public held_index {
+                             public quota_keeper {
 public:
-    explicit memory_session(std::shared_ptr<memory_backend> b) : backend_(std::move(b)) {}
+    explicit memory_session(std::shared_ptr<memory_backend> b) : in_process_session(std::move(b)) {}
 
     boost::asio::awaitable<reserve_result> reserve(scope s, const record& in_flight,
                                                    duration lock_ttl) override;
@@ -46,54 +45,6 @@ public:
     attempt_counter* attempts() noexcept override { return this; }
     probe_schedule* probes() noexcept override { return this; }
     quota_keeper* quotas() noexcept override { return this; }
-    shadow_tally* shadows() noexcept override { return this; }
-
-    boost::asio::awaitable<boost::system::error_code> add_shadow_counts(std::string_view route,
-                                                                        shadow_counts& since_start,
-                                                                        shadow_counts& window,
-                                                                        std::int64_t now_unix_ms) override
-    {
-        backend_->shadows.add(route, since_start, window, now_unix_ms);
-        co_return boost::system::error_code{};
-    }
-    boost::asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
-                                                             std::int64_t now_unix_ms) override
-    {
-        co_return backend_->shadows.read(route, now_unix_ms);
-    }
-    held_index* held() noexcept override { return this; }
-
-    boost::asio::awaitable<boost::system::error_code> list_held(scope s, const held_text& entry) override
-    {
-        backend_->held.list(entry.label, s, entry.owner_token, entry.text);
-        co_return boost::system::error_code{};
-    }
-    boost::asio::awaitable<boost::system::error_code> note_held(scope s, const held_text& seen) override
-    {
-        backend_->held.note(seen.label, s, seen.owner_token, seen.text);
-        co_return boost::system::error_code{};
-    }
-    boost::asio::awaitable<boost::system::error_code> unlist_held(scope s, std::string_view label) override
-    {
-        backend_->held.unlist(label, s);
-        co_return boost::system::error_code{};
-    }
-    boost::asio::awaitable<held_page> held_keys(std::string_view label, bool by_label, std::string_view after,
-                                                std::size_t limit) override
-    {
-        auto& b = *backend_;
-        co_return b.held.page(
-            label, by_label, after, limit, [&](scope s) { return b.lookup(s); },
-            [&](scope s) { return b.record_id(s); });
-    }
-    boost::asio::awaitable<boost::system::error_code>
-    resolve_held(scope s, std::string_view owner_token, const record* resolved, duration ttl) override
-    {
-        co_return backend_->resolve_held(s, owner_token, resolved, ttl);
-    }
-
-private:
-    std::shared_ptr<memory_backend> backend_;
 };
 
 std::unique_ptr<session> memory_backend::open_session(boost::asio::any_io_executor)

@@ -105,6 +105,24 @@ constexpr std::string_view extend_script = "local v = redis.call('GET', KEYS[1])
                                            "end\n"
                                            "return 0\n";
 
+// KEYS[1] a shadow route's totals, KEYS[2..] its window's buckets (one hash tag: one slot);
+// ARGV the figures' names. Returns the totals' counts, then the buckets' sums, in ARGV's order
+// (0 for a figure a hash lacks): one round trip for a window of up to 1440 buckets.
+constexpr std::string_view shadow_read_script =
+    "local n = #ARGV\n"
+    "local index, out = {}, {}\n"
+    "for f = 1, n do index[ARGV[f]] = f; out[f] = 0; out[n + f] = 0 end\n"
+    "for k = 1, #KEYS do\n"
+    "  local base = 0\n"
+    "  if k > 1 then base = n end\n"
+    "  local h = redis.call('HGETALL', KEYS[k])\n"
+    "  for i = 1, #h, 2 do\n"
+    "    local f = index[h[i]]\n"
+    "    if f then out[base + f] = out[base + f] + (tonumber(h[i + 1]) or 0) end\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
+
 std::string sha1_hex(std::string_view text)
 {
     std::array<unsigned char, SHA_DIGEST_LENGTH> digest{};
@@ -143,6 +161,12 @@ const lua_script& admit_lua()
 const lua_script& count_lua()
 {
     static const lua_script s{count_script, sha1_hex(count_script)};
+    return s;
+}
+
+const lua_script& shadow_read_lua()
+{
+    static const lua_script s{shadow_read_script, sha1_hex(shadow_read_script)};
     return s;
 }
 

@@ -30,6 +30,8 @@ const lua_script& admit_lua();
 // starts with a prefix (an owner's in-flight record).
 const lua_script& count_lua();
 const lua_script& extend_lua();
+// shadow_read: a shadow route's totals and its window's sums, from HGETALL of each hash.
+const lua_script& shadow_read_lua();
 
 // A rate as the admit script reads it: plain decimal, enough digits for any configured value.
 std::string rate_text(double rate);

@@ -4,11 +4,12 @@
 #include "redis/redis_keys.hpp"
 #include "redis/redis_scripts.hpp"
 
+#include <algorithm>
 #include <array>
 #include <boost/describe/enum_to_string.hpp>
-#include <charconv>
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
+#include <vector>
 
 namespace idemgate::store::detail {
 
@@ -58,37 +59,6 @@ asio::awaitable<error_code> add_to(command_router& router, redis_shared& shared,
     co_return failed;
 }
 
-// HGETALL `key` added into `out`; a field that names no figure is left alone.
-asio::awaitable<error_code> add_from(command_router& router, redis_shared& shared, const std::string& key,
-                                     shadow_counts& out)
-{
-    std::array<std::string_view, 2> args{"HGETALL", key};
-    auto r = co_await router.execute(key, args);
-    if (r.ec) {
-        if (r.ec == error::store_error_reply)
-            shared.log_error_reply("read_shadow_counts", "HGETALL", r);
-        co_return r.ec;
-    }
-    // An array of name, value.
-    if (r.reply->type != REDIS_REPLY_ARRAY) {
-        shared.stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
-        co_return make_error_code(error::store_protocol);
-    }
-    for (std::size_t i = 0; i + 1 < r.reply->elements; i += 2) {
-        const auto* name = r.reply->element[i];
-        const auto* value = r.reply->element[i + 1];
-        if (name->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING)
-            continue;
-        std::string_view field(name->str, name->len);
-        std::uint64_t n = 0;
-        std::from_chars(value->str, value->str + value->len, n);
-        for (std::size_t f = 0; f < shadow_figure_count; ++f)
-            if (field == figure_name(f))
-                out[f] += n;
-    }
-    co_return error_code{};
-}
-
 } // namespace
 
 asio::awaitable<error_code> add_shadow_counts(command_router& router, redis_shared& shared,
@@ -100,20 +70,55 @@ asio::awaitable<error_code> add_shadow_counts(command_router& router, redis_shar
                                      std::chrono::duration_cast<milliseconds>(shadow_keep));
     auto bucket = shadow_key(prefix, route, std::to_string(now_unix_ms / bucket_ms));
     auto window_ec =
-        co_await add_to(router, shared, bucket, window, milliseconds(bucket_ms * (shadow_buckets + 1)));
+        co_await add_to(router, shared, bucket, window, milliseconds(bucket_ms * (shadow_buckets_kept + 1)));
     co_return totals_ec ? totals_ec : window_ec;
 }
 
 asio::awaitable<shadow_totals> read_shadow_counts(command_router& router, redis_shared& shared,
-                                                  std::string_view route, std::int64_t now_unix_ms)
+                                                  std::string_view route, shadow_window_at at)
 {
     const auto& prefix = shared.cfg.key_prefix;
+    const auto index = at.now_unix_ms / bucket_ms;
+    const auto buckets = std::clamp<std::int64_t>(at.buckets, 1, shadow_buckets_kept);
+    std::vector<std::string> keys;
+    keys.reserve(static_cast<std::size_t>(buckets) + 1);
+    keys.push_back(shadow_key(prefix, route, "all"));
+    for (std::int64_t i = 0; i < buckets; ++i)
+        keys.push_back(shadow_key(prefix, route, std::to_string(index - i)));
+    const auto& script = shadow_read_lua();
+    const auto key_count = std::to_string(keys.size());
+    std::vector<std::string_view> args{"EVALSHA", script.sha, key_count};
+    args.reserve(3 + keys.size() + shadow_figure_count);
+    args.insert(args.end(), keys.begin(), keys.end());
+    for (std::size_t f = 0; f < shadow_figure_count; ++f)
+        args.push_back(figure_name(f));
+    // One hash tag: every key is in the first one's slot.
+    auto r = co_await router.execute(keys.front(), args);
+    if (is_noscript(r)) {
+        args[0] = "EVAL";
+        args[1] = script.text;
+        r = co_await router.execute(keys.front(), args);
+    }
     shadow_totals out;
-    out.ec = co_await add_from(router, shared, shadow_key(prefix, route, "all"), out.since_start);
-    const auto index = now_unix_ms / bucket_ms;
-    for (std::int64_t i = 0; i < shadow_buckets && !out.ec; ++i)
-        out.ec = co_await add_from(router, shared, shadow_key(prefix, route, std::to_string(index - i)),
-                                   out.window);
+    if (r.ec) {
+        if (r.ec == error::store_error_reply)
+            shared.log_error_reply("read_shadow_counts", "EVALSHA", r);
+        out.ec = r.ec;
+        co_return out;
+    }
+    // The totals' counts, then the window's sums.
+    if (r.reply->type != REDIS_REPLY_ARRAY || r.reply->elements != 2 * shadow_figure_count) {
+        shared.stats.errors_protocol.fetch_add(1, std::memory_order_relaxed);
+        out.ec = make_error_code(error::store_protocol);
+        co_return out;
+    }
+    for (std::size_t f = 0; f < shadow_figure_count; ++f) {
+        const auto* total = r.reply->element[f];
+        const auto* sum = r.reply->element[shadow_figure_count + f];
+        out.since_start[f] =
+            total->type == REDIS_REPLY_INTEGER ? static_cast<std::uint64_t>(total->integer) : 0;
+        out.window[f] = sum->type == REDIS_REPLY_INTEGER ? static_cast<std::uint64_t>(sum->integer) : 0;
+    }
     co_return out;
 }
 

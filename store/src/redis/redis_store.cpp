@@ -265,10 +265,10 @@ public:
     {
         return detail::add_shadow_counts(*router_, *shared_, route, since_start, window, now_unix_ms);
     }
-    asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
-                                                      std::int64_t now_unix_ms) override
+    asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route, std::int64_t now_unix_ms,
+                                                      std::int64_t buckets) override
     {
-        return detail::read_shadow_counts(*router_, *shared_, route, now_unix_ms);
+        return detail::read_shadow_counts(*router_, *shared_, route, {now_unix_ms, buckets});
     }
     held_index* held() noexcept override { return &held_; }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <idemgate/config/admin_config.hpp>
 #include <idemgate/config/listen_proxy_config.hpp>
 #include <idemgate/config/reconcile_config.hpp>
 #include <idemgate/config/store_config.hpp>
@@ -228,11 +229,6 @@ struct limits_config {
     std::size_t max_response_header_bytes = 64 * 1024;
     std::size_t max_connections = 10000; // client connections, all threads
     std::size_t max_waiting = 10000;     // duplicates waiting at once (wait mode); 503 beyond
-};
-
-struct admin_config {
-    std::string token_env; // env var holding the admin API's bearer token ("" = API off)
-    std::string token;     // resolved from token_env at load time, never from YAML
 };
 
 // How the access log is written: per-thread batches, handed to one writer thread

@@ -22,11 +22,12 @@ BOOST_DEFINE_ENUM_CLASS(shadow_figure, keyed, duplicates_executed, duplicates_di
                         after_ttl);
 inline constexpr std::size_t shadow_figure_count = enum_count<shadow_figure>;
 using shadow_counts = std::array<std::uint64_t, shadow_figure_count>;
-// The report's sliding window: the last shadow_buckets buckets of shadow_bucket each, the
-// current one included (between 59 and 60 minutes). A route's since-start totals are forgotten
-// shadow_keep after its last count.
+// The report's sliding window: the last n buckets of shadow_bucket each, the current one
+// included (a window of n minutes spans between n - 1 and n minutes). The store keeps
+// shadow_buckets_kept of them, the longest window (24 h: config::shadow_window_longest). A
+// route's since-start totals are forgotten shadow_keep after its last count.
 inline constexpr std::chrono::seconds shadow_bucket{60};
-inline constexpr std::int64_t shadow_buckets = 60;
+inline constexpr std::int64_t shadow_buckets_kept = 24 * 60;
 inline constexpr std::chrono::seconds shadow_keep{7 * 24 * 3600};
 
 // A shadow route's figures as the store holds them (shadow_tally::read_shadow_counts).
@@ -47,9 +48,10 @@ public:
                                                                                 shadow_counts& since_start,
                                                                                 shadow_counts& window,
                                                                                 std::int64_t now_unix_ms) = 0;
-    // The route's totals and the sum of its window's buckets at now_unix_ms.
-    virtual boost::asio::awaitable<shadow_totals> read_shadow_counts(std::string_view route,
-                                                                     std::int64_t now_unix_ms) = 0;
+    // The route's totals and the sum of the last `buckets` buckets at now_unix_ms (its window:
+    // 1 to shadow_buckets_kept; outside, the nearest).
+    virtual boost::asio::awaitable<shadow_totals>
+    read_shadow_counts(std::string_view route, std::int64_t now_unix_ms, std::int64_t buckets) = 0;
 
 protected:
     ~shadow_tally() = default;
