@@ -10,6 +10,7 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -207,9 +208,11 @@ TEST_CASE("ready_read_some: end of file and cancellation complete the read as as
 namespace {
 
 // Runs what is ready on `io` (one epoll_wait each time) until `socket` is no longer quiet, at most
-// 5 s; false if it stayed quiet.
+// 5 s; false if it stayed quiet. The guard keeps `io` polling epoll with no operation queued, as
+// a gateway thread's other sockets keep it.
 bool poll_until_not_quiet(asio::io_context& io, asio::ip::tcp::socket& socket)
 {
+    auto busy = asio::make_work_guard(io);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (idemgate::quiet_since_drained(socket)) {
         if (std::chrono::steady_clock::now() > give_up)
@@ -256,9 +259,10 @@ TEST_CASE("quiet_since_drained: after a read that emptied the socket, until the 
         CHECK(quiet_since_drained(p.near) == ready_read_vendored);
         CHECK(poll_until_not_quiet(io, p.near));
         CHECK(!quiet_since_drained(p.near));
-        // What the peek then finds: end of file.
+        // What the peek then finds (once epoll reported the FIN): end of file.
         char byte;
-        CHECK(::recv(p.near.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
+        if (ready_read_vendored)
+            CHECK(::recv(p.near.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
     }
     SUBCASE("bytes nobody asked for while idle")
     {
@@ -268,8 +272,11 @@ TEST_CASE("quiet_since_drained: after a read that emptied the socket, until the 
         asio::write(p.far, asio::buffer(std::string("stray")));
         CHECK(poll_until_not_quiet(io, p.near));
         // And it stays off: no read emptied the socket since.
-        io.restart();
-        io.poll();
+        {
+            auto busy = asio::make_work_guard(io);
+            io.restart();
+            io.poll();
+        }
         CHECK(!quiet_since_drained(p.near));
         // The next read that empties it (waiting first, as the next answer's does) sets it again.
         char buf[16];

@@ -198,18 +198,18 @@ Connection upstream_pool::take_idle(address_slot& slot, idle_reuse reuse)
         if (reuse == idle_reuse::recent_as_is && idle_for < liveness_check_after)
             return c;
         auto& socket = beast::get_lowest_layer(detail::stream_of(c)).socket();
-        // A plain connection whose answer's last read emptied it, and for which the event loop
-        // has polled no readiness since (no byte, FIN or error: quiet_since_drained), is alive as
-        // far as this thread can know without a system call: nginx's rule for its cached upstream
-        // connections. What it leaves is a FIN (or a reset) the kernel took after this thread's
-        // last epoll_wait: in the common case that wait is the one that brought this request, a
-        // few microseconds ago (a Redis store's reply brings another), and the race with an
-        // upstream's idle close is there with the peek too, whose answer is as old when the
-        // request goes out. Such a request finds the connection dead: a write that fails is sent
-        // again on a new connection (nothing of it went out), one written in full is never sent
-        // again (an outcome unknown, its key held): availability is at stake, not the promise.
-        // Over TLS the socket's reads are the TLS stream's own, and elsewhere (no vendored read)
-        // the mark is never set: both peek.
+        // A plain connection whose answer's last read emptied it, and on which the event loop
+        // has polled no readiness since (no byte, FIN or error: quiet_since_drained), is taken
+        // without a system call: nginx's rule for its cached upstream connections. The window it
+        // leaves, as nginx's does: a FIN (or bytes, or a reset) the kernel took after this
+        // thread's last epoll_wait. Asio's scheduler polls epoll once per pass over the thread's
+        // queue, and a request's own bytes (and a Redis store's reply) come through such a poll,
+        // so the window is the time since then: microseconds when idle, up to one pass under load.
+        // A POST written into a connection found dead that way is never sent again: its outcome
+        // is unknown (the key held, as for any upstream that dies after the request went out);
+        // the promise holds, one answer is lost. (A write that fails outright goes out again on
+        // a new connection: nothing of it was sent.) TLS connections, builds without the
+        // vendored read (the mark is never set) and connections with readiness seen are peeked.
         if constexpr (std::is_same_v<Connection, plain_connection>)
             if (quiet_since_drained(socket))
                 return c;
