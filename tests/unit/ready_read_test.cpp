@@ -4,11 +4,13 @@
 // read wait for epoll) still gets every byte, whether the byte arrives before that read is started
 // or after; a FIN that comes with the last bytes is seen at once by the next read, ours or Asio's;
 // end of file, cancellation (of the socket, and of the one operation through its slot) complete it
-// as Asio's own read does.
+// as Asio's own read does. quiet_since_drained: on after a read that emptied the socket, off again
+// once the event loop has polled a FIN or bytes, and never on where no such read was made.
 #include "socket_pair.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -18,6 +20,7 @@
 #include <idemgate/common/ready_read.hpp>
 #include <optional>
 #include <string>
+#include <sys/socket.h>
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -199,6 +202,144 @@ TEST_CASE("ready_read_some: end of file and cancellation complete the read as as
         start_read(p, buf, sizeof buf, got);
         REQUIRE(run_until(io, got));
         CHECK(std::string(buf, got->n) == "ok");
+    }
+}
+
+namespace {
+
+// Runs what is ready on `io` (one epoll_wait each time) until `socket` is no longer quiet, at most
+// 5 s; false if it stayed quiet. The guard keeps `io` polling epoll with no operation queued, as
+// a gateway thread's other sockets keep it.
+bool poll_until_not_quiet(asio::io_context& io, asio::ip::tcp::socket& socket)
+{
+    auto busy = asio::make_work_guard(io);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (idemgate::quiet_since_drained(socket)) {
+        if (std::chrono::steady_clock::now() > give_up)
+            return false;
+        io.restart();
+        io.poll();
+    }
+    return true;
+}
+
+// A read that is waiting when `bytes` arrive, so it takes them after epoll reported them: the
+// state of a pooled connection whose answer was read.
+void read_after_wait(asio::io_context& io, hinted_pair& p, const std::string& bytes)
+{
+    char buf[64];
+    std::optional<read_result> got;
+    start_read(p, buf, sizeof buf, got);
+    io.restart();
+    io.poll();
+    REQUIRE(!got);
+    asio::write(p.far, asio::buffer(bytes));
+    REQUIRE(run_until(io, got));
+    REQUIRE(!got->ec);
+    CHECK(std::string(buf, got->n) == bytes);
+}
+
+} // namespace
+
+TEST_CASE("quiet_since_drained: after a read that emptied the socket, until the event loop sees it readable")
+{
+    using idemgate::quiet_since_drained;
+    using idemgate::ready_read_vendored;
+    asio::io_context io;
+
+    SUBCASE("a FIN while idle")
+    {
+        hinted_pair p(io);
+        CHECK(!quiet_since_drained(p.near)); // nothing read yet
+        read_after_wait(io, p, "HTTP/1.1 201 Created\r\n\r\n");
+        CHECK(quiet_since_drained(p.near) == ready_read_vendored);
+        // The peer closes. Until the event loop polls epoll the mark cannot know: the window a
+        // caller accepts when it takes the mark for the answer.
+        p.far.shutdown(asio::ip::tcp::socket::shutdown_send);
+        CHECK(quiet_since_drained(p.near) == ready_read_vendored);
+        CHECK(poll_until_not_quiet(io, p.near));
+        CHECK(!quiet_since_drained(p.near));
+        // What the peek then finds (once epoll reported the FIN): end of file.
+        char byte;
+        if (ready_read_vendored)
+            CHECK(::recv(p.near.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
+    }
+    SUBCASE("bytes nobody asked for while idle")
+    {
+        hinted_pair p(io);
+        read_after_wait(io, p, "answer");
+        CHECK(quiet_since_drained(p.near) == ready_read_vendored);
+        asio::write(p.far, asio::buffer(std::string("stray")));
+        CHECK(poll_until_not_quiet(io, p.near));
+        // And it stays off: no read emptied the socket since.
+        {
+            auto busy = asio::make_work_guard(io);
+            io.restart();
+            io.poll();
+        }
+        CHECK(!quiet_since_drained(p.near));
+        // The next read that empties it (waiting first, as the next answer's does) sets it again.
+        char buf[16];
+        std::optional<read_result> got;
+        start_read(p, buf, sizeof buf, got);
+        REQUIRE(run_until(io, got));
+        CHECK(std::string(buf, got->n) == "stray");
+        read_after_wait(io, p, "next");
+        CHECK(quiet_since_drained(p.near) == ready_read_vendored);
+    }
+    SUBCASE("a read that left bytes behind")
+    {
+        hinted_pair p(io);
+        char buf[4];
+        std::optional<read_result> got;
+        start_read(p, buf, sizeof buf, got);
+        asio::write(p.far, asio::buffer(std::string("0123456789")));
+        REQUIRE(run_until(io, got));
+        CHECK(got->n == 4);
+        CHECK(!quiet_since_drained(p.near));
+    }
+    SUBCASE("a read that left the peer's FIN behind")
+    {
+        hinted_pair p(io);
+        char buf[16];
+        std::optional<read_result> got;
+        start_read(p, buf, sizeof buf, got);
+        io.restart();
+        io.poll();
+        asio::write(p.far, asio::buffer(std::string("last")));
+        p.far.shutdown(asio::ip::tcp::socket::shutdown_send);
+        REQUIRE(run_until(io, got));
+        CHECK(std::string(buf, got->n) == "last");
+        // Whether the FIN came with the bytes or after them, the mark is off.
+        CHECK(poll_until_not_quiet(io, p.near));
+    }
+    SUBCASE("no mark without TCP_INQ's counts, after Asio's own read, or once closed")
+    {
+        socket_pair plain(io);
+        char buf[16];
+        std::optional<read_result> got;
+        ready_read_some(plain.near, asio::buffer(buf), [&got](error_code ec, std::size_t n) {
+            got = read_result{ec, n};
+        });
+        asio::write(plain.far, asio::buffer(std::string("abc")));
+        REQUIRE(run_until(io, got));
+        CHECK(!quiet_since_drained(plain.near));
+
+        hinted_pair p(io);
+        read_after_wait(io, p, "answer");
+        CHECK(quiet_since_drained(p.near) == ready_read_vendored);
+        std::optional<read_result> asio_read;
+        p.near.async_read_some(asio::buffer(buf), [&asio_read](error_code ec, std::size_t n) {
+            asio_read = read_result{ec, n};
+        });
+        asio::write(p.far, asio::buffer(std::string("more")));
+        REQUIRE(run_until(io, asio_read));
+        CHECK(!quiet_since_drained(p.near));
+
+        hinted_pair q(io);
+        read_after_wait(io, q, "answer");
+        q.near.close();
+        CHECK(!quiet_since_drained(q.near));
     }
 }
 

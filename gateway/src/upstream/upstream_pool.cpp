@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // One I/O thread's keep-alive pool for one upstream: which address (balance, health), idle
-// connections and the liveness peek before reuse, and connecting (with TLS, the handshake and
+// connections and their liveness check before reuse, and connecting (with TLS, the handshake and
 // session resumption). One request's exchange over a pooled connection: upstream_exchange.cpp.
 #include "upstream/upstream_pool.hpp"
 
@@ -198,8 +198,25 @@ Connection upstream_pool::take_idle(address_slot& slot, idle_reuse reuse)
         if (reuse == idle_reuse::recent_as_is && idle_for < liveness_check_after)
             return c;
         auto& socket = beast::get_lowest_layer(detail::stream_of(c)).socket();
+        // A plain connection whose answer's last read emptied it, and on which the event loop
+        // has polled no readiness since (no byte, FIN or error: quiet_since_drained), is taken
+        // without a system call: nginx's rule for its cached upstream connections. The window it
+        // leaves, as nginx's does: a FIN (or bytes, or a reset) the kernel took after this
+        // thread's last epoll_wait. Asio's scheduler polls epoll once per pass over the thread's
+        // queue, and a request's own bytes (and a Redis store's reply) come through such a poll,
+        // so the window is the time since then: microseconds when idle, up to one pass under load.
+        // A POST written into a connection found dead that way is never sent again: its outcome
+        // is unknown (the key held, as for any upstream that dies after the request went out);
+        // the promise holds, one answer is lost. (A write that fails outright goes out again on
+        // a new connection: nothing of it was sent.) TLS connections, builds without the
+        // vendored read (the mark is never set) and connections with readiness seen are peeked.
+        if constexpr (std::is_same_v<Connection, plain_connection>)
+            if (quiet_since_drained(socket))
+                return c;
         // A peek without blocking: 0 means the upstream closed it while idle, data means it sent
-        // something unasked (over TLS, a close_notify); either way it is not safe to reuse.
+        // something unasked (over TLS, a close_notify); either way it is not safe to reuse. Here
+        // too after the event loop saw the socket readable: that may have been the answer's own
+        // last bytes, read before the event was polled, and the peek then finds nothing.
         char byte;
         auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {

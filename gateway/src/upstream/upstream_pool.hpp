@@ -99,13 +99,15 @@ public:
     // after make_shared).
     void attach();
 
-    // A pooled connection is checked before reuse (a peek without blocking: has the upstream
-    // closed it, or sent something unasked?), except for a request that can be sent again on a new
-    // connection if this one turns out dead (an idempotent method) on a connection handed back
-    // less than this long ago. Far below any keep-alive timeout servers ship with (nginx 75 s,
-    // Node 5 s, gunicorn 2 s), and long enough that a busy pool skips the system call. A request
-    // that cannot be sent twice (POST, PATCH) is always checked: an upstream that died or closed
-    // its connections a moment ago must not cost it a 502.
+    // A pooled connection is checked before reuse (has the upstream closed it, or sent something
+    // unasked?), except for a request that can be sent again on a new connection if this one
+    // turns out dead (an idempotent method) on a connection handed back less than this long ago.
+    // Far below any keep-alive timeout servers ship with (nginx 75 s, Node 5 s, gunicorn 2 s),
+    // and long enough that a busy pool skips the check. A request that cannot be sent twice
+    // (POST, PATCH) is always checked: an upstream that died or closed its connections a moment
+    // ago must not cost it a 502. The check: a plain connection the event loop has seen nothing
+    // on since its last read emptied it is taken as it is (quiet_since_drained, no system call);
+    // any other (TLS, or readiness seen) is peeked without blocking.
     static constexpr std::chrono::milliseconds liveness_check_after{100};
 
     // A new address set from the fleet (on the pool's executor): idle connections to addresses

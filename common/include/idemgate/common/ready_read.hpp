@@ -19,10 +19,15 @@
 // the two reads is never missed. A socket without TCP_INQ (its recvmsg carries no count) is never
 // marked: it reads as with async_read_some.
 //
+// The same mark answers, without a system call, whether an idle socket has stayed quiet
+// (quiet_since_drained): while it is off, epoll has reported nothing for the socket since a read
+// emptied it (no byte, no FIN, no error), since any such report turns it back on.
+//
 // The operation is Asio 1.81's reactive receive operation with that one change, so it is built
 // only where that is what tcp::socket uses (Boost 1.81, the epoll reactor, Linux); elsewhere
-// (another Boost, the io_uring backend) ready_read_some is async_read_some and
-// enable_read_hints does nothing. `ready_read_vendored` says which.
+// (another Boost, the io_uring backend) ready_read_some is async_read_some,
+// enable_read_hints does nothing and quiet_since_drained is always false. `ready_read_vendored`
+// says which.
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -209,6 +214,14 @@ auto ready_read_some(boost::asio::ip::tcp::socket& socket, const boost::asio::mu
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
         ready_read_detail::initiate_receive{&socket}, token, buffer);
 }
+
+// True when the last read of `socket` (ready_read_some, with its hints on) emptied it and its
+// reactor has reported no readiness for it since: no byte, FIN or error that the event loop has
+// polled. Not a system call: the reactor's own mark, read under the socket's lock as the reactor
+// reads it. False for a socket no such read emptied (never read, read by async_read_some, a read
+// that left bytes or a FIN behind, no TCP_INQ), or closed. What the kernel received since the
+// event loop last polled epoll is not seen: a caller that must not miss it asks the socket itself.
+bool quiet_since_drained(boost::asio::ip::tcp::socket& socket) noexcept;
 #else
 inline constexpr bool ready_read_vendored = false;
 
@@ -222,6 +235,11 @@ auto ready_read_some(boost::asio::ip::tcp::socket& socket, const boost::asio::mu
                      Token&& token)
 {
     return socket.async_read_some(buffer, std::forward<Token>(token));
+}
+
+inline bool quiet_since_drained(boost::asio::ip::tcp::socket&) noexcept
+{
+    return false;
 }
 #endif
 
