@@ -140,6 +140,16 @@ TEST_CASE("the console's files need no token and carry a content security policy
         CHECK(bare.header("location") == "admin/?from=bookmark");
     }
 
+    // An unknown API path is 404, its detail naming every endpoint there is.
+    auto unknown = console_get(f, "/admin/v1/nothing");
+    CHECK(is_problem(unknown, 404));
+    const auto detail = std::string(parse_object(unknown.body)["detail"].as_string());
+    for (const char* endpoint :
+         {"records", "records/resolve", "held", "shadow", "config", "reloads", "upstreams", "reload"}) {
+        CAPTURE(endpoint);
+        CHECK(std::regex_search(detail, std::regex(std::string("/admin/v1/") + endpoint + "(,|$)")));
+    }
+
     // Every data path still needs the token.
     for (const char* path :
          {"/admin/v1/config", "/admin/v1/reloads", "/admin/v1/upstreams", "/admin/secret.txt"}) {
