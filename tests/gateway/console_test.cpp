@@ -2,17 +2,16 @@
 // The admin console: its files over plain HTTP (no token, the content security policy, 404 with
 // the admin API off), the API reads it shows (configuration, reloads, upstreams: behind the
 // token), and the console itself in a real headless Chromium driven over the DevTools protocol
-// (cdp_driver.py): nothing before sign-in, a held key resolved with its button and then retried,
-// a key made of markup shown as text. Store-neutral: run over the memory store only.
+// (tests/support/cdp_driver.py): nothing before sign-in, a held key resolved with its button and then
+// retried, a key made of markup shown as text. Store-neutral: run over the memory store only.
 #include "gateway_fixture.hpp"
 #include "reload_support.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <idemgate/test/chromium.hpp>
 #include <regex>
-#include <sstream>
-#include <unistd.h>
 
 using namespace idemgate::test;
 using namespace std::chrono_literals;
@@ -43,58 +42,29 @@ http_response console_get(gateway_fixture& f, const std::string& path, bool toke
     return http_request(f.gateway->admin_port(), "GET", path, token ? console_auth() : none, {}, io_timeout);
 }
 
-// The program's path in $PATH, or "".
-std::string executable_in_path(const std::string& name)
-{
-    const char* path = std::getenv("PATH");
-    std::istringstream dirs(path ? path : "/usr/bin:/bin");
-    for (std::string dir; std::getline(dirs, dir, ':');) {
-        auto candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
-        if (::access(candidate.c_str(), X_OK) == 0)
-            return candidate;
-    }
-    return "";
-}
-
 // `text` as a JavaScript string literal (JSON's is one).
 std::string js_string(const std::string& text)
 {
     return boost::json::serialize(boost::json::value(text));
 }
 
-// Runs the steps in Chromium; one object per step that ran, then {"console": [...]}.
+// The steps run in Chromium: one object per step that ran, and what the page logged.
 struct driver_run {
     std::vector<boost::json::object> steps;
     boost::json::array console;
-    std::string output;
 };
 
-driver_run run_in_chromium(const boost::json::array& steps)
+driver_run drive_chromium(const boost::json::array& steps)
 {
     // install-deps installs Chromium with everything the tests need: its absence is a failure.
-    auto chromium = executable_in_path("chromium");
-    REQUIRE_MESSAGE(
-        !chromium.empty(),
-        "chromium is not in PATH: scripts/install-deps.sh installs it (apt-get install chromium)");
-    temp_dir dir;
-    auto file = dir.write_file("steps.json", boost::json::serialize(steps));
-    child_process driver("/usr/bin/python3",
-                         {IDEMGATE_SOURCE_DIR "/tests/gateway/cdp_driver.py", chromium, file});
-    auto status = driver.wait_exit(60s);
+    auto run = run_in_chromium(boost::json::serialize(steps));
     driver_run out;
-    out.output = driver.output();
-    INFO("cdp_driver output:\n" << out.output);
-    REQUIRE(status.has_value());
-    for (const auto& line : driver.lines()) {
-        if (line.empty() || line.front() != '{')
-            continue;
-        auto o = boost::json::parse(line).as_object();
-        if (o.contains("console"))
-            out.console = o["console"].as_array();
-        else
-            out.steps.push_back(std::move(o));
-    }
-    CHECK(*status == 0);
+    INFO("cdp_driver output:\n" << run.output);
+    REQUIRE(run.exit_status.has_value());
+    for (const auto& line : run.steps)
+        out.steps.push_back(boost::json::parse(line).as_object());
+    out.console = boost::json::parse(run.console).as_array();
+    CHECK(*run.exit_status == 0);
     REQUIRE(out.steps.size() == steps.size());
     return out;
 }
@@ -133,7 +103,8 @@ std::vector<std::string> page_errors(const boost::json::array& console, bool net
 
 TEST_SUITE_BEGIN("admin console" * needs_store("memory"));
 
-TEST_CASE("the console's files need no token and carry a content security policy; the admin API off, 404")
+TEST_CASE("the console's files need no token and carry a content security policy; /admin leads to /admin/; "
+          "the admin API off, 404")
 {
     gateway_fixture f(console_options());
     auto page = console_get(f, "/admin/", false);
@@ -161,6 +132,23 @@ TEST_CASE("the console's files need no token and carry a content security policy
     auto post = http_request(f.gateway->admin_port(), "POST", "/admin/", {}, {}, io_timeout);
     CHECK(is_problem(post, 405));
     CHECK(post.header("allow") == "GET, HEAD");
+    // The console's address without its slash leads to it: relative, the query kept.
+    for (const char* method : {"GET", "HEAD"}) {
+        CAPTURE(method);
+        auto bare = http_request(f.gateway->admin_port(), method, "/admin?from=bookmark", {}, {}, io_timeout);
+        CHECK(bare.status == 308);
+        CHECK(bare.header("location") == "admin/?from=bookmark");
+    }
+
+    // An unknown API path is 404, its detail naming every endpoint there is.
+    auto unknown = console_get(f, "/admin/v1/nothing");
+    CHECK(is_problem(unknown, 404));
+    const auto detail = std::string(parse_object(unknown.body)["detail"].as_string());
+    for (const char* endpoint :
+         {"records", "records/resolve", "held", "shadow", "config", "reloads", "upstreams", "reload"}) {
+        CAPTURE(endpoint);
+        CHECK(std::regex_search(detail, std::regex(std::string("/admin/v1/") + endpoint + "(,|$)")));
+    }
 
     // Every data path still needs the token.
     for (const char* path :
@@ -172,7 +160,7 @@ TEST_CASE("the console's files need no token and carry a content security policy
     gateway_options off = console_options();
     off.top_level.clear();
     gateway_fixture without_api(off);
-    for (const char* path : {"/admin/", "/admin/console.js", "/admin/console.css"}) {
+    for (const char* path : {"/admin", "/admin/", "/admin/console.js", "/admin/console.css"}) {
         CAPTURE(path);
         CHECK(is_problem(console_get(without_api, path, false), 404));
     }
@@ -275,7 +263,7 @@ TEST_CASE("the console in Chromium: a sign-in form and no data without the token
                  " signin_hidden: document.getElementById('sign-in').hidden})"),
     };
     steps[3].as_object()["text"] = admin_token;
-    auto run = run_in_chromium(steps);
+    auto run = drive_chromium(steps);
     for (const auto& s : run.steps)
         CHECK_MESSAGE(s.at("ok") == true, boost::json::serialize(s));
     auto before = run.steps[2].at("value").as_object();
@@ -351,13 +339,17 @@ TEST_CASE("the console in Chromium: a held key resolved with its button and retr
                          " && document.querySelectorAll('#outcomes tbody td.n').length > 0"
                          " && document.querySelectorAll('#shadow-table tbody tr').length > 0"),
         cdp_step("screenshot", shot),
+        // The chart's legend: every label drawn, none over another.
+        cdp_step("eval",
+                 "[...document.querySelectorAll('#shadow-chart g.legend-item')].map((g) => {"
+                 " const r = g.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"),
         cdp_step("type", row_of(held) + ".querySelector('input.reason')"),
         cdp_step("click", row_of(held) + ".querySelector('button.resolve-not-executed')"),
         cdp_step("wait", "!" + row_of(held) + " && document.getElementById('banner').textContent"),
     };
     steps[2].as_object()["text"] = admin_token;
-    steps[8].as_object()["text"] = "the order service has no order for this key";
-    auto run = run_in_chromium(steps);
+    steps[9].as_object()["text"] = "the order service has no order for this key";
+    auto run = drive_chromium(steps);
     for (const auto& s : run.steps)
         CHECK_MESSAGE(s.at("ok") == true, boost::json::serialize(s));
     auto shown = run.steps[5].at("value").as_object();
@@ -366,7 +358,21 @@ TEST_CASE("the console in Chromium: a held key resolved with its button and retr
     CHECK(shown["scripts"] == 1); // console.js alone
     CHECK(shown["svg"] == 0);
     CHECK(shown["pwned"] == "undefined");
-    CHECK(std::string(run.steps[10].at("value").as_string()).find("not_executed") != std::string::npos);
+    CHECK(std::string(run.steps[11].at("value").as_string()).find("not_executed") != std::string::npos);
+    const auto legend = run.steps[8].at("value").as_array();
+    CHECK(legend.size() == 4);
+    for (std::size_t i = 0; i < legend.size(); ++i) {
+        const auto& a = legend[i].as_array();
+        CHECK(a[2].to_number<double>() > a[0].to_number<double>() + 20); // a swatch and a label
+        for (std::size_t j = i + 1; j < legend.size(); ++j) {
+            const auto& b = legend[j].as_array();
+            const bool apart = a[2].to_number<double>() <= b[0].to_number<double>() ||
+                               b[2].to_number<double>() <= a[0].to_number<double>() ||
+                               a[3].to_number<double>() <= b[1].to_number<double>() ||
+                               b[3].to_number<double>() <= a[1].to_number<double>();
+            CHECK_MESSAGE(apart, "legend items " << i << " and " << j << " overlap: " << legend);
+        }
+    }
     {
         INFO(boost::json::serialize(run.console));
         CHECK(page_errors(run.console, true).empty()); // every call answered, none refused

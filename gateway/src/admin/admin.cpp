@@ -3,6 +3,7 @@
 
 #include "admin/console.hpp"
 #include "admin/held_api.hpp"
+#include "admin/records_api.hpp"
 #include "admin/shadow_api.hpp"
 #include "core/http_date.hpp"
 #include "core/problem.hpp"
@@ -30,8 +31,6 @@
 #include <idemgate/common/percent_coding.hpp>
 #include <idemgate/common/prometheus.hpp>
 #include <idemgate/common/use_tuple.hpp>
-#include <idemgate/gateway/key_syntax.hpp>
-#include <idemgate/gateway/scope.hpp>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <optional>
@@ -122,6 +121,12 @@ response_type admin::answer(const admin_request& req)
         ctx_.route_stats.render(res.body(), openmetrics);
         if (openmetrics)
             res.body() = prometheus::to_openmetrics(res.body());
+    } else if (path == "/admin" && !ctx_.boot.admin.token.empty() && store_) {
+        // The console lives at /admin/ (its script and calls are relative to it). Relative, so
+        // that it still leads there behind a proxy that serves the admin listener under a prefix.
+        res.result(http::status::permanent_redirect);
+        res.set(http::field::location, "admin/" + std::string(req.target().substr(path.size())));
+        res.body() = "the console is at /admin/\n";
     } else {
         res = make_problem(base, {problems::no_route, "admin paths: /healthz, /readyz, /metrics"},
                            req.version(), true);
@@ -216,6 +221,15 @@ bool token_matches(std::string_view presented, const std::string& expected)
 
 } // namespace
 
+response_type json_answer(const boost::json::object& body, unsigned version)
+{
+    response_type res{http::status::ok, version};
+    res.set(http::field::content_type, "application/json");
+    res.set(http::field::cache_control, "no-store");
+    res.body() = boost::json::serialize(body);
+    return res;
+}
+
 std::string_view state_name(store::record_state s)
 {
     switch (s) {
@@ -292,90 +306,12 @@ asio::awaitable<response_type> admin::answer_api(const admin_request& req, const
     if (path != "/admin/v1/records")
         co_return make_problem(
             base,
-            {problems::no_route, "admin API paths: /admin/v1/records, /admin/v1/reload, /admin/v1/shadow"},
+            {problems::no_route,
+             "admin API paths: /admin/v1/records, /admin/v1/records/resolve, /admin/v1/held, "
+             "/admin/v1/shadow, /admin/v1/config, /admin/v1/reloads, /admin/v1/upstreams, "
+             "/admin/v1/reload"},
             version, true);
-    if (req.method() != http::verb::get && req.method() != http::verb::delete_) {
-        auto res = make_problem(
-            base, {problems::method_not_allowed, "/admin/v1/records answers GET and DELETE"}, version, true);
-        res.set(http::field::allow, "GET, DELETE");
-        co_return res;
-    }
-    auto params = query_params(req.target());
-    if (!params)
-        co_return make_problem(
-            base, {problems::bad_request, "the query string is not valid percent-encoding"}, version, true);
-    std::string key;
-    scope_source source; // the record's scope, resolved as the filter resolves a request's
-    for (const auto& [name, value] : *params) {
-        if (name == "key")
-            key = value;
-        else if (name == "credential" && ctx_.boot.store.key_secret.empty())
-            co_return make_problem(
-                base, {problems::bad_request, "credential given but store.key_secret_env is not set"},
-                version, true);
-        else if (name == "principal" && !is_principal(value))
-            co_return make_problem(base,
-                                   {problems::bad_request,
-                                    "principal must be as the access log shows it: per credential header "
-                                    "64 lower-case hex digits or \"-\", joined by ','"},
-                                   version, true);
-        else
-            set_scope_parameter(source, name, value);
-    }
-    if (!source.principal.empty() && !source.credentials.empty())
-        co_return make_problem(base, {problems::bad_request, "give credential= or principal=, not both"},
-                               version, true);
-    if (key.empty())
-        co_return make_problem(base, {problems::bad_request, "the key parameter is required"}, version, true);
-    // The key as a client sends it: a quoted spelling names the same record as the bare one.
-    std::string decoded;
-    auto parsed = parse_key_field(key, decoded);
-    if (parsed.error != key_syntax::ok)
-        co_return make_problem(base, {problems::bad_request, describe(parsed.error, parsed.offset, "key")},
-                               version, true);
-    auto resolved = resolve_scope(source, ctx_.boot.store.key_secret);
-    store::scope scope{resolved.tenant, parsed.key};
-    if (req.method() == http::verb::delete_) {
-        bool removed = false;
-        auto ec = co_await store_->remove(scope, removed);
-        if (ec)
-            co_return make_problem(base, {problems::store_unavailable, "the store failed: " + ec.message()},
-                                   version, true);
-        // The tenant part of the scope, without the credentials (they start at a space) and the
-        // route (at 0x02).
-        auto tenant = scope.tenant.substr(0, scope.tenant.find_first_of(std::string_view(" \x02", 2)));
-        log::warn("admin: record deleted", {{"tenant", tenant}, {"key", scope.key}, {"found", removed}});
-        if (!removed)
-            co_return make_problem(base, {problems::record_not_found, "no record for this scope and key"},
-                                   version, true);
-        response_type res{http::status::no_content, version};
-        co_return res;
-    }
-    auto found = co_await store_->lookup(scope);
-    if (found.ec)
-        co_return make_problem(base, {problems::store_unavailable, "the store failed: " + found.ec.message()},
-                               version, true);
-    if (!found.existing)
-        co_return make_problem(base, {problems::record_not_found, "no record for this scope and key"},
-                               version, true);
-    boost::json::object body;
-    body["state"] = state_name(found.existing->state);
-    body["fingerprint"] = found.existing->fingerprint;
-    body["created_unix_ms"] = found.existing->created_unix_ms;
-    body["expires_in_ms"] = found.expires_in_ms;
-    if (found.existing->state == store::record_state::completed) {
-        body["status"] = found.existing->response.status;
-        body["body_bytes"] = found.existing->response.body.size();
-    } else if (found.existing->state == store::record_state::status_only) {
-        body["status"] = found.existing->response.status;
-        body["body_bytes"] = found.existing->body_length;
-        body["body_sha256"] = found.existing->body_sha256;
-    }
-    response_type res{http::status::ok, version};
-    res.set(http::field::content_type, "application/json");
-    res.set(http::field::cache_control, "no-store");
-    res.body() = boost::json::serialize(body);
-    co_return res;
+    co_return co_await answer_records(ctx_, *store_, req, std::string(base));
 }
 
 // Logs every change of the store's readiness (first connection, loss, recovery), so an

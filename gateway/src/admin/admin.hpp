@@ -8,6 +8,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/json/fwd.hpp>
 #include <functional>
 #include <optional>
 #include <string>
@@ -24,6 +25,8 @@ inline constexpr std::size_t admin_body_limit = 16 * 1024;
 std::optional<std::vector<std::pair<std::string, std::string>>> query_params(std::string_view target);
 // A record state as the admin API names it ("in_flight", "completed", "outcome_unknown", ...).
 std::string_view state_name(store::record_state s);
+// 200 with `body` as application/json, not to be cached (every admin API read's answer).
+response_type json_answer(const boost::json::object& body, unsigned version);
 
 // GET /readyz: 200 "ready" or 503 ("draining", or "not ready"), then one line per store
 // condition ("store redis refusing writes: ..."; under readiness.store: ignore the answer stays
@@ -60,8 +63,8 @@ private:
     boost::asio::awaitable<void> session(tcp::socket socket);
     boost::asio::awaitable<void> watch_store();
     response_type answer(const admin_request& req);
-    // The admin API (/admin/v1/...): bearer token, then records lookup/delete. `client`: the
-    // admin client's address, for the log of what it changed.
+    // The admin API (/admin/v1/...): the console's files, the bearer token, then each endpoint's
+    // answer. `client`: the admin client's address, for the log of what it changed.
     boost::asio::awaitable<response_type> answer_api(const admin_request& req, const std::string& client);
 
     gateway_context& ctx_;

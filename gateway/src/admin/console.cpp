@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "admin/console.hpp"
 
+#include "admin/admin.hpp"
 #include "admin/embedded_files.hpp"
 #include "core/problem.hpp"
 #include "idempotency/refusal.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 #include <chrono>
 #include <idemgate/config/config.hpp>
 
@@ -35,15 +35,6 @@ response_type only_get(std::string_view path, unsigned version, std::string_view
     const std::string detail = std::string(path) + " answers GET";
     auto res = make_problem(problem_base, {problems::method_not_allowed, detail}, version, true);
     res.set(http::field::allow, "GET, HEAD");
-    return res;
-}
-
-response_type json_answer(const boost::json::object& body, unsigned version)
-{
-    response_type res{http::status::ok, version};
-    res.set(http::field::content_type, "application/json");
-    res.set(http::field::cache_control, "no-store");
-    res.body() = boost::json::serialize(body);
     return res;
 }
 

@@ -2,6 +2,7 @@
 // GET /admin/v1/held and POST /admin/v1/records/resolve (held_api.hpp).
 #include "admin/held_api.hpp"
 
+#include "admin/record_lookup.hpp"
 #include "core/problem.hpp"
 #include "idempotency/held_note.hpp"
 #include "idempotency/refusal.hpp"
@@ -9,12 +10,10 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 #include <charconv>
 #include <idemgate/common/digest.hpp>
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
-#include <idemgate/gateway/key_syntax.hpp>
 #include <idemgate/gateway/scope.hpp>
 #include <idemgate/store/held_index.hpp>
 #include <openssl/rand.h>
@@ -29,15 +28,6 @@ namespace {
 constexpr std::size_t default_held_page = 100;
 constexpr std::size_t max_held_page = 1000;
 constexpr std::size_t max_reason_characters = 200;
-
-response_type held_json_answer(const json::object& body, unsigned version)
-{
-    response_type res{http::status::ok, version};
-    res.set(http::field::content_type, "application/json");
-    res.set(http::field::cache_control, "no-store");
-    res.body() = json::serialize(body);
-    return res;
-}
 
 response_type held_method_only(std::string_view base, std::string_view path, std::string_view method,
                                unsigned version)
@@ -153,7 +143,7 @@ asio::awaitable<response_type> answer_held(gateway_context& ctx, store::session&
     json::object body;
     body["held"] = std::move(held);
     body["next_cursor"] = page.next.empty() ? json::value(nullptr) : json::value(to_hex(page.next));
-    co_return held_json_answer(body, version);
+    co_return json_answer(body, version);
 }
 
 namespace {
@@ -161,7 +151,7 @@ namespace {
 // What a resolve body asks, or the problem with it ("" when none).
 struct resolve_request {
     std::string key;
-    std::vector<std::pair<std::string, std::string>> scope; // scope parameters, as /admin/v1/records
+    scope_parameters scope; // as /admin/v1/records takes them
     bool executed = false;
     unsigned status = 0;
     std::string reason;
@@ -263,26 +253,18 @@ asio::awaitable<response_type> answer_resolve(gateway_context& ctx, store::sessi
             read_resolve(parsed.get_object(), live ? live->cfg : no_routes, ctx.boot.store.key_secret, ask);
         !problem.empty())
         co_return held_bad_request(base, problem, version);
-    scope_source source;
-    for (const auto& [name, value] : ask.scope)
-        set_scope_parameter(source, name, value);
-    std::string decoded;
-    auto key = parse_key_field(ask.key, decoded);
-    if (key.error != key_syntax::ok)
-        co_return held_bad_request(base, describe(key.error, key.offset, "key"), version);
-    auto resolved_scope = resolve_scope(source, ctx.boot.store.key_secret);
-    store::scope scope{resolved_scope.tenant, key.key};
+    const auto named = record_scope(ask.key, ask.scope, ctx.boot.store.key_secret);
+    if (!named.problem.empty())
+        co_return held_bad_request(base, named.problem, version);
+    const store::scope scope = named.scope();
     auto* index = store.held();
     if (!index)
         co_return make_problem(base, {problems::store_unavailable, "the store keeps no index of held keys"},
                                version, true);
-    auto found = co_await store.lookup(scope);
-    if (found.ec)
-        co_return make_problem(base, {problems::store_unavailable, "the store failed: " + found.ec.message()},
-                               version, true);
-    if (!found.existing)
-        co_return make_problem(base, {problems::record_not_found, "no record for this scope and key"},
-                               version, true);
+    auto lookup = co_await lookup_or_problem(store, scope, base, version);
+    if (lookup.problem)
+        co_return std::move(*lookup.problem);
+    const auto& found = lookup.found;
     const auto& held = *found.existing;
     if (held.state != store::record_state::outcome_unknown)
         co_return make_problem(base,
@@ -330,7 +312,7 @@ asio::awaitable<response_type> answer_resolve(gateway_context& ctx, store::sessi
                       {"resolution", resolution},
                       {"record_id", ctx.backend->record_id(scope)},
                       {"state", ask.executed ? "status_only" : "released"}};
-    co_return held_json_answer(body, version);
+    co_return json_answer(body, version);
 }
 
 } // namespace idemgate::gateway::detail

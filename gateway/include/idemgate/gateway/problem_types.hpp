@@ -59,7 +59,7 @@ inline constexpr problem mismatch{http::status::conflict, "idempotency-key-reuse
                                   "Idempotency-Key reused with a different request"};
 inline constexpr problem answer_not_replayable{
     http::status::unprocessable_entity, "answer-not-replayable",
-    "The first answer for this key was too large to record and cannot be replayed"};
+    "The first request with this key ran; its answer was not recorded and cannot be replayed"};
 inline constexpr problem record_expired{http::status::unprocessable_entity, "record-expired",
                                         "The record of the first request with this key has expired"};
 inline constexpr problem body_too_large{http::status::payload_too_large, "body-too-large",

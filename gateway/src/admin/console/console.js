@@ -274,35 +274,55 @@
     if (content !== undefined) e.textContent = String(content);
     return e;
   }
+  // The width a text of the chart is drawn with; an estimate while it is not rendered.
+  function text_width(text) {
+    return text.getComputedTextLength() || text.textContent.length * 7;
+  }
   // Horizontal bars: per route, the window's duplicates, differing answers, reuse and concurrent.
-  function shadow_chart(routes, window_seconds) {
-    const bar = 12, gap = 4, label_width = 160, width = 640, top = 24;
+  // Drawn straight into `place` (in the page), so that each legend label is measured as it is
+  // laid out: an item starts where the one before ends, on a new line past the chart's width.
+  function shadow_chart(place, routes, window_seconds) {
+    const bar = 12, gap = 4, label_width = 160, width = 640, spacing = 16, line = 16;
     const group = shadow_figures.length * (bar + gap) + 12;
-    const height = top + routes.length * group + 8;
+    const chart = svg('svg', {width, role: 'img', 'aria-label': 'shadow report, last ' + window_seconds + ' s',
+                             class: 'chart'});
+    place.replaceChildren(chart);
+    const caption = svg('text', {x: 0, y: 14, class: 'caption'}, 'over the last ' + window_seconds + ' s');
+    chart.append(caption);
+    const start = Math.max(label_width, Math.ceil(text_width(caption)) + spacing);
+    let x = start, y = 4;
+    shadow_figures.forEach(([, label], i) => {
+      const item = svg('g', {class: 'legend-item'});
+      const text = svg('text', {x: 14, y: 9, class: 'legend'}, label);
+      item.append(svg('rect', {x: 0, y: 0, width: 10, height: 10, class: 'f' + i}), text);
+      chart.append(item);
+      const w = 14 + Math.ceil(text_width(text));
+      if (x > start && x + w > width) {
+        x = start;
+        y += line;
+      }
+      item.setAttribute('transform', 'translate(' + x + ',' + y + ')');
+      x += w + spacing;
+    });
+    const top = y + 20;
     let max = 1;
     for (const r of routes)
       for (const [f] of shadow_figures) max = Math.max(max, Number(r.window?.[f]) || 0);
-    const chart = svg('svg', {viewBox: '0 0 ' + width + ' ' + height, width, height, role: 'img',
-                             'aria-label': 'shadow report, last ' + window_seconds + ' s', class: 'chart'});
-    chart.append(svg('text', {x: 0, y: 14, class: 'caption'}, 'over the last ' + window_seconds + ' s'));
-    shadow_figures.forEach(([, label], i) => {
-      const x = label_width + i * 120;
-      chart.append(svg('rect', {x, y: 4, width: 10, height: 10, class: 'f' + i}),
-                   svg('text', {x: x + 14, y: 13, class: 'legend'}, label));
-    });
     routes.forEach((r, ri) => {
       const y0 = top + ri * group;
       chart.append(svg('text', {x: 0, y: y0 + group / 2, class: 'route'}, r.route));
       shadow_figures.forEach(([f, label], i) => {
         const v = Number(r.window?.[f]) || 0;
         const w = Math.max(v > 0 ? 2 : 0, Math.round((width - label_width - 60) * v / max));
-        const y = y0 + i * (bar + gap);
-        const rect = svg('rect', {x: label_width, y, width: w, height: bar, class: 'f' + i});
+        const by = y0 + i * (bar + gap);
+        const rect = svg('rect', {x: label_width, y: by, width: w, height: bar, class: 'f' + i});
         rect.append(svg('title', {}, r.route + ': ' + label + ' ' + v));
-        chart.append(rect, svg('text', {x: label_width + w + 4, y: y + bar - 2, class: 'value'}, v));
+        chart.append(rect, svg('text', {x: label_width + w + 4, y: by + bar - 2, class: 'value'}, v));
       });
     });
-    return chart;
+    const height = top + routes.length * group + 8;
+    chart.setAttribute('viewBox', '0 0 ' + width + ' ' + height);
+    chart.setAttribute('height', height);
   }
   async function refresh_shadow() {
     const body = tbody('shadow-table');
@@ -326,7 +346,8 @@
     if (rows.length) body.replaceChildren(...rows);
     else empty_row(body, 8, 'no route in shadow mode');
     byId('shadow-note').textContent = data.scope === 'store' ? 'every gateway on this store' : 'this process';
-    byId('shadow-chart').replaceChildren(...(routes.length ? [shadow_chart(routes, data.window_seconds)] : []));
+    if (routes.length) shadow_chart(byId('shadow-chart'), routes, data.window_seconds);
+    else byId('shadow-chart').replaceChildren();
   }
 
   // ---- upstreams, reloads, configuration ----

@@ -4,6 +4,10 @@
 
     cdp_driver.py CHROMIUM STEPS.json
 
+The tests call it through run_in_chromium (include/idemgate/test/chromium.hpp): the admin
+console's (tests/gateway/console_test.cpp) and the load tester's report page's
+(tests/loadtest/loadtest_report_test.cpp). Chromium's flags are set here and nowhere else.
+
 Chromium runs with --remote-debugging-pipe: it reads the protocol's JSON messages, each ended by
 a NUL byte, on its fd 3 and writes its own on fd 4. STEPS.json is a list of steps, run in order
 on one page; each prints one JSON line {"step": i, "op": ..., "ok": bool, "value" | "error": ...}.
