@@ -64,18 +64,9 @@ class slow_upstream {
 public:
     slow_upstream(milliseconds read_pause, milliseconds answer_pause)
     {
-        listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        int small = 4096;
-        ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        addr.sin_port = 0;
-        REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-        REQUIRE(::listen(listen_fd_, 4) == 0);
-        socklen_t len = sizeof addr;
-        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-        port_ = ntohs(addr.sin_port);
+        auto listener = listen_on_loopback("slow upstream", 4, 4096);
+        listen_fd_ = listener.fd;
+        port_ = listener.port;
         thread_ = std::thread([this, read_pause, answer_pause] {
             int fd = ::accept(listen_fd_, nullptr, nullptr);
             if (fd < 0)

@@ -33,16 +33,9 @@ class keepalive_upstream {
 public:
     keepalive_upstream()
     {
-        listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-            ::listen(listen_fd_, 16) != 0 ||
-            ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-            throw std::runtime_error("keep-alive upstream: cannot listen");
-        port_ = ntohs(addr.sin_port);
+        auto listener = listen_on_loopback("keep-alive upstream", 16);
+        listen_fd_ = listener.fd;
+        port_ = listener.port;
         acceptor_ = std::thread([this] { accept_loop(); });
     }
 

@@ -58,6 +58,27 @@ std::uint16_t free_port()
     return ntohs(addr.sin_port);
 }
 
+loopback_listener listen_on_loopback(const char* who, int backlog, int receive_buffer)
+{
+    loopback_listener out;
+    out.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (out.fd < 0)
+        throw std::runtime_error(std::string(who) + ": socket() failed");
+    if (receive_buffer != 0)
+        ::setsockopt(out.fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(out.fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(out.fd, backlog) != 0 ||
+        ::getsockname(out.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        ::close(out.fd);
+        throw std::runtime_error(std::string(who) + ": cannot listen on 127.0.0.1");
+    }
+    out.port = ntohs(addr.sin_port);
+    return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 temp_dir::temp_dir()

@@ -42,6 +42,15 @@ inline std::string gateway_io_backend()
 // A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
 std::uint16_t free_port();
 
+// A socket listening on 127.0.0.1 at a port the kernel picked: the raw servers tests script
+// byte by byte. `receive_buffer` (SO_RCVBUF, set before listen so accepted sockets inherit it)
+// when not 0. Throws std::runtime_error naming `who` when it cannot listen; the caller closes fd.
+struct loopback_listener {
+    int fd = -1;
+    std::uint16_t port = 0;
+};
+loopback_listener listen_on_loopback(const char* who, int backlog, int receive_buffer = 0);
+
 // Polls `pred` every `every` until it holds or `timeout` has passed; whether it held. A test waits
 // this way for the effect it needs (a counter, a log line, a server's state), not for a guessed time.
 bool poll_until(milliseconds timeout, const std::function<bool()>& pred, milliseconds every = 20ms);
