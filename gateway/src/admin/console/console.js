@@ -62,6 +62,13 @@
     if (s < 7200) return Math.floor(s / 60) + ' min';
     return Math.floor(s / 3600) + ' h';
   }
+  // The shadow window's length (whole minutes, admin.shadow_window): "45 min", "1 h", "1 h 30 min".
+  function window_text(seconds) {
+    const m = Math.round(Number(seconds) / 60);
+    if (!(m > 0)) return '';
+    if (m < 60) return m + ' min';
+    return Math.floor(m / 60) + ' h' + (m % 60 ? ' ' + (m % 60) + ' min' : '');
+  }
 
   // ---- the token and the calls ----
   function token() {
@@ -284,10 +291,10 @@
   function shadow_chart(place, routes, window_seconds) {
     const bar = 12, gap = 4, label_width = 160, width = 640, spacing = 16, line = 16;
     const group = shadow_figures.length * (bar + gap) + 12;
-    const chart = svg('svg', {width, role: 'img', 'aria-label': 'shadow report, last ' + window_seconds + ' s',
+    const chart = svg('svg', {width, role: 'img', 'aria-label': 'shadow report, last ' + window_text(window_seconds),
                              class: 'chart'});
     place.replaceChildren(chart);
-    const caption = svg('text', {x: 0, y: 14, class: 'caption'}, 'over the last ' + window_seconds + ' s');
+    const caption = svg('text', {x: 0, y: 14, class: 'caption'}, 'over the last ' + window_text(window_seconds));
     chart.append(caption);
     const start = Math.max(label_width, Math.ceil(text_width(caption)) + spacing);
     let x = start, y = 4;
@@ -336,7 +343,7 @@
     const routes = data.routes || [];
     const rows = [];
     for (const r of routes) {
-      for (const [span, label] of [['since_start', 'since start'], ['window', 'last ' + data.window_seconds + ' s']]) {
+      for (const [span, label] of [['since_start', 'since start'], ['window', 'last ' + window_text(data.window_seconds)]]) {
         const f = r[span] || {};
         rows.push(row([r.route, label, num(figure(f.keyed)), num(figure(f.duplicates_executed)),
                        num(figure(f.duplicates_differing)), num(figure(f.reuse)), num(figure(f.concurrent)),
