@@ -6,9 +6,10 @@
 #   bash bench/report.sh FREE.json PINNED.json [OUT_DIR]     # both layouts (run.sh LAYOUTS="free pinned")
 #
 # Writes OUT_DIR/latest.md (the medians, the storm, the system calls, the TLS figures, the ratios
-# and the sanity checks) and, when gnuplot is installed, OUT_DIR/latest.svg (a bar chart of the
-# medians). OUT_DIR defaults to the JSON's own directory, so on a file in bench/results it rewrites
-# the committed latest.md and latest.svg. bench/run.sh calls it at the end of every run; run it by
+# and the sanity checks; then OUT_DIR/latency-latest.md, latency_sweep.sh's table, when present)
+# and, when gnuplot is installed, OUT_DIR/latest.svg (a bar chart of the medians). OUT_DIR
+# defaults to the JSON's own directory, so on a file in bench/results it rewrites the committed
+# latest.md and latest.svg. bench/run.sh calls it at the end of every run; run it by
 # hand to redraw an older run. Needs jq.
 #
 # Several JSON files (one per machine layout, PIN): latest.md holds each run's report in turn under
@@ -25,6 +26,19 @@ die() { say "error: $*"; exit 1; }
 
 usage="usage: bash bench/report.sh RESULTS.json [MORE.json ...] [OUT_DIR]"
 (($# >= 1)) || die "$usage"
+# Latency at fixed load (bench/tools/latency_sweep.sh, a run of its own): its table, kept in
+# DIR as latency-latest.md (with its plot, latency-latest.svg), printed as a section of latest.md.
+latency_section() {
+    [[ -f $1/latency-latest.md ]] || return 0
+    echo
+    echo "## Latency at fixed load"
+    echo
+    echo "From \`bench/tools/latency_sweep.sh\` (a run of its own, its settings in the next line; its JSON beside this file)."
+    echo
+    cat "$1/latency-latest.md"
+    [[ -f $1/latency-latest.svg ]] && { echo; echo "![p99 by offered load](latency-latest.svg)"; }
+    return 0
+}
 inputs=("$@") out_dir=""
 if (($# >= 2)) && [[ ${inputs[-1]} != *.json ]]; then
     out_dir=${inputs[-1]}
@@ -61,6 +75,7 @@ if ((${#inputs[@]} > 1)); then
             echo
             sed -e 's/^# idemgate bench — /## Layout '"${layouts[$i]}"' — /' -e 's/^### /#### /' "$merged/$i/latest.md"
         done
+        latency_section "$out_dir"
     } >"$out_dir/latest.md"
     for i in "${!inputs[@]}"; do
         [[ -f $merged/$i/latest.svg ]] || continue
@@ -157,17 +172,20 @@ md=$out_dir/latest.md
         echo
         echo "CPU account per row: where the machine's CPU time went during the row's runs, in % of all of it (every CPU;"
         echo "median of each part over the rounds). client: wrk; server: the target's processes; upstream: the nginx behind"
-        echo "it; Redis: the redis-server(s) behind a gateway; other: every other process, irq and softirq; idle: idle and"
-        echo "iowait. Each part is measured apart (the processes from /proc/PID/stat, irq, softirq, idle and steal from"
-        echo "/proc/stat), so the sum checks the account: a row closes when every round's sum is within"
-        echo "$(field '.cpu_account_tolerance_pct // 5') % of 100. client and upstream µs/req: their CPU per request, as server CPU above."
+        echo "it; Redis: the redis-server(s) behind a gateway; other: every other process; idle: idle and iowait. Each part is"
+        echo "measured apart (the processes from /proc/PID/stat, idle and steal from /proc/stat), so the sum checks the"
+        echo "account: a row closes when every round's sum is within"
+        echo "$(field '.cpu_account_tolerance_pct // 5') % of 100. irq+softirq: the machine's share in interrupts (/proc/stat); this kernel"
+        echo "counts an interrupt by tick in the process it interrupted too, so that share is inside the parts, not added to"
+        echo "the sum. client and upstream µs/req: their CPU per request, as server CPU above."
         echo
-        echo "| target | scenario | client % | server % | upstream % | Redis % | other % | idle % | sum % | closes | client µs/req | upstream µs/req |"
-        echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"
+        echo "| target | scenario | client % | server % | upstream % | Redis % | other % | idle % | sum % | closes | irq+softirq % | client µs/req | upstream µs/req |"
+        echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
         jq -r '.medians[] | select(.cpu_account and .check == "ok") | .cpu_account as $a |
             [.target, .scenario, $a.client_pct, $a.server_pct, $a.upstream_pct, $a.redis_pct, $a.other_pct, $a.idle_pct,
-             $a.sum_pct, (if $a.closes then "yes" else "**NO**" end), $a.client_cpu_us_per_req, $a.upstream_cpu_us_per_req] | @tsv' "$json" |
-            awk -F'\t' '{ printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %.2f | %.2f |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }'
+             $a.sum_pct, (if $a.closes then "yes" else "**NO**" end), ($a.irq_softirq_pct // 0), $a.client_cpu_us_per_req,
+             $a.upstream_cpu_us_per_req] | @tsv' "$json" |
+            awk -F'\t' '{ printf "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %.1f | %.2f | %.2f |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }'
     else
         echo
         echo "CPU account per row (client, server, upstream, Redis, other, idle): not recorded in this results file."
@@ -243,6 +261,7 @@ md=$out_dir/latest.md
         echo "- not recorded in this results file (written before run.sh kept them in the JSON)"
     fi
     [[ $gateway_built = true ]] || echo "- idemgate: NOT BUILT, gateway targets skipped"
+    latency_section "$out_dir"
 } >"$md"
 
 if command -v gnuplot >/dev/null; then

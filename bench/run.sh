@@ -429,7 +429,7 @@ if [[ ${SYSCALLS:-1} != 0 && -z $syscall_method ]]; then
 fi
 if [[ -n $syscall_method ]]; then
     sys_plan=(bare-beast:static:replay_one nginx-cache:replay_one:replay_one nginx-proxy:proxy:first_execution)
-    ((have_gateway)) && sys_plan+=(idemgate-redis:replay_one:replay_one idemgate-redis-tier:replay_one:replay_one
+    ((have_gateway)) && sys_plan+=(idemgate-proxy:proxy:first_execution idemgate-redis:replay_one:replay_one idemgate-redis-tier:replay_one:replay_one
         idemgate-memory:replay_one:replay_one idemgate-redis:first_execution:first_execution)
     [[ -n $uring_bin ]] && ((have_gateway)) &&
         sys_plan+=(idemgate-uring:replay_one:replay_one idemgate-uring:first_execution:first_execution)
