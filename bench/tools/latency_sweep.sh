@@ -22,9 +22,10 @@
 # Layout: PIN=0 (default) leaves every process free on all CPUs. PIN=1 puts the server under test
 # alone on CPU 1, with 1 thread (nginx: 1 worker); the load generator, the upstream and Redis
 # share CPU 0. The same layout for every target; the table's heading says which. CLIENT_RT=1 runs
-# the load generator under the real-time FIFO class (chrt -f 1; the default under PIN=1): on a CPU
-# it shares with the upstream and Redis, an ordinary client waits for the scheduler's time slice
-# (milliseconds) before it reads an answer, and that wait would count as the server's latency.
+# the load generator under the real-time FIFO class (chrt -f 1): on a CPU it shares with the
+# upstream and Redis, an ordinary client may wait for the scheduler's time slice before it reads an
+# answer, and that wait counts as the server's latency. Off by default: in four trial runs it did
+# not narrow the rounds' spread (docs/performance.md).
 #
 # Each round runs every target at a rate one after the other, so a slow minute of the machine
 # falls on all of them; the table gives the medians over rounds and, per idemgate target, the
@@ -46,7 +47,7 @@ build=${BUILD_DIR:-$root/build}
 rounds=${ROUNDS:-3} duration=${DURATION:-10} connections=${CONNECTIONS:-32} threads=${THREADS:-2}
 levels=${LEVELS:-25 50 75} targets=${TARGETS:-nginx proxy first redis_replay tier_replay}
 request_bytes=${REQUEST_BYTES:-33} body_bytes=${BODY_BYTES:-33} pin=${PIN:-0}
-client_rt=${CLIENT_RT:-$pin} count_syscalls=${SYSCALLS:-1}
+client_rt=${CLIENT_RT:-0} count_syscalls=${SYSCALLS:-1}
 loadtest=$build/bin/idemgate-loadtest
 for b in idemgate idemgate-loadtest; do
     [[ -x $build/bin/$b ]] || { echo "no $build/bin/$b (BUILD_DIR?)" >&2; exit 2; }
