@@ -39,6 +39,12 @@ latency_section() {
     [[ -f $1/latency-latest.svg ]] && { echo; echo "![p99 by offered load](latency-latest.svg)"; }
     return 0
 }
+# A ratio or figure as a table shows it: n/a where it was not measured (its row skipped by ROWS= or
+# failed): null in the JSON, or "n/a"; "0.00" in a p99 of a JSON written before run.sh wrote null
+# there (a p99 never rounds to 0.00 ms). Its "met" is then n/a too.
+ratio_jq='def figure: if .value == null or .value == "n/a" or ((.name | test("p99")) and .value == "0.00")
+        then "n/a" else .value end;
+    def verdict: if figure == "n/a" and (.met == "yes" or .met == "no") then "n/a" else .met end;'
 inputs=("$@") out_dir=""
 if (($# >= 2)) && [[ ${inputs[-1]} != *.json ]]; then
     out_dir=${inputs[-1]}
@@ -64,7 +70,7 @@ if ((${#inputs[@]} > 1)); then
         printf '| ratio / figure |'; printf ' %s |' "${layouts[@]}"; echo
         printf '|---|'; printf -- '---:|%.0s' "${layouts[@]}"; echo
         for i in "${!inputs[@]}"; do
-            jq -r --arg i "$i" '.ratios[] | [$i, .name, .value] | @tsv' "${inputs[$i]}"
+            jq -r --arg i "$i" "$ratio_jq"' .ratios[] | [$i, .name, figure] | @tsv' "${inputs[$i]}"
         done | awk -F'\t' -v n="${#inputs[@]}" '
             !($2 in seen) { seen[$2] = 1; order[++count] = $2 }
             { value[$2, $1] = $3 }
@@ -245,7 +251,7 @@ md=$out_dir/latest.md
         echo
         echo "| ratio / figure | measured | target | met |"
         echo "|---|---:|---|---|"
-        jq -r '.ratios[] | "| \(.name) | \(.value) | \(.target) | \(.met) |"' "$json"
+        jq -r "$ratio_jq"' .ratios[] | "| \(.name) | \(figure) | \(.target) | \(verdict) |"' "$json"
     fi
     echo
     echo "Server CPU per request: utime+stime of the target's own processes (the gateway; nginx master and workers;"

@@ -12,14 +12,20 @@ ok_rps() { # rps of a pair, or empty when it failed or did not run
 }
 ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }' || echo "n/a"; }
 ratio_json=()
-add_ratio() { # name value target_text met
-    ratio_json+=("{\"name\":\"$1\",\"value\":\"$2\",\"target\":\"$3\",\"met\":\"$4\"}")
+add_ratio() { # name value target_text met; a value not measured (n/a: a row skipped or failed) is null
+    local value="\"$2\""
+    [[ -n $2 && $2 != n/a ]] || value=null
+    ratio_json+=("{\"name\":\"$1\",\"value\":$value,\"target\":\"$3\",\"met\":\"$4\"}")
 }
 cpu_of() { # server + redis CPU µs per request of a pair
     awk -v a="$(get "$1" "$2" 6)" -v b="$(get "$1" "$2" 7)" 'BEGIN { if (a != "") printf "%.2f", a + b }'
 }
-p99_ms_of() { # target scenario -> its p99 in ms (0.00 when it did not run)
-    awk -v p="$(get "$1" "$2" 5)" 'BEGIN { printf "%.2f", (p == "" ? 0 : p) / 1000 }'
+p99_ms_of() { # target scenario -> its p99 in ms, n/a when it did not run (ROWS=) or failed
+    if [[ $(get "$1" "$2" 8) = ok ]]; then
+        awk -v p="$(get "$1" "$2" 5)" 'BEGIN { printf "%.2f", p / 1000 }'
+    else
+        echo n/a
+    fi
 }
 cpu_ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }' || echo n/a; }
 met() { if [[ $1 = n/a ]]; then echo n/a; else awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "yes" : "no" }'; fi; }

@@ -3,16 +3,14 @@
 // whatever its shape, one upstream deadline, Connection cannot strip the scope, method case,
 // UTF-8 access log, SIGHUP survives, Connection: close during the drain, trailers dropped.
 #include "gateway_fixture.hpp"
+#include "idemgate/test/raw_server.hpp"
 
-#include <arpa/inet.h>
 #include <atomic>
 #include <cstdlib>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <thread>
-#include <unistd.h>
 
 using namespace idemgate::test;
 
@@ -63,51 +61,42 @@ bool is_valid_utf8(const std::string& s)
 class slow_upstream {
 public:
     slow_upstream(milliseconds read_pause, milliseconds answer_pause)
+        : read_pause_(read_pause), answer_pause_(answer_pause)
     {
-        auto listener = listen_on_loopback("slow upstream", 4, 4096);
-        listen_fd_ = listener.fd;
-        port_ = listener.port;
-        thread_ = std::thread([this, read_pause, answer_pause] {
-            int fd = ::accept(listen_fd_, nullptr, nullptr);
-            if (fd < 0)
-                return;
-            timeval tv{5, 0};
-            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            std::this_thread::sleep_for(read_pause);
-            char buf[65536];
-            std::size_t total = 0;
-            for (;;) {
-                auto n = ::recv(fd, buf, sizeof buf, 0);
-                if (n <= 0)
-                    break;
-                total += static_cast<std::size_t>(n);
-                if (total >= expected_bytes_.load())
-                    break;
-            }
-            std::this_thread::sleep_for(answer_pause);
-            static constexpr char answer[] = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
-            ::send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL);
-            answered_ = true;
-            ::close(fd);
-        });
     }
-    ~slow_upstream()
-    {
-        ::shutdown(listen_fd_, SHUT_RDWR);
-        ::close(listen_fd_);
-        thread_.join();
-    }
-    std::uint16_t port() const { return port_; }
+    std::uint16_t port() const { return server_.port(); }
     void expect_bytes(std::size_t n) { expected_bytes_ = n; }
     // Whether it has sent its answer.
     bool answered() const { return answered_; }
 
 private:
-    int listen_fd_ = -1;
-    std::uint16_t port_ = 0;
+    void serve(int fd)
+    {
+        timeval tv{5, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        std::this_thread::sleep_for(read_pause_);
+        char buf[65536];
+        std::size_t total = 0;
+        for (;;) {
+            auto n = ::recv(fd, buf, sizeof buf, 0);
+            if (n <= 0)
+                break;
+            total += static_cast<std::size_t>(n);
+            if (total >= expected_bytes_.load())
+                break;
+        }
+        std::this_thread::sleep_for(answer_pause_);
+        static constexpr char answer[] = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+        ::send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL);
+        answered_ = true;
+    }
+
+    const milliseconds read_pause_;
+    const milliseconds answer_pause_;
     std::atomic<std::size_t> expected_bytes_{1};
     std::atomic<bool> answered_{false};
-    std::thread thread_;
+    // Last: its threads stop before the members they use are gone.
+    raw_server server_{"slow upstream", 4, [this](int fd, int) { serve(fd); }, 4096};
 };
 
 std::string slow_upstream_yaml(std::uint16_t upstream_port)

@@ -5,8 +5,8 @@
 // nothing happened to is reused. A raw upstream stands in, so that the test knows on which
 // connection each request arrived and when its FIN or bytes reached the gateway's kernel.
 #include "gateway_fixture.hpp"
+#include "idemgate/test/raw_server.hpp"
 
-#include <arpa/inet.h>
 #include <cctype>
 #include <doctest/doctest.h>
 #include <linux/sockios.h>
@@ -14,11 +14,8 @@
 #include <mutex>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdexcept>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <thread>
-#include <unistd.h>
 #include <vector>
 
 using namespace idemgate::test;
@@ -31,33 +28,7 @@ namespace {
 // order accepted) each key arrived.
 class keepalive_upstream {
 public:
-    keepalive_upstream()
-    {
-        auto listener = listen_on_loopback("keep-alive upstream", 16);
-        listen_fd_ = listener.fd;
-        port_ = listener.port;
-        acceptor_ = std::thread([this] { accept_loop(); });
-    }
-
-    ~keepalive_upstream()
-    {
-        ::shutdown(listen_fd_, SHUT_RDWR);
-        acceptor_.join();
-        ::close(listen_fd_);
-        std::vector<std::thread> threads;
-        {
-            std::lock_guard lock(mutex_);
-            for (int fd : fds_)
-                ::shutdown(fd, SHUT_RDWR);
-            threads.swap(threads_);
-        }
-        for (auto& t : threads)
-            t.join();
-        for (int fd : fds_)
-            ::close(fd);
-    }
-
-    std::uint16_t port() const { return port_; }
+    std::uint16_t port() const { return server_.port(); }
 
     // The connections a key arrived on, in order (one entry per execution).
     std::vector<int> arrivals(const std::string& key)
@@ -70,7 +41,7 @@ public:
     // from then on the gateway's next poll of epoll reports its socket readable.
     void close_idle(int n)
     {
-        const int fd = fd_of(n);
+        const int fd = server_.connection(n);
         ::shutdown(fd, SHUT_WR);
         wait_until(
             "the gateway's kernel acknowledges the FIN", 5s,
@@ -87,7 +58,7 @@ public:
     // acknowledged them.
     void send_unasked(int n, const std::string& bytes)
     {
-        const int fd = fd_of(n);
+        const int fd = server_.connection(n);
         REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
         wait_until(
             "the gateway's kernel acknowledges the bytes", 5s,
@@ -99,51 +70,18 @@ public:
     }
 
 private:
-    int fd_of(int n)
-    {
-        std::lock_guard lock(mutex_);
-        REQUIRE(n >= 1);
-        REQUIRE(static_cast<std::size_t>(n) <= fds_.size());
-        return fds_[static_cast<std::size_t>(n - 1)];
-    }
-
-    void accept_loop()
-    {
-        for (;;) {
-            int fd = ::accept(listen_fd_, nullptr, nullptr);
-            if (fd < 0)
-                return;
-            std::lock_guard lock(mutex_);
-            fds_.push_back(fd);
-            const int n = static_cast<int>(fds_.size());
-            threads_.emplace_back([this, fd, n] { serve(fd, n); });
-        }
-    }
-
     void serve(int fd, int n)
     {
         std::string buffer;
-        for (;;) {
-            std::size_t head_end;
-            while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos)
-                if (!read_more(fd, buffer))
-                    return;
-            std::string head = buffer.substr(0, head_end);
-            std::string lower = head;
+        while (auto head = raw_server::read_request(fd, buffer)) {
+            std::string lower = *head;
             for (auto& c : lower)
                 c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            std::size_t length = 0;
-            if (auto at = lower.find("\r\ncontent-length:"); at != std::string::npos)
-                length = std::stoul(head.substr(at + 17));
             std::string key;
             if (auto at = lower.find("\r\nidempotency-key:"); at != std::string::npos) {
-                auto from = head.find_first_not_of(' ', at + 18);
-                key = head.substr(from, head.find("\r\n", from) - from);
+                auto from = head->find_first_not_of(' ', at + 18);
+                key = head->substr(from, head->find("\r\n", from) - from);
             }
-            while (buffer.size() < head_end + 4 + length)
-                if (!read_more(fd, buffer))
-                    return;
-            buffer.erase(0, head_end + 4 + length);
             {
                 std::lock_guard lock(mutex_);
                 arrivals_[key].push_back(n);
@@ -157,23 +95,10 @@ private:
         }
     }
 
-    static bool read_more(int fd, std::string& buffer)
-    {
-        char chunk[4096];
-        auto got = ::recv(fd, chunk, sizeof chunk, 0);
-        if (got <= 0)
-            return false;
-        buffer.append(chunk, static_cast<std::size_t>(got));
-        return true;
-    }
-
-    int listen_fd_ = -1;
-    std::uint16_t port_ = 0;
-    std::thread acceptor_;
     std::mutex mutex_;
-    std::vector<std::thread> threads_;
-    std::vector<int> fds_; // connection n is fds_[n - 1]
     std::map<std::string, std::vector<int>> arrivals_;
+    // Last: its threads stop before the members they use are gone.
+    raw_server server_{"keep-alive upstream", 16, [this](int fd, int n) { serve(fd, n); }};
 };
 
 struct idle_gateway {

@@ -5,10 +5,9 @@
 // again) are checked. A raw server stands in for the upstream because no real HTTP server can be
 // made to send these malformed answers.
 #include "gateway_fixture.hpp"
+#include "idemgate/test/raw_server.hpp"
 
 #include <algorithm>
-#include <arpa/inet.h>
-#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -16,11 +15,9 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <netinet/in.h>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <thread>
-#include <unistd.h>
 
 using namespace idemgate::test;
 
@@ -136,30 +133,9 @@ public:
     explicit scripted_upstream(std::map<std::string, const answer_case*> scripts)
         : scripts_(std::move(scripts))
     {
-        auto listener = listen_on_loopback("scripted upstream", 64);
-        listen_fd_ = listener.fd;
-        port_ = listener.port;
-        acceptor_ = std::thread([this] { accept_loop(); });
     }
 
-    ~scripted_upstream()
-    {
-        stopping_ = true;
-        ::shutdown(listen_fd_, SHUT_RDWR);
-        acceptor_.join();
-        ::close(listen_fd_);
-        std::vector<std::thread> threads;
-        {
-            std::lock_guard lock(mutex_);
-            for (int fd : open_fds_)
-                ::shutdown(fd, SHUT_RDWR);
-            threads.swap(threads_);
-        }
-        for (auto& t : threads)
-            t.join();
-    }
-
-    std::uint16_t port() const { return port_; }
+    std::uint16_t port() const { return server_.port(); }
 
     long executions(const std::string& target)
     {
@@ -168,30 +144,18 @@ public:
     }
 
 private:
-    void accept_loop()
-    {
-        while (!stopping_) {
-            int fd = ::accept(listen_fd_, nullptr, nullptr);
-            if (fd < 0)
-                break;
-            std::lock_guard lock(mutex_);
-            open_fds_.push_back(fd);
-            threads_.emplace_back([this, fd] { serve(fd); });
-        }
-    }
-
     void serve(int fd)
     {
         std::string buffer;
-        for (;;) {
-            auto target = read_request(fd, buffer);
-            if (!target)
-                break;
+        while (auto head = raw_server::read_request(fd, buffer)) {
+            auto sp1 = head->find(' ');
+            auto sp2 = head->find(' ', sp1 + 1);
+            const std::string target = head->substr(sp1 + 1, sp2 - sp1 - 1);
             const answer_case* script = nullptr;
             {
                 std::lock_guard lock(mutex_);
-                ++executions_[*target];
-                auto it = scripts_.find(*target);
+                ++executions_[target];
+                auto it = scripts_.find(target);
                 script = it == scripts_.end() ? nullptr : it->second;
             }
             static const std::vector<std::string> not_found{
@@ -205,62 +169,24 @@ private:
                        static_cast<ssize_t>(parts[i].size());
             }
             if (!sent)
-                break;
+                return;
             if (!script || !script->keep_open) {
+                // The FIN, then read until the gateway closes: nothing left unread turns the end into
+                // a reset.
                 ::shutdown(fd, SHUT_WR);
                 char sink[512];
                 while (::recv(fd, sink, sizeof sink, 0) > 0) {
                 }
-                break;
+                return;
             }
         }
-        std::lock_guard lock(mutex_);
-        open_fds_.erase(std::remove(open_fds_.begin(), open_fds_.end(), fd), open_fds_.end());
-        ::close(fd);
-    }
-
-    // The target of the next request on `fd`, its header and body consumed; nothing at EOF.
-    static std::optional<std::string> read_request(int fd, std::string& buffer)
-    {
-        std::size_t head_end;
-        while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos)
-            if (!read_more(fd, buffer))
-                return std::nullopt;
-        std::string head = buffer.substr(0, head_end);
-        std::string lower = head;
-        std::transform(lower.begin(), lower.end(), lower.begin(),
-                       [](unsigned char c) { return std::tolower(c); });
-        std::size_t length = 0;
-        if (auto at = lower.find("\r\ncontent-length:"); at != std::string::npos)
-            length = std::stoul(head.substr(at + 17));
-        while (buffer.size() < head_end + 4 + length)
-            if (!read_more(fd, buffer))
-                return std::nullopt;
-        buffer.erase(0, head_end + 4 + length);
-        auto sp1 = head.find(' ');
-        auto sp2 = head.find(' ', sp1 + 1);
-        return head.substr(sp1 + 1, sp2 - sp1 - 1);
-    }
-
-    static bool read_more(int fd, std::string& buffer)
-    {
-        char chunk[4096];
-        auto n = ::recv(fd, chunk, sizeof chunk, 0);
-        if (n <= 0)
-            return false;
-        buffer.append(chunk, static_cast<std::size_t>(n));
-        return true;
     }
 
     std::map<std::string, const answer_case*> scripts_;
-    int listen_fd_ = -1;
-    std::uint16_t port_ = 0;
-    std::atomic<bool> stopping_{false};
-    std::thread acceptor_;
     std::mutex mutex_;
-    std::vector<std::thread> threads_;
-    std::vector<int> open_fds_;
     std::map<std::string, long> executions_;
+    // Last: its threads stop before the members they use are gone.
+    raw_server server_{"scripted upstream", 64, [this](int fd, int) { serve(fd); }};
 };
 
 // The status line as received, well formed: "HTTP/1.1 NNN " then a reason (maybe empty).
