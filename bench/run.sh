@@ -69,6 +69,7 @@
 #   (nghttp2-client).
 #   ROWS=<extended regex>: only the timed rows whose plan entry (target:scenario:script...) matches
 #   it, e.g. ROWS='^(nginx-proxy|idemgate-proxy):proxy' for a short trial (default: every row).
+#   A ratio or figure whose row was left out is n/a in the report (null in the JSON).
 #   NODE_PEER=1: the Node peer rows (bench/lib/node.sh): Express + express-idempotency (Redis
 #   adapter, the same redis-server) + express-http-proxy, one process (express-node) and a
 #   node:cluster of THREADS workers (express-node-cluster), replay_one and first_execution, and its
