@@ -36,7 +36,9 @@ struct a_store_type {
 
 // store.<backend>: a backend's section, read by its key table. It fills store.type's section
 // when store.type names that backend; another backend's section is checked alike and kept only
-// for --print-config (store_config::unchosen), as it always was.
+// for --print-config (store_config::unchosen), as it always was. --print-config writes the
+// chosen backend's section and any other the file gave, not the defaults of a backend nobody
+// chose (a memory store's effective configuration shows no redis: section).
 template<class Section>
 struct a_backend_section {
     const section<Section>& keys;
@@ -50,6 +52,15 @@ struct a_backend_section {
         keys.read(l, loader::child(m, k), m.path_of(k), other);
         if (m.find(k))
             store.unchosen.emplace_back(std::move(other));
+    }
+    bool shown(const store_config& store) const
+    {
+        if (store.section<Section>())
+            return true;
+        for (const auto& other : store.unchosen)
+            if (std::holds_alternative<Section>(other))
+                return true;
+        return false;
     }
     void print(YAML::Emitter& out, const store_config& store) const
     {

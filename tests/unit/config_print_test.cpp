@@ -65,9 +65,8 @@ listen: "[::1]:8080"
     CHECK(text.find("\"404\": record") != std::string::npos);
     CHECK(text.find("\"429\": release") != std::string::npos); // a default code beats the class
     CHECK(text.find("\"500\": hold") != std::string::npos);
-    CHECK(text.find("\"501\"") == std::string::npos); // as its class
-    CHECK(text.find("consistency: async") != std::string::npos);
-    CHECK(text.find("wait_timeout: 50ms") != std::string::npos);
+    CHECK(text.find("\"501\"") == std::string::npos);            // as its class
+    CHECK(text.find("consistency: async") == std::string::npos); // the memory store: no redis: section
     CHECK(cfg::print_config(cfg::parse(text, no_env)) == text);
 }
 
@@ -125,4 +124,23 @@ TEST_CASE("describe_keys lists every key --print-config writes, and which need a
     for (const auto& k : cfg::describe_keys())
         if (k.path == "store.refusal" || k.path.starts_with("store.refusal."))
             CHECK_FALSE(k.restart_only);
+}
+
+TEST_CASE("print_config writes the chosen store's section, and another only when the file gives it")
+{
+    auto memory = cfg::print_config(cfg::parse(minimal + "store:\n  type: memory\n", no_env));
+    CHECK(memory.find("type: memory") != std::string::npos);
+    CHECK(memory.find("redis:") == std::string::npos); // no defaults of a backend nobody chose
+    CHECK(cfg::print_config(cfg::parse(memory, no_env)) == memory);
+
+    auto given = cfg::print_config(
+        cfg::parse(minimal + "store:\n  type: memory\n  redis: { address: \"10.0.0.5:6380\" }\n", no_env));
+    CHECK(given.find("redis:") != std::string::npos);
+    CHECK(given.find("10.0.0.5:6380") != std::string::npos);
+
+    auto redis = cfg::print_config(cfg::parse(minimal + "store:\n  type: redis\n", no_env));
+    CHECK(redis.find("redis:") != std::string::npos);
+    CHECK(redis.find("consistency: async") != std::string::npos); // the chosen section's defaults
+    CHECK(redis.find("wait_timeout: 50ms") != std::string::npos);
+    CHECK(redis.find("memory:") == std::string::npos);
 }

@@ -29,7 +29,7 @@ YAML::Node printed_store(const cfg::config& c)
 
 } // namespace
 
-TEST_CASE("store.type chooses its backend's section, and --print-config writes every backend's")
+TEST_CASE("store.type chooses its backend's section, and --print-config writes that one")
 {
     auto memory = with_store("  type: memory\n  memory: { max_entries: 7 }\n");
     CHECK(memory.store.type() == cfg::store_type::memory);
@@ -57,20 +57,20 @@ TEST_CASE("store.type chooses its backend's section, and --print-config writes e
     REQUIRE(absent.store.memory());
     CHECK(absent.store.memory()->max_entries == cfg::memory_config{}.max_entries);
 
-    // Printed: store.type, the chosen section's values and the other sections' defaults; read
-    // back, the same alternative with the same values.
+    // Printed: store.type and the chosen section's values, not the defaults of a backend the file
+    // did not choose or give; read back, the same alternative with the same values.
     auto m = printed_store(memory);
     CHECK(m["type"].as<std::string>() == "memory");
     CHECK(m["memory"]["max_entries"].as<std::size_t>() == 7);
-    CHECK(m["redis"]["db"].as<int>() == 0);
+    CHECK_FALSE(m["redis"]);
     auto r = printed_store(redis);
     CHECK(r["type"].as<std::string>() == "redis");
     CHECK(r["redis"]["db"].as<int>() == 4);
-    CHECK(r["memory"]["max_entries"].as<std::size_t>() == cfg::memory_config{}.max_entries);
+    CHECK_FALSE(r["memory"]);
     auto p = printed_store(map);
     CHECK(p["type"].as<std::string>() == "map");
-    CHECK(p["redis"].IsMap());
-    CHECK(p["memory"].IsMap());
+    CHECK_FALSE(p["redis"]);
+    CHECK_FALSE(p["memory"]);
     CHECK_FALSE(p["map"]); // a backend without keys has no section to print
     for (const auto* c : {&memory, &redis, &map}) {
         auto again = cfg::parse(cfg::print_config(*c), no_env);
