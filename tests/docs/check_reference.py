@@ -141,15 +141,26 @@ def normal(value, text=False):
 
 
 def printed_defaults(binary):
+    """The defaults --print-config fills in, over MINIMAL once per store backend that has a
+    section (it prints the chosen backend's section only)."""
     import tempfile
     import yaml
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        f.write(MINIMAL)
-        f.flush()
-        out = subprocess.run([binary, "-c", f.name, "--print-config"], capture_output=True, text=True, timeout=30)
-    if out.returncode != 0:
-        raise SystemExit("idemgate --print-config failed: %s" % out.stderr)
     found = {}
+    for store in ("", "store: { type: redis }\n"):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write(MINIMAL + store)
+            f.flush()
+            out = subprocess.run([binary, "-c", f.name, "--print-config"], capture_output=True, text=True,
+                                 timeout=30)
+        if out.returncode != 0:
+            raise SystemExit("idemgate --print-config failed: %s" % out.stderr)
+        walk_printed(yaml.safe_load(out.stdout), found)
+    if "store.redis.address" not in found or "store.memory.max_entries" not in found:
+        raise SystemExit("idemgate --print-config printed no store.redis or store.memory section")
+    return found
+
+
+def walk_printed(doc, found):
 
     def walk(node, path):
         if isinstance(node, dict):
@@ -158,9 +169,8 @@ def printed_defaults(binary):
         elif isinstance(node, list) and node and all(isinstance(x, dict) for x in node):
             walk(node[0], path + "[]")
         else:
-            found[path] = node
-    walk(yaml.safe_load(out.stdout), "")
-    return found
+            found.setdefault(path, node)
+    walk(doc, "")
 
 
 def check_config(root, bin_dir):
