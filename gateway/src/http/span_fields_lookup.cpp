@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+// span_fields' lookups, and the members of Beast's Fields concept that read and edit the framing
+// fields (the storage and the edits are in span_fields.cpp).
+#include <boost/beast/core/detail/temporary_buffer.hpp>
+#include <boost/beast/core/static_string.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/rfc7230.hpp>
+#include <idemgate/gateway/span_fields.hpp>
+#include <stdexcept>
+
+namespace idemgate::gateway {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+
+std::uint32_t span_fields::find_index(field f, std::string_view name) const noexcept
+{
+    for (auto i = head_; i != none; i = lines()[i].next) {
+        const line& l = lines()[i];
+        if (f != field::unknown
+                ? l.name == f
+                : l.name_size == name.size() &&
+                      beast::iequals(std::string_view(bytes() + l.name_offset, l.name_size), name))
+            return i;
+    }
+    return none;
+}
+
+span_fields::const_iterator span_fields::find(field name) const noexcept
+{
+    return {this, find_index(name, {})};
+}
+
+span_fields::const_iterator span_fields::find(std::string_view name) const noexcept
+{
+    return {this, find_index(field::unknown, name)};
+}
+
+std::size_t span_fields::count(field name) const noexcept
+{
+    std::size_t n = 0;
+    for (auto i = head_; i != none; i = lines()[i].next)
+        n += lines()[i].name == name ? 1 : 0;
+    return n;
+}
+
+std::size_t span_fields::count(std::string_view name) const noexcept
+{
+    auto [first, last] = equal_range(name);
+    std::size_t n = 0;
+    for (; first != last; ++first)
+        ++n;
+    return n;
+}
+
+std::pair<span_fields::const_iterator, span_fields::const_iterator>
+span_fields::equal_range(field name) const noexcept
+{
+    auto i = find_index(name, {});
+    if (i == none)
+        return {end(), end()};
+    auto j = i;
+    while (j != none && lines()[j].name == name)
+        j = lines()[j].next;
+    return {{this, i}, {this, j}};
+}
+
+std::pair<span_fields::const_iterator, span_fields::const_iterator>
+span_fields::equal_range(std::string_view name) const noexcept
+{
+    auto i = find_index(field::unknown, name);
+    if (i == none)
+        return {end(), end()};
+    auto j = i;
+    while (j != none && lines()[j].name_size == name.size() &&
+           beast::iequals(std::string_view(bytes() + lines()[j].name_offset, lines()[j].name_size), name))
+        j = lines()[j].next;
+    return {{this, i}, {this, j}};
+}
+
+std::string_view span_fields::at(field name) const
+{
+    auto i = find_index(name, {});
+    if (i == none)
+        throw std::out_of_range{"field not found"};
+    return line_at(i).value();
+}
+
+std::string_view span_fields::at(std::string_view name) const
+{
+    auto i = find_index(field::unknown, name);
+    if (i == none)
+        throw std::out_of_range{"field not found"};
+    return line_at(i).value();
+}
+
+std::string_view span_fields::operator[](field name) const noexcept
+{
+    auto i = find_index(name, {});
+    return i == none ? std::string_view{} : line_at(i).value();
+}
+
+std::string_view span_fields::operator[](std::string_view name) const noexcept
+{
+    auto i = find_index(field::unknown, name);
+    return i == none ? std::string_view{} : line_at(i).value();
+}
+
+// As basic_fields defines them (boost/beast/http/impl/fields.hpp, Boost 1.81).
+
+bool span_fields::get_chunked_impl() const
+{
+    auto const te = http::token_list{(*this)[field::transfer_encoding]};
+    for (auto it = te.begin(); it != te.end();) {
+        auto const next = std::next(it);
+        if (next == te.end())
+            return beast::iequals(*it, "chunked");
+        it = next;
+    }
+    return false;
+}
+
+bool span_fields::get_keep_alive_impl(unsigned version) const
+{
+    auto const it = find(field::connection);
+    if (version < 11) {
+        if (it == end())
+            return false;
+        return http::token_list{it->value()}.exists("keep-alive");
+    }
+    if (it == end())
+        return true;
+    return !http::token_list{it->value()}.exists("close");
+}
+
+bool span_fields::has_content_length_impl() const noexcept
+{
+    return find_index(field::content_length, {}) != none;
+}
+
+void span_fields::set_chunked_impl(bool value)
+{
+    beast::detail::temporary_buffer buf;
+    auto it = find(field::transfer_encoding);
+    if (value) {
+        if (it == end()) {
+            set(field::transfer_encoding, "chunked");
+            return;
+        }
+        auto const te = http::token_list{it->value()};
+        for (auto itt = te.begin();;) {
+            auto const next = std::next(itt);
+            if (next == te.end()) {
+                if (beast::iequals(*itt, "chunked"))
+                    return; // already set
+                break;
+            }
+            itt = next;
+        }
+        buf.append(it->value(), ", chunked");
+        set(field::transfer_encoding, buf.view());
+        return;
+    }
+    if (it == end())
+        return;
+    http::detail::filter_token_list_last(buf, it->value(), {"chunked", {}});
+    if (!buf.empty())
+        set(field::transfer_encoding, buf.view());
+    else
+        erase(field::transfer_encoding);
+}
+
+void span_fields::set_content_length_impl(const boost::optional<std::uint64_t>& value)
+{
+    if (!value) {
+        erase(field::content_length);
+        return;
+    }
+    auto s = beast::to_static_string(*value);
+    set(field::content_length, beast::string_view(s.data(), s.size()));
+}
+
+void span_fields::set_keep_alive_impl(unsigned version, bool keep_alive)
+{
+    auto const value = (*this)[field::connection];
+    beast::detail::temporary_buffer buf;
+    http::detail::keep_alive_impl(buf, value, version, keep_alive);
+    if (buf.empty())
+        erase(field::connection);
+    else
+        set(field::connection, buf.view());
+}
+
+} // namespace idemgate::gateway
