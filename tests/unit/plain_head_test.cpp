@@ -5,10 +5,10 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <doctest/doctest.h>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/plain_head.hpp>
 #include <idemgate/gateway/response_rules.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <initializer_list>
 #include <iterator>
 #include <string>
@@ -68,7 +68,7 @@ void check_every_variant(std::initializer_list<std::string> heads, std::string_v
 // keep-alive; when it does not, the message must be untouched. Returns whether it was taken.
 bool read_both_ways(const std::string& head, std::uint64_t body_limit = max_body)
 {
-    http::response<http::string_body, pooled_fields> plain;
+    http::response<http::string_body, span_fields> plain;
     plain_answer info;
     const bool taken = read_plain_answer(head, {header_limit, body_limit}, plain.base(), info);
     if (!taken) {
@@ -209,7 +209,7 @@ namespace {
 // keep-alive as Beast's request parser reads them.
 bool read_request_both_ways(const std::string& head, std::uint64_t body_limit = max_body)
 {
-    http::request<http::string_body, pooled_fields> plain;
+    http::request<http::string_body, span_fields> plain;
     plain_request info;
     const bool taken = read_plain_request(head, {header_limit, body_limit}, plain.base(), info);
     if (!taken) {

@@ -3,9 +3,10 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <cstring>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/plain_head.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <optional>
+#include <type_traits>
 
 namespace idemgate::gateway {
 
@@ -138,12 +139,44 @@ bool read_field_lines(const char* p, const char* last, field_lines& out)
     return p + 2 == last;
 }
 
-template<class Fields>
-void insert_fields(const field_lines& lines, Fields& fields)
+// Views into `head` as views into `copy`, a copy of it.
+struct rebase_into {
+    std::string_view head;
+    std::string_view copy;
+    std::string_view operator()(std::string_view s) const noexcept
+    {
+        return {copy.data() + (s.data() - head.data()), s.size()};
+    }
+    std::string_view operator()(const char* p, std::size_t n) const noexcept { return (*this)({p, n}); }
+};
+
+struct no_rebase {
+    std::string_view operator()(std::string_view s) const noexcept { return s; }
+    std::string_view operator()(const char* p, std::size_t n) const noexcept { return {p, n}; }
+};
+
+template<class Fields, class Rebase>
+void insert_fields(const field_lines& lines, Fields& fields, Rebase rebase)
 {
     for (std::size_t i = 0; i < lines.count; ++i) {
         const auto& f = lines.fields[i];
-        fields.insert(f.name, {f.name_data, f.name_size}, {f.value_data, f.value_size});
+        fields.insert(f.name, rebase(f.name_data, f.name_size), rebase(f.value_data, f.value_size));
+    }
+}
+
+// Fills `h` from the lines: span_fields copy the head once and keep spans into the copy, other
+// fields copy each field.
+template<class Line, class Header>
+void fill(std::string_view head, const Line& line, const field_lines& lines, Header& h)
+{
+    if constexpr (std::is_base_of_v<span_fields, Header>) {
+        span_fields& fields = h;
+        const rebase_into rebase{head, fields.adopt(head, lines.count)};
+        line.set(h, rebase);
+        insert_fields(lines, fields, rebase);
+    } else {
+        line.set(h, no_rebase{});
+        insert_fields(lines, h, no_rebase{});
     }
 }
 
@@ -177,12 +210,12 @@ struct status_line {
         reason = std::string_view(p, static_cast<std::size_t>(eol - p));
         return eol + 2;
     }
-    template<class Fields>
-    void set(http::response_header<Fields>& res) const
+    template<class Fields, class Rebase>
+    void set(http::response_header<Fields>& res, Rebase rebase) const
     {
         res.result(status);
         res.version(version);
-        res.reason(reason);
+        res.reason(rebase(reason));
     }
 };
 
@@ -217,10 +250,10 @@ struct request_line {
         version = p[8] == '1' ? 11 : 10;
         return p + 11;
     }
-    template<class Fields>
-    void set(http::request_header<Fields>& req) const
+    template<class Fields, class Rebase>
+    void set(http::request_header<Fields>& req, Rebase rebase) const
     {
-        req.target(target);
+        req.target(rebase(target));
         req.method(verb);
         req.version(version);
     }
@@ -242,8 +275,7 @@ bool read_plain_head(std::string_view head, head_limits limits, Header& h, head_
     if (!read_field_lines(fields, last, lines) || (Line::length_required && !lines.has_length) ||
         (lines.has_length && lines.length > limits.body))
         return false;
-    line.set(h);
-    insert_fields(lines, h);
+    fill(head, line, lines, h);
     out = {};
     if (lines.has_length)
         out.content_length = lines.length;
@@ -273,11 +305,11 @@ bool read_plain_request(std::string_view head, head_limits limits, http::request
 
 template bool read_plain_answer(std::string_view, head_limits, http::response_header<http::fields>&,
                                 plain_answer&);
-template bool read_plain_answer(std::string_view, head_limits, http::response_header<pooled_fields>&,
+template bool read_plain_answer(std::string_view, head_limits, http::response_header<span_fields>&,
                                 plain_answer&);
 template bool read_plain_request(std::string_view, head_limits, http::request_header<http::fields>&,
                                  plain_request&);
-template bool read_plain_request(std::string_view, head_limits, http::request_header<pooled_fields>&,
+template bool read_plain_request(std::string_view, head_limits, http::request_header<span_fields>&,
                                  plain_request&);
 
 } // namespace idemgate::gateway

@@ -36,7 +36,7 @@ struct head_limits {
 // whose names are tokens and whose values hold no control byte but HT, exactly one
 // Content-Length of decimal digits, Connection (or Proxy-Connection) only "close" or
 // "keep-alive", no Transfer-Encoding or Upgrade, no folded line, at most 64 fields.
-// Defined for http::fields and pooled_fields (field_allocator.hpp).
+// Defined for http::fields and span_fields (span_fields.hpp).
 template<class Fields>
 bool read_plain_answer(std::string_view head, head_limits limits, http::response_header<Fields>& res,
                        plain_answer& out);
