@@ -107,6 +107,10 @@ bool read_field_lines(const char* p, const char* last, field_lines& out)
         while (value_last != p && (value_last[-1] == ' ' || value_last[-1] == '\t'))
             --value_last;
         const std::string_view value(p, static_cast<std::size_t>(value_last - p));
+        // The fields hold a name or value of at most 65533 bytes (as basic_fields does): a longer
+        // one is left to Beast's parser, whose fields refuse it.
+        if (name.size() > 65533 || value.size() > 65533)
+            return false;
         p = eol + 2;
 
         const auto f = http::string_to_field(name);
@@ -173,7 +177,11 @@ void fill(std::string_view head, const Line& line, const field_lines& lines, Hea
         span_fields& fields = h;
         const rebase_into rebase{head, fields.adopt(head, lines.count)};
         line.set(h, rebase);
-        insert_fields(lines, fields, rebase);
+        for (std::size_t i = 0; i < lines.count; ++i) {
+            const auto& f = lines.fields[i];
+            fields.append_adopted(f.name, rebase(f.name_data, f.name_size),
+                                  rebase(f.value_data, f.value_size));
+        }
     } else {
         line.set(h, no_rebase{});
         insert_fields(lines, h, no_rebase{});

@@ -39,14 +39,6 @@ std::string_view trim(std::string_view s) noexcept
     return s;
 }
 
-std::uint64_t name_bit(http::field f, std::string_view name) noexcept
-{
-    if (f != http::field::unknown)
-        return std::uint64_t{1} << (static_cast<unsigned>(f) & 63u);
-    const unsigned first = name.empty() ? 0u : static_cast<unsigned char>(name.front()) | 0x20u;
-    return std::uint64_t{1} << ((name.size() * 7u + first) & 63u);
-}
-
 } // namespace
 
 span_fields::~span_fields()
@@ -249,18 +241,18 @@ void span_fields::add_line(field f, std::string_view name, std::string_view valu
     l.name_offset = n.offset;
     l.value_offset = v.offset;
 
-    // basic_fields keeps the lines of one name together: a line of a name already present goes
-    // after its last line (the lines of a name being adjacent, the first found from the end).
     const auto bit = name_bit(f, name);
-    auto after = tail_;
     if (grouped && (names_seen_ & bit) != 0) {
-        auto j = tail_;
-        while (j != none && !same_name(lines()[j], f, name))
-            j = lines()[j].prev;
-        if (j != none)
-            after = j;
+        link_grouped(i, f, name);
+        return;
     }
     names_seen_ |= bit;
+    link_after(i, tail_);
+}
+
+void span_fields::link_after(std::uint32_t i, std::uint32_t after) noexcept
+{
+    line& l = lines()[i];
     l.prev = after;
     if (after == none) {
         l.next = head_;
@@ -274,6 +266,16 @@ void span_fields::add_line(field f, std::string_view name, std::string_view valu
     else
         lines()[l.next].prev = i;
     ++live_;
+}
+
+void span_fields::link_grouped(std::uint32_t i, field f, std::string_view name) noexcept
+{
+    // basic_fields keeps the lines of one name together: a line of a name already present goes
+    // after its last line (the lines of a name being adjacent, the first found from the end).
+    auto j = tail_;
+    while (j != none && !same_name(lines()[j], f, name))
+        j = lines()[j].prev;
+    link_after(i, j == none ? tail_ : j);
 }
 
 void span_fields::insert(field name, std::string_view value)

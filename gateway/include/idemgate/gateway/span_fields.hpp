@@ -161,6 +161,33 @@ public:
     // given to insert() and the header's setters as views into that copy are kept as offsets,
     // not copied again.
     std::string_view adopt(std::string_view head, std::size_t lines);
+    // After adopt(), for at most `lines` lines: a line whose name and value are views into the
+    // copy adopt() returned, the value trimmed, each at most 65533 bytes (what insert() would do
+    // with it, without the checks).
+    void append_adopted(field f, std::string_view name, std::string_view value) noexcept
+    {
+        const auto i = lines_used_++;
+        line& l = lines()[i];
+        l.name = f;
+        l.name_size = static_cast<std::uint16_t>(name.size());
+        l.value_size = static_cast<std::uint16_t>(value.size());
+        l.name_offset = static_cast<std::uint32_t>(name.data() - bytes());
+        l.value_offset = static_cast<std::uint32_t>(value.data() - bytes());
+        const auto bit = name_bit(f, name);
+        if ((names_seen_ & bit) != 0) {
+            link_grouped(i, f, name);
+            return;
+        }
+        names_seen_ |= bit;
+        l.prev = tail_;
+        l.next = none;
+        if (tail_ == none)
+            head_ = i;
+        else
+            lines()[tail_].next = i;
+        tail_ = i;
+        ++live_;
+    }
 
 protected:
     // What Beast's header<> and message<> call (the Fields concept).
@@ -208,6 +235,19 @@ private:
     std::uint32_t next_of(std::uint32_t i) const noexcept { return lines()[i].next; }
     std::uint32_t prev_of(std::uint32_t i) const noexcept { return lines()[i].prev; }
 
+    // A bit per name (its field, or its length and first letter): two lines whose bits differ
+    // have different names.
+    static std::uint64_t name_bit(field f, std::string_view name) noexcept
+    {
+        if (f != field::unknown)
+            return std::uint64_t{1} << (static_cast<unsigned>(f) & 63u);
+        const unsigned first = name.empty() ? 0u : static_cast<unsigned char>(name.front()) | 0x20u;
+        return std::uint64_t{1} << ((name.size() * 7u + first) & 63u);
+    }
+    // Links line `i` after line `after` (none: first).
+    void link_after(std::uint32_t i, std::uint32_t after) noexcept;
+    // Links line `i` after the last line of its name, or at the end.
+    void link_grouped(std::uint32_t i, field f, std::string_view name) noexcept;
     bool same_name(const line& l, field f, std::string_view name) const noexcept;
     std::uint32_t find_index(field f, std::string_view name) const noexcept;
     std::size_t erase_all(field f, std::string_view name) noexcept;
