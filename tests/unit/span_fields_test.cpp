@@ -300,3 +300,17 @@ TEST_CASE("span fields: Beast's parser reads a head of another shape into them "
     CHECK(lines_of(span_body.get().base()) == lines_of(beast_body.get().base()));
     CHECK(span_body.get().target() == "/a");
 }
+
+TEST_CASE("span fields: names and values read before the block is outgrown stay valid")
+{
+    span_fields f;
+    f.insert("X-First", "first value");
+    const auto name = f.begin()->name_string();
+    const auto value = f["x-first"];
+    for (int i = 0; i < 50; ++i)
+        f.insert("X-More-" + std::to_string(i), std::string(100, 'm'));
+    f.set(http::field::host, "h");
+    CHECK(name == "X-First");
+    CHECK(value == "first value");
+    CHECK(f.size() == 52);
+}

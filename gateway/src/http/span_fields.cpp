@@ -6,6 +6,7 @@
 #include <idemgate/common/block_pool.hpp>
 #include <idemgate/gateway/span_fields.hpp>
 #include <limits>
+#include <new>
 #include <stdexcept>
 
 namespace idemgate::gateway {
@@ -46,10 +47,30 @@ span_fields::~span_fields()
     release();
 }
 
+// A block the fields moved out of, kept to the end: its first bytes (a line's slot, never viewed)
+// link it to the ones retired before.
+struct span_fields::retired {
+    char* next;
+    std::size_t size;
+};
+
+void span_fields::retire(char* old, std::size_t size) noexcept
+{
+    static_assert(sizeof(retired) <= sizeof(line) && alignof(retired) <= alignof(std::max_align_t));
+    ::new (old) retired{retired_, size};
+    retired_ = old;
+}
+
 void span_fields::release() noexcept
 {
     if (block_ != nullptr)
         span_blocks::deallocate(block_, block_size_);
+    while (retired_ != nullptr) {
+        auto* r = reinterpret_cast<retired*>(retired_);
+        char* next = r->next;
+        span_blocks::deallocate(retired_, r->size);
+        retired_ = next;
+    }
     block_ = nullptr;
     block_size_ = line_capacity_ = lines_used_ = bytes_used_ = live_ = 0;
     head_ = tail_ = none;
@@ -96,6 +117,7 @@ span_fields& span_fields::operator=(span_fields&& other) noexcept
         return *this;
     release();
     block_ = std::exchange(other.block_, nullptr);
+    retired_ = std::exchange(other.retired_, nullptr);
     block_size_ = other.block_size_;
     line_capacity_ = other.line_capacity_;
     lines_used_ = other.lines_used_;
@@ -174,7 +196,7 @@ char* span_fields::make_room(std::size_t lines_wanted, std::size_t extra, std::s
     std::size_t live_bytes = std::size_t{method_.size} + target_or_reason_.size;
     for (auto i = head_; i != none; i = lines()[i].next)
         live_bytes += std::size_t{lines()[i].name_size} + lines()[i].value_size;
-    std::size_t line_room = line_capacity_;
+    std::size_t line_room = std::max<std::uint32_t>(line_capacity_, 1); // a retired block's link
     if (lines_used_ + lines_wanted > line_room)
         line_room = std::max<std::size_t>({8, line_room * 2, lines_used_ + lines_wanted});
     const std::size_t byte_room = std::max<std::size_t>(256, (live_bytes + extra) * 2);
@@ -188,6 +210,8 @@ char* span_fields::make_room(std::size_t lines_wanted, std::size_t extra, std::s
     const char* const old_bytes = bytes();
     std::uint32_t used = 0;
     auto move = [&](std::uint32_t offset, std::uint32_t size) {
+        if (size == 0)
+            return used;
         std::memcpy(fresh_bytes + used, old_bytes + offset, size);
         const auto at = used;
         used += size;
@@ -232,7 +256,7 @@ void span_fields::add_line(field f, std::string_view name, std::string_view valu
     const span n = place(name);
     const span v = place(value);
     if (old != nullptr)
-        span_blocks::deallocate(old, old_size); // name and value may have pointed into it
+        retire(old, old_size); // name and value may point into it, and views read before
     const auto i = lines_used_++;
     line& l = lines()[i];
     l.name = f;
@@ -377,7 +401,7 @@ void span_fields::set_start(span& which, std::string_view s)
     char* old = make_room(0, holds(s) ? 0 : s.size(), old_size);
     which = place(s);
     if (old != nullptr)
-        span_blocks::deallocate(old, old_size);
+        retire(old, old_size);
 }
 
 void span_fields::set_method_impl(std::string_view s)

@@ -11,8 +11,9 @@
 // already present goes after that name's last line (so the lines of one name stay together), and
 // set() removes the name's lines and appends one at the end. Lookups are linear scans (a head has
 // a handful of fields; basic_fields' index compares whole names at every step). Iterators stay
-// valid when other lines are erased; an insert or set may move the block, so it invalidates the
-// views (names, values) read before it, though not the iterators.
+// valid when other lines are erased or added. Views (names, values) stay valid until the fields
+// are cleared or destroyed, as basic_fields' do until their line is erased: a block the lines
+// outgrow is kept until then.
 //
 // As in basic_fields, a name or value over 65533 bytes throws std::length_error.
 #include <boost/beast/http/field.hpp>
@@ -260,10 +261,13 @@ private:
     // Room for `lines_wanted` more lines and `extra` more bytes; returns the old block to free
     // after the caller has read what it was given (it may point into the old block), or nullptr.
     char* make_room(std::size_t lines_wanted, std::size_t extra, std::size_t& old_size);
+    struct retired;
+    void retire(char* old, std::size_t size) noexcept;
     void release() noexcept;
     void set_start(span& which, std::string_view s);
 
     char* block_ = nullptr;
+    char* retired_ = nullptr;         // blocks outgrown, freed with the fields
     std::uint32_t block_size_ = 0;    // bytes allocated
     std::uint32_t line_capacity_ = 0; // lines the block's front holds
     std::uint32_t lines_used_ = 0;    // slots taken (erased lines keep theirs)
