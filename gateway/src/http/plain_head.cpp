@@ -61,6 +61,94 @@ bool digit(char c) noexcept
     return c >= '0' && c <= '9';
 }
 
+// `name` (of `lower`'s length) OR-ed with 0x20 byte by byte equals `lower`, a name of lower-case
+// letters and '-': a case-insensitive match, since only a letter's two cases fold onto a letter
+// and only '-' and CR onto '-' (a name holds no CR).
+template<std::size_t N>
+bool folded_equals(std::string_view name, const char (&lower)[N]) noexcept
+{
+    constexpr std::size_t n = N - 1;
+    static_assert(n >= 4);
+    if constexpr (n >= 8) {
+        constexpr std::uint64_t fold = 0x2020202020202020ULL;
+        auto word = [](const char* p) {
+            std::uint64_t w;
+            std::memcpy(&w, p, 8);
+            return w;
+        };
+        for (std::size_t i = 0; i + 8 <= n; i += 8)
+            if ((word(name.data() + i) | fold) != word(lower + i))
+                return false;
+        return n % 8 == 0 || (word(name.data() + n - 8) | fold) == word(lower + n - 8);
+    } else {
+        constexpr std::uint32_t fold = 0x20202020u;
+        auto word = [](const char* p) {
+            std::uint32_t w;
+            std::memcpy(&w, p, 4);
+            return w;
+        };
+        return (word(name.data()) | fold) == word(lower) &&
+               (word(name.data() + n - 4) | fold) == word(lower + n - 4);
+    }
+}
+
+} // namespace
+
+http::field field_of_name(std::string_view name) noexcept
+{
+    using f = http::field;
+    switch (name.size()) {
+    case 4:
+        if (folded_equals(name, "host"))
+            return f::host;
+        if (folded_equals(name, "date"))
+            return f::date;
+        if (folded_equals(name, "etag"))
+            return f::etag;
+        if (folded_equals(name, "vary"))
+            return f::vary;
+        break;
+    case 6:
+        if (folded_equals(name, "server"))
+            return f::server;
+        if (folded_equals(name, "accept"))
+            return f::accept;
+        break;
+    case 8:
+        if (folded_equals(name, "location"))
+            return f::location;
+        break;
+    case 10:
+        if (folded_equals(name, "connection"))
+            return f::connection;
+        if (folded_equals(name, "user-agent"))
+            return f::user_agent;
+        break;
+    case 12:
+        if (folded_equals(name, "content-type"))
+            return f::content_type;
+        break;
+    case 13:
+        if (folded_equals(name, "cache-control"))
+            return f::cache_control;
+        if (folded_equals(name, "authorization"))
+            return f::authorization;
+        break;
+    case 14:
+        if (folded_equals(name, "content-length"))
+            return f::content_length;
+        break;
+    case 15:
+        if (folded_equals(name, "accept-encoding"))
+            return f::accept_encoding;
+        break;
+    default: break;
+    }
+    return http::string_to_field(name);
+}
+
+namespace {
+
 // Trivial, so the array of them is not initialised on every call.
 struct field_span {
     http::field name;
@@ -113,7 +201,7 @@ bool read_field_lines(const char* p, const char* last, field_lines& out)
             return false;
         p = eol + 2;
 
-        const auto f = http::string_to_field(name);
+        const auto f = field_of_name(name);
         switch (f) {
         case http::field::content_length:
             if (out.has_length || value.empty() || value.size() > 18)

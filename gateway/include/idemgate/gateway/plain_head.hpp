@@ -50,4 +50,8 @@ template<class Fields>
 bool read_plain_request(std::string_view head, head_limits limits, http::request_header<Fields>& req,
                         plain_request& out);
 
+// Beast's string_to_field for a field name (token bytes), the names most heads carry compared
+// first, a word at a time.
+http::field field_of_name(std::string_view name) noexcept;
+
 } // namespace idemgate::gateway
