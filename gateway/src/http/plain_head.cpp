@@ -244,17 +244,7 @@ struct rebase_into {
 
 struct no_rebase {
     std::string_view operator()(std::string_view s) const noexcept { return s; }
-    std::string_view operator()(const char* p, std::size_t n) const noexcept { return {p, n}; }
 };
-
-template<class Fields, class Rebase>
-void insert_fields(const field_lines& lines, Fields& fields, Rebase rebase)
-{
-    for (std::size_t i = 0; i < lines.count; ++i) {
-        const auto& f = lines.fields[i];
-        fields.insert(f.name, rebase(f.name_data, f.name_size), rebase(f.value_data, f.value_size));
-    }
-}
 
 // Fills `h` from the lines: span_fields copy the head once and keep spans into the copy, other
 // fields copy each field.
@@ -272,7 +262,10 @@ void fill(std::string_view head, const Line& line, const field_lines& lines, Hea
         }
     } else {
         line.set(h, no_rebase{});
-        insert_fields(lines, h, no_rebase{});
+        for (std::size_t i = 0; i < lines.count; ++i) {
+            const auto& f = lines.fields[i];
+            h.insert(f.name, {f.name_data, f.name_size}, {f.value_data, f.value_size});
+        }
     }
 }
 
