@@ -24,19 +24,19 @@ namespace http = boost::beast::http;
 
 namespace {
 
-using line_tuple = std::tuple<http::field, std::string, std::string>;
+using field_line = std::tuple<http::field, std::string, std::string>;
 
 template<class Fields>
-std::vector<line_tuple> lines_of(const Fields& f)
+std::vector<field_line> lines_in_order(const Fields& f)
 {
-    std::vector<line_tuple> out;
+    std::vector<field_line> out;
     for (const auto& line : f)
         out.emplace_back(line.name(), std::string(line.name_string()), std::string(line.value()));
     return out;
 }
 
 // Every lookup of `name` the same on both.
-void check_lookups(const http::fields& beast, const span_fields& spans, std::string_view name)
+void check_same_lookups(const http::fields& beast, const span_fields& spans, std::string_view name)
 {
     CAPTURE(name);
     CHECK(spans.count(name) == beast.count(name));
@@ -59,10 +59,10 @@ void check_lookups(const http::fields& beast, const span_fields& spans, std::str
     }
 }
 
-const std::vector<std::string> names = {"Host",       "host",     "HOST",    "Set-Cookie", "set-cookie",
-                                        "X-Custom",   "x-CUSTOM", "X-Other", "Accept",     "Content-Length",
-                                        "Connection", "X-A",      "x-a",     "Via"};
-const std::vector<std::string> values = {
+const std::vector<std::string> edit_names = {
+    "Host",    "host",   "HOST",           "Set-Cookie", "set-cookie", "X-Custom", "x-CUSTOM",
+    "X-Other", "Accept", "Content-Length", "Connection", "X-A",        "x-a",      "Via"};
+const std::vector<std::string> edit_values = {
     "", "1", "  padded\t ", "caf\xc3\xa9 \xff\x80", "a, b", std::string(300, 'v'), "\tx"};
 
 } // namespace
@@ -75,8 +75,8 @@ TEST_CASE("span fields: the same lines as basic_fields after the same edits, "
         http::fields beast;
         span_fields spans;
         for (int step = 0; step < 40; ++step) {
-            const auto& name = names[rng() % names.size()];
-            const auto& value = values[rng() % values.size()];
+            const auto& name = edit_names[rng() % edit_names.size()];
+            const auto& value = edit_values[rng() % edit_values.size()];
             const auto f = http::string_to_field(name);
             CAPTURE(round);
             CAPTURE(step);
@@ -124,12 +124,12 @@ TEST_CASE("span fields: the same lines as basic_fields after the same edits, "
                     CHECK(spans.erase(f) == beast.erase(f));
                 break;
             }
-            REQUIRE(lines_of(spans) == lines_of(beast));
-            CHECK(spans.size() == lines_of(beast).size());
+            REQUIRE(lines_in_order(spans) == lines_in_order(beast));
+            CHECK(spans.size() == lines_in_order(beast).size());
         }
-        for (const auto& name : names)
-            check_lookups(beast, spans, name);
-        check_lookups(beast, spans, "X-Absent");
+        for (const auto& name : edit_names)
+            check_same_lookups(beast, spans, name);
+        check_same_lookups(beast, spans, "X-Absent");
     }
 }
 
@@ -152,7 +152,7 @@ TEST_CASE("span fields: copies and moves keep their lines; a copy is independent
     CHECK(copy.size() == 0); // NOLINT: a moved-from span_fields is empty
     CHECK(copy.begin() == copy.end());
     copy = moved; // a moved-from object can be assigned
-    CHECK(lines_of(copy) == lines_of(moved));
+    CHECK(lines_in_order(copy) == lines_in_order(moved));
     copy = std::move(moved);
     CHECK(copy.size() == 3);
     swap(copy, a);
@@ -173,7 +173,7 @@ TEST_CASE("span fields: erasing a line keeps the iterators to the others")
     f.erase(b);
     CHECK(connection->value() == "Connection");
     f.erase(connection);
-    CHECK(lines_of(f) == std::vector<line_tuple>{{http::field::unknown, "C", "C"}});
+    CHECK(lines_in_order(f) == std::vector<field_line>{{http::field::unknown, "C", "C"}});
 }
 
 TEST_CASE("span fields: a value taken from the fields themselves survives the "
@@ -202,7 +202,7 @@ TEST_CASE("span fields: a head of 64 fields read by the plain reader, then "
     REQUIRE(read_plain_answer(head, {64 * 1024, 1024}, spans.base(), a));
     REQUIRE(read_plain_answer(head, {64 * 1024, 1024}, beast.base(), b));
     CHECK(std::distance(spans.begin(), spans.end()) == 64);
-    CHECK(lines_of(spans.base()) == lines_of(beast.base()));
+    CHECK(lines_in_order(spans.base()) == lines_in_order(beast.base()));
     CHECK(spans.reason() == "OK");
     // Edits after the read move the block: every line, the reason too, stays.
     for (int i = 0; i < 30; ++i) {
@@ -213,10 +213,10 @@ TEST_CASE("span fields: a head of 64 fields read by the plain reader, then "
     }
     spans.erase("x-field-7");
     beast.erase("x-field-7");
-    CHECK(lines_of(spans.base()) == lines_of(beast.base()));
+    CHECK(lines_in_order(spans.base()) == lines_in_order(beast.base()));
     CHECK(spans.reason() == "OK");
-    for (const auto& [f, name, value] : lines_of(beast.base()))
-        check_lookups(beast.base(), spans.base(), name);
+    for (const auto& [f, name, value] : lines_in_order(beast.base()))
+        check_same_lookups(beast.base(), spans.base(), name);
 }
 
 TEST_CASE("span fields: Beast's message members read and write the framing "
@@ -225,7 +225,7 @@ TEST_CASE("span fields: Beast's message members read and write the framing "
     http::request<http::string_body, span_fields> spans{http::verb::post, "/orders", 11};
     http::request<http::string_body> beast{http::verb::post, "/orders", 11};
     auto same = [&] {
-        CHECK(lines_of(spans.base()) == lines_of(beast.base()));
+        CHECK(lines_in_order(spans.base()) == lines_in_order(beast.base()));
         CHECK(spans.keep_alive() == beast.keep_alive());
         CHECK(spans.chunked() == beast.chunked());
         CHECK(spans.has_content_length() == beast.has_content_length());
@@ -281,8 +281,8 @@ TEST_CASE("span fields: Beast's parser reads a head of another shape into them "
     CHECK(parse_all(spans, head) == parse_all(beast, head));
     REQUIRE(spans.is_done());
     CHECK(spans.get().body() == "hi");
-    CHECK(lines_of(spans.get().base()) ==
-          lines_of(beast.get().base())); // trailer fields too, as Beast 1.81 adds them
+    CHECK(lines_in_order(spans.get().base()) ==
+          lines_in_order(beast.get().base())); // trailer fields too, as Beast 1.81 adds them
     CHECK(spans.get().chunked());
     CHECK(check_request_framing(spans.get(), 11, "/a", "POST") ==
           check_request_framing(beast.get(), 11, "/a", "POST"));
@@ -297,7 +297,7 @@ TEST_CASE("span fields: Beast's parser reads a head of another shape into them "
     CHECK(a == b);
     span_request_parser<http::buffer_body> span_body(std::move(span_head));
     http::request_parser<http::buffer_body> beast_body(std::move(beast_head));
-    CHECK(lines_of(span_body.get().base()) == lines_of(beast_body.get().base()));
+    CHECK(lines_in_order(span_body.get().base()) == lines_in_order(beast_body.get().base()));
     CHECK(span_body.get().target() == "/a");
 }
 
