@@ -84,8 +84,8 @@ TEST_CASE("span fields: the same lines as basic_fields after the same edits, "
             switch (rng() % 9) {
             case 0:
             case 1:
-            case 2: // repeated names go after their name's last line, as in
-                    // basic_fields
+            case 2:
+                // A repeated name goes after its name's last line, as in basic_fields.
                 beast.insert(name, value);
                 spans.insert(name, value);
                 break;
