@@ -387,36 +387,4 @@ std::size_t span_fields::erase(std::string_view name) noexcept
     return n;
 }
 
-// The start line's method, target or reason (Beast's Fields concept).
-
-void span_fields::set_start(span& which, std::string_view s)
-{
-    if (s.empty()) {
-        which = {};
-        return;
-    }
-    if (s.size() > std::numeric_limits<std::uint32_t>::max() / 4)
-        throw std::length_error("start line too large");
-    std::size_t old_size = 0;
-    char* old = make_room(0, holds(s) ? 0 : s.size(), old_size);
-    which = place(s);
-    if (old != nullptr)
-        retire(old, old_size);
-}
-
-void span_fields::set_method_impl(std::string_view s)
-{
-    set_start(method_, s);
-}
-
-void span_fields::set_target_impl(std::string_view s)
-{
-    set_start(target_or_reason_, s);
-}
-
-void span_fields::set_reason_impl(std::string_view s)
-{
-    set_start(target_or_reason_, s);
-}
-
 } // namespace idemgate::gateway

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// span_fields' lookups, and the members of Beast's Fields concept that read and edit the framing
-// fields (the storage and the edits are in span_fields.cpp).
+// span_fields' lookups, and the members of Beast's Fields concept: the start line's method, target
+// or reason, and the framing fields read and edited (the storage and the edits are in
+// span_fields.cpp).
 #include <boost/beast/core/detail/temporary_buffer.hpp>
 #include <boost/beast/core/static_string.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 #include <idemgate/gateway/span_fields.hpp>
+#include <limits>
 #include <stdexcept>
 
 namespace idemgate::gateway {
@@ -105,6 +107,38 @@ std::string_view span_fields::operator[](std::string_view name) const noexcept
 {
     auto i = find_index(field::unknown, name);
     return i == none ? std::string_view{} : line_at(i).value();
+}
+
+// The start line's method, target or reason (Beast's Fields concept).
+
+void span_fields::set_start(span& which, std::string_view s)
+{
+    if (s.empty()) {
+        which = {};
+        return;
+    }
+    if (s.size() > std::numeric_limits<std::uint32_t>::max() / 4)
+        throw std::length_error("start line too large");
+    std::size_t old_size = 0;
+    char* old = make_room(0, holds(s) ? 0 : s.size(), old_size);
+    which = place(s);
+    if (old != nullptr)
+        retire(old, old_size);
+}
+
+void span_fields::set_method_impl(std::string_view s)
+{
+    set_start(method_, s);
+}
+
+void span_fields::set_target_impl(std::string_view s)
+{
+    set_start(target_or_reason_, s);
+}
+
+void span_fields::set_reason_impl(std::string_view s)
+{
+    set_start(target_or_reason_, s);
 }
 
 // As basic_fields defines them (boost/beast/http/impl/fields.hpp, Boost 1.81).
