@@ -302,6 +302,13 @@ void span_fields::link_grouped(std::uint32_t i, field f, std::string_view name) 
     link_after(i, j == none ? tail_ : j);
 }
 
+void span_fields::append_line(field name, std::string_view name_string, std::string_view value)
+{
+    if ((names_seen_ & name_bit(name, name_string)) != 0)
+        ungrouped_ = true;
+    add_line(name, name_string, value, false);
+}
+
 void span_fields::insert(field name, std::string_view value)
 {
     add_line(name, http::to_string(name), value, true);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// span_fields' lookups, and the members of Beast's Fields concept: the start line's method, target
-// or reason, and the framing fields read and edited (the storage and the edits are in
-// span_fields.cpp).
+// span_fields' lookups, the grouping of a parsed head's lines, and the members of Beast's Fields
+// concept: the start line's method, target or reason, and the framing fields read and edited (the
+// storage and the edits are in span_fields.cpp).
+#include <algorithm>
 #include <boost/beast/core/detail/temporary_buffer.hpp>
 #include <boost/beast/core/static_string.hpp>
 #include <boost/beast/core/string.hpp>
@@ -10,6 +11,7 @@
 #include <idemgate/gateway/span_fields.hpp>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 namespace idemgate::gateway {
 
@@ -107,6 +109,55 @@ std::string_view span_fields::operator[](std::string_view name) const noexcept
 {
     auto i = find_index(field::unknown, name);
     return i == none ? std::string_view{} : line_at(i).value();
+}
+
+void span_fields::group_lines()
+{
+    if (!ungrouped_)
+        return;
+    ungrouped_ = false;
+    // Each line's group is its name's first position: lines sorted by name, then by position,
+    // give each name's first; then the lines are ordered by (group, position), which is where
+    // insert() would have put them.
+    struct entry {
+        std::uint32_t index;
+        std::uint32_t position;
+        std::uint32_t group;
+    };
+    std::vector<entry> lines_now;
+    lines_now.reserve(live_);
+    for (auto i = head_; i != none; i = lines()[i].next)
+        lines_now.push_back({i, static_cast<std::uint32_t>(lines_now.size()), 0});
+    auto name_of = [&](const entry& e) {
+        const line& l = lines()[e.index];
+        return std::string_view(bytes() + l.name_offset, l.name_size);
+    };
+    std::vector<entry> by_name = lines_now;
+    std::sort(by_name.begin(), by_name.end(), [&](const entry& a, const entry& b) {
+        const auto x = name_of(a);
+        const auto y = name_of(b);
+        if (beast::iequals(x, y))
+            return a.position < b.position;
+        return beast::iless{}(x, y);
+    });
+    for (std::size_t k = 0; k < by_name.size(); ++k) {
+        const bool first = k == 0 || !beast::iequals(name_of(by_name[k]), name_of(by_name[k - 1]));
+        lines_now[by_name[k].position].group =
+            first ? by_name[k].position : lines_now[by_name[k - 1].position].group;
+    }
+    std::stable_sort(lines_now.begin(), lines_now.end(),
+                     [](const entry& a, const entry& b) { return a.group < b.group; });
+    auto prev = none;
+    for (const auto& e : lines_now) {
+        lines()[e.index].prev = prev;
+        if (prev == none)
+            head_ = e.index;
+        else
+            lines()[prev].next = e.index;
+        prev = e.index;
+    }
+    lines()[prev].next = none;
+    tail_ = prev;
 }
 
 // The start line's method, target or reason (Beast's Fields concept).

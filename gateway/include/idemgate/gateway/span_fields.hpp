@@ -157,6 +157,13 @@ public:
     // The number of lines.
     std::size_t size() const noexcept { return live_; }
 
+    // For a parser adding a head's lines one by one: a line at the end, put with the other lines
+    // of its name only by group_lines(), which the parser calls once the lines are in. So a head
+    // of many lines costs a sort, not a search per line (insert() searches for its name's last
+    // line when a line of the same name bit came before).
+    void append_line(field name, std::string_view name_string, std::string_view value);
+    void group_lines();
+
     // For a reader of a whole head: drops everything, copies `head` into the block with room for
     // `lines` lines and returns the copy. The names, values, method, target and reason then
     // given to insert() and the header's setters as views into that copy are kept as offsets,
@@ -276,6 +283,7 @@ private:
     std::uint32_t tail_ = none;
     std::uint32_t live_ = 0;
     std::uint64_t names_seen_ = 0; // a bit per name hash: a name not seen needs no group search
+    bool ungrouped_ = false;       // append_line() may have left a name's lines apart
     span method_;
     span target_or_reason_;
 };

@@ -82,10 +82,15 @@ private:
     void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
                        error_code&) override
     {
-        m_.insert(name, name_string, value);
+        m_.append_line(name, name_string, value);
     }
 
-    void on_header_impl(error_code& ec) override { ec = {}; }
+    // The lines of one name together, as basic_fields keeps them (trailer fields: on_finish_impl).
+    void on_header_impl(error_code& ec) override
+    {
+        m_.group_lines();
+        ec = {};
+    }
 
     void on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code& ec) override
     {
@@ -105,7 +110,11 @@ private:
         return rd_.put(boost::asio::buffer(body.data(), body.size()), ec);
     }
 
-    void on_finish_impl(error_code& ec) override { rd_.finish(ec); }
+    void on_finish_impl(error_code& ec) override
+    {
+        m_.group_lines();
+        rd_.finish(ec);
+    }
 
     value_type m_;
     typename Body::reader rd_;
