@@ -23,11 +23,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <idemgate/config/config.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/plain_head.hpp>
+#include <idemgate/gateway/span_fields.hpp>
+#include <idemgate/gateway/span_parser.hpp>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -435,7 +436,7 @@ void require_same_fields(const A& plain, const B& beast)
 void check_plain_answer(std::string_view head)
 {
     constexpr std::size_t header_limit = 64 * 1024;
-    http::response<http::string_body, pooled_fields> plain;
+    http::response<http::string_body, span_fields> plain;
     plain_answer info;
     if (!read_plain_answer(head, {header_limit, ~std::uint64_t{0}}, plain.base(), info)) {
         require(plain.begin() == plain.end() && plain.result_int() == 200 && plain.version() == 11,
@@ -462,7 +463,7 @@ void check_plain_answer(std::string_view head)
 // The same for a request head, with the gateway's default limits.
 void check_plain_request(std::string_view head, const idemgate::config::limits_config& limits)
 {
-    http::request<http::string_body, pooled_fields> plain;
+    http::request<http::string_body, span_fields> plain;
     plain_request info;
     if (!read_plain_request(head, {limits.max_header_bytes, limits.max_request_body}, plain.base(), info)) {
         require(plain.begin() == plain.end() && plain.target().empty(),
@@ -488,6 +489,49 @@ void check_plain_request(std::string_view head, const idemgate::config::limits_c
     require_same_fields(plain, m);
 }
 
+// The same head through Beast's parser into http::fields and into span_fields (the gateway's
+// parser, span_parser.hpp): the same verdict, the same lines in order, the same framing read back
+// through the fields, and a copy and a move of the span_fields that read the same.
+template<bool isRequest>
+void check_span_parser(std::string_view head, std::size_t header_limit)
+{
+    http::parser<isRequest, http::string_body> beast;
+    span_parser<isRequest, http::string_body> spans;
+    beast.header_limit(static_cast<std::uint32_t>(header_limit));
+    spans.header_limit(static_cast<std::uint32_t>(header_limit));
+    beast.eager(false);
+    spans.eager(false);
+    boost::system::error_code beast_ec, spans_ec;
+    const auto beast_used = beast.put(boost::asio::buffer(head.data(), head.size()), beast_ec);
+    const auto spans_used = spans.put(boost::asio::buffer(head.data(), head.size()), spans_ec);
+    require(beast_ec == spans_ec && beast_used == spans_used &&
+                beast.is_header_done() == spans.is_header_done(),
+            "Beast's parser reads a head differently into span_fields");
+    if (!beast.is_header_done())
+        return;
+    const auto& m = beast.get();
+    const auto& s = spans.get();
+    require(m.version() == s.version() && m.chunked() == s.chunked() && m.keep_alive() == s.keep_alive() &&
+                m.has_content_length() == s.has_content_length(),
+            "span_fields read the framing differently");
+    if constexpr (isRequest)
+        require(m.method() == s.method() && m.method_string() == s.method_string() &&
+                    m.target() == s.target(),
+                "span_fields hold another request line");
+    else
+        require(m.result_int() == s.result_int() && m.reason() == s.reason(),
+                "span_fields hold another status line");
+    require_same_fields(s, m);
+    for (const auto& f : m)
+        require(s.count(f.name_string()) == m.count(f.name_string()) &&
+                    s[f.name_string()] == m[f.name_string()],
+                "span_fields find a name differently");
+    span_fields copy = s.base();
+    require_same_fields(copy, m);
+    span_fields moved = std::move(copy);
+    require_same_fields(moved, m);
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
@@ -509,6 +553,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (scan.end > 0) {
         check_plain_answer(bytes.substr(0, scan.end));
         check_plain_request(bytes.substr(0, scan.end), defaults);
+        check_span_parser<true>(bytes.substr(0, scan.end), defaults.max_header_bytes);
+        check_span_parser<false>(bytes.substr(0, scan.end), defaults.max_header_bytes);
     }
     return 0;
 }

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <string>
 #include <thread>
 #include <utility>
@@ -64,7 +65,7 @@ TEST_CASE("field allocator: blocks cross threads; each thread releases its cache
     CHECK(after[http::field::host] == "h3");
 }
 
-TEST_CASE("pooled fields: the rules give the same verdicts and edits as http::fields")
+TEST_CASE("span fields: the rules give the same verdicts and edits as http::fields")
 {
     const std::vector<std::pair<std::string, std::string>> lines = {{"Host", "example.test"},
                                                                     {"Connection", "keep-alive, X-Drop"},
@@ -76,7 +77,7 @@ TEST_CASE("pooled fields: the rules give the same verdicts and edits as http::fi
                                                                     {"Expect", "100-continue"},
                                                                     {"Transfer-Encoding", "chunked"}};
     auto plain = make<http::fields>(lines);
-    auto pooled = make<pooled_fields>(lines);
+    auto pooled = make<span_fields>(lines);
     CHECK(check_request_framing(pooled, 11, "/a", "POST") == check_request_framing(plain, 11, "/a", "POST"));
     CHECK(find_header(pooled, "x-drop").count == 1);
     static constexpr std::string_view names[] = {"X-Keep"};

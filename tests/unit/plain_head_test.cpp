@@ -4,11 +4,12 @@
 // other head is left to Beast.
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <cctype>
 #include <doctest/doctest.h>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/plain_head.hpp>
 #include <idemgate/gateway/response_rules.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <initializer_list>
 #include <iterator>
 #include <string>
@@ -68,7 +69,7 @@ void check_every_variant(std::initializer_list<std::string> heads, std::string_v
 // keep-alive; when it does not, the message must be untouched. Returns whether it was taken.
 bool read_both_ways(const std::string& head, std::uint64_t body_limit = max_body)
 {
-    http::response<http::string_body, pooled_fields> plain;
+    http::response<http::string_body, span_fields> plain;
     plain_answer info;
     const bool taken = read_plain_answer(head, {header_limit, body_limit}, plain.base(), info);
     if (!taken) {
@@ -209,7 +210,7 @@ namespace {
 // keep-alive as Beast's request parser reads them.
 bool read_request_both_ways(const std::string& head, std::uint64_t body_limit = max_body)
 {
-    http::request<http::string_body, pooled_fields> plain;
+    http::request<http::string_body, span_fields> plain;
     plain_request info;
     const bool taken = read_plain_request(head, {header_limit, body_limit}, plain.base(), info);
     if (!taken) {
@@ -306,4 +307,35 @@ TEST_CASE("plain request head: a byte changed anywhere in a head is read as Beas
                         "\0\t :\r\n\x7f\x80"
                         "a,0(/*G"sv,
                         [](const std::string& h) { return read_request_both_ways(h); });
+}
+
+TEST_CASE("field names: the fast lookup gives Beast's field for every name Beast knows, in any case")
+{
+    auto flip = [](std::string s, int how) {
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            const auto c = static_cast<unsigned char>(s[i]);
+            if (how == 1 || (how == 2 && i % 2 == 0))
+                s[i] = static_cast<char>(std::toupper(c));
+            else
+                s[i] = static_cast<char>(std::tolower(c));
+        }
+        return s;
+    };
+    for (unsigned i = 1; i <= static_cast<unsigned>(http::field::xref); ++i) {
+        const std::string name(http::to_string(static_cast<http::field>(i)));
+        for (int how = 0; how < 3; ++how) {
+            const auto s = flip(name, how);
+            CAPTURE(s);
+            CHECK(field_of_name(s) == http::string_to_field(s));
+            // Each byte changed to each token byte: still Beast's answer.
+            for (std::size_t at = 0; at < s.size(); ++at)
+                for (char c : std::string_view("-_^~`|!aZ0")) {
+                    auto changed = s;
+                    changed[at] = c;
+                    CHECK(field_of_name(changed) == http::string_to_field(changed));
+                }
+        }
+    }
+    CHECK(field_of_name("Idempotency-Key") == http::field::unknown);
+    CHECK(field_of_name("X") == http::field::unknown);
 }

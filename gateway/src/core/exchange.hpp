@@ -7,8 +7,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstdint>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/outcome.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -16,8 +16,8 @@
 namespace idemgate::gateway::detail {
 
 namespace http = boost::beast::http;
-// Their fields come from the thread's recycled blocks (field_allocator.hpp).
-using fields_type = pooled_fields;
+// Their fields are span_fields (span_fields.hpp).
+using fields_type = span_fields;
 using request_type = http::request<http::string_body, fields_type>;
 using response_type = http::response<http::string_body, fields_type>;
 

@@ -7,7 +7,7 @@
 
 namespace idemgate::gateway {
 
-http::response<http::string_body, pooled_fields>
+http::response<http::string_body, span_fields>
 make_problem(std::string_view type_base, const problem_answer& a, unsigned version, bool keep_alive)
 {
     const problem& p = a.type;
@@ -25,7 +25,7 @@ make_problem(std::string_view type_base, const problem_answer& a, unsigned versi
         body["instance"] = a.instance;
     for (const auto& [name, value] : a.members)
         body[name] = value;
-    http::response<http::string_body, pooled_fields> res{http::int_to_status(status), version};
+    http::response<http::string_body, span_fields> res{http::int_to_status(status), version};
     res.set(http::field::content_type, "application/problem+json");
     res.set(http::field::cache_control, "no-store");
     res.body() = boost::json::serialize(body);

@@ -4,8 +4,8 @@
 // are in <idemgate/gateway/problem_types.hpp>.
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/problem_types.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -28,7 +28,7 @@ struct problem_answer {
 
 // Builds an application/problem+json response whose `type` is `type_base` + the problem's slug
 // (problems.type_base() of the live configuration), for a request of HTTP `version`.
-http::response<http::string_body, pooled_fields>
+http::response<http::string_body, span_fields>
 make_problem(std::string_view type_base, const problem_answer& a, unsigned version, bool keep_alive);
 
 } // namespace idemgate::gateway

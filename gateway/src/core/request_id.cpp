@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <idemgate/common/digest.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/request_id.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <random>
 
 namespace idemgate::gateway {
@@ -71,9 +71,8 @@ std::string_view trace_id_of(std::string_view tp) noexcept
     return trace_id;
 }
 
-template<class Allocator>
-void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields, std::string_view header_name,
-                      request_ids& ids)
+template<class Fields>
+void read_request_ids(const Fields& fields, std::string_view header_name, request_ids& ids)
 {
     ids.request_id.clear();
     ids.generated = false;
@@ -102,18 +101,33 @@ void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
         ids.trace_id.assign(trace_id_of(traceparent.value));
 }
 
-template<class Allocator>
-request_ids read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
-                             std::string_view header_name)
+template<class Fields>
+request_ids read_request_ids(const Fields& fields, std::string_view header_name)
 {
     request_ids ids;
     read_request_ids(fields, header_name, ids);
     return ids;
 }
 
-template request_ids read_request_ids(const boost::beast::http::fields&, std::string_view);
-template request_ids read_request_ids(const pooled_fields&, std::string_view);
-template void read_request_ids(const boost::beast::http::fields&, std::string_view, request_ids&);
-template void read_request_ids(const pooled_fields&, std::string_view, request_ids&);
+request_ids read_request_ids(const boost::beast::http::fields& fields, std::string_view header_name)
+{
+    return read_request_ids<boost::beast::http::fields>(fields, header_name);
+}
+
+request_ids read_request_ids(const span_fields& fields, std::string_view header_name)
+{
+    return read_request_ids<span_fields>(fields, header_name);
+}
+
+void read_request_ids(const boost::beast::http::fields& fields, std::string_view header_name,
+                      request_ids& ids)
+{
+    read_request_ids<boost::beast::http::fields>(fields, header_name, ids);
+}
+
+void read_request_ids(const span_fields& fields, std::string_view header_name, request_ids& ids)
+{
+    read_request_ids<span_fields>(fields, header_name, ids);
+}
 
 } // namespace idemgate::gateway

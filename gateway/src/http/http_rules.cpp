@@ -5,9 +5,9 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/container/small_vector.hpp>
 #include <idemgate/common/record_headers.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -49,8 +49,8 @@ std::string_view describe(framing_violation v) noexcept
 namespace {
 
 // Calls `on_token` for every token of every Connection line (lines need not be adjacent).
-template<class Allocator, class F>
-void for_each_connection_token(const http::basic_fields<Allocator>& fields, F&& on_token)
+template<class Fields, class F>
+void for_each_connection_token(const Fields& fields, F&& on_token)
 {
     for (const auto& f : fields) {
         if (f.name() != http::field::connection)
@@ -201,9 +201,8 @@ bool to_origin_form(http::request_header<Fields>& header)
     return true;
 }
 
-template<class Allocator>
-std::string_view connection_names(const http::basic_fields<Allocator>& fields,
-                                  std::span<const std::string_view> names)
+template<class Fields>
+std::string_view connection_names(const Fields& fields, std::span<const std::string_view> names)
 {
     std::string_view found;
     for_each_connection_token(fields, [&](std::string_view token) {
@@ -218,9 +217,9 @@ std::string_view connection_names(const http::basic_fields<Allocator>& fields,
     return found;
 }
 
-template<class Allocator>
-framing_violation check_request_framing(const http::basic_fields<Allocator>& fields, unsigned version,
-                                        std::string_view target, std::string_view method)
+template<class Fields>
+framing_violation check_request_framing(const Fields& fields, unsigned version, std::string_view target,
+                                        std::string_view method)
 {
     detail::body_framing_lines lines;
     int host_lines = 0;
@@ -268,9 +267,18 @@ framing_violation check_request_framing(const http::basic_fields<Allocator>& fie
     return framing_violation::none;
 }
 
-template<class Allocator>
-hop_by_hop_filter::hop_by_hop_filter(const http::basic_fields<Allocator>& fields, bool also_expect)
-    : also_expect_(also_expect)
+hop_by_hop_filter::hop_by_hop_filter(const http::fields& fields, bool also_expect) : also_expect_(also_expect)
+{
+    read(fields);
+}
+
+hop_by_hop_filter::hop_by_hop_filter(const span_fields& fields, bool also_expect) : also_expect_(also_expect)
+{
+    read(fields);
+}
+
+template<class Fields>
+void hop_by_hop_filter::read(const Fields& fields)
 {
     // Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). Connection lines need not
     // be adjacent (fields keep arrival order), so every line is read. "keep-alive", the usual
@@ -302,13 +310,13 @@ bool hop_by_hop_filter::drops(http::field name, std::string_view name_string) co
     }
 }
 
-template<class Allocator>
-void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect)
+template<class Fields>
+void strip_hop_by_hop(Fields& fields, bool also_expect)
 {
     // The filter's names are views into the Connection lines, which are therefore removed last
     // (by position: erasing by name would look it up in the ordered index again).
     hop_by_hop_filter filter(fields, also_expect);
-    boost::container::small_vector<typename http::basic_fields<Allocator>::const_iterator, 2> connection;
+    boost::container::small_vector<typename Fields::const_iterator, 2> connection;
     for (auto it = fields.begin(); it != fields.end();) {
         if (it->name() == http::field::connection) {
             connection.push_back(it);
@@ -321,8 +329,8 @@ void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect)
         fields.erase(it);
 }
 
-template<class Allocator>
-header_lookup find_header(const http::basic_fields<Allocator>& fields, std::string_view name)
+template<class Fields>
+header_lookup find_header(const Fields& fields, std::string_view name)
 {
     // One pass over the lines comparing lengths first: a request has a handful of fields, and
     // the ordered index's lookup compares whole names case-insensitively at every step.
@@ -354,17 +362,27 @@ bool excluded_from_record(http::field name, std::string_view name_string) noexce
     return known[i];
 }
 
-#define IDEMGATE_FIELDS_FUNCTIONS(A)                                                                         \
-    template bool to_origin_form(http::request_header<http::basic_fields<A>>&);                              \
-    template std::string_view connection_names(const http::basic_fields<A>&,                                 \
-                                               std::span<const std::string_view>);                           \
-    template framing_violation check_request_framing(const http::basic_fields<A>&, unsigned,                 \
-                                                     std::string_view, std::string_view);                    \
-    template void strip_hop_by_hop(http::basic_fields<A>&, bool);                                            \
-    template hop_by_hop_filter::hop_by_hop_filter(const http::basic_fields<A>&, bool);                       \
-    template header_lookup find_header(const http::basic_fields<A>&, std::string_view);
-IDEMGATE_FIELDS_FUNCTIONS(std::allocator<char>)
-IDEMGATE_FIELDS_FUNCTIONS(field_allocator<char>)
+#define IDEMGATE_FIELDS_FUNCTIONS(F)                                                                         \
+    template bool to_origin_form(http::request_header<F>&);                                                  \
+    std::string_view connection_names(const F& fields, std::span<const std::string_view> names)              \
+    {                                                                                                        \
+        return connection_names<F>(fields, names);                                                           \
+    }                                                                                                        \
+    framing_violation check_request_framing(const F& fields, unsigned version, std::string_view target,      \
+                                            std::string_view method)                                         \
+    {                                                                                                        \
+        return check_request_framing<F>(fields, version, target, method);                                    \
+    }                                                                                                        \
+    void strip_hop_by_hop(F& fields, bool also_expect)                                                       \
+    {                                                                                                        \
+        strip_hop_by_hop<F>(fields, also_expect);                                                            \
+    }                                                                                                        \
+    header_lookup find_header(const F& fields, std::string_view name)                                        \
+    {                                                                                                        \
+        return find_header<F>(fields, name);                                                                 \
+    }
+IDEMGATE_FIELDS_FUNCTIONS(http::fields)
+IDEMGATE_FIELDS_FUNCTIONS(span_fields)
 #undef IDEMGATE_FIELDS_FUNCTIONS
 
 bool has_obs_fold(std::string_view pending, bool line_start) noexcept

@@ -3,9 +3,10 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <cstring>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/plain_head.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <optional>
+#include <type_traits>
 
 namespace idemgate::gateway {
 
@@ -60,6 +61,94 @@ bool digit(char c) noexcept
     return c >= '0' && c <= '9';
 }
 
+// `name` (of `lower`'s length) OR-ed with 0x20 byte by byte equals `lower`, a name of lower-case
+// letters and '-': a case-insensitive match, since only a letter's two cases fold onto a letter
+// and only '-' and CR onto '-' (a name holds no CR).
+template<std::size_t N>
+bool folded_equals(std::string_view name, const char (&lower)[N]) noexcept
+{
+    constexpr std::size_t n = N - 1;
+    static_assert(n >= 4);
+    if constexpr (n >= 8) {
+        constexpr std::uint64_t fold = 0x2020202020202020ULL;
+        auto word = [](const char* p) {
+            std::uint64_t w;
+            std::memcpy(&w, p, 8);
+            return w;
+        };
+        for (std::size_t i = 0; i + 8 <= n; i += 8)
+            if ((word(name.data() + i) | fold) != word(lower + i))
+                return false;
+        return n % 8 == 0 || (word(name.data() + n - 8) | fold) == word(lower + n - 8);
+    } else {
+        constexpr std::uint32_t fold = 0x20202020u;
+        auto word = [](const char* p) {
+            std::uint32_t w;
+            std::memcpy(&w, p, 4);
+            return w;
+        };
+        return (word(name.data()) | fold) == word(lower) &&
+               (word(name.data() + n - 4) | fold) == word(lower + n - 4);
+    }
+}
+
+} // namespace
+
+http::field field_of_name(std::string_view name) noexcept
+{
+    using f = http::field;
+    switch (name.size()) {
+    case 4:
+        if (folded_equals(name, "host"))
+            return f::host;
+        if (folded_equals(name, "date"))
+            return f::date;
+        if (folded_equals(name, "etag"))
+            return f::etag;
+        if (folded_equals(name, "vary"))
+            return f::vary;
+        break;
+    case 6:
+        if (folded_equals(name, "server"))
+            return f::server;
+        if (folded_equals(name, "accept"))
+            return f::accept;
+        break;
+    case 8:
+        if (folded_equals(name, "location"))
+            return f::location;
+        break;
+    case 10:
+        if (folded_equals(name, "connection"))
+            return f::connection;
+        if (folded_equals(name, "user-agent"))
+            return f::user_agent;
+        break;
+    case 12:
+        if (folded_equals(name, "content-type"))
+            return f::content_type;
+        break;
+    case 13:
+        if (folded_equals(name, "cache-control"))
+            return f::cache_control;
+        if (folded_equals(name, "authorization"))
+            return f::authorization;
+        break;
+    case 14:
+        if (folded_equals(name, "content-length"))
+            return f::content_length;
+        break;
+    case 15:
+        if (folded_equals(name, "accept-encoding"))
+            return f::accept_encoding;
+        break;
+    default: break;
+    }
+    return http::string_to_field(name);
+}
+
+namespace {
+
 // Trivial, so the array of them is not initialised on every call.
 struct field_span {
     http::field name;
@@ -106,9 +195,13 @@ bool read_field_lines(const char* p, const char* last, field_lines& out)
         while (value_last != p && (value_last[-1] == ' ' || value_last[-1] == '\t'))
             --value_last;
         const std::string_view value(p, static_cast<std::size_t>(value_last - p));
+        // The fields hold a name or value of at most 65533 bytes (as basic_fields does): a longer
+        // one is left to Beast's parser, whose fields refuse it.
+        if (name.size() > 65533 || value.size() > 65533)
+            return false;
         p = eol + 2;
 
-        const auto f = http::string_to_field(name);
+        const auto f = field_of_name(name);
         switch (f) {
         case http::field::content_length:
             if (out.has_length || value.empty() || value.size() > 18)
@@ -138,12 +231,41 @@ bool read_field_lines(const char* p, const char* last, field_lines& out)
     return p + 2 == last;
 }
 
-template<class Fields>
-void insert_fields(const field_lines& lines, Fields& fields)
+// Views into `head` as views into `copy`, a copy of it.
+struct rebase_into {
+    std::string_view head;
+    std::string_view copy;
+    std::string_view operator()(std::string_view s) const noexcept
+    {
+        return {copy.data() + (s.data() - head.data()), s.size()};
+    }
+    std::string_view operator()(const char* p, std::size_t n) const noexcept { return (*this)({p, n}); }
+};
+
+struct no_rebase {
+    std::string_view operator()(std::string_view s) const noexcept { return s; }
+};
+
+// Fills `h` from the lines: span_fields copy the head once and keep spans into the copy, other
+// fields copy each field.
+template<class Line, class Header>
+void fill(std::string_view head, const Line& line, const field_lines& lines, Header& h)
 {
-    for (std::size_t i = 0; i < lines.count; ++i) {
-        const auto& f = lines.fields[i];
-        fields.insert(f.name, {f.name_data, f.name_size}, {f.value_data, f.value_size});
+    if constexpr (std::is_base_of_v<span_fields, Header>) {
+        span_fields& fields = h;
+        const rebase_into rebase{head, fields.adopt(head, lines.count)};
+        line.set(h, rebase);
+        for (std::size_t i = 0; i < lines.count; ++i) {
+            const auto& f = lines.fields[i];
+            fields.append_adopted(f.name, rebase(f.name_data, f.name_size),
+                                  rebase(f.value_data, f.value_size));
+        }
+    } else {
+        line.set(h, no_rebase{});
+        for (std::size_t i = 0; i < lines.count; ++i) {
+            const auto& f = lines.fields[i];
+            h.insert(f.name, {f.name_data, f.name_size}, {f.value_data, f.value_size});
+        }
     }
 }
 
@@ -177,12 +299,12 @@ struct status_line {
         reason = std::string_view(p, static_cast<std::size_t>(eol - p));
         return eol + 2;
     }
-    template<class Fields>
-    void set(http::response_header<Fields>& res) const
+    template<class Fields, class Rebase>
+    void set(http::response_header<Fields>& res, Rebase rebase) const
     {
         res.result(status);
         res.version(version);
-        res.reason(reason);
+        res.reason(rebase(reason));
     }
 };
 
@@ -217,10 +339,10 @@ struct request_line {
         version = p[8] == '1' ? 11 : 10;
         return p + 11;
     }
-    template<class Fields>
-    void set(http::request_header<Fields>& req) const
+    template<class Fields, class Rebase>
+    void set(http::request_header<Fields>& req, Rebase rebase) const
     {
-        req.target(target);
+        req.target(rebase(target));
         req.method(verb);
         req.version(version);
     }
@@ -242,8 +364,7 @@ bool read_plain_head(std::string_view head, head_limits limits, Header& h, head_
     if (!read_field_lines(fields, last, lines) || (Line::length_required && !lines.has_length) ||
         (lines.has_length && lines.length > limits.body))
         return false;
-    line.set(h);
-    insert_fields(lines, h);
+    fill(head, line, lines, h);
     out = {};
     if (lines.has_length)
         out.content_length = lines.length;
@@ -273,11 +394,11 @@ bool read_plain_request(std::string_view head, head_limits limits, http::request
 
 template bool read_plain_answer(std::string_view, head_limits, http::response_header<http::fields>&,
                                 plain_answer&);
-template bool read_plain_answer(std::string_view, head_limits, http::response_header<pooled_fields>&,
+template bool read_plain_answer(std::string_view, head_limits, http::response_header<span_fields>&,
                                 plain_answer&);
 template bool read_plain_request(std::string_view, head_limits, http::request_header<http::fields>&,
                                  plain_request&);
-template bool read_plain_request(std::string_view, head_limits, http::request_header<pooled_fields>&,
+template bool read_plain_request(std::string_view, head_limits, http::request_header<span_fields>&,
                                  plain_request&);
 
 } // namespace idemgate::gateway

@@ -2,9 +2,9 @@
 #include "http/body_framing.hpp"
 
 #include <boost/beast/core/string.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/response_rules.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 
 namespace idemgate::gateway {
 
@@ -96,8 +96,8 @@ bool lacks_reason_separator(std::string_view head) noexcept
            is_digit(head[11]) && head.substr(reason_separator_at, 2) == "\r\n";
 }
 
-template<class Allocator>
-response_violation check_response_framing(const http::basic_fields<Allocator>& fields)
+template<class Fields>
+response_violation check_response_framing(const Fields& fields)
 {
     detail::body_framing_lines lines;
     for (const auto& f : fields)
@@ -114,7 +114,14 @@ response_violation check_response_framing(const http::basic_fields<Allocator>& f
     return response_violation::none;
 }
 
-template response_violation check_response_framing(const http::fields&);
-template response_violation check_response_framing(const pooled_fields&);
+response_violation check_response_framing(const http::fields& fields)
+{
+    return check_response_framing<http::fields>(fields);
+}
+
+response_violation check_response_framing(const span_fields& fields)
+{
+    return check_response_framing<span_fields>(fields);
+}
 
 } // namespace idemgate::gateway

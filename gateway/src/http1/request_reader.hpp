@@ -15,11 +15,12 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <idemgate/config/config.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_facts.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/http_rules.hpp>
 #include <idemgate/gateway/plain_head.hpp>
+#include <idemgate/gateway/span_fields.hpp>
+#include <idemgate/gateway/span_parser.hpp>
 #include <string>
 
 namespace idemgate::gateway::detail {
@@ -27,7 +28,7 @@ namespace idemgate::gateway::detail {
 template<class Stream>
 class request_reader {
 public:
-    using parser_type = http::request_parser<http::string_body, field_allocator<char>>;
+    using parser_type = span_request_parser<http::string_body>;
 
 protected:
     explicit request_reader(Stream& stream) : stream_(stream), deadline_(stream.get_executor()) {}

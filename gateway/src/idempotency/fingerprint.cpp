@@ -5,8 +5,8 @@
 #include <array>
 #include <boost/json/serializer.hpp>
 #include <idemgate/common/digest.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/fingerprint.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <memory>
 #include <openssl/evp.h>
 #include <optional>
@@ -252,9 +252,9 @@ std::optional<std::string> canonical_json(std::string_view body, const std::vect
     return out;
 }
 
-template<class Allocator>
+template<class Fields>
 std::string fingerprint(fingerprint_input request, const config::fingerprint_config& options,
-                        const boost::beast::http::basic_fields<Allocator>& fields)
+                        const Fields& fields)
 {
     const auto method = request.method;
     const auto target = request.target;
@@ -283,8 +283,16 @@ std::string fingerprint(fingerprint_input request, const config::fingerprint_con
     return h.hex();
 }
 
-template std::string fingerprint(fingerprint_input, const config::fingerprint_config&,
-                                 const boost::beast::http::fields&);
-template std::string fingerprint(fingerprint_input, const config::fingerprint_config&, const pooled_fields&);
+std::string fingerprint(fingerprint_input request, const config::fingerprint_config& options,
+                        const boost::beast::http::fields& fields)
+{
+    return fingerprint<boost::beast::http::fields>(request, options, fields);
+}
+
+std::string fingerprint(fingerprint_input request, const config::fingerprint_config& options,
+                        const span_fields& fields)
+{
+    return fingerprint<span_fields>(request, options, fields);
+}
 
 } // namespace idemgate::gateway

@@ -2,7 +2,7 @@
 #include "transport/wire.hpp"
 
 #include <charconv>
-#include <idemgate/gateway/field_allocator.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 
 namespace idemgate::gateway {
 
@@ -15,8 +15,8 @@ void append_version(unsigned version, std::string& out)
     out.append(version == 10 ? "HTTP/1.0" : "HTTP/1.1");
 }
 
-template<class Allocator>
-void append_fields(const http::basic_fields<Allocator>& f, std::string& out)
+template<class Fields>
+void append_fields(const Fields& f, std::string& out)
 {
     for (const auto& field : f) {
         auto name = field.name_string();
@@ -77,7 +77,7 @@ void render_head(const http::header<isRequest, Fields>& h, std::string& out)
 
 template void render_head(const http::request_header<http::fields>&, std::string&);
 template void render_head(const http::response_header<http::fields>&, std::string&);
-template void render_head(const http::request_header<pooled_fields>&, std::string&);
-template void render_head(const http::response_header<pooled_fields>&, std::string&);
+template void render_head(const http::request_header<span_fields>&, std::string&);
+template void render_head(const http::response_header<span_fields>&, std::string&);
 
 } // namespace idemgate::gateway

@@ -68,7 +68,7 @@ write_rest(Stream& stream, std::array<boost::asio::const_buffer, N> buffers, std
 
 // Appends "METHOD target HTTP/x.y\r\n" + fields + "\r\n" (requests), or
 // "HTTP/x.y code reason\r\n" + fields + "\r\n" (answers). Defined for http::fields and
-// pooled_fields (field_allocator.hpp).
+// span_fields (span_fields.hpp).
 template<bool isRequest, class Fields>
 void render_head(const http::header<isRequest, Fields>& h, std::string& out);
 

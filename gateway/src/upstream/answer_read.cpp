@@ -39,7 +39,7 @@ response_violation vet_head(beast::flat_buffer& buffer, head_scan& scan)
 }
 
 bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end,
-                       http::response<http::string_body, pooled_fields>& res, answer_read& out)
+                       http::response<http::string_body, span_fields>& res, answer_read& out)
 {
     if (head_end == 0 || res.begin() != res.end())
         return false;

@@ -16,10 +16,11 @@
 #include <cstddef>
 #include <idemgate/common/recycled.hpp>
 #include <idemgate/config/config.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/head_facts.hpp>
 #include <idemgate/gateway/head_scan.hpp>
 #include <idemgate/gateway/response_rules.hpp>
+#include <idemgate/gateway/span_fields.hpp>
+#include <idemgate/gateway/span_parser.hpp>
 
 namespace idemgate::gateway::detail {
 
@@ -60,7 +61,7 @@ inline bool has_body(unsigned status, bool head_request)
     return !head_request && status >= 200 && status != 204 && status != 304;
 }
 
-using parser_type = http::response_parser<http::string_body, field_allocator<char>>;
+using parser_type = span_response_parser<http::string_body>;
 
 // How an answer was read: its head's facts (head_facts.hpp), whichever reader read it, and the
 // answer in full in `result.response`, or its head in Beast's parser to be read piece by piece
@@ -111,7 +112,7 @@ struct answer_read {
 // A head of the common shape read without Beast's parser (plain_head.hpp) into `res`, which must be
 // new, its facts into `out.facts`, and consumed from `buffer`; false, nothing done, for any other.
 bool take_plain_answer(beast::flat_buffer& buffer, std::size_t head_end,
-                       http::response<http::string_body, pooled_fields>& res, answer_read& out);
+                       http::response<http::string_body, span_fields>& res, answer_read& out);
 
 // What take_parsed_answer made of a head.
 enum class parsed_head {

@@ -15,8 +15,9 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <idemgate/common/error.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/metrics.hpp>
+#include <idemgate/gateway/span_fields.hpp>
+#include <idemgate/gateway/span_parser.hpp>
 #include <memory>
 #include <string>
 
@@ -30,7 +31,7 @@ using boost::system::error_code;
 // Beast 1.81 appends a chunked response's trailer fields to the header fields. Trailers are
 // dropped: never recorded, never replayed, never sent to the client (the gateway re-frames the
 // body with Content-Length, which has no trailer section) - nginx does the same by default.
-inline void drop_trailer_fields(http::response<http::string_body, pooled_fields>& res,
+inline void drop_trailer_fields(http::response<http::string_body, span_fields>& res,
                                 std::size_t header_fields)
 {
     auto it = res.begin();
@@ -40,7 +41,7 @@ inline void drop_trailer_fields(http::response<http::string_body, pooled_fields>
         it = res.erase(it);
 }
 
-using body_parser = http::response_parser<http::buffer_body, field_allocator<char>>;
+using body_parser = span_response_parser<http::buffer_body>;
 
 // What a body is read through: the bytes read past its head so far, and the parser.
 struct body_source {
@@ -163,8 +164,8 @@ asio::awaitable<bool> read_by_piece(answer_wire<Connection, Stream> wire, Answer
         result.began_status = bp->get().result_int();
         co_return true;
     }
-    http::response_header<pooled_fields> head = bp->get().base(); // a copy: the parser may read on
-    result.response = http::response<http::string_body, pooled_fields>(std::move(head));
+    http::response_header<span_fields> head = bp->get().base(); // a copy: the parser may read on
+    result.response = http::response<http::string_body, span_fields>(std::move(head));
     drop_trailer_fields(result.response, header_fields);
     if (announced_too_large || body.size() > limits.max_response_body) {
         // Over max_response_body before any byte went to the client: refused with 502.

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <idemgate/config/config.hpp>
 #include <idemgate/gateway/exchange_watch.hpp>
-#include <idemgate/gateway/field_allocator.hpp>
 #include <idemgate/gateway/metrics.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <memory>
 #include <optional>
 #include <span>
@@ -45,7 +45,7 @@ struct upstream_result {
     boost::system::error_code ec; // error::upstream_connect / _timeout / _protocol / _too_large
     bool sent = false;            // the whole request was written (an error after it: outcome unknown)
     std::string address;          // the address used, or the last one tried ("10.0.0.5:8443"); logs
-    http::response<http::string_body, pooled_fields> response;
+    http::response<http::string_body, span_fields> response;
     // An answer larger than limits.max_record_body: `response` holds its head and first bytes,
     // `rest` reads the others. Its framing: `length` (its Content-Length) or none (chunked, or
     // until the connection closes).
@@ -75,7 +75,7 @@ enum class resend_policy : unsigned char { idempotent_methods, never };
 // HEAD request (no body follows the answer), the resend policy and the route's effective
 // deadlines (`timeouts`: route over upstream over global, resolved at load).
 struct upstream_call {
-    const http::request<http::string_body, pooled_fields>& req;
+    const http::request<http::string_body, span_fields>& req;
     const request_buffers& buffers;
     bool head_request = false;
     resend_policy resend = resend_policy::never;

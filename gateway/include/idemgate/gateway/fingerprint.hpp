@@ -6,6 +6,7 @@
 // spellings of one path are one request.
 #include <boost/beast/http/fields.hpp>
 #include <idemgate/config/config.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,16 +24,17 @@ std::string fingerprint(std::string_view method, std::string_view target, std::s
 // `fields`: the request's, for the listed headers.
 // A body that is not valid JSON under json: canonical is hashed as raw bytes: the upstream
 // decides what a malformed body means.
-// Defined for http::fields and pooled_fields (field_allocator.hpp).
+// Takes http::fields or span_fields (span_fields.hpp).
 // What is hashed of the request itself: its method, target (as routes see it) and body.
 struct fingerprint_input {
     std::string_view method;
     std::string_view target;
     std::string_view body;
 };
-template<class Allocator>
 std::string fingerprint(fingerprint_input request, const config::fingerprint_config& options,
-                        const boost::beast::http::basic_fields<Allocator>& fields);
+                        const boost::beast::http::fields& fields);
+std::string fingerprint(fingerprint_input request, const config::fingerprint_config& options,
+                        const span_fields& fields);
 
 // Canonical JSON (RFC 8785-like: object keys sorted by their bytes, of a duplicate key the last,
 // no insignificant whitespace, strings as Boost.JSON serialises them) after removing every field

@@ -6,6 +6,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/container/small_vector.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -37,10 +38,11 @@ std::string_view describe(framing_violation v) noexcept;
 // Checks the header as parsed. `version` is 10 or 11. `method` is the method as sent: methods
 // are case-sensitive (RFC 9110 9.1) but legacy upstreams often normalise them, so "post" could
 // run as POST while the gateway did not guard it; such spellings are refused (as nginx does).
-// The functions over fields are defined for http::fields and pooled_fields (field_allocator.hpp).
-template<class Allocator>
-framing_violation check_request_framing(const http::basic_fields<Allocator>& fields, unsigned version,
-                                        std::string_view target, std::string_view method = {});
+// The functions over fields take http::fields or span_fields (span_fields.hpp).
+framing_violation check_request_framing(const http::fields& fields, unsigned version, std::string_view target,
+                                        std::string_view method = {});
+framing_violation check_request_framing(const span_fields& fields, unsigned version, std::string_view target,
+                                        std::string_view method = {});
 
 // The forms of request target the gateway accepts (RFC 9112 3.2); authority-form (CONNECT) is
 // refused.
@@ -68,25 +70,26 @@ bool to_origin_form(http::request_header<Fields>& header);
 // The first of `names` (case-insensitive; empty names ignored) that a Connection header lists,
 // or "" when none. Host is always checked by check_request_framing; the idempotency filter
 // checks the headers that form the scope (key, tenant).
-template<class Allocator>
-std::string_view connection_names(const http::basic_fields<Allocator>& fields,
-                                  std::span<const std::string_view> names);
+std::string_view connection_names(const http::fields& fields, std::span<const std::string_view> names);
+std::string_view connection_names(const span_fields& fields, std::span<const std::string_view> names);
 
 // Removes Connection and every header it names, and the fixed hop-by-hop set
 // (Keep-Alive, Proxy-Connection, Proxy-Authorization, TE, Trailer, Transfer-Encoding, Upgrade).
 // `also_expect` removes Expect too (the gateway answers 100-continue itself).
-template<class Allocator>
-void strip_hop_by_hop(http::basic_fields<Allocator>& fields, bool also_expect = false);
+void strip_hop_by_hop(http::fields& fields, bool also_expect = false);
+void strip_hop_by_hop(span_fields& fields, bool also_expect = false);
 
 // The lines strip_hop_by_hop removes, asked line by line without changing the fields (the
 // forwarded head is written from the received lines). Holds views into the Connection lines.
 class hop_by_hop_filter {
 public:
-    template<class Allocator>
-    hop_by_hop_filter(const http::basic_fields<Allocator>& fields, bool also_expect);
+    hop_by_hop_filter(const http::fields& fields, bool also_expect);
+    hop_by_hop_filter(const span_fields& fields, bool also_expect);
     bool drops(http::field name, std::string_view name_string) const;
 
 private:
+    template<class Fields>
+    void read(const Fields& fields);
     boost::container::small_vector<std::string_view, 8> named_;
     bool also_expect_;
 };
@@ -111,8 +114,8 @@ struct header_lookup {
             value = line_value;
     }
 };
-template<class Allocator>
-header_lookup find_header(const http::basic_fields<Allocator>& fields, std::string_view name);
+header_lookup find_header(const http::fields& fields, std::string_view name);
+header_lookup find_header(const span_fields& fields, std::string_view name);
 
 // True for headers never kept in a replay record: hop-by-hop, framing and Set-Cookie.
 bool excluded_from_record(std::string_view name) noexcept;

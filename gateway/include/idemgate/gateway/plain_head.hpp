@@ -36,7 +36,7 @@ struct head_limits {
 // whose names are tokens and whose values hold no control byte but HT, exactly one
 // Content-Length of decimal digits, Connection (or Proxy-Connection) only "close" or
 // "keep-alive", no Transfer-Encoding or Upgrade, no folded line, at most 64 fields.
-// Defined for http::fields and pooled_fields (field_allocator.hpp).
+// Defined for http::fields and span_fields (span_fields.hpp).
 template<class Fields>
 bool read_plain_answer(std::string_view head, head_limits limits, http::response_header<Fields>& res,
                        plain_answer& out);
@@ -49,5 +49,9 @@ bool read_plain_answer(std::string_view head, head_limits limits, http::response
 template<class Fields>
 bool read_plain_request(std::string_view head, head_limits limits, http::request_header<Fields>& req,
                         plain_request& out);
+
+// Beast's string_to_field for a field name (token bytes), the names most heads carry compared
+// first, a word at a time.
+http::field field_of_name(std::string_view name) noexcept;
 
 } // namespace idemgate::gateway

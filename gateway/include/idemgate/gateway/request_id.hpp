@@ -4,6 +4,7 @@
 // here; forwarded upstream, returned on every answer and written to the access log. And the
 // trace ID of a W3C `traceparent` (Trace Context, section 3.2), for the access log only.
 #include <boost/beast/http/fields.hpp>
+#include <idemgate/gateway/span_fields.hpp>
 #include <string>
 #include <string_view>
 
@@ -34,14 +35,13 @@ std::string_view trace_id_of(std::string_view traceparent) noexcept;
 // Reads the request's IDs from its header: the ID under `header_name` when exactly one valid
 // line carries it (else a new one, with `generated` set), and the trace ID of exactly one
 // valid `traceparent`. An empty `header_name` turns request IDs off (the trace ID is still read).
-// Defined for http::fields and pooled_fields (field_allocator.hpp).
-template<class Allocator>
-request_ids read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields,
-                             std::string_view header_name);
+// Take http::fields or span_fields (span_fields.hpp).
+request_ids read_request_ids(const boost::beast::http::fields& fields, std::string_view header_name);
+request_ids read_request_ids(const span_fields& fields, std::string_view header_name);
 // The same into `ids` (replacing what it held; its strings' storage is reused, so a connection's
 // requests one after another do not allocate for their IDs).
-template<class Allocator>
-void read_request_ids(const boost::beast::http::basic_fields<Allocator>& fields, std::string_view header_name,
+void read_request_ids(const boost::beast::http::fields& fields, std::string_view header_name,
                       request_ids& ids);
+void read_request_ids(const span_fields& fields, std::string_view header_name, request_ids& ids);
 
 } // namespace idemgate::gateway

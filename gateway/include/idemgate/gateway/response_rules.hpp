@@ -7,6 +7,7 @@
 // unfolds obs-fold into the value.
 #include <boost/beast/http/fields.hpp>
 #include <cstddef>
+#include <idemgate/gateway/span_fields.hpp>
 #include <string_view>
 
 namespace idemgate::gateway {
@@ -40,8 +41,8 @@ unsigned arrived_final_status(std::string_view bytes) noexcept;
 
 // Checks the parsed fields of a final answer whose body is read (not 1xx, 204, 304 or a HEAD
 // answer).
-// Defined for http::fields and pooled_fields (field_allocator.hpp).
-template<class Allocator>
-response_violation check_response_framing(const http::basic_fields<Allocator>& fields);
+// Takes http::fields or span_fields (span_fields.hpp).
+response_violation check_response_framing(const http::fields& fields);
+response_violation check_response_framing(const span_fields& fields);
 
 } // namespace idemgate::gateway
