@@ -25,7 +25,7 @@ declare -A level=(
 # The room of each public header (gateway/include/idemgate/gateway/<name>.hpp): where it is
 # implemented, or for a header-only one, the lowest room that needs it.
 declare -A public_room=(
-  [field_allocator]=http [http_rules]=http [response_rules]=http [head_scan]=http
+  [http_rules]=http [response_rules]=http [head_scan]=http
   [plain_head]=http [span_fields]=http [span_parser]=http [head_splice]=http [head_facts]=http [client_address]=http
   [outcome]=core [problem_types]=core [problem_pages]=core [request_id]=core [tracing]=core
   [access_log_writer]=observability [metrics]=observability

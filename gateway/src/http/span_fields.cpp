@@ -18,7 +18,7 @@ namespace http = boost::beast::http;
 
 // A head's block (its lines, then its bytes): classes of 256 bytes up to 4 KiB, a thread keeping
 // up to 32 of each, so the heads of a keep-alive connection's requests reuse the blocks of the
-// ones before, as the fields' elements do (field_allocator.hpp).
+// ones before.
 using span_blocks = block_pool<256, 16, 32>;
 
 std::size_t block_size_for(std::size_t bytes) noexcept

@@ -4,7 +4,7 @@
 // thread, up to MaxKept freed blocks of each of its Classes sizes (Granule, 2 x Granule, ...
 // bytes) and serves a request of up to that size from them before asking the allocator. The
 // per-request objects of <idemgate/common/recycled.hpp> (a pool of one class per object size)
-// and the gateway's header fields (field_allocator.hpp: eight classes, 64 to 512 bytes) each
+// and the gateway's header blocks (span_fields.cpp: sixteen classes, 256 bytes to 4 KiB) each
 // have their own pools.
 // A block freed on another thread joins that thread's blocks. Under AddressSanitizer every block
 // goes to the allocator, so a use after free is still reported.
