@@ -26,7 +26,7 @@ namespace {
 const std::string secret(32, 's');
 
 template<class Awaitable>
-auto run(boost::asio::io_context& ioc, Awaitable a)
+auto run_io(boost::asio::io_context& ioc, Awaitable a)
 {
     auto f = boost::asio::co_spawn(ioc, std::move(a), boost::asio::use_future);
     ioc.restart();
@@ -34,7 +34,7 @@ auto run(boost::asio::io_context& ioc, Awaitable a)
     return f.get();
 }
 
-store::record in_flight(std::string token)
+store::record reserved_record(std::string token)
 {
     store::record r;
     r.fingerprint = std::string(64, 'f');
@@ -42,9 +42,9 @@ store::record in_flight(std::string token)
     return r;
 }
 
-store::record completed(std::string token, std::string body)
+store::record completed_record(std::string token, std::string body)
 {
-    auto r = in_flight(std::move(token));
+    auto r = reserved_record(std::move(token));
     r.state = store::record_state::completed;
     r.response.status = 201;
     r.response.reason = "Created";
@@ -61,13 +61,13 @@ struct store_session {
     }
     store::reserve_result reserve(store::scope s, const store::record& r)
     {
-        return run(ioc, session->reserve(s, r, 30s));
+        return run_io(ioc, session->reserve(s, r, 30s));
     }
     boost::system::error_code complete(store::scope s, const store::record& r)
     {
-        return run(ioc, session->complete(s, r, 60s));
+        return run_io(ioc, session->complete(s, r, 60s));
     }
-    store::lookup_result lookup(store::scope s) { return run(ioc, session->lookup(s)); }
+    store::lookup_result lookup(store::scope s) { return run_io(ioc, session->lookup(s)); }
 
     boost::asio::io_context ioc;
     std::shared_ptr<store::backend> backend;
@@ -132,12 +132,12 @@ TEST_CASE("over an in-process store the decorator stores hashed scopes and seale
 
         store::scope alice{"ab", "c"};
         store::scope bob{"a", "bc"}; // the same bytes moved between tenant and key
-        auto alice_done = completed("0123456789abcdef", R"({"card":"4111111111111111"})");
-        auto alice_flight = in_flight("0123456789abcdef");
+        auto alice_done = completed_record("0123456789abcdef", R"({"card":"4111111111111111"})");
+        auto alice_flight = reserved_record("0123456789abcdef");
         REQUIRE(above.reserve(alice, alice_flight).acquired);
         REQUIRE_FALSE(above.complete(alice, alice_done));
         // Another scope never sees alice's record.
-        auto bob_flight = in_flight("fedcba9876543210");
+        auto bob_flight = reserved_record("fedcba9876543210");
         CHECK(above.reserve(bob, bob_flight).acquired);
 
         // Below the decorator: nothing under the raw scope; under the hashed one, the sealed part.
@@ -152,7 +152,7 @@ TEST_CASE("over an in-process store the decorator stores hashed scopes and seale
         CHECK(kept.existing->sealed_response.find("4111") == std::string::npos);
 
         // Above: the clear answer, by reserve (a retry) and by lookup (the admin API).
-        auto retry_flight = in_flight("1111222233334444");
+        auto retry_flight = reserved_record("1111222233334444");
         auto retry = above.reserve(alice, retry_flight);
         REQUIRE_FALSE(retry.ec);
         CHECK_FALSE(retry.acquired);
@@ -172,16 +172,16 @@ TEST_CASE("rotation over an in-process store: the previous key opens, an unknown
         auto inner = store::make_backend(c);
         INFO("store " << inner->kind());
         store::scope s{"", "rotated"};
-        auto done = completed("aaaa0000aaaa0000", "sealed under A");
+        auto done = completed_record("aaaa0000aaaa0000", "sealed under A");
         {
             store_session a(store::protect_backend(inner, protection(key_a)));
-            auto flight = in_flight("aaaa0000aaaa0000");
+            auto flight = reserved_record("aaaa0000aaaa0000");
             REQUIRE(a.reserve(s, flight).acquired);
             REQUIRE_FALSE(a.complete(s, done));
         }
         {
             store_session rotated(store::protect_backend(inner, protection(key_b, key_a)));
-            auto flight = in_flight("bbbb0000bbbb0000");
+            auto flight = reserved_record("bbbb0000bbbb0000");
             auto r = rotated.reserve(s, flight);
             REQUIRE_FALSE(r.ec);
             REQUIRE(r.existing);
@@ -190,7 +190,7 @@ TEST_CASE("rotation over an in-process store: the previous key opens, an unknown
         {
             // Neither key: never a record, never the key handed out to run again.
             store_session wrong(store::protect_backend(inner, protection(key_b)));
-            auto flight = in_flight("cccc0000cccc0000");
+            auto flight = reserved_record("cccc0000cccc0000");
             auto r = wrong.reserve(s, flight);
             CHECK(r.ec == error::record_corrupt);
             CHECK_FALSE(r.acquired);
@@ -213,21 +213,21 @@ TEST_CASE("a tombstone is sealed under its own binding and reads back through th
         store_session above(store::protect_backend(inner, protection(key_a)));
         REQUIRE(above.session->tombstones());
         store::scope s{"acme", "buried"};
-        auto tomb = in_flight("0123456789abcdef");
+        auto tomb = reserved_record("0123456789abcdef");
         tomb.state = store::record_state::tombstone;
         tomb.response.status = 201;
         tomb.response.reason = "Created";
         tomb.response.headers = {{"Location", "/orders/7"}};
         tomb.body_length = 12;
         tomb.body_sha256 = std::string(64, 'b');
-        REQUIRE_FALSE(run(above.ioc, above.session->tombstones()->bury(s, tomb, 60s)));
+        REQUIRE_FALSE(run_io(above.ioc, above.session->tombstones()->bury(s, tomb, 60s)));
         auto digest = store::scope_digest(secret, s);
         auto kept =
-            run(below.ioc, below.session->tombstones()->find_tombstone(store::scope{{}, digest, true}));
+            run_io(below.ioc, below.session->tombstones()->find_tombstone(store::scope{{}, digest, true}));
         REQUIRE(kept.tombstone);
         CHECK(kept.tombstone->response.headers.empty());
         CHECK_FALSE(kept.tombstone->sealed_response.empty());
-        auto found = run(above.ioc, above.session->tombstones()->find_tombstone(s));
+        auto found = run_io(above.ioc, above.session->tombstones()->find_tombstone(s));
         REQUIRE_FALSE(found.ec);
         REQUIRE(found.tombstone);
         CHECK(*found.tombstone == tomb);
