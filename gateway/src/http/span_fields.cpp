@@ -98,6 +98,12 @@ span_fields& span_fields::operator=(const span_fields& other)
     // The block as it is, erased lines' slots and bytes too: one copy, the same offsets.
     block_ = static_cast<char*>(span_blocks::allocate(other.block_size_));
     std::memcpy(block_, other.block_, other.bytes_begin() + other.bytes_used_);
+    take_layout(other);
+    return *this;
+}
+
+void span_fields::take_layout(const span_fields& other) noexcept
+{
     block_size_ = other.block_size_;
     line_capacity_ = other.line_capacity_;
     lines_used_ = other.lines_used_;
@@ -108,7 +114,6 @@ span_fields& span_fields::operator=(const span_fields& other)
     names_seen_ = other.names_seen_;
     method_ = other.method_;
     target_or_reason_ = other.target_or_reason_;
-    return *this;
 }
 
 span_fields& span_fields::operator=(span_fields&& other) noexcept
@@ -118,16 +123,7 @@ span_fields& span_fields::operator=(span_fields&& other) noexcept
     release();
     block_ = std::exchange(other.block_, nullptr);
     retired_ = std::exchange(other.retired_, nullptr);
-    block_size_ = other.block_size_;
-    line_capacity_ = other.line_capacity_;
-    lines_used_ = other.lines_used_;
-    bytes_used_ = other.bytes_used_;
-    head_ = other.head_;
-    tail_ = other.tail_;
-    live_ = other.live_;
-    names_seen_ = other.names_seen_;
-    method_ = other.method_;
-    target_or_reason_ = other.target_or_reason_;
+    take_layout(other);
     other.release();
     return *this;
 }

@@ -271,6 +271,8 @@ private:
     struct retired;
     void retire(char* old, std::size_t size) noexcept;
     void release() noexcept;
+    // The sizes, the list's ends and the start line of `other`, whose block this one now holds or copies.
+    void take_layout(const span_fields& other) noexcept;
     void set_start(span& which, std::string_view s);
 
     char* block_ = nullptr;
