@@ -205,9 +205,9 @@ unsigned span_exporter::post_once(const std::string& body, error_code& failure)
                 failure = rec;
                 co_return;
             }
-            beast::tcp_stream tcp(ioc);
-            tcp.expires_after(options_.timeout);
-            auto [cec, ep] = co_await tcp.async_connect(results, use_tuple);
+            beast::tcp_stream conn(ioc);
+            conn.expires_after(options_.timeout);
+            auto [cec, ep] = co_await conn.async_connect(results, use_tuple);
             if (cec) {
                 failure = cec;
                 co_return;
@@ -222,11 +222,11 @@ unsigned span_exporter::post_once(const std::string& body, error_code& failure)
             req.prepare_payload();
             error_code ignored;
             if (!options_.tls) {
-                status = co_await exchange(tcp, req, options_.timeout, failure);
-                tcp.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+                status = co_await exchange(conn, req, options_.timeout, failure);
+                conn.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
                 co_return;
             }
-            ssl::stream<beast::tcp_stream> stream(std::move(tcp), *options_.tls);
+            ssl::stream<beast::tcp_stream> stream(std::move(conn), *options_.tls);
             const std::string& name = options_.tls_name.empty() ? host_ : options_.tls_name;
             std::string why;
             if (!set_peer_name(stream.native_handle(), name, options_.tls_verify, why)) {
