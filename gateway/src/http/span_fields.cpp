@@ -72,9 +72,16 @@ void span_fields::release() noexcept
         retired_ = next;
     }
     block_ = nullptr;
-    block_size_ = line_capacity_ = lines_used_ = bytes_used_ = live_ = 0;
+    block_size_ = line_capacity_ = 0;
+    forget_lines();
+}
+
+void span_fields::forget_lines() noexcept
+{
+    lines_used_ = bytes_used_ = live_ = 0;
     head_ = tail_ = none;
     names_seen_ = 0;
+    ungrouped_ = false;
     method_ = target_or_reason_ = {};
 }
 
@@ -112,6 +119,7 @@ void span_fields::take_layout(const span_fields& other) noexcept
     tail_ = other.tail_;
     live_ = other.live_;
     names_seen_ = other.names_seen_;
+    ungrouped_ = other.ungrouped_;
     method_ = other.method_;
     target_or_reason_ = other.target_or_reason_;
 }
@@ -137,12 +145,8 @@ void span_fields::swap(span_fields& other) noexcept
 
 void span_fields::clear() noexcept
 {
-    if (block_ == nullptr)
-        return;
-    lines_used_ = bytes_used_ = live_ = 0;
-    head_ = tail_ = none;
-    names_seen_ = 0;
-    method_ = target_or_reason_ = {};
+    if (block_ != nullptr)
+        forget_lines();
 }
 
 std::string_view span_fields::adopt(std::string_view head, std::size_t lines)

@@ -273,6 +273,8 @@ private:
     void release() noexcept;
     // The sizes, the list's ends and the start line of `other`, whose block this one now holds or copies.
     void take_layout(const span_fields& other) noexcept;
+    // No lines and no start line; the block, if any, is kept for the next head.
+    void forget_lines() noexcept;
     void set_start(span& which, std::string_view s);
 
     char* block_ = nullptr;
