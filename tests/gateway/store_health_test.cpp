@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <string_view>
+#include <thread>
 
 using namespace idemgate::test;
 using namespace std::chrono_literals;
@@ -43,6 +44,42 @@ void set_readiness(gateway_fixture& f, const std::string& from, const std::strin
     REQUIRE(logged(*f.gateway, "\"msg\":\"configuration reloaded\"", before + 1));
 }
 
+// Waits (bounded) until the gateway's Redis connects have stayed the same for longer than the
+// store's health interval (1 s): after the last connect the monitor runs its command check once
+// more, and a case that changes the ACL must not race that check, which would find the refused
+// command before the requests do (another condition, by design, than the one the case counts).
+bool connects_settled(gateway_fixture& f)
+{
+    const auto admin = f.gateway->admin_port();
+    auto last = metric(admin, "idemgate_redis_connects_total");
+    auto since = std::chrono::steady_clock::now();
+    return poll_until(
+        15s,
+        [&] {
+            const auto now = metric(admin, "idemgate_redis_connects_total");
+            if (now != last) {
+                last = now;
+                since = std::chrono::steady_clock::now();
+            }
+            return last > 0 && std::chrono::steady_clock::now() - since > 1500ms;
+        },
+        100ms);
+}
+
+// The fixture's gateway runs two threads, each with its own Redis connection.
+constexpr double gateway_connections = 2;
+
+// Waits (bounded) until every connection of the gateway is up and `connects` more connects than
+// `before` happened: after a CLIENT KILL, a request must not race a connection's reconnect.
+bool connections_up(gateway_fixture& f, double before, double connects)
+{
+    const auto admin = f.gateway->admin_port();
+    return poll_until(10s, [&] {
+        return metric(admin, "idemgate_redis_connects_total") >= before + connects &&
+               metric(admin, "idemgate_redis_connections_up") == gateway_connections;
+    });
+}
+
 gateway_options redis_health_options()
 {
     gateway_options o;
@@ -63,6 +100,7 @@ TEST_CASE("a Redis that refuses completes: refusing after 3 errors, new keys ref
     auto& redis = *f.store.redis;
     const auto recorded = unique_key("recorded");
     REQUIRE(f.post("/api/orders", recorded, "{}").status == 201);
+    REQUIRE(connects_settled(f));
 
     // The gateway's user may reserve (SET) but not complete (the scripts).
     REQUIRE(redis.command({"ACL", "SETUSER", "default", "-evalsha", "-eval"}) == "+OK\r\n");
@@ -132,12 +170,17 @@ TEST_CASE(
     auto options = redis_health_options();
     gateway_fixture strict(options);
     auto& redis = *strict.store.redis;
+    const auto admin = strict.gateway->admin_port();
+    REQUIRE(connections_up(strict, 0, gateway_connections));
+    const auto connects = metric(admin, "idemgate_redis_connects_total");
     REQUIRE(redis.command({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"}) == "+OK\r\n");
     redis.command({"CLIENT", "KILL", "TYPE", "normal"}); // the gateway reconnects and reads it again
     REQUIRE_MESSAGE(readyz_says(strict, 503, "evicting: maxmemory-policy volatile-ttl"), readyz(strict).body);
-    CHECK(metric(strict.gateway->admin_port(), "idemgate_store_condition{condition=\"evicting\"}") == 1);
+    CHECK(metric(admin, "idemgate_store_condition{condition=\"evicting\"}") == 1);
+    REQUIRE(connections_up(strict, connects, gateway_connections));
     // Readiness only: requests are still served.
-    CHECK(strict.post("/api/orders", unique_key("evicting"), "{}").status == 201);
+    auto served = strict.post("/api/orders", unique_key("evicting"), "{}");
+    CHECK_MESSAGE(served.status == 201, served.body, "\n", strict.process().output());
     // Set back: ready again after the next reconnect.
     REQUIRE(redis.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}) == "+OK\r\n");
     redis.command({"CLIENT", "KILL", "TYPE", "normal"});
@@ -217,6 +260,28 @@ TEST_CASE("a full memory store: 503 store-full with Retry-After from its oldest 
     CHECK(readyz(f).status == 200);
     CHECK(is_problem(f.post("/api/orders", unique_key("fourth"), "{}"), 503));
     CHECK(f.executions() == 2);
+}
+
+TEST_CASE(
+    "a lost Redis connection is connected again at once: a request right after a CLIENT KILL is served" *
+    needs_store("redis"))
+{
+    gateway_fixture f(redis_health_options());
+    auto& redis = *f.store.redis;
+    REQUIRE(connections_up(f, 0, gateway_connections));
+    // Each round kills both connections; the requests come while they reconnect, and wait for
+    // that attempt instead of failing through a backoff (80 of 80 were 503 with one). A second
+    // loss within a second meets the backoff, so the rounds are a second apart.
+    for (int round = 0; round < 3; ++round) {
+        if (round > 0)
+            std::this_thread::sleep_for(1100ms);
+        REQUIRE(redis.command({"CLIENT", "KILL", "TYPE", "normal"}).starts_with(":"));
+        for (int i = 0; i < 2; ++i) {
+            auto res = f.post("/api/orders", unique_key("after-kill"), "{}");
+            CHECK_MESSAGE(res.status == 201, "round ", round, ": ", res.body);
+        }
+    }
+    CHECK(f.executions() == 6);
 }
 
 TEST_SUITE_END();

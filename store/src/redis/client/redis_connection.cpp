@@ -15,6 +15,8 @@
 #include <idemgate/common/error.hpp>
 #include <idemgate/common/log.hpp>
 #include <idemgate/common/recycled.hpp>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace idemgate::store::detail {
@@ -153,6 +155,12 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
     auto backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
     bool first_attempt = true;
     bool reported_down = false; // log a failure streak once, not every attempt
+    // A connection that was up and is lost (a killed client, an idle timeout, a restarted server)
+    // is tried again at once, and commands wait for that attempt within their deadline instead of
+    // failing through the first backoff; at most once a second, so a server that drops every
+    // connection it accepts still meets the backoff.
+    bool lost_up = false;
+    std::optional<clock::time_point> last_prompt;
     while (!stopped_) {
         if (!first_attempt)
             bump(shared_->stats.reconnect_attempts);
@@ -209,6 +217,7 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                     log::coalesced(log::level::warn, "redis connection lost", address_.to_string(),
                                    {{"address", address_.to_string()}});
                     reported_down = true;
+                    lost_up = true;
                 }
             }
         }
@@ -228,6 +237,11 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
         fail_pending(make_error_code(error::store_unavailable));
         if (stopped_)
             break;
+        if (std::exchange(lost_up, false) &&
+            (!last_prompt || clock::now() - *last_prompt >= std::chrono::seconds(1))) {
+            last_prompt = clock::now();
+            continue;
+        }
         backoff_.expires_after(backoff);
         co_await backoff_.async_wait(as_tuple(use_awaitable));
         backoff = std::min<std::chrono::milliseconds>(backoff * 2, backoff_max);
