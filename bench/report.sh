@@ -45,6 +45,34 @@ latency_section() {
 ratio_jq='def figure: if .value == null or .value == "n/a" or ((.name | test("p99")) and .value == "0.00")
         then "n/a" else .value end;
     def verdict: if figure == "n/a" and (.met == "yes" or .met == "no") then "n/a" else .met end;'
+# The goals' ratios paired per round (.runs): name, numerator row, denominator row, what is divided
+# (rps, or CPU: the server's plus Redis's µs per request), the target and its direction.
+# shellcheck disable=SC2016 # a jq program: its $ names are jq's
+paired_jq='def cpu: .server_cpu_us_per_req + .redis_cpu_us_per_req;
+    def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+    def two: . * 100 | round / 100 | tostring | if test("\\.") then . else . + ".0" end
+        | if test("\\.[0-9]$") then . + "0" else . end;
+    def row($t; $s; $r): map(select(.target == $t and .scenario == $s and .round == $r and .check == "ok"))[0];
+    def paired($name; $a; $b; $what; $op; $goal):
+        . as $runs
+        | [$runs[].round] | unique
+        | map(. as $r | ($runs | row($a[0]; $a[1]; $r)) as $x | ($runs | row($b[0]; $b[1]; $r)) as $y
+              | select($x != null and $y != null)
+              | if $what == "rps" then $x.rps / $y.rps else ($x | cpu) / ($y | cpu) end)
+        | select(length > 0)
+        | (median) as $m
+        | "| \($name) | \($m | two) | \(min | two)-\(max | two) | \(length) | "
+          + (if $goal == null then "(info) | - |"
+             elif $op == ">=" then ">= \($goal) | \(if $m >= $goal then "yes" else "no" end) |"
+             else "<= \($goal) | \(if $m <= $goal then "yes" else "no" end) |" end);
+    (.runs // []) as $runs | $runs
+    | paired("idemgate-proxy CPU per request / nginx proxy"; ["idemgate-proxy", "proxy"]; ["nginx-proxy", "proxy"]; "cpu"; "<="; 1.15),
+      paired("idemgate-redis first execution / nginx proxy, req/s"; ["idemgate-redis", "first_execution"]; ["nginx-proxy", "proxy"]; "rps"; ">="; 0.58),
+      paired("idemgate-redis CPU (gateway + Redis) per first execution / nginx proxy"; ["idemgate-redis", "first_execution"]; ["nginx-proxy", "proxy"]; "cpu"; "<="; null),
+      paired("idemgate-redis replay / bare Beast, req/s"; ["idemgate-redis", "replay_one"]; ["bare-beast", "static"]; "rps"; ">="; 0.95),
+      paired("idemgate-redis-tier replay / bare Beast, req/s"; ["idemgate-redis-tier", "replay_one"]; ["bare-beast", "static"]; "rps"; ">="; 0.95),
+      paired("idemgate-redis-tier replay / nginx cache hit, req/s"; ["idemgate-redis-tier", "replay_one"]; ["nginx-cache", "replay_one"]; "rps"; ">="; 1.3),
+      paired("idemgate-redis-tier CPU per replay / bare Beast"; ["idemgate-redis-tier", "replay_one"]; ["bare-beast", "static"]; "cpu"; "<="; 1.05)'
 inputs=("$@") out_dir=""
 if (($# >= 2)) && [[ ${inputs[-1]} != *.json ]]; then
     out_dir=${inputs[-1]}
@@ -252,6 +280,17 @@ md=$out_dir/latest.md
         echo "| ratio / figure | measured | target | met |"
         echo "|---|---:|---|---|"
         jq -r "$ratio_jq"' .ratios[] | "| \(.name) | \(figure) | \(.target) | \(verdict) |"' "$json"
+    fi
+    paired=$(jq -r "$paired_jq" "$json")
+    if [[ -n $paired ]]; then
+        echo
+        echo "The same ratios paired per round: each round's idemgate run divided by its yardstick's run of the same round,"
+        echo "seconds apart, then the median and range of those per-round ratios. A ratio of two medians (above) can pair a"
+        echo "fast round with a slow one when the machine changes speed during the run; the paired median cannot."
+        echo
+        echo "| ratio, paired per round | median | range | rounds | target | met |"
+        echo "|---|---:|---|---:|---|---|"
+        echo "$paired"
     fi
     echo
     echo "Server CPU per request: utime+stime of the target's own processes (the gateway; nginx master and workers;"
