@@ -37,11 +37,12 @@ clk_tck=$(getconf CLK_TCK)
 # iowait irq softirq steal). The parts are measured apart: the client (wrk's own user+system time,
 # from the shell's `times` around it), the server under test, the upstream behind it and Redis
 # (utime+stime of their processes), the other processes (every process's utime+stime+cutime+
-# cstime summed over /proc before and after, less those four: the cutime of a live parent holds
-# what its children that ended meanwhile spent), irq+softirq, idle (idle+iowait) and steal from
+# cstime read from /proc before and after, per process (process_ticks_delta), less those four:
+# the cutime of a live parent holds what its children that ended meanwhile spent), irq+softirq, idle (idle+iowait) and steal from
 # /proc/stat. The processes' own figures and /proc/stat's are kept apart, so the sum of the
 # parts checks them: it closes when it is within CPU_ACCOUNT_TOLERANCE (5) % of 100. A process
-# that ends while /proc is read, or whose parent never waits for it, escapes the sums: on a
+# that ends while /proc is read, or whose parent never waits for it, escapes the sums (a kernel
+# thread that ends takes its ticks of the row with it, not its earlier ones): on a
 # machine where other processes come and go during the row (a build) the sum falls short, and
 # the flag says the machine was not quiet.
 # Interrupts: without IRQ_TIME_ACCOUNTING (Debian's kernels) the kernel samples time by tick, and a
@@ -56,9 +57,20 @@ proc_stat_cpu() { # user nice system idle iowait irq softirq steal, in clock tic
     read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
     echo "$user $nice $system $idle $iowait $irq $softirq $steal"
 }
-all_process_ticks() { # utime+stime+cutime+cstime of every process, in clock ticks
+process_ticks() { # every process: pid:starttime, ppid, utime+stime+cutime+cstime in clock ticks
     # cat goes on past a process that ended between the glob and its read.
-    { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk '{ sub(/^.*\) /, ""); s += $12 + $13 + $14 + $15 } END { printf "%d\n", s }'
+    { cat /proc/[0-9]*/stat 2>/dev/null || true; } |
+        awk '{ pid = $1; sub(/^.*\) /, ""); print pid ":" $20, $2, $12 + $13 + $14 + $15 }'
+}
+process_ticks_delta() { # BEFORE AFTER (process_ticks snapshots): the CPU ticks spent between them
+    # Per process: its own growth, or all of it for one that began meanwhile. One that ended
+    # meanwhile: a user process's lifetime is now in its parent's cutime (its waiter's, or the
+    # subreaper's), so its ticks before are taken off; a kernel thread (kthreadd's child) is reaped
+    # by nobody, and its ticks before are simply left out (a kworker that retires mid-row took
+    # 4-10 % of a row away from the plain difference of two sums).
+    awk 'NR == FNR { before[$1] = $3; kernel[$1] = ($2 == 2); next }
+        { if ($1 in before) { d += $3 - before[$1]; delete before[$1] } else d += $3 }
+        END { for (p in before) if (!kernel[p]) d -= before[p]; printf "%d\n", d }' "$1" "$2"
 }
 times_child_ticks() { # the output of `times`: its last line (the children's user and system time) in clock ticks
     awk -v t="$clk_tck" 'NF == 2 && $1 ~ /^[0-9]+m[0-9.]+s$/ { line = $0 }
@@ -108,7 +120,7 @@ timed_run() {
     local round=$1 entry=$2 progress=$3
     local target scenario script conns secs close wrk_env port gw_pid redis_pid tls0 tls1 served0 served1
     local gw0 gw1 sys0 sys1 gw_sys_us rd0 rd1 out result rps p50 p99 reqs status_errors socket_errors upstream_delta gw_cpu_us
-    local rd_cpu_us new_conns resumed c0 r0 c1 r1 verdict redis_cpu up_pid up0 up1 stat0 stat1 all0 all1 client account p
+    local rd_cpu_us new_conns resumed c0 r0 c1 r1 verdict redis_cpu up_pid up0 up1 stat0 stat1 client account p
     local -a acct
     IFS=: read -r target scenario script conns secs redis_cpu <<<"$entry"
     conns=${conns:-$CONNECTIONS}
@@ -136,7 +148,7 @@ timed_run() {
     if [[ -n ${scheme_of[$port]:-} ]]; then tls0=$(tls_connections "$target"); fi
     served0=$(upstream_served)
     stat0=$(proc_stat_cpu)
-    all0=$(all_process_ticks)
+    process_ticks >"$work/ticks0"
     gw0=$(cpu_ticks "${gw_pid[@]}")
     sys0=$(sys_ticks "${gw_pid[@]}")
     rd0=$(cpu_ticks "${redis_pid[@]}")
@@ -152,7 +164,7 @@ timed_run() {
     sys1=$(sys_ticks "${gw_pid[@]}")
     rd1=$(cpu_ticks "${redis_pid[@]}")
     up1=$(cpu_ticks "${up_pid[@]}")
-    all1=$(all_process_ticks)
+    process_ticks >"$work/ticks1"
     stat1=$(proc_stat_cpu)
     client=$(times_child_ticks <<<"$out")
     served1=$(upstream_served)
@@ -175,7 +187,7 @@ timed_run() {
     gw_cpu_us=$(awk -v d=$((gw1 - gw0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
     gw_sys_us=$(awk -v d=$((sys1 - sys0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
     rd_cpu_us=$(awk -v d=$((rd1 - rd0)) -v r="$reqs" -v t="$clk_tck" 'BEGIN { printf "%.2f", r ? d / t * 1e6 / r : 0 }')
-    account=$(cpu_account "$stat0" "$stat1" $((all1 - all0)) "${client:-0}" $((gw1 - gw0)) $((up1 - up0)) $((rd1 - rd0)) "$reqs")
+    account=$(cpu_account "$stat0" "$stat1" "$(process_ticks_delta "$work/ticks0" "$work/ticks1")" "${client:-0}" $((gw1 - gw0)) $((up1 - up0)) $((rd1 - rd0)) "$reqs")
     read -ra acct <<<"$account"
     new_conns="" resumed=""
     if [[ -n $tls0 && -n $tls1 ]]; then
