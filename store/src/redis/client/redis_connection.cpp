@@ -155,12 +155,6 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
     auto backoff = std::min<std::chrono::milliseconds>(initial_backoff, backoff_max);
     bool first_attempt = true;
     bool reported_down = false; // log a failure streak once, not every attempt
-    // A connection that was up and is lost (a killed client, an idle timeout, a restarted server)
-    // is tried again at once, and commands wait for that attempt within their deadline instead of
-    // failing through the first backoff; at most once a second, so a server that drops every
-    // connection it accepts still meets the backoff.
-    bool lost_up = false;
-    std::optional<clock::time_point> last_prompt;
     while (!stopped_) {
         if (!first_attempt)
             bump(shared_->stats.reconnect_attempts);
@@ -217,7 +211,6 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
                     log::coalesced(log::level::warn, "redis connection lost", address_.to_string(),
                                    {{"address", address_.to_string()}});
                     reported_down = true;
-                    lost_up = true;
                 }
             }
         }
@@ -232,16 +225,18 @@ asio::awaitable<void> redis_connection::run(std::shared_ptr<redis_connection> se
             reported_down = true;
         }
         handshake_error_.clear();
+        if (std::exchange(prompt_reconnect_, false) && !stopped_) {
+            // on_lost chose to connect again at once: connecting_ stayed on, so the commands that
+            // came since wait in waiting_ for this attempt; only those already sent fail (their
+            // outcome is unknown).
+            fail_sent(make_error_code(error::store_unavailable));
+            continue;
+        }
         connecting_ = false;
         on_lost(generation_, "reconnect", {});
         fail_pending(make_error_code(error::store_unavailable));
         if (stopped_)
             break;
-        if (std::exchange(lost_up, false) &&
-            (!last_prompt || clock::now() - *last_prompt >= std::chrono::seconds(1))) {
-            last_prompt = clock::now();
-            continue;
-        }
         backoff_.expires_after(backoff);
         co_await backoff_.async_wait(as_tuple(use_awaitable));
         backoff = std::min<std::chrono::milliseconds>(backoff * 2, backoff_max);
@@ -369,8 +364,21 @@ void redis_connection::on_lost(std::uint64_t gen, std::string_view, error_code)
     // Lost during the handshake: run() is waiting on a handshake command that will never be
     // answered, and fails the pending ones only once it returns; without this, the attempt (and
     // every command waiting for it) would sit out command_timeout.
-    if (connecting_)
+    if (connecting_) {
         fail_pending(make_error_code(error::store_unavailable));
+        return;
+    }
+    // A connection that was up and is lost (a killed client, an idle timeout, a restarted server,
+    // a primary the sentinels no longer name) is connected again at once, and from here on a
+    // command waits for that attempt within its deadline instead of failing through the first
+    // backoff; at most once a second, so a server that drops every connection after the handshake
+    // still meets the backoff.
+    const auto now = clock::now();
+    if (up_ && !stopped_ && (!last_prompt_ || now - *last_prompt_ >= std::chrono::seconds(1))) {
+        last_prompt_ = now;
+        prompt_reconnect_ = true;
+        connecting_ = true;
+    }
 }
 
 void redis_connection::send_waiting()
@@ -392,12 +400,17 @@ void redis_connection::send_waiting()
 
 void redis_connection::fail_pending(error_code ec)
 {
+    for (auto& cmd : waiting_)
+        pending_.push_back(std::move(cmd));
+    waiting_.clear();
+    fail_sent(ec);
+}
+
+void redis_connection::fail_sent(error_code ec)
+{
     auto failed = std::move(pending_);
     pending_.clear();
     out_.clear();
-    for (auto& cmd : waiting_)
-        failed.push_back(std::move(cmd));
-    waiting_.clear();
     // writing_ may still be referenced by an aborted write; the next writer clears it.
     for (auto& cmd : failed) {
         if (cmd->abandoned)

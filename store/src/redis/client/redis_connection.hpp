@@ -242,7 +242,8 @@ private:
                                                   std::shared_ptr<redis_connection> self = nullptr);
 
     void on_lost(std::uint64_t gen, std::string_view why, boost::system::error_code ec);
-    void fail_pending(boost::system::error_code ec);
+    void fail_pending(boost::system::error_code ec); // every command, sent or waiting
+    void fail_sent(boost::system::error_code ec);    // the sent ones; the waiting stay
     void send_waiting();
     void check_stall();
     void arm_sweep(std::chrono::steady_clock::time_point at);
@@ -273,10 +274,12 @@ private:
     std::string out_;                                      // formatted commands not yet handed to the writer
     std::string writing_;                                  // the writer's current batch
     std::string handshake_error_;                          // what AUTH / SELECT / PING answered, for the log
-    std::uint64_t generation_ = 0; // bumped per connection; stale reader/writer coroutines exit
-    bool connected_ = false;       // socket open, reader and writer running
-    bool up_ = false;              // connected_ and handshake done
-    bool connecting_ = false;      // a connect attempt (connect + handshake) is under way
+    std::uint64_t generation_ = 0;  // bumped per connection; stale reader/writer coroutines exit
+    bool connected_ = false;        // socket open, reader and writer running
+    bool up_ = false;               // connected_ and handshake done
+    bool connecting_ = false;       // a connect attempt (connect + handshake) is under way
+    bool prompt_reconnect_ = false; // on_lost chose to connect again without the backoff
+    std::optional<std::chrono::steady_clock::time_point> last_prompt_; // when it last did
     bool writer_idle_ = false;
     bool stopped_ = false;
 };
