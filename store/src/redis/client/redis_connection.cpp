@@ -8,8 +8,6 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <charconv>
-#include <cstring>
 #include <exception>
 #include <hiredis/hiredis.h>
 #include <idemgate/common/error.hpp>
@@ -36,44 +34,6 @@ namespace {
 
 constexpr auto initial_backoff = std::chrono::milliseconds(25);
 constexpr auto min_backoff = std::chrono::milliseconds(5);
-// Appends one command in RESP (an array of bulk strings) straight into the output buffer.
-// hiredis' redisFormatCommandArgv does the same through a malloc and sprintf per command, which
-// showed up in the replay profile; hiredis still parses every reply.
-void append_command(std::string& out, std::span<const std::string_view> args)
-{
-    // Sized once, then written in place: every command of every request goes through here.
-    auto digits = [](std::size_t n) {
-        std::size_t d = 1;
-        while (n >= 10) {
-            n /= 10;
-            ++d;
-        }
-        return d;
-    };
-    std::size_t size = 1 + digits(args.size()) + 2;
-    for (auto arg : args)
-        size += 1 + digits(arg.size()) + 2 + arg.size() + 2;
-    const auto start = out.size();
-    out.resize(start + size);
-    char* p = out.data() + start;
-    char* const end = p + size;
-    auto put_header = [&p, end](char tag, std::size_t n) {
-        *p++ = tag;
-        p = std::to_chars(p, end, n).ptr;
-        *p++ = '\r';
-        *p++ = '\n';
-    };
-    put_header('*', args.size());
-    for (auto arg : args) {
-        put_header('$', arg.size());
-        if (!arg.empty())
-            std::memcpy(p, arg.data(), arg.size());
-        p += arg.size();
-        *p++ = '\r';
-        *p++ = '\n';
-    }
-}
-
 void log_spawn_failure(std::exception_ptr e)
 {
     if (!e)

@@ -45,6 +45,9 @@ struct reply_deleter {
 };
 using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
 
+// Appends one command in RESP (an array of bulk strings) straight into `out` (redis_io.cpp).
+void append_command(std::string& out, std::span<const std::string_view> args);
+
 // What a command got: ec set on timeout / unavailable / protocol / error reply; `reply` is
 // set whenever a reply arrived (also for an error reply, so callers can read its text).
 struct command_result {
