@@ -3,6 +3,7 @@
 // rewritten as OpenMetrics, and the histograms' exemplars (also under concurrent writers: a
 // reader never sees one request's trace ID with another's value).
 #include <atomic>
+#include <chrono>
 #include <doctest/doctest.h>
 #include <idemgate/common/histogram.hpp>
 #include <idemgate/common/prometheus.hpp>
@@ -87,6 +88,15 @@ TEST_CASE("exemplars: a bucket's last traced observation, only when asked for")
                 }
             }
         });
+    // On a busy machine the writers may not have run yet: wait (bounded) for their first exemplar,
+    // so the reads below race them rather than an empty histogram.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (std::string out;
+         out.find("trace_id") == std::string::npos && std::chrono::steady_clock::now() < deadline;
+         std::this_thread::yield()) {
+        out.clear();
+        raced.render(out, "x", "", true);
+    }
     std::set<std::string> seen;
     for (int i = 0; i < 2000; ++i) {
         std::string out;
